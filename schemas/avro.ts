@@ -1,0 +1,305 @@
+/**
+ * turnstream's Avro schemas, composed from shared fragments so that a type used by several
+ * events (ChatMessage, PairTurn, …) is written once. `npm run schemas:write` writes them as
+ * schemas/avsc/*.avsc for tools outside TypeScript; a test keeps those files current.
+ */
+export const NAMESPACE = 'dev.turnstream.v1';
+
+type Schema = string | Record<string, unknown> | unknown[];
+/** Named types already defined in the schema being built: Avro allows one definition each. */
+type Ctx = Set<string>;
+
+const opt = (t: Schema) => ['null', t];
+const field = (name: string, type: Schema, extra: Record<string, unknown> = {}) => ({ name, type, ...extra });
+const optField = (name: string, type: Schema) => ({ name, type: opt(type), default: null });
+const arr = (items: Schema) => ({ type: 'array', items });
+const millis = { type: 'long', logicalType: 'timestamp-millis' };
+
+function once(ctx: Ctx, name: string, def: () => Record<string, unknown>): Schema {
+  if (ctx.has(name)) return `${NAMESPACE}.${name}`;
+  ctx.add(name);
+  return { name, namespace: NAMESPACE, ...def() };
+}
+
+const enumOf = (ctx: Ctx, name: string, symbols: string[]) => once(ctx, name, () => ({ type: 'enum', symbols }));
+
+const toolCall = (ctx: Ctx) =>
+  once(ctx, 'ToolCall', () => ({
+    type: 'record',
+    fields: [field('id', 'string'), field('type', 'string'), field('name', 'string'), field('arguments', 'string')],
+  }));
+
+const chatMessage = (ctx: Ctx) =>
+  once(ctx, 'ChatMessage', () => ({
+    type: 'record',
+    fields: [
+      field('role', 'string'),
+      optField('content', 'string'),
+      optField('name', 'string'),
+      optField('toolCallId', 'string'),
+      field('toolCalls', arr(toolCall(ctx)), { default: [] }),
+    ],
+  }));
+
+const assistantResponse = (ctx: Ctx) =>
+  once(ctx, 'AssistantResponse', () => ({
+    type: 'record',
+    fields: [optField('content', 'string'), field('toolCalls', arr(toolCall(ctx)), { default: [] }), field('finishReason', 'string')],
+  }));
+
+const feedbackEvidence = (ctx: Ctx) =>
+  once(ctx, 'FeedbackEvidence', () => ({
+    type: 'record',
+    fields: [field('feedbackId', 'string'), optField('rating', 'int'), optField('text', 'string'), field('createdAt', millis)],
+  }));
+
+const pairTurn = (ctx: Ctx) =>
+  once(ctx, 'PairTurn', () => ({
+    type: 'record',
+    fields: [
+      field('turnId', 'string'),
+      field('mainTurnIndex', 'int'),
+      field('policyModelId', 'string'),
+      field('policyVersion', 'long'),
+      field('model', 'string'),
+      field('requestMessages', arr(chatMessage(ctx))),
+      field('response', assistantResponse(ctx)),
+      field('promptTokenIds', arr('int')),
+      field('responseTokenIds', arr('int')),
+      field('responseLogprobs', arr('float')),
+      field('tokenized', 'boolean'),
+      field('requestedAt', millis),
+      field('completedAt', millis),
+    ],
+  }));
+
+const endMarker = (ctx: Ctx) => enumOf(ctx, 'EndMarker', ['SESSION_DONE', 'IDLE_TIMEOUT']);
+
+const turnPair = (ctx: Ctx) =>
+  once(ctx, 'TurnPair', () => ({
+    type: 'record',
+    fields: [
+      field('pairId', 'string'),
+      field('sessionId', 'string'),
+      optField('userId', 'string'),
+      field('turn', pairTurn(ctx)),
+      field(
+        'nextState',
+        arr(
+          once(ctx, 'NextStateItem', () => ({
+            type: 'record',
+            fields: [
+              field('role', enumOf(ctx, 'NextStateRole', ['USER', 'TOOL', 'ENVIRONMENT', 'FEEDBACK'])),
+              field('content', 'string'),
+              optField('toolCallId', 'string'),
+            ],
+          })),
+        ),
+      ),
+      optField('endMarker', endMarker(ctx)),
+      field('feedback', arr(feedbackEvidence(ctx)), { default: [] }),
+      field('historyVerified', 'boolean'),
+      field('createdAt', millis),
+      optField('tag', 'string'),
+    ],
+  }));
+
+export function turnSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'Turn', () => ({
+    type: 'record',
+    doc: 'One API call to the gateway. Key: sessionId.',
+    fields: [
+      field('turnId', 'string'),
+      field('sessionId', 'string'),
+      field('sessionSource', enumOf(ctx, 'SessionSource', ['HEADER', 'BODY', 'INFERRED', 'GENERATED', 'IMPORTED'])),
+      optField('userId', 'string'),
+      field('turnType', enumOf(ctx, 'TurnType', ['MAIN', 'SIDE'])),
+      field('sessionDone', 'boolean', { default: false }),
+      field('requestedAt', millis),
+      field('completedAt', millis),
+      field('model', 'string'),
+      field('policyModelId', 'string'),
+      field('policyVersion', 'long'),
+      field('requestMessages', arr(chatMessage(ctx))),
+      optField('toolsJson', 'string'),
+      field('response', assistantResponse(ctx)),
+      field('promptTokenIds', arr('int')),
+      field('responseTokenIds', arr('int')),
+      field('responseLogprobs', arr('float')),
+      field('tokenized', 'boolean'),
+      field('promptTruncatedTokens', 'int', { default: 0 }),
+      field(
+        'sampling',
+        once(ctx, 'SamplingParams', () => ({
+          type: 'record',
+          fields: [
+            optField('temperature', 'double'),
+            optField('topP', 'double'),
+            optField('maxTokens', 'int'),
+            optField('seed', 'long'),
+            field('stop', arr('string'), { default: [] }),
+          ],
+        })),
+      ),
+      field(
+        'usage',
+        once(ctx, 'Usage', () => ({
+          type: 'record',
+          fields: [field('promptTokens', 'int'), field('completionTokens', 'int'), field('totalTokens', 'int')],
+        })),
+      ),
+      field('latencyMs', 'int'),
+      field('gatewayId', 'string'),
+    ],
+  }));
+}
+
+export function feedbackSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'Feedback', () => ({
+    type: 'record',
+    doc: 'Explicit feedback on a turn. Key: sessionId.',
+    fields: [
+      field('feedbackId', 'string'),
+      field('sessionId', 'string'),
+      optField('turnId', 'string'),
+      optField('userId', 'string'),
+      optField('rating', 'int'),
+      optField('text', 'string'),
+      field('createdAt', millis),
+    ],
+  }));
+}
+
+export function sessionStateSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'SessionState', () => ({
+    type: 'record',
+    doc: 'Changelog of the session assembler. Key: sessionId.',
+    fields: [
+      field('sessionId', 'string'),
+      optField('userId', 'string'),
+      field('mainTurnCount', 'int'),
+      optField('pending', pairTurn(ctx)),
+      field('pendingFeedback', arr(feedbackEvidence(ctx)), { default: [] }),
+      field('recentIds', arr('string'), { default: [] }),
+      field('lastActivityAt', millis),
+      field('closed', 'boolean'),
+      optField('closedReason', endMarker(ctx)),
+    ],
+  }));
+}
+
+export function turnPairSchema(ctx: Ctx = new Set()): Schema {
+  return turnPair(ctx);
+}
+
+export function judgementSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'Judgement', () => ({
+    type: 'record',
+    doc: "The judge's verdict on a pair, with every vote. Key: turnId.",
+    fields: [
+      field('judgementId', 'string'),
+      field('turnId', 'string'),
+      field('sessionId', 'string'),
+      optField('userId', 'string'),
+      field('policyVersion', 'long'),
+      field('judgeId', 'string'),
+      field(
+        'votes',
+        arr(
+          once(ctx, 'Vote', () => ({
+            type: 'record',
+            fields: [
+              field('index', 'int'),
+              optField('score', 'int'),
+              optField('hint', 'string'),
+              field('latencyMs', 'int'),
+              optField('error', 'string'),
+              field('attempts', 'int'),
+            ],
+          })),
+        ),
+      ),
+      field('score', 'int'),
+      optField('hint', 'string'),
+      field('pair', turnPair(ctx)),
+      field('createdAt', millis),
+      optField('tag', 'string'),
+    ],
+  }));
+}
+
+export function sampleSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'Sample', () => ({
+    type: 'record',
+    doc: 'One training sample. Key: sessionId.',
+    fields: [
+      field('sampleId', 'string'),
+      field('turnId', 'string'),
+      field('sessionId', 'string'),
+      optField('userId', 'string'),
+      field('policyModelId', 'string'),
+      field('policyVersion', 'long'),
+      field('method', enumOf(ctx, 'SampleMethod', ['RL', 'OPD', 'COMBINED'])),
+      field('tokens', arr('int')),
+      field('promptLength', 'int'),
+      field('responseLength', 'int'),
+      field('lossMask', arr('int')),
+      field('rolloutLogprobs', arr('float')),
+      field('reward', 'float'),
+      optField('teacherLogprobs', arr('float')),
+      optField(
+        'teacherTopK',
+        arr(once(ctx, 'TopKEntry', () => ({ type: 'record', fields: [field('ids', arr('int')), field('logprobs', arr('float'))] }))),
+      ),
+      field('weight', 'float', { default: 1 }),
+      field('judgeId', 'string'),
+      field('createdAt', millis),
+      optField('tag', 'string'),
+    ],
+  }));
+}
+
+export function weightVersionSchema(ctx: Ctx = new Set()): Schema {
+  const d = (name: string) => field(name, 'double');
+  const i = (name: string) => field(name, 'long');
+  return once(ctx, 'WeightVersion', () => ({
+    type: 'record',
+    doc: 'A published checkpoint. Key: modelId.',
+    fields: [
+      field('modelId', 'string'),
+      field('version', 'long'),
+      optField('parentVersion', 'long'),
+      field('uri', 'string'),
+      field('sha256', 'string'),
+      field('format', 'string'),
+      field('baseModel', 'string'),
+      field(
+        'metrics',
+        once(ctx, 'TrainMetrics', () => ({
+          type: 'record',
+          fields: [d('loss'), d('meanReward'), d('kl'), d('clipFraction'), i('samples'), i('tokens'), d('logprobDrift'), i('droppedStale'), i('steps')],
+        })),
+      ),
+      field('createdAt', millis),
+    ],
+  }));
+}
+
+export function deadLetterSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'DeadLetter', () => ({
+    type: 'record',
+    doc: 'A record a stage could not decode or process, with the reason. Key: the original key.',
+    fields: [
+      field('topic', 'string'),
+      field('partition', 'int'),
+      field('offset', 'string'),
+      optField('key', 'bytes'),
+      optField('value', 'bytes'),
+      field('code', 'string'),
+      field('message', 'string'),
+      field('stage', 'string'),
+      field('failedAt', millis),
+      field('attempts', 'int'),
+    ],
+  }));
+}

@@ -1,0 +1,4 @@
+export * from './types.ts';
+export { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming, type TopicSpec } from './topics.ts';
+export { createRegistryClient, registerSchemas, type RegistryOptions, type SchemaIds } from './registry.ts';
+export { AvroCodec, avroTypeOf, invalidPaths, type Codec } from './codec.ts';

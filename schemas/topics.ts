@@ -1,0 +1,66 @@
+/**
+ * The topic catalogue of ARCHITECTURE.md: every topic's name, value schema and cleanup
+ * policy. Names can carry a prefix (tests isolate themselves with one) and a replay tag.
+ */
+import {
+  deadLetterSchema,
+  feedbackSchema,
+  judgementSchema,
+  sampleSchema,
+  sessionStateSchema,
+  turnPairSchema,
+  turnSchema,
+  weightVersionSchema,
+} from './avro.ts';
+import type { DeadLetter, Feedback, Judgement, Sample, SessionState, Turn, TurnPair, WeightVersion } from './types.ts';
+
+export interface TopicSpec<T = unknown> {
+  /** Logical name, e.g. `turns`. */
+  readonly id: TopicId;
+  /** Base name, e.g. `turnstream.turns.v1`. */
+  readonly base: string;
+  readonly schema: () => unknown;
+  readonly cleanup: 'delete' | 'compact' | 'compact,delete';
+  /** -1 keeps forever (the history). */
+  readonly retentionMs: number;
+  /** What the key holds. */
+  readonly key: string;
+  /** Phantom type carrier. */
+  readonly _type?: T;
+}
+
+const WEEK = 7 * 24 * 3600 * 1000;
+
+export const TOPICS = {
+  turns: { id: 'turns', base: 'turnstream.turns.v1', schema: turnSchema, cleanup: 'delete', retentionMs: -1, key: 'sessionId' } as TopicSpec<Turn>,
+  feedback: { id: 'feedback', base: 'turnstream.feedback.v1', schema: feedbackSchema, cleanup: 'delete', retentionMs: -1, key: 'sessionId' } as TopicSpec<Feedback>,
+  sessionState: { id: 'sessionState', base: 'turnstream.session-state.v1', schema: sessionStateSchema, cleanup: 'compact', retentionMs: -1, key: 'sessionId' } as TopicSpec<SessionState>,
+  pairs: { id: 'pairs', base: 'turnstream.pairs.v1', schema: turnPairSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'sessionId' } as TopicSpec<TurnPair>,
+  judgements: { id: 'judgements', base: 'turnstream.judgements.v1', schema: judgementSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'turnId' } as TopicSpec<Judgement>,
+  samples: { id: 'samples', base: 'turnstream.samples.v1', schema: sampleSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'sessionId' } as TopicSpec<Sample>,
+  weights: { id: 'weights', base: 'turnstream.weights.v1', schema: weightVersionSchema, cleanup: 'compact,delete', retentionMs: 52 * WEEK, key: 'modelId' } as TopicSpec<WeightVersion>,
+  dlq: { id: 'dlq', base: 'turnstream.dlq.v1', schema: deadLetterSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'original key' } as TopicSpec<DeadLetter>,
+} as const;
+
+export type TopicId = 'turns' | 'feedback' | 'sessionState' | 'pairs' | 'judgements' | 'samples' | 'weights' | 'dlq';
+
+/** Where a topic family lives: a prefix for isolation and an optional replay tag. */
+export interface TopicNaming {
+  /** Prepended to every name. @default '' */
+  prefix?: string;
+  /** Replay tag: derived topics become `turnstream.replay.<tag>.<name>`. @default undefined (live) */
+  tag?: string;
+}
+
+/** Topics whose content a replay re-derives (the rest are shared with the live pipeline). */
+const DERIVED: ReadonlySet<TopicId> = new Set(['sessionState', 'pairs', 'judgements', 'samples', 'dlq']);
+
+export function topicName(id: TopicId, naming: TopicNaming = {}): string {
+  const base = TOPICS[id].base;
+  const prefix = naming.prefix ?? '';
+  if (naming.tag && DERIVED.has(id)) return `${prefix}${base.replace(/^turnstream\./, `turnstream.replay.${naming.tag}.`)}`;
+  return `${prefix}${base}`;
+}
+
+/** TopicNameStrategy: `<topic>-value`. */
+export const valueSubject = (topic: string): string => `${topic}-value`;

@@ -1,0 +1,264 @@
+/**
+ * TypeScript shapes of turnstream's events. They mirror the Avro schemas in ./avro.ts
+ * field for field; test/unit/schemas/schemas.test.ts checks that they stay in sync.
+ * Timestamps are epoch milliseconds; `long`s are JS numbers (exact below 2^53).
+ */
+
+export type SessionSource = 'HEADER' | 'BODY' | 'INFERRED' | 'GENERATED' | 'IMPORTED';
+export type TurnType = 'MAIN' | 'SIDE';
+export type NextStateRole = 'USER' | 'TOOL' | 'ENVIRONMENT' | 'FEEDBACK';
+export type EndMarker = 'SESSION_DONE' | 'IDLE_TIMEOUT';
+export type SampleMethod = 'RL' | 'OPD' | 'COMBINED';
+
+export interface ToolCall {
+  id: string;
+  type: string;
+  name: string;
+  /** The arguments exactly as the model produced them (a JSON string). */
+  arguments: string;
+}
+
+/** One request message; content parts are flattened to text, tool calls kept. */
+export interface ChatMessage {
+  role: string;
+  content: string | null;
+  name: string | null;
+  toolCallId: string | null;
+  toolCalls: ToolCall[];
+}
+
+export interface AssistantResponse {
+  content: string | null;
+  toolCalls: ToolCall[];
+  /** stop | length | tool_calls | content_filter | error */
+  finishReason: string;
+}
+
+export interface SamplingParams {
+  temperature: number | null;
+  topP: number | null;
+  maxTokens: number | null;
+  seed: number | null;
+  stop: string[];
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+/** One API call to the gateway. Key: sessionId. */
+export interface Turn {
+  turnId: string;
+  sessionId: string;
+  sessionSource: SessionSource;
+  userId: string | null;
+  turnType: TurnType;
+  /** The client said this turn ends the session (X-Session-Done / session_done). */
+  sessionDone: boolean;
+  requestedAt: number;
+  completedAt: number;
+  /** The model name the client asked for. */
+  model: string;
+  /** Which weights answered: the model id of the policy (or upstream model). */
+  policyModelId: string;
+  policyVersion: number;
+  requestMessages: ChatMessage[];
+  /** `tools` as sent, as JSON, or null. */
+  toolsJson: string | null;
+  response: AssistantResponse;
+  /** Token ids the engine actually used (after truncation). */
+  promptTokenIds: number[];
+  responseTokenIds: number[];
+  /** log π_rollout of each response token, as the engine produced it. */
+  responseLogprobs: number[];
+  /** False when the engine gave no token ids: not trainable by token-level methods. */
+  tokenized: boolean;
+  /** Prompt tokens dropped by the truncation policy (0 when none). */
+  promptTruncatedTokens: number;
+  sampling: SamplingParams;
+  usage: Usage;
+  latencyMs: number;
+  gatewayId: string;
+}
+
+/** Explicit feedback (👍/👎, text). Key: sessionId. */
+export interface Feedback {
+  feedbackId: string;
+  sessionId: string;
+  /** The turn it is about; null = the session's latest main turn. */
+  turnId: string | null;
+  userId: string | null;
+  /** 1, -1, or null for text only. */
+  rating: number | null;
+  text: string | null;
+  createdAt: number;
+}
+
+export interface FeedbackEvidence {
+  feedbackId: string;
+  rating: number | null;
+  text: string | null;
+  createdAt: number;
+}
+
+/** What the judge and the trainer need of a main turn. */
+export interface PairTurn {
+  turnId: string;
+  mainTurnIndex: number;
+  policyModelId: string;
+  policyVersion: number;
+  model: string;
+  requestMessages: ChatMessage[];
+  response: AssistantResponse;
+  promptTokenIds: number[];
+  responseTokenIds: number[];
+  responseLogprobs: number[];
+  tokenized: boolean;
+  requestedAt: number;
+  completedAt: number;
+}
+
+export interface NextStateItem {
+  role: NextStateRole;
+  content: string;
+  /** For TOOL items: which call this result answers. */
+  toolCallId: string | null;
+}
+
+/** A main turn with what happened next. Key: sessionId. */
+export interface TurnPair {
+  /** = turn.turnId: one pair per main turn. */
+  pairId: string;
+  sessionId: string;
+  userId: string | null;
+  turn: PairTurn;
+  /** The next state (all tool results when there were several); empty with an end marker. */
+  nextState: NextStateItem[];
+  endMarker: EndMarker | null;
+  feedback: FeedbackEvidence[];
+  /** Turn t+1's history really contained turn t's response. */
+  historyVerified: boolean;
+  createdAt: number;
+  /** Replay tag; null on the live pipeline. */
+  tag: string | null;
+}
+
+/** Changelog of the session assembler's per-session state. Key: sessionId. */
+export interface SessionState {
+  sessionId: string;
+  userId: string | null;
+  mainTurnCount: number;
+  /** The newest main turn, still waiting for its next state. */
+  pending: PairTurn | null;
+  pendingFeedback: FeedbackEvidence[];
+  /** Recently seen turn and feedback ids, for dedupe (bounded). */
+  recentIds: string[];
+  lastActivityAt: number;
+  closed: boolean;
+  closedReason: EndMarker | null;
+}
+
+export interface Vote {
+  index: number;
+  /** 1, 0, -1, or null for an invalid or failed vote. */
+  score: number | null;
+  hint: string | null;
+  latencyMs: number;
+  error: string | null;
+  attempts: number;
+}
+
+/** The judge's verdict on a pair. Key: turnId. */
+export interface Judgement {
+  /** = turnId + ':' + judgeId */
+  judgementId: string;
+  turnId: string;
+  sessionId: string;
+  userId: string | null;
+  policyVersion: number;
+  judgeId: string;
+  votes: Vote[];
+  /** Majority score: 1, 0 or -1. */
+  score: number;
+  /** The accepted (longest valid) hint, for OPD. */
+  hint: string | null;
+  pair: TurnPair;
+  createdAt: number;
+  tag: string | null;
+}
+
+export interface TopKEntry {
+  ids: number[];
+  logprobs: number[];
+}
+
+/** One training sample. Key: sessionId. */
+export interface Sample {
+  sampleId: string;
+  turnId: string;
+  sessionId: string;
+  userId: string | null;
+  policyModelId: string;
+  policyVersion: number;
+  method: SampleMethod;
+  /** Prompt ids followed by response ids. */
+  tokens: number[];
+  promptLength: number;
+  responseLength: number;
+  /** One per response token: 1 = trained on. */
+  lossMask: number[];
+  /** One per response token. */
+  rolloutLogprobs: number[];
+  reward: number;
+  /** One per response token, or null (RL-only: the teacher term is exactly 0). */
+  teacherLogprobs: number[] | null;
+  /** Per response token, the teacher's top-k ids and log-probs, or null. */
+  teacherTopK: TopKEntry[] | null;
+  /** Group / per-user weight. */
+  weight: number;
+  judgeId: string;
+  createdAt: number;
+  tag: string | null;
+}
+
+export interface TrainMetrics {
+  loss: number;
+  meanReward: number;
+  kl: number;
+  clipFraction: number;
+  samples: number;
+  tokens: number;
+  logprobDrift: number;
+  droppedStale: number;
+  steps: number;
+}
+
+/** A published checkpoint. Key: modelId. */
+export interface WeightVersion {
+  modelId: string;
+  version: number;
+  parentVersion: number | null;
+  uri: string;
+  sha256: string;
+  format: string;
+  baseModel: string;
+  metrics: TrainMetrics;
+  createdAt: number;
+}
+
+/** A record a stage could not decode or process. Key: the original key. */
+export interface DeadLetter {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  code: string;
+  message: string;
+  /** Which service sent it here (gateway, session-assembler, judge, …). */
+  stage: string;
+  failedAt: number;
+  attempts: number;
+}
