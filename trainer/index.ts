@@ -1,0 +1,41 @@
+// Public surface of trainer/: what the gateway, processors and CLI may use.
+export { selectBackend, selectedBackend, BACKEND_ORDER, type BackendName, type SelectBackendOptions } from './backend.ts';
+export {
+  renderPrompt,
+  type ChatMessage,
+  type ChatRole,
+  type RenderPromptOptions,
+  type RenderedPrompt,
+} from './chat-template.ts';
+export {
+  CHECKPOINT_FORMAT,
+  checkpointPath,
+  loadCheckpoint,
+  readManifest,
+  saveCheckpoint,
+  type CheckpointManifest,
+  type LoadCheckpointOptions,
+  type SaveCheckpointOptions,
+  type SavedCheckpoint,
+  type TensorEntry,
+} from './checkpoint.ts';
+export {
+  generate,
+  scoreTokens,
+  mulberry32,
+  type FinishReason,
+  type GenerateOptions,
+  type GeneratedToken,
+} from './generate.ts';
+export {
+  DEFAULT_MODEL_CONFIG,
+  TransformerModel,
+  disposeCache,
+  resolveModelConfig,
+  weightShapes,
+  type KvCache,
+  type ModelConfig,
+} from './model.ts';
+export { loadPolicy, type LoadPolicyOptions, type PolicyHandle } from './policy.ts';
+export { BYTE_VOCAB, ByteTokenizer, SPECIAL_TOKENS, StreamDecoder, type SpecialToken } from './tokenizer.ts';
+export { WeightStore, initCheckpoint, type InitCheckpointOptions, type WeightVersionRef } from './weight-store.ts';
