@@ -39,3 +39,4 @@ export {
 export { loadPolicy, type LoadPolicyOptions, type PolicyHandle } from './policy.ts';
 export { BYTE_VOCAB, ByteTokenizer, SPECIAL_TOKENS, StreamDecoder, type SpecialToken } from './tokenizer.ts';
 export { WeightStore, initCheckpoint, type InitCheckpointOptions, type WeightVersionRef } from './weight-store.ts';
+export * from './losses/index.ts';

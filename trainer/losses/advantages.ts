@@ -1,0 +1,55 @@
+import * as tf from '@tensorflow/tfjs';
+import { maskedValues } from './masked-mean.ts';
+
+type Rewards = tf.Tensor1D | number[];
+
+const toColumn = (reward: Rewards): tf.Tensor2D =>
+  tf.reshape(Array.isArray(reward) ? tf.tensor1d(reward, 'float32') : tf.cast(reward, 'float32'), [-1, 1]);
+
+/**
+ * Binary RL (ALGORITHMS.md §5): the turn's reward r ∈ {−1, 0, +1} [B] broadcast to every
+ * response token, no normalization; masked tokens are 0.
+ */
+export function binaryRlAdvantages(reward: Rewards, mask: tf.Tensor2D): tf.Tensor2D {
+  return tf.tidy(() => maskedValues(tf.mul(toColumn(reward), tf.onesLike(mask).asType('float32')), mask) as tf.Tensor2D);
+}
+
+/** OPD (ALGORITHMS.md §4): `A_t = log π_teacher(a_t | s + hint) − log π_old(a_t | s)`; masked tokens are 0. */
+export function opdAdvantages(teacherLp: tf.Tensor2D, oldLp: tf.Tensor2D, mask: tf.Tensor2D): tf.Tensor2D {
+  return tf.tidy(() => maskedValues(tf.sub(teacherLp, oldLp), mask) as tf.Tensor2D);
+}
+
+export interface CombinedAdvantagesInput {
+  /** Teacher log-probs [B, T], or null when no sample of the batch has a hint (RL only). */
+  teacherLp: tf.Tensor2D | null;
+  /** Which samples have teacher log-probs [B] (1/0); default all when `teacherLp` is given. */
+  hasTeacher?: tf.Tensor1D | number[];
+  oldLp: tf.Tensor2D;
+  /** Reward per sample [B]; 0 for "hint only". */
+  reward: Rewards;
+  /** @default 1 */
+  wOpd?: number;
+  /** @default 1 */
+  wRl?: number;
+  mask: tf.Tensor2D;
+}
+
+/**
+ * Combined method (ALGORITHMS.md §5): `A_t = w_opd·(teacher_lp_t − old_lp_t) + w_rl·r`.
+ * Where a sample has no teacher (RL only), its teacher term is exactly 0: it is selected away
+ * with `where`, never computed from placeholder log-probs.
+ */
+export function combinedAdvantages(input: CombinedAdvantagesInput): tf.Tensor2D {
+  const wOpd = input.wOpd ?? 1;
+  const wRl = input.wRl ?? 1;
+  return tf.tidy(() => {
+    const rl = tf.mul(binaryRlAdvantages(input.reward, input.mask), wRl);
+    if (input.teacherLp === null) return rl as tf.Tensor2D;
+    let opd = tf.mul(opdAdvantages(input.teacherLp, input.oldLp, input.mask), wOpd);
+    if (input.hasTeacher !== undefined) {
+      const has = tf.greater(toColumn(input.hasTeacher), 0);
+      opd = tf.where(tf.logicalAnd(has, tf.onesLike(opd).asType('bool')), opd, tf.zerosLike(opd));
+    }
+    return tf.add(opd, rl) as tf.Tensor2D;
+  });
+}
