@@ -1,0 +1,9 @@
+/** The local stack (Kafka, Schema Registry, ClickHouse): what other folders may use. */
+export { stackUp, stackDown, stackStatus, stackPids } from './stack.ts';
+export type { StackStatus, StackUpResult, ServiceReport, ServiceName } from './stack.ts';
+export { resolveStackOptions, endpointsOf } from './options.ts';
+export type { StackOptions, StackEndpoints, StackProgress, RegistryStorage } from './options.ts';
+export { getFreePort, isPortFree } from './ports.ts';
+export { kafkaHealthy } from './kafka.ts';
+export { registryHealthy } from './registry.ts';
+export { clickhouseVersion } from './clickhouse.ts';

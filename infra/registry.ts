@@ -1,0 +1,102 @@
+/**
+ * The Schema Registry: Apicurio Registry 3.x (a Quarkus app from Maven Central), whose
+ * Confluent-compatible API at `/apis/ccompat/v7` is what `@confluentinc/schemaregistry`
+ * talks to. With storage `kafkasql` its state is the `kafkasql-journal` topic.
+ */
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ResolvedStackOptions } from './options.ts';
+import { runCommand } from './run-command.ts';
+
+export const APICURIO_VERSION = '3.0.9';
+export const APICURIO_ARTIFACT = `io.apicurio:apicurio-registry-app:${APICURIO_VERSION}:tar.gz:all`;
+
+/** Where the registry pieces live. */
+export interface RegistryPaths {
+  appDir: string;
+  runnerJar: string;
+  dataDir: string;
+  stdoutLog: string;
+  pidFile: string;
+}
+
+export function registryPaths(o: Pick<ResolvedStackOptions, 'home' | 'distDir'>): RegistryPaths {
+  const appDir = join(o.distDir, 'apicurio', APICURIO_VERSION);
+  return {
+    appDir,
+    runnerJar: join(appDir, `apicurio-registry-app-${APICURIO_VERSION}-runner.jar`),
+    dataDir: join(o.home, 'registry'),
+    stdoutLog: join(o.home, 'logs', 'registry.log'),
+    pidFile: join(o.home, 'pids', 'registry.pid'),
+  };
+}
+
+/** Fetches the app with Maven (from ~/.m2 when already there) and unpacks it, once. */
+export async function installRegistry(o: ResolvedStackOptions, paths: RegistryPaths): Promise<boolean> {
+  if (existsSync(paths.runnerJar)) return false;
+  const downloads = join(o.distDir, 'downloads');
+  mkdirSync(downloads, { recursive: true });
+  // dependency:copy resolves into ~/.m2 (a no-op when cached) and copies the file where we want it.
+  await runCommand(o.mavenBinary, ['-q', '-B', 'dependency:copy', `-Dartifact=${APICURIO_ARTIFACT}`, `-DoutputDirectory=${downloads}`, '-Dmdep.stripVersion=false'], {
+    what: 'downloading Apicurio Registry with Maven',
+  });
+  const tarball = join(downloads, `apicurio-registry-app-${APICURIO_VERSION}-all.tar.gz`);
+  const partial = `${paths.appDir}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  await runCommand('tar', ['-xzf', tarball, '-C', partial], { what: 'unpacking Apicurio Registry' });
+  // Rename last, so an interrupted unpack is never taken for an installed app.
+  rmSync(paths.appDir, { recursive: true, force: true });
+  await runCommand('mv', [partial, paths.appDir], { what: 'installing Apicurio Registry' });
+  rmSync(tarball, { force: true });
+  return true;
+}
+
+/**
+ * Quarkus/Apicurio settings as -D flags (system properties outrank the environment, so a
+ * stray QUARKUS_* variable cannot move the port). Apicurio 3 has no "mem" storage kind:
+ * its default `sql` storage on an in-memory H2 database is the in-memory mode.
+ */
+export function registrySystemProperties(
+  o: Pick<ResolvedStackOptions, 'host' | 'registryPort' | 'registryStorage'>,
+  brokers: string,
+  dataDir: string,
+): Record<string, string> {
+  const props: Record<string, string> = {
+    'quarkus.http.host': o.host,
+    'quarkus.http.port': String(o.registryPort),
+    'quarkus.http.access-log.enabled': 'false',
+    'apicurio.storage.snapshot.location': join(dataDir, 'snapshots'),
+  };
+  if (o.registryStorage === 'kafkasql') {
+    Object.assign(props, {
+      'apicurio.storage.kind': 'kafkasql',
+      'apicurio.kafkasql.bootstrap.servers': brokers,
+      'apicurio.kafkasql.topic': 'kafkasql-journal',
+      'apicurio.kafkasql.snapshots.topic': 'kafkasql-snapshots',
+    });
+  } else {
+    Object.assign(props, { 'apicurio.storage.kind': 'sql', 'apicurio.storage.sql.kind': 'h2' });
+  }
+  return props;
+}
+
+/** The java command line of the registry. */
+export function registryCommand(o: ResolvedStackOptions, paths: RegistryPaths, brokers: string): { command: string; args: string[] } {
+  const props = registrySystemProperties(o, brokers, paths.dataDir);
+  return {
+    command: o.javaBinary,
+    args: [...o.registryJvmOptions, ...Object.entries(props).map(([k, v]) => `-D${k}=${v}`), '-jar', paths.runnerJar],
+  };
+}
+
+/** True when the ccompat API lists subjects (the registry and its storage are ready). */
+export async function registryHealthy(registryUrl: string, timeoutMs = 3_000): Promise<boolean> {
+  try {
+    const res = await fetch(`${registryUrl}/subjects`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
