@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { register as infra } from './infra.ts';
 
 /** Every sub-command's `register`; add one line per command file. */
-export const commands: Array<(program: Command) => void> = [];
+export const commands: Array<(program: Command) => void> = [infra];
