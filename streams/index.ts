@@ -1,0 +1,22 @@
+export * from './errors.ts';
+export { createLogger, type Logger } from './logger.ts';
+export { createKafka, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
+export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
+export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';
+export { EventProducer, partitioner, type EventProducerOptions, type OutgoingEvent } from './producer.ts';
+export { followTopic, type Follower, type FollowOptions } from './follow.ts';
+export { readToEnd, type RawRecord, type ReadToEndOptions } from './topic-reader.ts';
+export { deadLetter } from './dead-letter.ts';
+export { registry as metricsRegistry, counter, gauge, histogram } from './metrics.ts';
+export {
+  runProcessor,
+  type HandlerContext,
+  type InputRecord,
+  type ProcessorHandle,
+  type ProcessorOptions,
+  type ProcessorStats,
+  type PunctuateContext,
+  type StateAccess,
+} from './processor.ts';
+export { KeyedWorkPool } from './work-pool.ts';
+export { OffsetTracker } from './offset-tracker.ts';

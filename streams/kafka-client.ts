@@ -1,0 +1,39 @@
+/** Kafka client factory: one place that decides client ids, retries and logging. */
+import { Kafka, logLevel as KafkaLogLevel, type KafkaConfig, type logCreator } from 'kafkajs';
+import { createLogger, type Logger } from './logger.ts';
+
+export interface KafkaClientOptions {
+  /** Bootstrap servers, e.g. ['127.0.0.1:9092']. */
+  brokers: string[];
+  /** Shown in broker logs and metrics. @default 'turnstream' */
+  clientId?: string;
+  /** Where kafkajs logs go. @default a pino logger named 'kafka' */
+  logger?: Logger;
+  /** Connection timeout in ms. @default 3000 */
+  connectionTimeoutMs?: number;
+  /** Retries of a failed request (kafkajs retrier). @default 8 */
+  retries?: number;
+}
+
+const toPino = (logger: Logger): logCreator => () => ({ level, log }) => {
+  const { message, ...extra } = log;
+  // kafkajs logs expected reconnects as errors; keep them at warn so real errors stand out.
+  if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) logger.warn(extra, message);
+  else if (level === KafkaLogLevel.INFO) logger.debug(extra, message);
+};
+
+export function createKafka(options: KafkaClientOptions): Kafka {
+  const config: KafkaConfig = {
+    clientId: options.clientId ?? 'turnstream',
+    brokers: options.brokers,
+    connectionTimeout: options.connectionTimeoutMs ?? 3000,
+    requestTimeout: 30000,
+    retry: { retries: options.retries ?? 8, initialRetryTime: 100, maxRetryTime: 5000 },
+    logLevel: KafkaLogLevel.WARN,
+    logCreator: toPino(options.logger ?? createLogger('kafka')),
+  };
+  return new Kafka(config);
+}
+
+/** Parses `host:port,host:port`. */
+export const parseBrokers = (s: string): string[] => s.split(',').map((b) => b.trim()).filter(Boolean);

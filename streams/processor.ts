@@ -1,0 +1,525 @@
+/**
+ * The transactional processor runtime: consume → transform → produce + commit offsets in
+ * one Kafka transaction.
+ *
+ * - Records are handed to a bounded async pool; records with the same key run in order.
+ * - When the pool is full the partition that overfilled it is paused, and resumed when
+ *   half the pool is free, so a slow handler (a 30 s judge) never blocks the consumer's
+ *   heartbeat and never costs a rebalance.
+ * - A record's outputs (and its state changes, as changelog records) wait in memory until
+ *   every earlier record of its partition has finished; then outputs and offsets commit
+ *   together. read_committed consumers downstream see each output exactly once.
+ * - A record that cannot be decoded, or whose handler fails for good, becomes a DeadLetter
+ *   committed with its offset: the stage moves on and nothing is lost.
+ * - The transactional id is `<groupId>.<instanceId>`: a restarted instance fences its dead
+ *   predecessor and aborts whatever it left open.
+ */
+import type { Consumer, EachBatchPayload, Kafka, Message, Producer } from 'kafkajs';
+import pRetry from 'p-retry';
+import type { TopicId } from '../schemas/index.ts';
+import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
+import { deadLetter } from './dead-letter.ts';
+import { ErrorCodes, isRetriable, TurnstreamError } from './errors.ts';
+import type { EventCodecs, TopicValues } from './event-codecs.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { counter, gauge, histogram } from './metrics.ts';
+import { OffsetTracker } from './offset-tracker.ts';
+import { partitioner } from './producer.ts';
+import { StateStore } from './state-store.ts';
+import { KeyedWorkPool } from './work-pool.ts';
+
+export interface InputRecord<V = unknown> {
+  topicId: TopicId;
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string;
+  value: V;
+  timestamp: number;
+}
+
+export interface StateAccess<S> {
+  get(key: string): S | undefined;
+  put(key: string, value: S): void;
+  delete(key: string): void;
+}
+
+type Emit = <K extends TopicId>(id: K, key: string, value: TopicValues[K]) => void;
+
+export interface HandlerContext<S> {
+  /** Buffers an output; it is produced in the transaction that commits this record's offset. */
+  emit: Emit;
+  /** This record's partition's state (writes are staged until the handler succeeds). */
+  state: StateAccess<S>;
+  logger: Logger;
+  /** Aborted when the processor stops. */
+  signal: AbortSignal;
+}
+
+export interface PunctuateContext<S> {
+  emit: Emit;
+  state: StateAccess<S> & { entries(): IterableIterator<[string, S]> };
+  now: number;
+  logger: Logger;
+}
+
+export interface ProcessorOptions<S = never> {
+  /** Service name, for logs, metrics and dead letters. */
+  name: string;
+  kafka: Kafka;
+  codecs: EventCodecs;
+  /** Consumer group; instances with the same group share the partitions. */
+  groupId: string;
+  /** Stable per instance; part of the transactional id. @default '0' */
+  instanceId?: string;
+  /** Topics to consume; they must be co-partitioned when `state` is used. */
+  inputs: TopicId[];
+  /** Records in flight before partitions pause. @default 64 */
+  concurrency?: number;
+  /** Attempts of a record whose handler fails with a retriable error, before it goes to the DLQ. @default 5 */
+  maxAttempts?: number;
+  /** First retry delay in ms (doubles each time). @default 200 */
+  retryBaseMs?: number;
+  /** How long finished work waits to be batched into one transaction. @default 20 */
+  commitIntervalMs?: number;
+  /** A new group starts from the earliest offset. @default true */
+  fromBeginning?: boolean;
+  /** Changelog-backed keyed state. */
+  state?: { topic: TopicId };
+  /** @default 30000 */
+  sessionTimeoutMs?: number;
+  logger?: Logger;
+  handle(record: InputRecord, ctx: HandlerContext<S>): Promise<void>;
+  /** Periodic work on the state (idle timeouts); its outputs commit in the next transaction. */
+  punctuate?: { intervalMs: number; run(ctx: PunctuateContext<S>): Promise<void> };
+}
+
+export interface ProcessorStats {
+  consumed: number;
+  produced: number;
+  deadLettered: number;
+  committedTransactions: number;
+  inFlight: number;
+  pausedPartitions: number;
+  rebalances: number;
+}
+
+export interface ProcessorHandle {
+  /** Resolves once the group has been joined and the first assignment's state restored. */
+  ready: Promise<void>;
+  stats(): ProcessorStats;
+  /** Stops consuming, finishes (or, after `graceMs`, abandons) work in flight, commits what finished. */
+  stop(graceMs?: number): Promise<void>;
+  /** Resolves (or rejects) when the processor has stopped, by request or after a fatal error. */
+  closed: Promise<void>;
+}
+
+interface Output {
+  topic: string;
+  key: string;
+  value: Buffer | null;
+}
+
+const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+const metrics = {
+  consumed: counter('turnstream_processor_records_in_total', 'Records consumed', ['processor', 'topic']),
+  produced: counter('turnstream_processor_records_out_total', 'Records produced', ['processor', 'topic']),
+  dlq: counter('turnstream_processor_dead_letters_total', 'Records sent to the DLQ', ['processor', 'code']),
+  commits: counter('turnstream_processor_transactions_total', 'Committed transactions', ['processor']),
+  inFlight: gauge('turnstream_processor_in_flight', 'Records in flight', ['processor']),
+  paused: gauge('turnstream_processor_paused_partitions', 'Partitions paused for backpressure', ['processor']),
+  lag: gauge('turnstream_processor_lag', 'Offset lag at the last fetch', ['processor', 'topic', 'partition']),
+  handleSeconds: histogram('turnstream_processor_handle_seconds', 'Handler time per record', ['processor'], [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30]),
+  commitSeconds: histogram('turnstream_processor_commit_seconds', 'Transaction time', ['processor'], [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5]),
+};
+
+export async function runProcessor<S = never>(options: ProcessorOptions<S>): Promise<ProcessorHandle> {
+  const rt = new ProcessorRuntime<S>(options);
+  await rt.start();
+  return rt.handle();
+}
+
+class ProcessorRuntime<S> {
+  private readonly o: ProcessorOptions<S>;
+  private readonly log: Logger;
+  private readonly consumer: Consumer;
+  private readonly producer: Producer;
+  private readonly pool: KeyedWorkPool;
+  private readonly store: StateStore<S> | undefined;
+  private readonly trackers = new Map<string, { topic: string; partition: number; tracker: OffsetTracker<Output> }>();
+  private readonly paused = new Map<string, { topic: string; partition: number }>();
+  private readonly restoring = new Map<number, Promise<void>>();
+  private assigned = new Set<number>();
+  private freeOutputs: Output[] = [];
+  private readonly abort = new AbortController();
+  private commitTimer: NodeJS.Timeout | undefined;
+  private punctuateTimer: NodeJS.Timeout | undefined;
+  private commitChain: Promise<void> = Promise.resolve();
+  private rebalancing = false;
+  private stopping = false;
+  private readonly counts = { consumed: 0, produced: 0, deadLettered: 0, committedTransactions: 0, rebalances: 0 };
+  private readyResolve!: () => void;
+  private readonly readyPromise: Promise<void>;
+  private closedResolve!: () => void;
+  private closedReject!: (e: unknown) => void;
+  private readonly closedPromise: Promise<void>;
+
+  constructor(options: ProcessorOptions<S>) {
+    this.o = options;
+    this.log = options.logger ?? createLogger(options.name);
+    this.pool = new KeyedWorkPool(options.concurrency ?? 64);
+    this.store = options.state ? new StateStore<S>(options.codecs.of(options.state.topic) as never) : undefined;
+    this.readyPromise = new Promise((r) => (this.readyResolve = r));
+    this.closedPromise = new Promise((res, rej) => {
+      this.closedResolve = res;
+      this.closedReject = rej;
+    });
+    this.closedPromise.catch(() => undefined);
+    this.consumer = options.kafka.consumer({
+      groupId: options.groupId,
+      readUncommitted: false,
+      sessionTimeout: options.sessionTimeoutMs ?? 30000,
+      heartbeatInterval: 3000,
+      maxWaitTimeInMs: 100,
+      allowAutoTopicCreation: false,
+      partitionAssigners: [CoPartitionedAssigner],
+    });
+    this.producer = options.kafka.producer({
+      transactionalId: `${options.groupId}.${options.instanceId ?? '0'}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: partitioner,
+      transactionTimeout: 60000,
+    });
+  }
+
+  handle(): ProcessorHandle {
+    return {
+      ready: this.readyPromise,
+      closed: this.closedPromise,
+      stats: () => ({ ...this.counts, inFlight: this.pool.inFlight, pausedPartitions: this.paused.size }),
+      stop: (graceMs?: number) => this.stop(graceMs),
+    };
+  }
+
+  async start(): Promise<void> {
+    const { consumer } = this;
+    consumer.on(consumer.events.REBALANCING, () => {
+      this.rebalancing = true;
+    });
+    consumer.on(consumer.events.GROUP_JOIN, (e) => this.onAssignment(e.payload.memberAssignment));
+    consumer.on(consumer.events.CRASH, (e) => {
+      // kafkajs restarts the consumer itself on retriable crashes; a non-retriable one ends us.
+      if (!e.payload.restart) void this.fail(e.payload.error);
+    });
+    await this.producer.connect();
+    await consumer.connect();
+    for (const id of this.o.inputs) await consumer.subscribe({ topic: this.o.codecs.topic(id), fromBeginning: this.o.fromBeginning ?? true });
+    await consumer.run({ eachBatchAutoResolve: true, partitionsConsumedConcurrently: 1, eachBatch: (p) => this.onBatch(p) });
+    if (this.o.punctuate) {
+      const { intervalMs } = this.o.punctuate;
+      this.punctuateTimer = setInterval(() => void this.runPunctuate(), intervalMs);
+    }
+  }
+
+  private onAssignment(assignment: Record<string, number[]>): void {
+    this.counts.rebalances++;
+    const parts = new Set<number>();
+    const tps = new Set<string>();
+    for (const [topic, ps] of Object.entries(assignment)) {
+      for (const p of ps) {
+        parts.add(p);
+        tps.add(tpKey(topic, p));
+      }
+    }
+    // Work of partitions we lost is abandoned: the new owner re-processes from the last commit.
+    for (const [k] of this.trackers) if (!tps.has(k)) this.trackers.delete(k);
+    for (const [k] of this.paused) if (!tps.has(k)) this.paused.delete(k);
+    const revoked = new Set([...this.assigned].filter((p) => !parts.has(p)));
+    const added = new Set([...parts].filter((p) => !this.assigned.has(p)));
+    this.assigned = parts;
+    if (this.store) {
+      this.store.dropPartitions(revoked);
+      if (added.size > 0) {
+        const store = this.store;
+        const t0 = Date.now();
+        const restore = store.restore(this.o.kafka, added).then(
+          (n) => this.log.info({ partitions: [...added], records: n, ms: Date.now() - t0 }, 'state restored'),
+          (err) => void this.fail(err),
+        );
+        for (const p of added) this.restoring.set(p, restore);
+        void restore.finally(() => {
+          for (const p of added) if (this.restoring.get(p) === restore) this.restoring.delete(p);
+        });
+      }
+    }
+    this.rebalancing = false;
+    this.log.info({ partitions: [...parts].sort((a, b) => a - b) }, 'assigned');
+    void Promise.all([...this.restoring.values()]).then(() => this.readyResolve());
+  }
+
+  private async onBatch({ batch, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const { topic, partition } = batch;
+    const topicId = this.o.codecs.idOf(topic);
+    if (!topicId) throw new TurnstreamError(ErrorCodes.INTERNAL, `no codec for topic ${topic}`);
+    const restoring = this.restoring.get(partition);
+    if (restoring) {
+      // Heartbeat while the partition's state is restored, so the wait costs no rebalance.
+      const beat = setInterval(() => void heartbeat().catch(() => undefined), 1000);
+      try {
+        await restoring;
+      } finally {
+        clearInterval(beat);
+      }
+    }
+    const k = tpKey(topic, partition);
+    let slot = this.trackers.get(k);
+    if (!slot) {
+      slot = { topic, partition, tracker: new OffsetTracker<Output>() };
+      this.trackers.set(k, slot);
+    }
+    const tracker = slot.tracker;
+    metrics.lag.set({ processor: this.o.name, topic, partition: String(partition) }, Number(batch.offsetLag()));
+    for (const m of batch.messages) {
+      if (!isRunning() || isStale() || this.stopping) break;
+      const offset = BigInt(m.offset);
+      if (tracker.has(offset)) continue;
+      tracker.add(offset);
+      this.counts.consumed++;
+      metrics.consumed.inc({ processor: this.o.name, topic });
+      const key = m.key ? m.key.toString('utf8') : '';
+      void this.pool.submit(key, () => this.process(topicId, topic, partition, m, key, tracker));
+    }
+    if (this.pool.full && !this.paused.has(k)) {
+      this.paused.set(k, { topic, partition });
+      this.consumer.pause([{ topic, partitions: [partition] }]);
+      metrics.paused.set({ processor: this.o.name }, this.paused.size);
+    }
+    metrics.inFlight.set({ processor: this.o.name }, this.pool.inFlight);
+  }
+
+  private async process(
+    topicId: TopicId,
+    topic: string,
+    partition: number,
+    m: EachBatchPayload['batch']['messages'][number],
+    key: string,
+    tracker: OffsetTracker<Output>,
+  ): Promise<void> {
+    const offset = BigInt(m.offset);
+    const raw = { topic, partition, offset: m.offset, key: m.key, value: m.value };
+    const end = metrics.handleSeconds.startTimer({ processor: this.o.name });
+    let outputs: Output[] = [];
+    let staged = new Map<string, S | undefined>();
+    let attempts = 0;
+    try {
+      if (m.value === null) throw new TurnstreamError(ErrorCodes.DECODE, 'record has no value (tombstone)', { retriable: false });
+      const value = await this.o.codecs.of(topicId).decode(m.value);
+      const record: InputRecord = { topicId, topic, partition, offset: m.offset, key, value, timestamp: Number(m.timestamp) };
+      await pRetry(
+        async () => {
+          attempts++;
+          outputs = [];
+          staged = new Map();
+          const pending: Array<Promise<Output>> = [];
+          const emit: Emit = (id, k, v) => pending.push(this.encode(id, k, v));
+          await this.o.handle(record, { emit, state: this.stateAccess(staged), logger: this.log, signal: this.abort.signal });
+          outputs = await Promise.all(pending);
+          if (this.store) for (const [sk, sv] of staged) outputs.push({ topic: this.store.topic, key: sk, value: sv === undefined ? null : await this.store.encode(sv) });
+        },
+        {
+          retries: Math.max(0, (this.o.maxAttempts ?? 5) - 1),
+          minTimeout: this.o.retryBaseMs ?? 200,
+          factor: 2,
+          shouldRetry: ({ error }) => isRetriable(error) && !this.stopping,
+          onFailedAttempt: ({ error, attemptNumber }) => {
+            this.log.warn({ err: error.message, offset: m.offset, partition, attempt: attemptNumber }, 'handler failed');
+          },
+        },
+      );
+      // The handler's state writes become visible only now that it has succeeded, and only
+      // if this instance still owns the partition.
+      if (this.store && this.trackerStillOwned(topic, partition, tracker)) for (const [sk, sv] of staged) this.store.set(sk, partition, sv);
+    } catch (err) {
+      const dl = deadLetter(raw, err, this.o.name, Math.max(1, attempts));
+      this.log.warn({ code: dl.code, reason: dl.message, topic, partition, offset: m.offset }, 'dead-lettered');
+      this.counts.deadLettered++;
+      metrics.dlq.inc({ processor: this.o.name, code: dl.code });
+      outputs = [await this.encode('dlq', m.key ? m.key.toString('utf8') : '', dl)];
+    } finally {
+      end();
+    }
+    tracker.complete(offset, outputs);
+    this.afterTask();
+  }
+
+  private trackerStillOwned(topic: string, partition: number, tracker: OffsetTracker<Output>): boolean {
+    return this.trackers.get(tpKey(topic, partition))?.tracker === tracker;
+  }
+
+  private stateAccess(staged: Map<string, S | undefined>): StateAccess<S> {
+    const store = this.store;
+    if (!store) {
+      const none = () => {
+        throw new TurnstreamError(ErrorCodes.INTERNAL, `processor ${this.o.name} has no state store`);
+      };
+      return { get: none, put: none, delete: none };
+    }
+    return {
+      get: (k) => (staged.has(k) ? staged.get(k) : store.get(k)),
+      put: (k, v) => void staged.set(k, v),
+      delete: (k) => void staged.set(k, undefined),
+    };
+  }
+
+  private async encode<K extends TopicId>(id: K, key: string, value: TopicValues[K]): Promise<Output> {
+    return { topic: this.o.codecs.topic(id), key, value: await this.o.codecs.of(id).encode(value) };
+  }
+
+  private afterTask(): void {
+    if (!this.pool.full && this.paused.size > 0 && this.pool.inFlight <= this.pool.concurrency / 2) {
+      const list = [...this.paused.values()];
+      this.paused.clear();
+      // Resuming what is no longer ours is harmless; kafkajs ignores it.
+      this.consumer.resume(list.map(({ topic, partition }) => ({ topic, partitions: [partition] })));
+      metrics.paused.set({ processor: this.o.name }, 0);
+    }
+    metrics.inFlight.set({ processor: this.o.name }, this.pool.inFlight);
+    this.scheduleCommit();
+  }
+
+  private scheduleCommit(): void {
+    if (this.commitTimer) return;
+    this.commitTimer = setTimeout(() => {
+      this.commitTimer = undefined;
+      this.commitChain = this.commitChain.then(() => this.commit()).catch((err) => this.fail(err));
+    }, this.o.commitIntervalMs ?? 20);
+  }
+
+  /** One transaction with every finished prefix's outputs and offsets. */
+  private async commit(): Promise<void> {
+    if (this.rebalancing) {
+      this.scheduleCommit();
+      return;
+    }
+    const parts: Array<{ slot: { topic: string; partition: number; tracker: OffsetTracker<Output> }; count: number; nextOffset: bigint }> = [];
+    const outputs: Output[] = [];
+    for (const slot of this.trackers.values()) {
+      const c = slot.tracker.peekCommittable();
+      if (!c) continue;
+      parts.push({ slot, count: c.count, nextOffset: c.nextOffset });
+      outputs.push(...c.outputs);
+    }
+    const free = this.freeOutputs;
+    outputs.push(...free);
+    if (parts.length === 0 && free.length === 0) return;
+    this.freeOutputs = [];
+    const end = metrics.commitSeconds.startTimer({ processor: this.o.name });
+    const txn = await this.producer.transaction();
+    try {
+      if (outputs.length > 0) {
+        const byTopic = new Map<string, Message[]>();
+        for (const o of outputs) {
+          const list = byTopic.get(o.topic) ?? [];
+          list.push({ key: o.key, value: o.value });
+          byTopic.set(o.topic, list);
+        }
+        await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      }
+      if (parts.length > 0) {
+        const topics = new Map<string, Array<{ partition: number; offset: string }>>();
+        for (const p of parts) {
+          const list = topics.get(p.slot.topic) ?? [];
+          list.push({ partition: p.slot.partition, offset: p.nextOffset.toString() });
+          topics.set(p.slot.topic, list);
+        }
+        await txn.sendOffsets({ consumerGroupId: this.o.groupId, topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) });
+      }
+      await txn.commit();
+    } catch (err) {
+      await txn.abort().catch(() => undefined);
+      this.freeOutputs = free.concat(this.freeOutputs);
+      const name = (err as { name?: string; type?: string }).type ?? (err as Error).name;
+      if (/FENCED|INVALID_PRODUCER_EPOCH|ProducerFenced/i.test(String(name))) throw err; // another instance took our id
+      this.log.warn({ err: (err as Error).message }, 'transaction failed; retrying');
+      await new Promise((r) => setTimeout(r, 500));
+      this.scheduleCommit();
+      return;
+    } finally {
+      end();
+    }
+    for (const p of parts) p.slot.tracker.drop(p.count);
+    for (const o of outputs) metrics.produced.inc({ processor: this.o.name, topic: o.topic });
+    this.counts.produced += outputs.length;
+    this.counts.committedTransactions++;
+    metrics.commits.inc({ processor: this.o.name });
+    // More may have finished while this transaction ran.
+    if ([...this.trackers.values()].some((s) => s.tracker.peekCommittable())) this.scheduleCommit();
+  }
+
+  private async runPunctuate(): Promise<void> {
+    const p = this.o.punctuate;
+    if (!p || !this.store || this.stopping || this.rebalancing || this.restoring.size > 0) return;
+    const store = this.store;
+    const owned = new Set(this.assigned);
+    const staged = new Map<string, S | undefined>();
+    const pending: Array<Promise<Output>> = [];
+    const access = this.stateAccess(staged);
+    try {
+      await p.run({
+        emit: (id, k, v) => void pending.push(this.encode(id, k, v)),
+        state: {
+          ...access,
+          entries: function* () {
+            for (const [k, v] of store.entriesOf(owned)) yield [k, staged.has(k) ? (staged.get(k) as S) : v] as [string, S];
+          },
+        },
+        now: Date.now(),
+        logger: this.log,
+      });
+      const outs = await Promise.all(pending);
+      for (const [k, v] of staged) {
+        const partition = store.partitionOf(k);
+        if (partition === undefined || !this.assigned.has(partition)) continue;
+        outs.push({ topic: store.topic, key: k, value: v === undefined ? null : await store.encode(v) });
+        store.set(k, partition, v);
+      }
+      if (outs.length > 0) {
+        this.freeOutputs.push(...outs);
+        this.scheduleCommit();
+      }
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'punctuate failed');
+    }
+  }
+
+  private async fail(err: unknown): Promise<void> {
+    if (this.stopping) return;
+    this.log.error({ err: (err as Error)?.message ?? String(err) }, 'processor failed; stopping');
+    await this.shutdown(0).catch(() => undefined);
+    this.closedReject(err);
+  }
+
+  private async stop(graceMs = 10000): Promise<void> {
+    if (this.stopping) return this.closedPromise;
+    await this.shutdown(graceMs);
+    this.closedResolve();
+  }
+
+  private async shutdown(graceMs: number): Promise<void> {
+    this.stopping = true;
+    if (this.punctuateTimer) clearInterval(this.punctuateTimer);
+    await this.consumer.stop().catch(() => undefined);
+    const drained = await Promise.race([this.pool.drain().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceMs))]);
+    if (!drained) this.abort.abort();
+    if (this.commitTimer) {
+      clearTimeout(this.commitTimer);
+      this.commitTimer = undefined;
+    }
+    await this.commitChain.catch(() => undefined);
+    await this.commit().catch((err) => this.log.warn({ err: (err as Error).message }, 'final commit failed'));
+    await this.consumer.disconnect().catch(() => undefined);
+    await this.producer.disconnect().catch(() => undefined);
+  }
+}

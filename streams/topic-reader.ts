@@ -1,0 +1,85 @@
+/**
+ * Reads a topic from the beginning to its current end (read_committed), once. Used to
+ * restore changelog-backed state and to look at what a topic holds. kafkajs has no manual
+ * partition assignment, so this joins a throwaway consumer group and deletes it after.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kafka } from 'kafkajs';
+
+export interface RawRecord {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  timestamp: number;
+}
+
+export interface ReadToEndOptions {
+  /** Only these partitions. @default all */
+  partitions?: ReadonlySet<number>;
+  /** Stop after this long without a new record once joined (trailing transaction markers are never delivered). @default 1500 */
+  idleMs?: number;
+  /** Give up after this long. @default 120000 */
+  timeoutMs?: number;
+}
+
+export async function readToEnd(kafka: Kafka, topic: string, onRecord: (r: RawRecord) => void | Promise<void>, options: ReadToEndOptions = {}): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  let targets: Map<number, bigint>;
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    targets = new Map(
+      offsets
+        .filter((o) => (!options.partitions || options.partitions.has(o.partition)) && BigInt(o.high) > BigInt(o.low))
+        .map((o) => [o.partition, BigInt(o.high)]),
+    );
+  } finally {
+    await admin.disconnect();
+  }
+  if (targets.size === 0) return 0;
+
+  const groupId = `turnstream-reader-${randomUUID()}`;
+  const consumer = kafka.consumer({ groupId, readUncommitted: false, maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 });
+  const seen = new Map<number, bigint>();
+  let count = 0;
+  let lastProgress = Date.now();
+  let joined = false;
+  const done = () => [...targets].every(([p, high]) => (seen.get(p) ?? -1n) >= high - 1n);
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    joined = true;
+    lastProgress = Date.now();
+  });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachBatch: async ({ batch }) => {
+        if (!targets.has(batch.partition)) return;
+        for (const m of batch.messages) {
+          await onRecord({ topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: Number(m.timestamp) });
+          count++;
+        }
+        const last = BigInt(batch.lastOffset());
+        if (last > (seen.get(batch.partition) ?? -1n)) seen.set(batch.partition, last);
+        lastProgress = Date.now();
+      },
+    });
+    const started = Date.now();
+    const idleMs = options.idleMs ?? 1500;
+    const timeoutMs = options.timeoutMs ?? 120000;
+    while (!done()) {
+      if (joined && Date.now() - lastProgress > idleMs) break;
+      if (Date.now() - started > timeoutMs) throw new Error(`reading ${topic} to its end took over ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  } finally {
+    await consumer.disconnect();
+    const a = kafka.admin();
+    await a.connect();
+    await a.deleteGroups([groupId]).catch(() => undefined);
+    await a.disconnect();
+  }
+  return count;
+}

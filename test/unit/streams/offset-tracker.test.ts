@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { OffsetTracker } from '../../../streams/offset-tracker.ts';
+
+describe('OffsetTracker', () => {
+  it('hands back only the finished prefix, outputs in offset order', () => {
+    const t = new OffsetTracker<string>();
+    for (const o of [10n, 11n, 12n, 13n]) t.add(o);
+    t.complete(11n, ['b']);
+    assert.equal(t.peekCommittable(), null, 'offset 10 is not finished: nothing can commit');
+    t.complete(10n, ['a1', 'a2']);
+    t.complete(13n, ['d']);
+    const c = t.peekCommittable();
+    assert.deepEqual(c, { count: 2, nextOffset: 12n, outputs: ['a1', 'a2', 'b'] });
+    t.drop(2);
+    assert.equal(t.size, 2);
+    t.complete(12n, []);
+    assert.deepEqual(t.peekCommittable(), { count: 2, nextOffset: 14n, outputs: ['d'] });
+  });
+
+  it('refuses offsets that go backwards and ignores completions of unknown offsets', () => {
+    const t = new OffsetTracker<string>();
+    t.add(5n);
+    assert.throws(() => t.add(5n));
+    t.complete(99n, ['x']);
+    assert.equal(t.peekCommittable(), null);
+  });
+});

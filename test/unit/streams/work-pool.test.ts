@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KeyedWorkPool } from '../../../streams/work-pool.ts';
+
+describe('KeyedWorkPool', () => {
+  it('runs tasks of one key in order and different keys concurrently', async () => {
+    const pool = new KeyedWorkPool(10);
+    const log: string[] = [];
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    const task = (name: string, ms: number) => async () => {
+      concurrent++;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      log.push(`start ${name}`);
+      await sleep(ms);
+      log.push(`end ${name}`);
+      concurrent--;
+    };
+    void pool.submit('a', task('a1', 30));
+    void pool.submit('a', task('a2', 1));
+    void pool.submit('b', task('b1', 5));
+    assert.equal(pool.inFlight, 3);
+    await pool.drain();
+    assert.ok(log.indexOf('end a1') < log.indexOf('start a2'), 'a2 waited for a1');
+    assert.ok(log.indexOf('end b1') < log.indexOf('end a1'), 'b1 ran beside a1');
+    assert.equal(maxConcurrent, 2);
+    assert.equal(pool.inFlight, 0);
+  });
+
+  it('reports full at its bound and wakes waiters when a slot frees', async () => {
+    const pool = new KeyedWorkPool(2);
+    void pool.submit('x', () => sleep(20));
+    void pool.submit('y', () => sleep(5));
+    assert.equal(pool.full, true);
+    const t0 = Date.now();
+    await pool.whenNotFull();
+    assert.ok(Date.now() - t0 >= 3);
+    assert.equal(pool.full, false);
+    await pool.drain();
+  });
+
+  it('a failing task does not block the next task of its key', async () => {
+    const pool = new KeyedWorkPool(4);
+    const failed = pool.submit('k', async () => {
+      throw new Error('boom');
+    });
+    let ran = false;
+    const next = pool.submit('k', async () => {
+      ran = true;
+    });
+    await assert.rejects(failed, /boom/);
+    await next;
+    assert.equal(ran, true);
+  });
+});
