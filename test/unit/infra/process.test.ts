@@ -1,0 +1,100 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { withLock } from '../../../infra/lock.ts';
+import { isAlive, readLivePid, spawnDetached, stopByPidFile, waitFor } from '../../../infra/process.ts';
+
+const tmp = (): string => mkdtempSync(join(tmpdir(), 'turnstream-infra-'));
+
+test('a detached process is recorded, found alive by its marker, and stopped with SIGTERM', async () => {
+  const dir = tmp();
+  try {
+    const pidFile = join(dir, 'pids', 'sleeper.pid');
+    const pid = spawnDetached({ command: 'sleep', args: ['300'], cwd: dir, logFile: join(dir, 'logs', 'sleeper.log'), pidFile });
+    assert.equal(Number(readFileSync(pidFile, 'utf8')), pid);
+    assert.equal(readLivePid(pidFile, '300'), pid);
+    const t = Date.now();
+    assert.equal(await stopByPidFile(pidFile, 5_000, '300'), pid);
+    assert.ok(Date.now() - t < 4_000, 'SIGTERM was enough');
+    assert.equal(isAlive(pid), false);
+    assert.equal(existsSync(pidFile), false);
+    assert.equal(await stopByPidFile(pidFile, 5_000), undefined);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a process that ignores SIGTERM is killed after the timeout', async () => {
+  const dir = tmp();
+  try {
+    const pidFile = join(dir, 'stubborn.pid');
+    const pid = spawnDetached({ command: 'sh', args: ['-c', 'trap "" TERM; while true; do sleep 0.1; done'], cwd: dir, logFile: join(dir, 'stubborn.log'), pidFile });
+    await new Promise((r) => setTimeout(r, 200)); // let the trap be installed
+    const t = Date.now();
+    assert.equal(await stopByPidFile(pidFile, 700), pid);
+    assert.ok(Date.now() - t >= 600, 'waited for the timeout before SIGKILL');
+    assert.equal(isAlive(pid), false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a stale pid file (dead pid, or a live pid of another program) is not ours and is removed', () => {
+  const dir = tmp();
+  try {
+    const dead = join(dir, 'dead.pid');
+    writeFileSync(dead, '999999999\n');
+    assert.equal(readLivePid(dead), undefined);
+    assert.equal(existsSync(dead), false);
+    const other = join(dir, 'other.pid');
+    writeFileSync(other, `${process.pid}\n`); // alive, but not a Kafka
+    assert.equal(readLivePid(other, '/no/such/server.properties'), undefined);
+    assert.equal(existsSync(other), false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('waitFor fails fast with the log tail when the process exits while starting', async () => {
+  const dir = tmp();
+  try {
+    const logFile = join(dir, 'crash.log');
+    const pid = spawnDetached({ command: 'sh', args: ['-c', 'echo "FATAL: port in use"; exit 1'], cwd: dir, logFile, pidFile: join(dir, 'crash.pid') });
+    const t = Date.now();
+    await assert.rejects(waitFor(async () => false, { name: 'Crashy', timeoutMs: 30_000, pid, logFile, intervalMs: 50 }), (err: unknown) => {
+      assert.ok(err instanceof TurnstreamError);
+      assert.equal(err.code, ErrorCodes.UNAVAILABLE);
+      assert.match(err.message, /Crashy exited while starting/);
+      assert.match(err.message, /FATAL: port in use/);
+      return true;
+    });
+    assert.ok(Date.now() - t < 5_000);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('withLock serialises two callers on one home', async () => {
+  const dir = tmp();
+  try {
+    const lock = join(dir, 'stack.lock');
+    const order: string[] = [];
+    const slow = withLock(lock, 5_000, async () => {
+      order.push('a-start');
+      await new Promise((r) => setTimeout(r, 300));
+      order.push('a-end');
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    await withLock(lock, 5_000, async () => void order.push('b'));
+    await slow;
+    assert.deepEqual(order, ['a-start', 'a-end', 'b']);
+    assert.equal(existsSync(lock), false);
+    writeFileSync(lock, '999999999\n'); // left by a dead process
+    assert.equal(await withLock(lock, 1_000, async () => 'taken over'), 'taken over');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
