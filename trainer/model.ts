@@ -193,7 +193,7 @@ export class TransformerModel {
       const logp = tf.logSoftmax(logits);
       const onehot = tf.oneHot(tf.cast(targetIds, 'int32'), this.config.vocabSize);
       const picked = tf.sum(tf.mul(logp, onehot), -1) as tf.Tensor2D;
-      return tf.mul(picked, tf.cast(mask, 'float32')) as tf.Tensor2D;
+      return tf.where(tf.greater(mask, 0), picked, tf.zerosLike(picked)) as tf.Tensor2D;
     });
   }
 
