@@ -22,5 +22,5 @@ if (files.length === 0) {
   process.exit(1);
 }
 const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files];
-const res = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } });
+const res = spawnSync(process.execPath, args, { stdio: 'inherit', env: { KAFKAJS_NO_PARTITIONER_WARNING: '1', LOG_LEVEL: 'warn', ...process.env, NODE_ENV: 'test' } });
 process.exit(res.status ?? 1);

@@ -17,6 +17,9 @@ export interface KafkaClientOptions {
 
 const toPino = (logger: Logger): logCreator => () => ({ level, log }) => {
   const { message, ...extra } = log;
+  // Our producers bound retries on purpose: a failed send surfaces (to the outbox or an
+  // aborted transaction) instead of blocking; ordering and dedupe do not depend on it.
+  if (typeof message === 'string' && message.startsWith('Limiting retries for the idempotent producer')) return;
   // kafkajs logs expected reconnects as errors; keep them at warn so real errors stand out.
   if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) logger.warn(extra, message);
   else if (level === KafkaLogLevel.INFO) logger.debug(extra, message);

@@ -101,6 +101,8 @@ export class Outbox {
   private draining: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private readonly stopCtl = new AbortController();
+  /** A batch whose send failed: retried exactly as it was (same records, same order). */
+  private retryBatch: { records: OutboxRecord[]; end: number; bad: number } | null = null;
   private closed = false;
   private readonly s: OutboxStats = { depth: 0, drained: 0, failures: 0, lastError: null, healthy: false };
 
@@ -325,9 +327,12 @@ export class Outbox {
   /** Sends one batch; true when it made progress, false when there was nothing to send. */
   private async drainOnce(): Promise<boolean> {
     if (!this.sender || this.size <= this.cursor.offset) return false;
-    const batch = await this.nextBatch();
+    // Resend a failed batch unchanged, so the idempotent producer's sequence numbers match.
+    const batch = this.retryBatch ?? (await this.nextBatch());
     if (!batch) return false;
+    this.retryBatch = batch;
     if (batch.records.length > 0) await this.sender(batch.records);
+    this.retryBatch = null;
     const last = batch.records[batch.records.length - 1];
     this.cursor = { offset: batch.end, seq: last?.seq ?? this.cursor.seq };
     await this.writeCursor(this.cursor);

@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kafka } from 'kafkajs';
+import type { DeadLetter, TurnPair } from '../../../schemas/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
+import { startCountingProcessor } from '../../support/counting-processor.ts';
+import { exampleTurn } from '../../support/fixtures.ts';
+import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+
+let kafka: Kafka;
+let stack: Awaited<ReturnType<typeof ensureStack>>;
+
+async function family(name: string): Promise<{ codecs: EventCodecs; producer: EventProducer; prefix: string }> {
+  const prefix = uniquePrefix(name);
+  await ensureTopics(kafka, { naming: { prefix }, partitions: 4 });
+  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
+  const producer = new EventProducer(kafka, codecs);
+  await producer.connect();
+  return { codecs, producer, prefix };
+}
+
+async function produceTurns(producer: EventProducer, sessions: number, perSession: number): Promise<string[]> {
+  const ids: string[] = [];
+  const events = [];
+  for (let i = 0; i < perSession; i++) {
+    for (let s = 0; s < sessions; s++) {
+      const turnId = randomUUID();
+      ids.push(turnId);
+      events.push({ id: 'turns' as const, key: `s${s}`, value: exampleTurn({ turnId, sessionId: `s${s}` }) });
+    }
+  }
+  for (let i = 0; i < events.length; i += 100) await producer.sendAll(events.slice(i, i + 100));
+  return ids;
+}
+
+async function readPairs(codecs: EventCodecs): Promise<TurnPair[]> {
+  const out: TurnPair[] = [];
+  await readToEnd(kafka, codecs.topic('pairs'), async (r) => void out.push(await codecs.of('pairs').decode(r.value!)));
+  return out;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90000): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(500);
+  }
+}
+
+describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, () => {
+  before(async () => {
+    stack = await ensureStack();
+    kafka = createKafka({ brokers: [stack.brokers], clientId: 'processor-test' });
+  });
+
+  it('emits exactly one output per record, dead-letters garbage with a reason, and restores state after a restart', async () => {
+    const { codecs, producer, prefix } = await family('rt-exactly-once');
+    const ids = await produceTurns(producer, 10, 20);
+    // Garbage a peer could send: not Avro at all, and a tombstone.
+    const raw = kafka.producer();
+    await raw.connect();
+    await raw.send({ topic: codecs.topic('turns'), messages: [{ key: 's1', value: Buffer.from('{"not":"avro"}') }, { key: 's2', value: null }] });
+    await raw.disconnect();
+
+    let h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting` });
+    await h.ready;
+    await waitFor('200 pairs', async () => h.stats().produced >= 200 + 2 + 200);
+    await h.stop();
+
+    let pairs = await readPairs(codecs);
+    assert.equal(pairs.length, 200);
+    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+    const dlq: DeadLetter[] = [];
+    await readToEnd(kafka, codecs.topic('dlq'), async (r) => void dlq.push(await codecs.of('dlq').decode(r.value!)));
+    assert.equal(dlq.length, 2);
+    assert.deepEqual(dlq.map((d) => d.code).sort(), ['TS_ERR_DECODE', 'TS_ERR_DECODE']);
+    assert.ok(dlq.some((d) => d.value?.toString() === '{"not":"avro"}'), 'the raw bytes are kept');
+    assert.ok(dlq.every((d) => d.stage === 'counting' && d.message.length > 0));
+
+    // Restart: state comes back from the changelog, so counts continue where they stopped.
+    const more = await produceTurns(producer, 10, 5);
+    h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting` });
+    await h.ready;
+    await waitFor('50 more pairs', async () => h.stats().consumed >= 50 && h.stats().inFlight === 0 && h.stats().produced >= 100);
+    await h.stop();
+    pairs = await readPairs(codecs);
+    assert.equal(pairs.length, 250);
+    const latest = pairs.filter((p) => more.includes(p.pairId));
+    assert.equal(Math.max(...latest.map((p) => p.turn.mainTurnIndex)), 25, 'each session counted 20 + 5 turns');
+    await producer.disconnect();
+  });
+
+  it('kill -9 in the middle of a stream, then restart: every output exactly once', async () => {
+    const { codecs, producer, prefix } = await family('rt-kill9');
+    const ids = await produceTurns(producer, 8, 50);
+    const child = () =>
+      spawn(process.execPath, ['--import', 'tsx', 'test/support/counting-processor.ts', stack.brokers, stack.registryUrl, prefix, '10'], {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+    const first = child();
+    await waitFor('some committed pairs', async () => (await readPairs(codecs)).length >= 60, 120000);
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+    const before = (await readPairs(codecs)).length;
+    assert.ok(before < 400, `killed mid-stream (had ${before})`);
+
+    const second = child();
+    await waitFor('all 400 pairs', async () => (await readPairs(codecs)).length >= 400, 180000);
+    await sleep(1500); // anything doubled would show up by now
+    second.kill('SIGTERM');
+    await new Promise((r) => second.once('exit', r));
+    const pairs = await readPairs(codecs);
+    assert.equal(pairs.length, 400);
+    assert.equal(new Set(pairs.map((p) => p.pairId)).size, 400);
+    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+    // Per session the counter ran 1..50 once each: state and outputs committed together.
+    for (let s = 0; s < 8; s++) {
+      const idx = pairs.filter((p) => p.sessionId === `s${s}`).map((p) => p.turn.mainTurnIndex).sort((a, b) => a - b);
+      assert.deepEqual(idx, Array.from({ length: 50 }, (_, i) => i + 1));
+    }
+    await producer.disconnect();
+  });
+
+  it('handlers slower than the session timeout cause no rebalance and no duplicate', async () => {
+    const { codecs, producer, prefix } = await family('rt-slow');
+    await produceTurns(producer, 6, 1);
+    const h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting`, delayMs: 8000, sessionTimeoutMs: 6000, concurrency: 2 });
+    await h.ready;
+    await waitFor('6 slow records', async () => h.stats().produced >= 12, 90000);
+    const stats = h.stats();
+    await h.stop();
+    assert.equal(stats.rebalances, 1, 'only the initial join');
+    assert.equal((await readPairs(codecs)).length, 6);
+    await producer.disconnect();
+  });
+});
