@@ -1,0 +1,177 @@
+/**
+ * The LLM judge: any OpenAI-compatible `POST /chat/completions` endpoint. Votes for a pair are
+ * sent concurrently; each vote has its own timeout and retries retriable failures (network
+ * errors, timeouts, 429, 5xx, malformed replies) with exponential backoff. An answer without a
+ * valid `\boxed{}` is an invalid vote (null), not a failure. When EVERY vote of a kind failed the
+ * pair is not scored 0: `judge()` throws `TurnstreamError(JUDGE_FAILED)` with the reasons, so the
+ * runtime sends it to the DLQ and a replay can re-judge it.
+ */
+import pRetry, { AbortError } from 'p-retry';
+import type { Judgement, TurnPair, Vote } from '../../schemas/index.ts';
+import { ErrorCodes, TurnstreamError, isRetriable } from '../../streams/errors.ts';
+import { parseBoxed, parseHint } from './boxed.ts';
+import { hasEvidence, makeJudgement, type Judge, type JudgeCallOptions, type JudgeMode } from './judge.ts';
+import { majorityVote, selectHint } from './majority-vote.ts';
+import { hintPrompt, prmPrompt, type JudgeMessage } from './prompts.ts';
+
+export interface LlmJudgeOptions {
+  /** Base URL of the OpenAI-compatible API, e.g. `http://127.0.0.1:8000/v1`. `JUDGE_BASE_URL` */
+  baseUrl: string;
+  /** Model name sent in each request. `JUDGE_MODEL` */
+  model: string;
+  /** Bearer token. `JUDGE_API_KEY` @default undefined (no Authorization header) */
+  apiKey?: string;
+  /** What to ask for. @default 'combined' */
+  mode?: JudgeMode;
+  /** Process-reward votes per pair (m). `JUDGE_VOTES` @default 3 */
+  votes?: number;
+  /** Hint votes per pair (OPD and combined). @default 1 */
+  hintVotes?: number;
+  /** Sampling temperature of the judge. @default 0.6 */
+  temperature?: number;
+  /** `max_tokens` of each judge answer. @default 1024 */
+  maxTokens?: number;
+  /** Bound on one attempt of one vote, in ms. @default 60_000 */
+  timeoutMs?: number;
+  /** Retries of a vote after its first attempt, on retriable failures. @default 2 */
+  retries?: number;
+  /** First backoff delay in ms (doubles per retry, up to 10 s). @default 500 */
+  minBackoffMs?: number;
+  /** Longest quoted text per prompt block, in characters. @default 4000 */
+  maxQuoteChars?: number;
+  /** Judge id in judgements. @default `llm:<model>` */
+  id?: string;
+  /** For tests and custom transports. @default globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+type VoteKind = 'prm' | 'hint';
+
+/** Asks an OpenAI-compatible endpoint for one completion; errors classified as retriable or not. */
+async function complete(opts: Required<Pick<LlmJudgeOptions, 'baseUrl' | 'model' | 'temperature' | 'maxTokens' | 'fetch'>> & { apiKey?: string }, messages: JudgeMessage[], signal: AbortSignal): Promise<string | null> {
+  const url = `${opts.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  let res: Response;
+  try {
+    res = await opts.fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
+      body: JSON.stringify({ model: opts.model, messages, temperature: opts.temperature, max_tokens: opts.maxTokens, stream: false }),
+      signal,
+    });
+  } catch (err) {
+    if (signal.aborted) throw abortReason(signal, err);
+    throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `judge unreachable at ${url}: ${(err as Error).message}`, { cause: err });
+  }
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (err) {
+    if (signal.aborted) throw abortReason(signal, err);
+    throw new TurnstreamError(ErrorCodes.UPSTREAM, `judge reply could not be read: ${(err as Error).message}`, { cause: err });
+  }
+  if (!res.ok) {
+    const retriable = res.status === 408 || res.status === 429 || res.status >= 500;
+    throw new TurnstreamError(ErrorCodes.UPSTREAM, `judge answered HTTP ${res.status}: ${text.slice(0, 200)}`, { retriable });
+  }
+  let body: { choices?: Array<{ message?: { content?: unknown } }> };
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new TurnstreamError(ErrorCodes.UPSTREAM, `judge reply is not JSON: ${text.slice(0, 200)}`, { cause: err });
+  }
+  const choice = body?.choices?.[0];
+  if (!choice || typeof choice.message !== 'object') throw new TurnstreamError(ErrorCodes.UPSTREAM, 'judge reply has no choices[0].message');
+  const content = choice.message?.content;
+  return typeof content === 'string' ? content : null;
+}
+
+function abortReason(signal: AbortSignal, cause: unknown): TurnstreamError {
+  const r = signal.reason as { name?: string } | undefined;
+  return r?.name === 'TimeoutError'
+    ? new TurnstreamError(ErrorCodes.TIMEOUT, 'judge vote timed out', { cause })
+    : new TurnstreamError(ErrorCodes.ABORTED, 'judge vote aborted', { cause, retriable: false });
+}
+
+export class LlmJudge implements Judge {
+  readonly id: string;
+  private readonly o: Required<Omit<LlmJudgeOptions, 'apiKey' | 'id'>> & { apiKey?: string };
+
+  constructor(options: LlmJudgeOptions) {
+    if (!options.baseUrl) throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'LLM judge needs a baseUrl', { param: 'baseUrl' });
+    this.o = {
+      baseUrl: options.baseUrl,
+      model: options.model,
+      apiKey: options.apiKey,
+      mode: options.mode ?? 'combined',
+      votes: options.votes ?? 3,
+      hintVotes: options.hintVotes ?? 1,
+      temperature: options.temperature ?? 0.6,
+      maxTokens: options.maxTokens ?? 1024,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      retries: options.retries ?? 2,
+      minBackoffMs: options.minBackoffMs ?? 500,
+      maxQuoteChars: options.maxQuoteChars ?? 4000,
+      fetch: options.fetch ?? globalThis.fetch,
+    };
+    if (!(this.o.votes >= 1) || !(this.o.hintVotes >= 1)) throw new RangeError('votes and hintVotes must be >= 1');
+    this.id = options.id ?? `llm:${options.model}`;
+  }
+
+  /** One vote: the completion, retried per the options, parsed. Never throws (except on abort). */
+  private async vote(index: number, kind: VoteKind, messages: JudgeMessage[], signal?: AbortSignal): Promise<Vote> {
+    const started = performance.now();
+    let attempts = 0;
+    try {
+      const text = await pRetry(
+        async () => {
+          attempts++;
+          const timeout = AbortSignal.timeout(this.o.timeoutMs);
+          const s = signal ? AbortSignal.any([signal, timeout]) : timeout;
+          try {
+            return await complete(this.o, messages, s);
+          } catch (err) {
+            // Non-retriable failures (4xx, shutdown) end the vote now.
+            if (!isRetriable(err)) throw new AbortError(err as Error);
+            throw err;
+          }
+        },
+        { retries: this.o.retries, minTimeout: this.o.minBackoffMs, maxTimeout: 10_000, factor: 2, signal },
+      );
+      const score = parseBoxed(text);
+      const hint = kind === 'hint' && score === 1 ? parseHint(text) : null;
+      return { index, score, hint, latencyMs: Math.round(performance.now() - started), error: null, attempts };
+    } catch (err) {
+      if (signal?.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, 'judging aborted', { cause: err, retriable: false });
+      const e = err instanceof AbortError ? err.originalError : err;
+      const message = e instanceof TurnstreamError ? `${e.code}: ${e.message}` : String((e as Error)?.message ?? e);
+      return { index, score: null, hint: null, latencyMs: Math.round(performance.now() - started), error: message, attempts };
+    }
+  }
+
+  async judge(pair: TurnPair, opts: JudgeCallOptions = {}): Promise<Judgement> {
+    const now = () => opts.now ?? Date.now();
+    // Nothing followed (an end marker without feedback): nothing to ask a model about.
+    if (!hasEvidence(pair)) return makeJudgement(pair, this.id, [], 0, null, now());
+    const { mode, votes: m, hintVotes } = this.o;
+    const wantPrm = mode !== 'opd';
+    const wantHint = mode !== 'rl';
+    const prm = wantPrm ? prmPrompt(pair, { maxQuoteChars: this.o.maxQuoteChars }) : [];
+    const hintMsgs = wantHint ? hintPrompt(pair, { maxQuoteChars: this.o.maxQuoteChars }) : [];
+    // Votes are indexed process-reward first, then hint votes.
+    const prmVotes = wantPrm ? Array.from({ length: m }, (_, i) => this.vote(i, 'prm', prm, opts.signal)) : [];
+    const hintStart = wantPrm ? m : 0;
+    const hVotes = wantHint ? Array.from({ length: hintVotes }, (_, i) => this.vote(hintStart + i, 'hint', hintMsgs, opts.signal)) : [];
+    const [p, h] = await Promise.all([Promise.all(prmVotes), Promise.all(hVotes)]);
+    for (const [kind, vs] of [['process-reward', p], ['hint', h]] as const) {
+      if (vs.length > 0 && vs.every((v) => v.error !== null)) {
+        const reasons = [...new Set(vs.map((v) => v.error))].join('; ');
+        throw new TurnstreamError(ErrorCodes.JUDGE_FAILED, `all ${vs.length} ${kind} votes for turn ${pair.pairId} failed: ${reasons}`, { retriable: false });
+      }
+    }
+    const score = wantPrm ? majorityVote(p.map((v) => v.score)) : 0;
+    const hint = wantHint ? selectHint(h) : null;
+    return makeJudgement(pair, this.id, [...p, ...h], score, hint, now());
+  }
+}
+
+export const createLlmJudge = (options: LlmJudgeOptions): LlmJudge => new LlmJudge(options);

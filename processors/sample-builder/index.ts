@@ -1,0 +1,4 @@
+export { buildSample, type BuildCallOptions, type BuildResult, type SampleBuilderOptions, type SkipReason, type TrainMethod } from './build-sample.ts';
+export { appendHint, HINT_HEADER, type Teacher, type TeacherScoreOptions, type TeacherScores } from './teacher.ts';
+export { PolicyTeacher, createPolicyTeacher, toPolicyMessages, type ScoringPolicy } from './policy-teacher.ts';
+export { UpstreamTeacher, createUpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher.ts';

@@ -1,0 +1,74 @@
+/**
+ * What turn t+1's request says happened after turn t: the next state, and whether the request's
+ * history really contains turn t's response.
+ */
+import type { AssistantResponse, ChatMessage, FeedbackEvidence, NextStateItem, NextStateRole, ToolCall } from '../../schemas/index.ts';
+
+export interface ExtractedNextState {
+  items: NextStateItem[];
+  /** The request's history contains turn t's response (content and tool calls). */
+  historyVerified: boolean;
+}
+
+const norm = (s: string | null | undefined): string => (s ?? '').replace(/\s+/g, ' ').trim();
+
+const sameCall = (a: ToolCall, b: ToolCall): boolean =>
+  a.id && b.id ? a.id === b.id : a.name === b.name && norm(a.arguments) === norm(b.arguments);
+
+/** Does an assistant message of a later request reproduce this response? Whitespace is not significant. */
+export function matchesResponse(message: ChatMessage, response: AssistantResponse): boolean {
+  if (message.role !== 'assistant') return false;
+  if (norm(message.content) !== norm(response.content)) return false;
+  if (message.toolCalls.length !== response.toolCalls.length) return false;
+  return response.toolCalls.every((call) => message.toolCalls.some((m) => sameCall(m, call)));
+}
+
+export function roleOf(message: ChatMessage): NextStateRole {
+  if (message.role === 'user') return 'USER';
+  if (message.role === 'tool' || message.role === 'function') return 'TOOL';
+  return 'ENVIRONMENT';
+}
+
+const toItem = (m: ChatMessage): NextStateItem => ({
+  role: roleOf(m),
+  content: m.content ?? '',
+  toolCallId: roleOf(m) === 'TOOL' ? m.toolCallId : null,
+});
+
+/** The run of non-assistant messages starting at `from`. */
+function runFrom(messages: readonly ChatMessage[], from: number): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (let i = from; i < messages.length && messages[i].role !== 'assistant'; i++) out.push(messages[i]);
+  return out;
+}
+
+/**
+ * The next state of a turn whose response is `response`, read from the next main turn's request.
+ *
+ * The response is looked for among the request's assistant messages, newest first (clients
+ * may trim or compact older history, so no fixed index is required). When found, the next state
+ * is the run of non-assistant messages right after it: the user's reply, ALL tool results (with
+ * their tool call ids), environment messages. That also holds when a turn in between was lost or
+ * is late: the earlier turn still gets its own next state. When not found (a regeneration, an
+ * edited history), `historyVerified` is false and the next state is the trailing run of
+ * non-assistant messages, as the reference takes the last message.
+ */
+export function extractNextState(response: AssistantResponse, nextRequest: readonly ChatMessage[]): ExtractedNextState {
+  for (let i = nextRequest.length - 1; i >= 0; i--) {
+    if (matchesResponse(nextRequest[i], response)) {
+      return { items: runFrom(nextRequest, i + 1).map(toItem), historyVerified: true };
+    }
+  }
+  let start = nextRequest.length;
+  while (start > 0 && nextRequest[start - 1].role !== 'assistant') start--;
+  // A system prompt at the very start is context, not something that happened after turn t.
+  const trailing = runFrom(nextRequest, start).filter((m, k) => !(start === 0 && k === 0 && m.role === 'system'));
+  return { items: trailing.map(toItem), historyVerified: false };
+}
+
+/** A feedback event as a next-state item: 👍/👎 and the text, readable by a judge. */
+export function feedbackItem(f: FeedbackEvidence): NextStateItem {
+  const rating = f.rating === null ? null : f.rating > 0 ? '👍 (thumbs up)' : f.rating < 0 ? '👎 (thumbs down)' : null;
+  const content = [rating, f.text?.trim() || null].filter((x): x is string => x !== null).join(' — ');
+  return { role: 'FEEDBACK', content, toolCallId: null };
+}
