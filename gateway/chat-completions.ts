@@ -1,0 +1,225 @@
+/**
+ * `POST /v1/chat/completions`, non-streaming and streaming. Streaming sends real SSE deltas as
+ * the engine produces them, a final chunk with the finish reason, a usage chunk when
+ * `stream_options.include_usage`, then `data: [DONE]`. Every response id is
+ * `chatcmpl-<turnId>` and every response carries `X-Turn-Id` (and `X-Session-Id`), so the
+ * client can send feedback about the turn.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SessionSource, Turn } from '../schemas/index.ts';
+import { ErrorCodes, TurnstreamError, toTurnstreamError } from '../streams/errors.ts';
+import type { Logger } from '../streams/logger.ts';
+import { parseChatRequest, type ChatRequest } from './chat-request.ts';
+import type { Delta, Engine, EngineResult } from './engine.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { toOpenAIError } from './openai-errors.ts';
+import type { SessionIndex } from './session-index.ts';
+import { sseFrame } from './sse.ts';
+import { header, resolveTurnContext, type TurnContext } from './turn-context.ts';
+import { turnIdFor, type TurnCapture } from './turn-capture.ts';
+
+export interface ChatRouteDeps {
+  engine: Engine;
+  capture: TurnCapture;
+  index: SessionIndex;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  gatewayId: string;
+  defaultTurnType: 'main' | 'side';
+  generationTimeoutMs: number;
+  maxTokensLimit: number;
+  /** The model name reported when a request names none. */
+  defaultModel: () => string;
+  /** Aborted on shutdown: in-flight generations stop. */
+  shutdown: AbortSignal;
+}
+
+interface Resolved {
+  req: ChatRequest;
+  ctx: TurnContext;
+  sessionId: string;
+  sessionSource: SessionSource;
+  turnId: string;
+  requestedAt: number;
+  model: string;
+}
+
+function resolve(request: FastifyRequest, deps: ChatRouteDeps): Resolved {
+  const requestedAt = Date.now();
+  const req = parseChatRequest(request.body, { maxTokensLimit: deps.maxTokensLimit });
+  const ctx = resolveTurnContext(request.headers, req, { defaultTurnType: deps.defaultTurnType, keyUserId: request.apiKeyUserId ?? null });
+  let sessionId = ctx.sessionId;
+  let sessionSource: SessionSource = ctx.sessionSource ?? 'GENERATED';
+  if (!sessionId) {
+    sessionId = deps.index.infer(req.messages, ctx.userId);
+    sessionSource = sessionId ? 'INFERRED' : 'GENERATED';
+    sessionId ??= randomUUID();
+  }
+  const turnId = turnIdFor(sessionId, header(request.headers, 'idempotency-key') ?? header(request.headers, 'x-request-id'));
+  return { req, ctx, sessionId, sessionSource, turnId, requestedAt, model: req.model || deps.defaultModel() };
+}
+
+function buildTurn(r: Resolved, result: EngineResult, deps: ChatRouteDeps): Turn {
+  const completedAt = Date.now();
+  return {
+    turnId: r.turnId,
+    sessionId: r.sessionId,
+    sessionSource: r.sessionSource,
+    userId: r.ctx.userId,
+    turnType: r.ctx.turnType,
+    sessionDone: r.ctx.sessionDone,
+    requestedAt: r.requestedAt,
+    completedAt,
+    model: r.model,
+    policyModelId: result.policyModelId,
+    policyVersion: result.policyVersion,
+    requestMessages: r.req.messages,
+    toolsJson: r.req.tools ? JSON.stringify(r.req.tools) : null,
+    response: { content: result.content, toolCalls: result.toolCalls, finishReason: result.finishReason },
+    promptTokenIds: result.promptTokenIds,
+    responseTokenIds: result.responseTokenIds,
+    responseLogprobs: result.responseLogprobs,
+    tokenized: result.tokenized,
+    promptTruncatedTokens: result.promptTruncatedTokens,
+    sampling: result.sampling,
+    usage: { promptTokens: result.promptTokens, completionTokens: result.completionTokens, totalTokens: result.promptTokens + result.completionTokens },
+    latencyMs: completedAt - r.requestedAt,
+    gatewayId: deps.gatewayId,
+  };
+}
+
+const usageOf = (res: EngineResult) => ({
+  prompt_tokens: res.promptTokens,
+  completion_tokens: res.completionTokens,
+  total_tokens: res.promptTokens + res.completionTokens,
+});
+
+function messageOf(res: EngineResult) {
+  return {
+    role: 'assistant' as const,
+    content: res.content,
+    refusal: null,
+    ...(res.toolCalls.length
+      ? { tool_calls: res.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } })) }
+      : {}),
+  };
+}
+
+/** An abort signal for one call: client gone, generation timeout, or shutdown. */
+function callSignal(reply: FastifyReply, deps: ChatRouteDeps): { signal: AbortSignal; dispose: () => void } {
+  const ctl = new AbortController();
+  const onClose = (): void => {
+    if (!reply.raw.writableFinished) ctl.abort(new TurnstreamError(ErrorCodes.ABORTED, 'client closed the connection'));
+  };
+  reply.raw.on('close', onClose);
+  const signal = AbortSignal.any([ctl.signal, AbortSignal.timeout(deps.generationTimeoutMs), deps.shutdown]);
+  return { signal, dispose: () => reply.raw.off('close', onClose) };
+}
+
+function recordMetrics(deps: ChatRouteDeps, r: Resolved, res: EngineResult, stream: boolean): void {
+  deps.metrics.latency.observe({ route: '/v1/chat/completions', stream: String(stream) }, (Date.now() - r.requestedAt) / 1000);
+  deps.metrics.tokens.inc({ kind: 'prompt' }, res.promptTokens);
+  deps.metrics.tokens.inc({ kind: 'completion' }, res.completionTokens);
+}
+
+function asCallError(err: unknown, signal: AbortSignal): TurnstreamError {
+  if (signal.aborted && !(err instanceof TurnstreamError && err.code !== ErrorCodes.ABORTED)) {
+    const reason = signal.reason as { name?: string } | undefined;
+    if (reason?.name === 'TimeoutError') return new TurnstreamError(ErrorCodes.TIMEOUT, 'the generation took longer than the gateway allows', { cause: err });
+  }
+  return toTurnstreamError(err);
+}
+
+export function registerChatCompletions(app: FastifyInstance, deps: ChatRouteDeps): void {
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const r = resolve(request, deps);
+    reply.header('x-turn-id', r.turnId).header('x-session-id', r.sessionId);
+    if (r.req.stream) return streamCompletion(request, reply, r, deps);
+
+    const { signal, dispose } = callSignal(reply, deps);
+    let res: EngineResult;
+    let firstAt = 0;
+    try {
+      res = await deps.engine.complete(r.req, { signal, onDelta: () => (firstAt ||= Date.now()) });
+    } catch (err) {
+      throw asCallError(err, signal);
+    } finally {
+      dispose();
+    }
+    if (firstAt) deps.metrics.timeToFirstToken.observe({ engine: deps.engine.kind }, (firstAt - r.requestedAt) / 1000);
+    await deps.capture.capture(buildTurn(r, res, deps));
+    recordMetrics(deps, r, res, false);
+    reply.header('x-policy-version', String(res.policyVersion));
+    return {
+      id: `chatcmpl-${r.turnId}`,
+      object: 'chat.completion',
+      created: Math.floor(r.requestedAt / 1000),
+      model: r.model,
+      system_fingerprint: `${res.policyModelId}-v${res.policyVersion}`,
+      choices: [{ index: 0, message: messageOf(res), logprobs: null, finish_reason: res.finishReason }],
+      usage: usageOf(res),
+    };
+  });
+}
+
+async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r: Resolved, deps: ChatRouteDeps): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  const headers: Record<string, string> = {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  };
+  for (const [k, v] of Object.entries(reply.getHeaders())) if (typeof v === 'string') headers[k] = v;
+  raw.writeHead(200, headers);
+  raw.flushHeaders?.();
+  const base = { id: `chatcmpl-${r.turnId}`, object: 'chat.completion.chunk', created: Math.floor(r.requestedAt / 1000), model: r.model };
+  const usageNull = r.req.includeUsage ? { usage: null } : {};
+  const write = (payload: unknown): void => {
+    if (!raw.destroyed) raw.write(sseFrame(payload));
+  };
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    ...base,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    ...usageNull,
+  });
+  write(chunk({ role: 'assistant', content: '' }));
+
+  const { signal, dispose } = callSignal(reply, deps);
+  let firstAt = 0;
+  let status = 200;
+  try {
+    const res = await deps.engine.complete(r.req, {
+      signal,
+      onDelta: (d: Delta) => {
+        firstAt ||= Date.now();
+        const delta: Record<string, unknown> = {};
+        if (d.content !== undefined) delta.content = d.content;
+        if (d.toolCalls) delta.tool_calls = d.toolCalls;
+        write(chunk(delta));
+      },
+    });
+    if (firstAt) deps.metrics.timeToFirstToken.observe({ engine: deps.engine.kind }, (firstAt - r.requestedAt) / 1000);
+    write(chunk({}, res.finishReason));
+    if (r.req.includeUsage) write({ ...base, choices: [], usage: usageOf(res) });
+    await deps.capture.capture(buildTurn(r, res, deps));
+    recordMetrics(deps, r, res, true);
+    write('[DONE]');
+  } catch (err) {
+    const e = asCallError(err, signal);
+    const { status: s, body } = toOpenAIError(e);
+    status = s;
+    if (s >= 500) deps.logger.error({ err: e, turnId: r.turnId }, 'streamed generation failed');
+    else deps.logger.info({ code: e.code, turnId: r.turnId }, 'streamed generation ended');
+    // Headers are gone already: the error travels in the stream, as OpenAI does.
+    write(body);
+    write('[DONE]');
+  } finally {
+    dispose();
+    deps.metrics.requests.inc({ route: '/v1/chat/completions', status: String(status) });
+    if (!raw.destroyed) raw.end();
+  }
+  void request;
+}

@@ -1,0 +1,170 @@
+/**
+ * Validation of `POST /v1/chat/completions` bodies: every bad input becomes a
+ * `TurnstreamError(INVALID_INPUT)` naming the offending field (OpenAI's `param`), which the
+ * error handler turns into a 400 in OpenAI's error shape.
+ */
+import type { ChatMessage, ToolCall } from '../schemas/index.ts';
+import { invalidInput } from '../streams/errors.ts';
+import { flattenContent } from './content.ts';
+
+/** Body fields turnstream understands that are not OpenAI's: stripped before an upstream sees them. */
+export const NON_STANDARD_FIELDS = ['session_id', 'turn_type', 'session_done'] as const;
+
+export const KNOWN_ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
+
+export interface ChatRequestLimits {
+  /** Largest accepted `max_tokens` / `max_completion_tokens`. @default 262144 */
+  maxTokensLimit?: number;
+  /** Most messages in one request. @default 10000 */
+  maxMessages?: number;
+}
+
+/** A validated chat request. */
+export interface ChatRequest {
+  model: string;
+  /** Messages with content flattened to text; tool calls kept. */
+  messages: ChatMessage[];
+  tools: unknown[] | null;
+  toolChoice: unknown;
+  stream: boolean;
+  /** `stream_options.include_usage`. */
+  includeUsage: boolean;
+  temperature: number | null;
+  topP: number | null;
+  /** `max_completion_tokens`, else `max_tokens`. */
+  maxTokens: number | null;
+  stop: string[];
+  seed: number | null;
+  /** OpenAI `user`. */
+  user: string | null;
+  /** Body fallbacks of the X-Session-Id / X-Turn-Type / X-Session-Done headers. */
+  bodySessionId: string | null;
+  bodyTurnType: string | null;
+  bodySessionDone: unknown;
+  /** The body as received minus turnstream's non-standard fields (what a proxy forwards). */
+  upstreamBody: Record<string, unknown>;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+function optNumber(body: Record<string, unknown>, key: string, min: number, max: number, integer = false): number | null {
+  const v = body[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidInput(`${key} must be a number`, key);
+  if (integer && !Number.isInteger(v)) throw invalidInput(`${key} must be an integer`, key);
+  if (v < min || v > max) throw invalidInput(`${key} must be between ${min} and ${max}, got ${v}`, key);
+  return v;
+}
+
+function parseToolCalls(v: unknown, param: string): ToolCall[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw invalidInput(`${param} must be an array`, param);
+  return v.map((tc, i) => {
+    const p = `${param}[${i}]`;
+    if (!isObj(tc)) throw invalidInput(`${p} must be an object`, p);
+    const fn = tc.function;
+    if (!isObj(fn) || typeof fn.name !== 'string') throw invalidInput(`${p}.function.name must be a string`, `${p}.function.name`);
+    const args = fn.arguments ?? '';
+    return {
+      id: typeof tc.id === 'string' ? tc.id : '',
+      type: typeof tc.type === 'string' ? tc.type : 'function',
+      name: fn.name,
+      arguments: typeof args === 'string' ? args : JSON.stringify(args),
+    };
+  });
+}
+
+function parseMessage(m: unknown, i: number): ChatMessage {
+  const p = `messages[${i}]`;
+  if (!isObj(m)) throw invalidInput(`${p} must be an object`, p);
+  if (typeof m.role !== 'string') throw invalidInput(`${p}.role must be a string`, `${p}.role`);
+  if (!KNOWN_ROLES.has(m.role)) {
+    throw invalidInput(`${p}.role ${JSON.stringify(m.role)} is not one of ${[...KNOWN_ROLES].join(', ')}`, `${p}.role`);
+  }
+  const content = flattenContent(m.content, `${p}.content`);
+  const toolCalls = m.role === 'assistant' ? parseToolCalls(m.tool_calls, `${p}.tool_calls`) : [];
+  if (content === null && toolCalls.length === 0 && m.role !== 'assistant') {
+    throw invalidInput(`${p}.content is required for role ${m.role}`, `${p}.content`);
+  }
+  if (m.name !== undefined && m.name !== null && typeof m.name !== 'string') throw invalidInput(`${p}.name must be a string`, `${p}.name`);
+  const toolCallId = m.tool_call_id;
+  if (toolCallId !== undefined && toolCallId !== null && typeof toolCallId !== 'string') {
+    throw invalidInput(`${p}.tool_call_id must be a string`, `${p}.tool_call_id`);
+  }
+  return {
+    role: m.role,
+    content,
+    name: typeof m.name === 'string' ? m.name : null,
+    toolCallId: typeof toolCallId === 'string' ? toolCallId : null,
+    toolCalls,
+  };
+}
+
+/** Validates a parsed JSON body; throws `TurnstreamError(INVALID_INPUT)` on the first problem. */
+export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}): ChatRequest {
+  const maxTokensLimit = limits.maxTokensLimit ?? 262_144;
+  const maxMessages = limits.maxMessages ?? 10_000;
+  if (!isObj(body)) throw invalidInput('the request body must be a JSON object');
+  if (body.model !== undefined && typeof body.model !== 'string') throw invalidInput('model must be a string', 'model');
+  if (!Array.isArray(body.messages)) throw invalidInput('messages must be an array of messages', 'messages');
+  if (body.messages.length === 0) throw invalidInput('messages must contain at least one message', 'messages');
+  if (body.messages.length > maxMessages) throw invalidInput(`messages has more than ${maxMessages} entries`, 'messages');
+  const messages = body.messages.map(parseMessage);
+
+  // One call is one turn: several choices per call are not supported.
+  if (body.n !== undefined && body.n !== null && body.n !== 1) {
+    throw invalidInput(`only n = 1 is supported, got ${JSON.stringify(body.n)}`, 'n');
+  }
+  const temperature = optNumber(body, 'temperature', 0, 2);
+  const topP = optNumber(body, 'top_p', 0, 1);
+  if (topP === 0) throw invalidInput('top_p must be greater than 0', 'top_p');
+  const maxCompletion = optNumber(body, 'max_completion_tokens', 1, maxTokensLimit, true);
+  const maxTokens = maxCompletion ?? optNumber(body, 'max_tokens', 1, maxTokensLimit, true);
+  const seed = optNumber(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true);
+
+  let stop: string[] = [];
+  if (typeof body.stop === 'string') stop = [body.stop];
+  else if (Array.isArray(body.stop)) {
+    if (body.stop.length > 4 || !body.stop.every((s) => typeof s === 'string')) {
+      throw invalidInput('stop must be a string or an array of at most 4 strings', 'stop');
+    }
+    stop = body.stop as string[];
+  } else if (body.stop !== undefined && body.stop !== null) throw invalidInput('stop must be a string or an array of strings', 'stop');
+
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw invalidInput('stream must be a boolean', 'stream');
+  const so = body.stream_options;
+  if (so !== undefined && so !== null && !isObj(so)) throw invalidInput('stream_options must be an object', 'stream_options');
+  let tools: unknown[] | null = null;
+  if (body.tools !== undefined && body.tools !== null) {
+    if (!Array.isArray(body.tools)) throw invalidInput('tools must be an array', 'tools');
+    body.tools.forEach((t, i) => {
+      if (!isObj(t)) throw invalidInput(`tools[${i}] must be an object`, `tools[${i}]`);
+    });
+    tools = body.tools.length > 0 ? body.tools : null;
+  }
+  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidInput('user must be a string', 'user');
+  for (const k of ['session_id', 'turn_type'] as const) {
+    if (body[k] !== undefined && body[k] !== null && typeof body[k] !== 'string') throw invalidInput(`${k} must be a string`, k);
+  }
+
+  const upstreamBody: Record<string, unknown> = { ...body };
+  for (const k of NON_STANDARD_FIELDS) delete upstreamBody[k];
+  return {
+    model: typeof body.model === 'string' && body.model ? body.model : '',
+    messages,
+    tools,
+    toolChoice: body.tool_choice ?? null,
+    stream: body.stream === true,
+    includeUsage: isObj(so) && so.include_usage === true,
+    temperature,
+    topP,
+    maxTokens,
+    stop,
+    seed,
+    user: typeof body.user === 'string' && body.user ? body.user : null,
+    bodySessionId: typeof body.session_id === 'string' && body.session_id ? body.session_id : null,
+    bodyTurnType: typeof body.turn_type === 'string' && body.turn_type ? body.turn_type : null,
+    bodySessionDone: body.session_done,
+    upstreamBody,
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * An engine answers a chat request: the built-in tfjs policy or an upstream OpenAI-compatible
+ * server. Both stream deltas as they are produced and return what the Turn records.
+ */
+import type { ChatMessage, ToolCall } from '../schemas/index.ts';
+import type { ChatRequest } from './chat-request.ts';
+
+/** A piece of the answer, as an OpenAI streaming `delta`. */
+export interface Delta {
+  content?: string;
+  toolCalls?: Array<{
+    index: number;
+    id?: string;
+    type?: 'function';
+    function: { name?: string; arguments?: string };
+  }>;
+}
+
+export interface EngineCallOptions {
+  /** Called for every delta, in order (streaming responses forward them at once). */
+  onDelta?: (delta: Delta) => void;
+  /** Aborts the generation (client gone, timeout, shutdown). */
+  signal: AbortSignal;
+}
+
+/** Everything the Turn needs from the engine. */
+export interface EngineResult {
+  content: string | null;
+  toolCalls: ToolCall[];
+  finishReason: string;
+  /** Which weights answered. */
+  policyModelId: string;
+  policyVersion: number;
+  promptTokenIds: number[];
+  responseTokenIds: number[];
+  /** One per response token, or empty when the engine gave none. */
+  responseLogprobs: number[];
+  /** The engine gave token ids (false: not trainable by token-level methods). */
+  tokenized: boolean;
+  promptTruncatedTokens: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** Sampling parameters actually used (after defaults and clamps). */
+  sampling: { temperature: number | null; topP: number | null; maxTokens: number | null; seed: number | null; stop: string[] };
+}
+
+export interface ModelCard {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+}
+
+export interface Engine {
+  readonly kind: 'builtin' | 'proxy';
+  /** Loaded and able to answer. */
+  ready(): boolean;
+  models(): Promise<ModelCard[]>;
+  complete(req: ChatRequest, opts: EngineCallOptions): Promise<EngineResult>;
+  close(): Promise<void>;
+}
+
+export type { ChatMessage };

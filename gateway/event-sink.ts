@@ -1,0 +1,127 @@
+/**
+ * The gateway's link to Kafka: the outbox's sender (an idempotent, acks=all producer) and the
+ * weights follower. Kafka being down at start is not an error: the connection (registry
+ * codecs, topics, producer) is retried by the outbox's backoff on every drain attempt, and
+ * turns wait in the outbox meanwhile.
+ */
+import type { Kafka } from 'kafkajs';
+import type { TopicId, TopicNaming, WeightVersion } from '../schemas/index.ts';
+import {
+  createEventCodecs,
+  createKafka,
+  ensureTopics,
+  EventProducer,
+  followTopic,
+  type EventCodecs,
+  type Follower,
+  type Logger,
+  type OutgoingEvent,
+} from '../streams/index.ts';
+import type { OutboxRecord } from '../streams/outbox.ts';
+
+export interface KafkaLinkOptions {
+  /** Bootstrap servers. */
+  brokers: string[];
+  /** Confluent-compatible registry URL. */
+  registryUrl: string;
+  /** Topic prefix (tests isolate themselves with one). @default {} */
+  naming?: TopicNaming;
+  /** A prebuilt kafkajs client (tests route it through a cuttable socket). @default createKafka({ brokers }) */
+  kafka?: Kafka;
+  /** @default 'turnstream-gateway' */
+  clientId?: string;
+  /** Bound on one send (then the outbox retries). @default 10000 */
+  sendTimeoutMs?: number;
+  /** Partitions of topics the gateway creates. @default 6 */
+  partitions?: number;
+}
+
+export class KafkaLink {
+  readonly kafka: Kafka;
+  private codecs: EventCodecs | null = null;
+  private producer: EventProducer | null = null;
+  private connecting: Promise<EventProducer> | null = null;
+  private follower: Follower | null = null;
+  private closed = false;
+  /** The last send succeeded. */
+  connected = false;
+
+  constructor(
+    private readonly opts: KafkaLinkOptions,
+    private readonly logger: Logger,
+    private readonly onState?: (connected: boolean) => void,
+  ) {
+    this.kafka = opts.kafka ?? createKafka({ brokers: opts.brokers, clientId: opts.clientId ?? 'turnstream-gateway', logger: logger.child({ component: 'kafka' }), retries: 2 });
+  }
+
+  private setConnected(v: boolean): void {
+    if (this.connected !== v) this.logger.info({ connected: v }, v ? 'kafka reachable' : 'kafka unreachable; turns wait in the outbox');
+    this.connected = v;
+    this.onState?.(v);
+  }
+
+  /** Codecs (schemas registered) and topics, once. */
+  async ensureCodecs(): Promise<EventCodecs> {
+    if (!this.codecs) {
+      const codecs = await createEventCodecs({ registryUrl: this.opts.registryUrl, naming: this.opts.naming });
+      await ensureTopics(this.kafka, { naming: this.opts.naming, partitions: this.opts.partitions, ids: ['turns', 'feedback', 'weights'] });
+      this.codecs = codecs;
+    }
+    return this.codecs;
+  }
+
+  private async ensureProducer(): Promise<EventProducer> {
+    if (this.producer) return this.producer;
+    this.connecting ??= (async () => {
+      try {
+        const codecs = await this.ensureCodecs();
+        const p = new EventProducer(this.kafka, codecs, { timeoutMs: this.opts.sendTimeoutMs ?? 10_000, retries: 3 });
+        await p.connect();
+        this.producer = p;
+        return p;
+      } finally {
+        this.connecting = null;
+      }
+    })();
+    return this.connecting;
+  }
+
+  /** The outbox's sender: one batch, in order, acknowledged by all in-sync replicas. */
+  readonly send = async (records: OutboxRecord[]): Promise<void> => {
+    try {
+      const p = await this.ensureProducer();
+      await p.sendAll(records.map((r) => ({ id: r.topic as TopicId, key: r.key, value: r.value, headers: r.headers }) as OutgoingEvent));
+      this.setConnected(true);
+    } catch (err) {
+      this.setConnected(false);
+      throw err;
+    }
+  };
+
+  /**
+   * Follows the weights topic (a fresh consumer group per gateway, from the beginning: the
+   * topic is compacted, so this is the latest version of each model). Retries in the
+   * background until Kafka is reachable.
+   */
+  followWeights(onVersion: (wv: WeightVersion) => Promise<void> | void): void {
+    const attempt = async (delay: number): Promise<void> => {
+      if (this.closed) return;
+      try {
+        const codecs = await this.ensureCodecs();
+        const follower = await followTopic(this.kafka, codecs, 'weights', { fromBeginning: true, logger: this.logger, onEvent: (wv) => onVersion(wv) });
+        if (this.closed) await follower.stop();
+        else this.follower = follower;
+      } catch (err) {
+        this.logger.warn({ err: (err as Error).message, retryInMs: delay }, 'cannot follow the weights topic yet');
+        setTimeout(() => void attempt(Math.min(delay * 2, 10_000)), delay).unref();
+      }
+    };
+    void attempt(500);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.follower?.stop().catch((err: unknown) => this.logger.warn({ err }, 'weights follower stop failed'));
+    await this.producer?.disconnect().catch((err: unknown) => this.logger.warn({ err }, 'producer disconnect failed'));
+  }
+}

@@ -1,0 +1,5 @@
+// Public surface of gateway/: what the CLI and other folders may use.
+export { createGateway, type Gateway } from './server.ts';
+export type { GatewayOptions, BuiltinOptions } from './options.ts';
+export type { KafkaLinkOptions } from './event-sink.ts';
+export type { ProxyEngineOptions } from './proxy-engine.ts';

@@ -1,0 +1,64 @@
+/** Options of `createGateway`. The CLI builds them from `loadConfig()`; tests pass them directly. */
+import type { Logger } from '../streams/logger.ts';
+import type { ModelConfig } from '../trainer/index.ts';
+import type { PolicyLoader } from './policy-registry.ts';
+import type { KafkaLinkOptions } from './event-sink.ts';
+import type { ProxyEngineOptions } from './proxy-engine.ts';
+
+export interface BuiltinOptions {
+  /** Weight store root (`TURNSTREAM_WEIGHTS_DIR`). */
+  weightsDir: string;
+  /** @default 'turnstream-tiny' */
+  modelId?: string;
+  /** Create version 0 (random init) when the store has no version of the model. @default true */
+  initIfEmpty?: boolean;
+  /** Shape of that version 0. @default the trainer's DEFAULT_MODEL_CONFIG */
+  initConfig?: Partial<Omit<ModelConfig, 'vocabSize'>>;
+  /** Follow `turnstream.weights.v1` and hot-swap new versions (needs `kafka`). @default true */
+  followWeights?: boolean;
+  /** max_tokens when a request gives none. @default 128 */
+  defaultMaxTokens?: number;
+  /** Prompt budget in tokens. @default the policy's (three quarters of the context length) */
+  maxPromptTokens?: number;
+  /** Replaces trainer's `loadPolicy` (tests). @default loadPolicy */
+  load?: PolicyLoader;
+}
+
+export interface GatewayOptions {
+  /** @default 30000 */
+  port?: number;
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** turnstream home; the outbox lives in `<home>/outbox` unless `outboxDir` is given. */
+  home: string;
+  /** @default `<home>/outbox` */
+  outboxDir?: string;
+  /** This instance's id, recorded in every Turn. @default `gw-<hostname>-<pid>` */
+  gatewayId?: string;
+  /** Kafka and registry; without it turns only accumulate in the outbox. */
+  kafka?: KafkaLinkOptions;
+  /** The built-in tfjs policy; used when `upstream` is not given. */
+  builtin?: BuiltinOptions;
+  /** Proxy mode: an upstream OpenAI-compatible engine (`UPSTREAM_BASE_URL`). */
+  upstream?: ProxyEngineOptions;
+  /** `key` or `key:userId` entries; empty = auth off (`TURNSTREAM_API_KEYS`). @default [] */
+  apiKeys?: string[];
+  /** Turn type when a call names none. @default 'main' */
+  defaultTurnType?: 'main' | 'side';
+  /** Largest request body. @default 4 MiB */
+  bodyLimitBytes?: number;
+  /** Bound on one generation; the request fails with 504 after it. @default 300000 */
+  generationTimeoutMs?: number;
+  /** Largest accepted max_tokens / max_completion_tokens. @default 262144 */
+  maxTokensLimit?: number;
+  /** Longest wait for the outbox append before answering. @default 200 */
+  captureBoundMs?: number;
+  /** Turns remembered for session inference (LRU). @default 10000 */
+  sessionIndexSize?: number;
+  /** How long `stop()` tries to drain the outbox before leaving the rest on disk. @default 5000 */
+  drainOnStopMs?: number;
+  /** @default a pino logger named 'gateway' at `logLevel` */
+  logger?: Logger;
+  /** @default 'info' */
+  logLevel?: string;
+}

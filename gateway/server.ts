@@ -1,0 +1,212 @@
+/**
+ * The gateway: an OpenAI-compatible API (fastify) in front of the built-in policy or an
+ * upstream engine, writing one Turn per call to Kafka through the local outbox.
+ *
+ * `createGateway(options)` builds everything and returns `{ app, start(), stop() }`, so the
+ * CLI, `turnstream up` and tests run it in-process. `start()` opens the outbox (and resumes
+ * draining what a previous run left), loads the policy (creating version 0 when the weight
+ * store is empty and `builtin.initIfEmpty`), connects to Kafka in the background and
+ * listens. `stop()` stops accepting, lets in-flight requests finish, drains the outbox for
+ * up to `drainOnStopMs` and leaves the rest on disk for the next run.
+ */
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createLogger, type Logger } from '../streams/logger.ts';
+import { Outbox } from '../streams/outbox.ts';
+import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../trainer/index.ts';
+import { Authenticator } from './auth.ts';
+import { BuiltinEngine } from './builtin-engine.ts';
+import { registerChatCompletions } from './chat-completions.ts';
+import type { Engine } from './engine.ts';
+import { KafkaLink } from './event-sink.ts';
+import { registerFeedback } from './feedback-route.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { toOpenAIError } from './openai-errors.ts';
+import type { GatewayOptions } from './options.ts';
+import { PolicyRegistry } from './policy-registry.ts';
+import { ProxyEngine } from './proxy-engine.ts';
+import { SessionIndex } from './session-index.ts';
+import { TurnCapture } from './turn-capture.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The user the request's API key belongs to (null: none, or auth off). */
+    apiKeyUserId?: string | null;
+  }
+}
+
+export interface Gateway {
+  readonly app: FastifyInstance;
+  readonly gatewayId: string;
+  readonly metrics: GatewayMetrics;
+  /** Available after `start()`. */
+  readonly outbox: Outbox;
+  /** The built-in engine's policy registry (null in proxy mode). */
+  readonly policies: PolicyRegistry | null;
+  /** Listens; resolves with the base URL (e.g. `http://127.0.0.1:30000`). */
+  start(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
+export function createGateway(options: GatewayOptions): Gateway {
+  const gatewayId = options.gatewayId ?? `gw-${hostname()}-${process.pid}`;
+  const logger: Logger = options.logger ?? createLogger('gateway', options.logLevel ?? 'info');
+  const metrics = new GatewayMetrics(gatewayId);
+  const index = new SessionIndex(options.sessionIndexSize ?? 10_000);
+  const auth = new Authenticator(options.apiKeys ?? []);
+  const shutdown = new AbortController();
+  const outboxDir = options.outboxDir ?? join(options.home, 'outbox');
+
+  let outbox: Outbox | null = null;
+  let capture: TurnCapture | null = null;
+  let link: KafkaLink | null = null;
+  let policies: PolicyRegistry | null = null;
+  let engine: Engine;
+
+  if (options.upstream) {
+    engine = new ProxyEngine(options.upstream);
+  } else {
+    if (!options.builtin) throw new Error('createGateway: give `builtin` (weights) or `upstream`');
+    const b = options.builtin;
+    policies = new PolicyRegistry({
+      weightsDir: b.weightsDir,
+      modelId: b.modelId ?? 'turnstream-tiny',
+      load: b.load ?? loadPolicy,
+      logger,
+      onSwap: (p) => {
+        metrics.policyVersion.reset();
+        metrics.policyVersion.set({ model_id: p.modelId }, p.version);
+        metrics.policySwaps.inc();
+      },
+    });
+    engine = new BuiltinEngine({ registry: policies, defaultMaxTokens: b.defaultMaxTokens, maxPromptTokens: b.maxPromptTokens });
+  }
+
+  const app = Fastify({
+    loggerInstance: logger as unknown as FastifyBaseLogger,
+    bodyLimit: options.bodyLimitBytes ?? 4 * 1024 * 1024,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+
+  // Any content type is read as JSON: curl and some clients omit or misstate it.
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (err) {
+      (err as { statusCode?: number }).statusCode = 400;
+      (err as { code?: string }).code = 'FST_ERR_CTP_INVALID_JSON_BODY';
+      done(err as Error, undefined);
+    }
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const { status, body } = toOpenAIError(err);
+    if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
+    void reply.code(status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send({ error: { message: `no route ${request.method} ${request.url}`, type: 'not_found_error', code: 'TS_ERR_NOT_FOUND', param: null } });
+  });
+
+  app.addHook('onRequest', async (request) => {
+    const path = request.url.split('?')[0];
+    if (PUBLIC_ROUTES.has(path)) return;
+    request.apiKeyUserId = auth.authenticate(request.headers).userId;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.requests.inc({ route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) });
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const ob = outbox?.stats();
+    const checks = {
+      engine: engine.ready(),
+      kafka: link?.connected ?? false,
+      outbox: ob?.healthy ?? false,
+      outboxDepth: ob?.depth ?? 0,
+      policyVersion: policies?.version ?? null,
+    };
+    const ready = checks.engine && (checks.kafka || checks.outbox);
+    reply.code(ready ? 200 : 503);
+    return { status: ready ? 'ready' : 'not ready', ...checks };
+  });
+  app.get('/metrics', async (_request, reply) => {
+    if (outbox) metrics.outboxDepth.set(outbox.depth);
+    const { contentType, body } = await metrics.render();
+    reply.type(contentType);
+    return body;
+  });
+  app.get('/v1/models', async () => ({ object: 'list', data: await engine.models() }));
+
+  let started = false;
+  const gateway: Gateway = {
+    app,
+    gatewayId,
+    metrics,
+    get outbox(): Outbox {
+      if (!outbox) throw new Error('gateway not started');
+      return outbox;
+    },
+    get policies() {
+      return policies;
+    },
+    async start(): Promise<string> {
+      if (started) throw new Error('gateway already started');
+      started = true;
+      outbox = await Outbox.open({ dir: outboxDir, logger: logger.child({ component: 'outbox' }) });
+      metrics.outboxDepth.set(outbox.depth);
+      capture = new TurnCapture({ outbox, index, metrics, logger, boundMs: options.captureBoundMs });
+      if (options.kafka) {
+        link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
+        outbox.setSender(link.send);
+      }
+      if (policies && options.builtin) {
+        const b = options.builtin;
+        await selectBackend(undefined, { logger });
+        const modelId = b.modelId ?? 'turnstream-tiny';
+        if ((b.initIfEmpty ?? true) && !(await new WeightStore(b.weightsDir).latest(modelId))) {
+          const ref = await initCheckpoint(b.weightsDir, { modelId, config: b.initConfig });
+          logger.info({ modelId, uri: ref.uri }, 'weight store was empty: created version 0 (random init)');
+        }
+        const p = await policies.loadInitial();
+        logger.info({ modelId: p.modelId, version: p.version }, 'policy loaded');
+        if (link && (b.followWeights ?? true)) link.followWeights((wv) => policies!.offer(wv));
+      }
+      registerChatCompletions(app, {
+        engine,
+        capture,
+        index,
+        metrics,
+        logger,
+        gatewayId,
+        defaultTurnType: options.defaultTurnType ?? 'main',
+        generationTimeoutMs: options.generationTimeoutMs ?? 300_000,
+        maxTokensLimit: options.maxTokensLimit ?? 262_144,
+        defaultModel: () => policies?.modelId ?? options.upstream?.model ?? 'default',
+        shutdown: shutdown.signal,
+      });
+      registerFeedback(app, capture);
+      const address = await app.listen({ port: options.port ?? 30000, host: options.host ?? '127.0.0.1' });
+      logger.info({ address, engine: engine.kind, gatewayId }, 'gateway listening');
+      return address;
+    },
+    async stop(): Promise<void> {
+      if (!started) return;
+      started = false;
+      // Stop accepting; in-flight requests finish (bounded by their generation timeout).
+      await app.close();
+      shutdown.abort();
+      await capture?.settle();
+      const left = await outbox?.close(options.drainOnStopMs ?? 5000);
+      if (left && left.depth > 0) logger.info({ depth: left.depth, dir: outboxDir }, 'outbox not empty at stop; the next start drains it');
+      await link?.close();
+      await engine.close();
+    },
+  };
+  return gateway;
+}

@@ -1,0 +1,100 @@
+/**
+ * Turn capture: exactly one Turn event per completed call, written to the local fsync'd outbox
+ * (which drains to `turnstream.turns.v1`, keyed by sessionId). The caller waits at most
+ * `boundMs` for the append: a slow disk never stalls a chat request beyond that, and Kafka is
+ * never on the request path at all.
+ *
+ * Only completed generations are recorded (finish reason stop / length / tool_calls): a call
+ * that failed (bad input, engine error) or was aborted (client gone, timeout, shutdown) has
+ * no answer to learn from and produces no Turn. Empty answers are recorded (the sample
+ * builder skips them).
+ *
+ * turnId is deterministic: with an `Idempotency-Key` (or `X-Request-Id`) header it is a
+ * name-based uuid of (sessionId, key), so a client's retry gets the same id; otherwise a
+ * random uuid fixed at request time. It travels with the event through the outbox, so every
+ * re-delivery carries the same id and downstream dedupes on it.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { Feedback, Turn } from '../schemas/index.ts';
+import type { Logger } from '../streams/logger.ts';
+import type { Outbox } from '../streams/outbox.ts';
+import { Lru } from './lru.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import type { SessionIndex } from './session-index.ts';
+
+/** A uuid (version 5 layout) from a name, so the same name always gives the same id. */
+export function nameUuid(name: string): string {
+  const b = createHash('sha1').update('turnstream-turn-v1\u0000').update(name).digest().subarray(0, 16);
+  b[6] = (b[6] & 0x0f) | 0x50;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+export function turnIdFor(sessionId: string, idempotencyKey: string | undefined): string {
+  return idempotencyKey ? nameUuid(`${sessionId}\u0000${idempotencyKey}`) : randomUUID();
+}
+
+export interface TurnCaptureOptions {
+  outbox: Outbox;
+  index: SessionIndex;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** Longest wait for the outbox append before answering anyway. @default 200 */
+  boundMs?: number;
+  /** Recent turn → session entries, for feedback by turn id. @default 10000 */
+  recentTurns?: number;
+}
+
+export class TurnCapture {
+  private readonly recent: Lru<string, string>;
+  private readonly boundMs: number;
+  /** Appends that outlived their bound, still running. */
+  private readonly slow = new Set<Promise<unknown>>();
+
+  constructor(private readonly opts: TurnCaptureOptions) {
+    this.recent = new Lru(opts.recentTurns ?? 10_000);
+    this.boundMs = opts.boundMs ?? 200;
+  }
+
+  /** The session of a recent turn, for feedback that names only the turn. */
+  sessionOf(turnId: string): string | undefined {
+    return this.recent.get(turnId);
+  }
+
+  /** Records a completed turn: remembers it for session inference, then appends it (bounded wait). */
+  async capture(turn: Turn): Promise<void> {
+    this.opts.index.remember(turn.sessionId, turn.requestMessages, turn.response, turn.userId);
+    this.recent.set(turn.turnId, turn.sessionId);
+    this.opts.metrics.sessionIndexSize.set(this.opts.index.size);
+    this.opts.metrics.turnsCaptured.inc({ turn_type: turn.turnType, session_source: turn.sessionSource });
+    await this.bounded(this.opts.outbox.append('turns', turn.sessionId, turn), { turnId: turn.turnId });
+  }
+
+  async captureFeedback(fb: Feedback): Promise<void> {
+    await this.bounded(this.opts.outbox.append('feedback', fb.sessionId, fb), { feedbackId: fb.feedbackId });
+  }
+
+  private async bounded(p: Promise<unknown>, ids: Record<string, string>): Promise<void> {
+    const tracked = p.then(
+      () => this.opts.metrics.outboxDepth.set(this.opts.outbox.depth),
+      (err: unknown) => this.opts.logger.error({ err, ...ids }, 'could not append an event to the outbox'),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      tracked.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), this.boundMs))),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      this.opts.logger.warn({ ...ids, boundMs: this.boundMs }, 'outbox append is slow; answering without waiting for it');
+      this.slow.add(tracked);
+      void tracked.finally(() => this.slow.delete(tracked));
+    }
+  }
+
+  /** Waits for appends that outlived their bound (shutdown). */
+  async settle(): Promise<void> {
+    await Promise.all([...this.slow]);
+  }
+}

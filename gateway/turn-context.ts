@@ -1,0 +1,88 @@
+/**
+ * Who and what a call is: session id, turn type, user id, session end. Headers win over body
+ * fields (`X-Session-Id` > `session_id`, `X-Turn-Type` > `turn_type`, `X-Session-Done` >
+ * `session_done`, `X-User-Id` > the API key's user > OpenAI `user`).
+ */
+import type { SessionSource, TurnType } from '../schemas/index.ts';
+import { invalidInput } from '../streams/errors.ts';
+import type { ChatRequest } from './chat-request.ts';
+
+export type HeaderBag = Record<string, string | string[] | undefined>;
+
+export interface TurnContext {
+  /** null when the call named no session (then it is inferred or generated). */
+  sessionId: string | null;
+  sessionSource: Extract<SessionSource, 'HEADER' | 'BODY'> | null;
+  turnType: TurnType;
+  userId: string | null;
+  sessionDone: boolean;
+}
+
+const TRUTHY = new Set(['1', 'true', 'yes', 'on']);
+const FALSY = new Set(['0', 'false', 'no', 'off', '']);
+
+/** 1/true/yes/on (any case) → true; 0/false/no/off/empty/absent → false; booleans and numbers as such. */
+export function parseTruthy(v: unknown, param = 'session_done'): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'number') return v !== 0;
+  if (typeof v === 'string') {
+    const s = v.trim().toLowerCase();
+    if (TRUTHY.has(s)) return true;
+    if (FALSY.has(s)) return false;
+  }
+  throw invalidInput(`${param} must be one of 1/true/yes/on or 0/false/no/off`, param);
+}
+
+/** `main`/`side` (any case) → MAIN/SIDE; anything else is a 400. */
+export function parseTurnType(v: string, param: string): TurnType {
+  const s = v.trim().toLowerCase();
+  if (s === 'main') return 'MAIN';
+  if (s === 'side') return 'SIDE';
+  throw invalidInput(`${param} must be "main" or "side", got ${JSON.stringify(v)}`, param);
+}
+
+export function header(headers: HeaderBag, name: string): string | undefined {
+  const v = headers[name.toLowerCase()];
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s.trim() === '' ? undefined : s.trim();
+}
+
+const MAX_ID = 256;
+function checkId(v: string, param: string): string {
+  if (v.length > MAX_ID) throw invalidInput(`${param} must be at most ${MAX_ID} characters`, param);
+  return v;
+}
+
+export interface TurnContextOptions {
+  /** Turn type when the call names none. @default 'main' */
+  defaultTurnType?: 'main' | 'side';
+  /** The user the API key belongs to, if any. */
+  keyUserId?: string | null;
+}
+
+export function resolveTurnContext(headers: HeaderBag, req: ChatRequest, opts: TurnContextOptions = {}): TurnContext {
+  const hSession = header(headers, 'x-session-id');
+  let sessionId: string | null = null;
+  let sessionSource: TurnContext['sessionSource'] = null;
+  if (hSession) {
+    sessionId = checkId(hSession, 'X-Session-Id');
+    sessionSource = 'HEADER';
+  } else if (req.bodySessionId) {
+    sessionId = checkId(req.bodySessionId, 'session_id');
+    sessionSource = 'BODY';
+  }
+  const hType = header(headers, 'x-turn-type');
+  const turnType = hType
+    ? parseTurnType(hType, 'X-Turn-Type')
+    : req.bodyTurnType
+      ? parseTurnType(req.bodyTurnType, 'turn_type')
+      : (opts.defaultTurnType ?? 'main') === 'side'
+        ? 'SIDE'
+        : 'MAIN';
+  const hDone = headers['x-session-done'];
+  const sessionDone = hDone !== undefined ? parseTruthy(Array.isArray(hDone) ? hDone[0] : hDone, 'X-Session-Done') : parseTruthy(req.bodySessionDone);
+  const hUser = header(headers, 'x-user-id');
+  const userId = hUser ? checkId(hUser, 'X-User-Id') : (opts.keyUserId ?? req.user ?? null);
+  return { sessionId, sessionSource, turnType, userId, sessionDone };
+}

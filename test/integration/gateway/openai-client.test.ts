@@ -1,0 +1,111 @@
+/**
+ * The official `openai` npm client against the gateway (built-in tiny model), streaming and
+ * not, with the turns it produced read back from Kafka.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import OpenAI from 'openai';
+import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from './support.ts';
+
+let home: Awaited<ReturnType<typeof tempHome>>;
+let k: TestKafka;
+let g: StartedGateway;
+let client: OpenAI;
+let turns: TopicCollector<'turns'>;
+
+before(async () => {
+  const stack = await ensureStack();
+  home = await tempHome('openai');
+  k = await testKafka(stack, uniquePrefix('gateway-openai'));
+  g = await startGateway({ home: home.dir, apiKeys: ['sk-test:alice'], kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming } });
+  client = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+  turns = await TopicCollector.start(k.kafka, k.codecs, 'turns');
+});
+
+after(async () => {
+  await turns?.stop();
+  await g?.gw.stop();
+  await home?.cleanup();
+});
+
+test('non-streaming completion: the id is the turn id, usage counts the tokens, X-Turn-Id is sent', async () => {
+  const { data, response } = await client.chat.completions
+    .create({ model: 'turnstream-tiny', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 8, seed: 7 }, { headers: { 'X-Session-Id': 'oa-1' } })
+    .withResponse();
+  const turnId = response.headers.get('x-turn-id');
+  assert.ok(turnId);
+  assert.equal(data.id, `chatcmpl-${turnId}`);
+  assert.equal(data.object, 'chat.completion');
+  assert.equal(data.choices.length, 1);
+  assert.equal(data.choices[0].message.role, 'assistant');
+  assert.equal(typeof data.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length'].includes(data.choices[0].finish_reason));
+  assert.ok(data.usage!.completion_tokens >= 1 && data.usage!.completion_tokens <= 8);
+  assert.equal(data.usage!.total_tokens, data.usage!.prompt_tokens + data.usage!.completion_tokens);
+
+  const [ev] = await turns.waitFor(1, 30_000, 0);
+  const t = ev.value;
+  assert.equal(ev.key, 'oa-1');
+  assert.equal(t.turnId, turnId);
+  assert.equal(t.sessionId, 'oa-1');
+  assert.equal(t.sessionSource, 'HEADER');
+  assert.equal(t.userId, 'alice', 'the API key user is the default user id');
+  assert.equal(t.turnType, 'MAIN');
+  assert.equal(t.response.content, data.choices[0].message.content);
+  assert.equal(t.responseTokenIds.length, data.usage!.completion_tokens);
+  assert.equal(t.responseLogprobs.length, t.responseTokenIds.length);
+  assert.equal(t.promptTokenIds.length, data.usage!.prompt_tokens);
+  assert.equal(t.tokenized, true);
+  assert.equal(t.sampling.seed, 7);
+  assert.equal(t.policyVersion, 0);
+});
+
+test('streaming completion: real deltas, then a usage chunk, and the same answer recorded', async () => {
+  const stream = await client.chat.completions.create({
+    model: 'turnstream-tiny',
+    messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Tell me' }, { type: 'text', text: 'a story' }] }],
+    max_completion_tokens: 12,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let chunks = 0;
+  let usage: OpenAI.CompletionUsage | null | undefined;
+  let id = '';
+  let finish: string | null = null;
+  for await (const c of stream) {
+    chunks++;
+    id = c.id;
+    if (c.choices[0]?.delta?.content) text += c.choices[0].delta.content;
+    if (c.choices[0]?.finish_reason) finish = c.choices[0].finish_reason;
+    if (c.usage) usage = c.usage;
+  }
+  assert.ok(usage, 'a final usage chunk');
+  assert.ok(chunks >= 3, `several chunks (got ${chunks})`);
+  assert.ok(finish);
+  const events = await turns.waitFor(2, 30_000, 0);
+  const t = events.find((e) => `chatcmpl-${e.value.turnId}` === id)!.value;
+  assert.ok(t, 'the streamed turn is on the topic');
+  assert.equal(t.response.content, text);
+  assert.equal(t.responseTokenIds.length, usage!.completion_tokens);
+  assert.equal(t.responseLogprobs.length, usage!.completion_tokens);
+  assert.equal(t.requestMessages[1].content, 'Tell me\na story', 'content parts are flattened');
+  assert.equal(t.sessionSource, 'GENERATED');
+});
+
+test('models, bad key, and a bad request through the client surface as OpenAI errors', async () => {
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), ['turnstream-tiny']);
+  const bad = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-wrong', maxRetries: 0 });
+  await assert.rejects(bad.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
+    assert.ok(err instanceof OpenAI.AuthenticationError);
+    assert.equal(err.status, 401);
+    return true;
+  });
+  await assert.rejects(client.chat.completions.create({ model: 'x', messages: [], max_tokens: 4 }), (err: unknown) => {
+    assert.ok(err instanceof OpenAI.BadRequestError);
+    assert.equal((err as InstanceType<typeof OpenAI.BadRequestError>).param, 'messages');
+    return true;
+  });
+});
