@@ -1,6 +1,6 @@
 /** Did a tool call succeed? Read from the tool result's text, exit codes first. */
 
-const EXIT_CODE = /\b(?:exit(?:ed)?[ _-]?(?:code|status)|return[ _-]?code|returncode|exitCode)["']?\s*(?:[:=]|with(?: code)?|was)?\s*(-?\d+)/gi;
+const EXIT_CODE = /\b(?:exit(?:ed)?(?:\s+with)?[\s_-]*(?:code|status)?|return[\s_-]?code|returncode)["']?\s*[:=]?\s*(-?\d+)\b/gi;
 const ERROR_FLAG = /["']?(?:is_?error|isError)["']?\s*[:=]\s*true\b|["']?(?:ok|success)["']?\s*[:=]\s*false\b/i;
 /** Phrases that say "no error" and must not count as one. */
 const NOT_ERRORS = /\b(?:0|no|zero|without)\s+(?:errors?|failures?|exceptions?)\b|["']?errors?["']?\s*[:=]\s*(?:null|none|\[\s*\]|0|false)\b/gi;

@@ -1,0 +1,242 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { applyFeedback, applyTurn, expire, extractNextState } from '../../../processors/session-assembler/index.ts';
+import type { ChatMessage, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
+import { exampleFeedback, exampleTurn } from '../../support/fixtures.ts';
+
+const msg = (role: string, content: string | null, over: Partial<ChatMessage> = {}): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [], ...over });
+const T0 = 1_760_000_000_000;
+
+/** A conversation: turn i answers `user i` with `reply i`; its request carries the full history. */
+function conversation(n: number, over: (i: number) => Partial<Turn> = () => ({})): Turn[] {
+  const turns: Turn[] = [];
+  const history: ChatMessage[] = [msg('system', 'Be brief.')];
+  for (let i = 0; i < n; i++) {
+    history.push(msg('user', `user ${i}`));
+    turns.push(
+      exampleTurn({
+        turnId: `t${i}`,
+        requestMessages: [...history],
+        response: { content: `reply ${i}`, toolCalls: [], finishReason: 'stop' },
+        requestedAt: T0 + i * 1000,
+        completedAt: T0 + i * 1000 + 100,
+        ...over(i),
+      }),
+    );
+    history.push(msg('assistant', `reply ${i}`));
+  }
+  return turns;
+}
+
+function run(turns: Turn[], opts = {}): { state: SessionState; pairs: TurnPair[] } {
+  let state: SessionState | undefined;
+  const pairs: TurnPair[] = [];
+  for (const t of turns) {
+    const step = applyTurn(state, t, opts);
+    state = step.state;
+    pairs.push(...step.pairs);
+  }
+  return { state: state!, pairs };
+}
+
+describe('session assembler: pairing', () => {
+  it('pairs main turn t with the user message turn t+1 appended, verified, in order', () => {
+    const { state, pairs } = run(conversation(3));
+    assert.deepEqual(pairs.map((p) => p.pairId), ['t0', 't1']);
+    assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
+    assert.deepEqual(pairs.map((p) => p.turn.mainTurnIndex), [0, 1]);
+    assert.ok(pairs.every((p) => p.historyVerified && p.endMarker === null && p.tag === null));
+    assert.equal(pairs[1].createdAt, T0 + 2000, 'createdAt = the next turn\'s requestedAt (deterministic)');
+    assert.equal(state.pending?.turnId, 't2');
+    assert.equal(state.mainTurnCount, 3);
+    assert.equal(pairs[0].userId, 'alice');
+    assert.equal(pairs[0].sessionId, 'session-1');
+  });
+
+  it('uses ALL tool results of parallel tool calls, with their call ids', () => {
+    const calls = [
+      { id: 'c1', type: 'function', name: 'read', arguments: '{"f":"a"}' },
+      { id: 'c2', type: 'function', name: 'read', arguments: '{"f":"b"}' },
+    ];
+    const t0 = exampleTurn({ turnId: 'a', requestMessages: [msg('user', 'read a and b')], response: { content: null, toolCalls: calls, finishReason: 'tool_calls' } });
+    const t1 = exampleTurn({
+      turnId: 'b',
+      requestedAt: T0 + 5000,
+      requestMessages: [msg('user', 'read a and b'), msg('assistant', null, { toolCalls: calls }), msg('tool', 'A', { toolCallId: 'c1' }), msg('tool', 'B', { toolCallId: 'c2' })],
+    });
+    const { pairs } = run([t0, t1]);
+    assert.equal(pairs.length, 1);
+    assert.deepEqual(pairs[0].nextState, [
+      { role: 'TOOL', content: 'A', toolCallId: 'c1' },
+      { role: 'TOOL', content: 'B', toolCallId: 'c2' },
+    ]);
+    assert.equal(pairs[0].historyVerified, true);
+  });
+
+  it('marks an environment/other role as ENVIRONMENT', () => {
+    const ex = extractNextState({ content: 'x', toolCalls: [], finishReason: 'stop' }, [msg('user', 'q'), msg('assistant', 'x'), msg('environment', 'obs'), msg('user', 'next')]);
+    assert.deepEqual(ex.items.map((i) => i.role), ['ENVIRONMENT', 'USER']);
+    assert.equal(ex.historyVerified, true);
+  });
+
+  it('historyVerified is false when t+1 history lacks t\'s response (regeneration), next state = trailing messages', () => {
+    const [t0] = conversation(1);
+    const regen = exampleTurn({ turnId: 'r', requestedAt: T0 + 9000, requestMessages: t0.requestMessages });
+    const { pairs } = run([t0, regen]);
+    assert.equal(pairs[0].historyVerified, false);
+    assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'user 0', toolCallId: null }]);
+  });
+
+  it('verifies despite whitespace differences and compacted (shorter) history', () => {
+    const ex = extractNextState({ content: 'Hello  there\n', toolCalls: [], finishReason: 'stop' }, [msg('assistant', 'Hello there'), msg('user', 'ok')]);
+    assert.equal(ex.historyVerified, true);
+    assert.deepEqual(ex.items, [{ role: 'USER', content: 'ok', toolCallId: null }]);
+  });
+
+  it('never pairs SIDE turns, but counts them as activity', () => {
+    const turns = conversation(3, (i) => (i === 1 ? { turnType: 'SIDE' } : {}));
+    const { pairs, state } = run(turns);
+    assert.deepEqual(pairs.map((p) => p.pairId), ['t0']);
+    // t2's history holds reply 0, then the side exchange: t0's next state is still what followed it.
+    assert.equal(pairs[0].historyVerified, true);
+    assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
+    assert.equal(state.mainTurnCount, 2);
+    assert.equal(state.lastActivityAt, T0 + 2100);
+  });
+
+  it('a session of only SIDE turns yields nothing, even at close', () => {
+    const turns = conversation(2, () => ({ turnType: 'SIDE' }));
+    const { pairs, state } = run(turns);
+    assert.equal(pairs.length, 0);
+    assert.equal(expire(state, T0 + 10_000_000, 1000).pairs.length, 0);
+  });
+});
+
+describe('session assembler: duplicates and out-of-order', () => {
+  it('ignores a duplicate turn id', () => {
+    const turns = conversation(2);
+    const { state } = run(turns);
+    const dup = applyTurn(state, turns[1]);
+    assert.equal(dup.ignored, 'duplicate');
+    assert.equal(dup.pairs.length, 0);
+    assert.equal(dup.state, state);
+  });
+
+  it('bounds the recent ids', () => {
+    const { state } = run(conversation(10), { maxRecentIds: 4 });
+    assert.deepEqual(state.recentIds, ['t6', 't7', 't8', 't9']);
+  });
+
+  it('a late turn whose response is in pending\'s history is paired with it; indices stay in conversation order', () => {
+    const [t0, t1, t2] = conversation(3);
+    // t1 is delayed: t0 is paired with t2's history (its own reply is still found there).
+    const { state, pairs } = run([t0, t2, t1]);
+    assert.deepEqual(pairs.map((p) => p.pairId), ['t0', 't1']);
+    assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
+    assert.deepEqual(pairs[1].nextState, [{ role: 'USER', content: 'user 2', toolCallId: null }]);
+    assert.ok(pairs.every((p) => p.historyVerified));
+    assert.deepEqual(pairs.map((p) => p.turn.mainTurnIndex), [0, 1]);
+    assert.equal(state.pending?.turnId, 't2');
+    assert.equal(state.pending?.mainTurnIndex, 2);
+    assert.equal(state.mainTurnCount, 3);
+  });
+
+  it('a late turn not in pending\'s history is recorded, not paired', () => {
+    const [t0, t1] = conversation(2);
+    const stray = exampleTurn({ turnId: 'stray', requestedAt: T0 - 1, response: { content: 'other', toolCalls: [], finishReason: 'stop' } });
+    const { state } = run([t0, t1]);
+    const step = applyTurn(state, stray);
+    assert.equal(step.ignored, 'late-turn');
+    assert.equal(step.pairs.length, 0);
+    assert.equal(step.state.pending?.turnId, 't1');
+    assert.ok(step.state.recentIds.includes('stray'));
+  });
+});
+
+describe('session assembler: feedback', () => {
+  it('attaches feedback for the pending turn to its pair: FEEDBACK items and the feedback array', () => {
+    const [t0, t1] = conversation(2);
+    let s = applyTurn(undefined, t0).state;
+    s = applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0', rating: -1, text: 'too long' })).state;
+    s = applyFeedback(s, exampleFeedback({ feedbackId: 'f2', turnId: null, rating: null, text: 'end with a question', createdAt: T0 + 500 })).state;
+    const { pairs } = applyTurn(s, t1);
+    assert.equal(pairs.length, 1);
+    assert.deepEqual(pairs[0].nextState, [
+      { role: 'USER', content: 'user 1', toolCallId: null },
+      { role: 'FEEDBACK', content: '👎 (thumbs down) — too long', toolCallId: null },
+      { role: 'FEEDBACK', content: 'end with a question', toolCallId: null },
+    ]);
+    assert.deepEqual(pairs[0].feedback.map((f) => f.feedbackId), ['f1', 'f2']);
+  });
+
+  it('ignores duplicate, late and unknown-turn feedback', () => {
+    const [t0, t1] = conversation(2);
+    let s = applyTurn(undefined, t0).state;
+    s = applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0' })).state;
+    assert.equal(applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0' })).ignored, 'duplicate');
+    s = applyTurn(s, t1).state;
+    const late = applyFeedback(s, exampleFeedback({ feedbackId: 'f2', turnId: 't0' }));
+    assert.equal(late.ignored, 'late-feedback');
+    assert.equal(late.state.pendingFeedback.length, 0);
+    assert.equal(applyFeedback(s, exampleFeedback({ feedbackId: 'f3', turnId: 'nope' })).ignored, 'unknown-turn');
+    assert.equal(applyFeedback(undefined, exampleFeedback({ feedbackId: 'f4', turnId: null })).ignored, 'no-pending');
+  });
+});
+
+describe('session assembler: session end', () => {
+  it('sessionDone pairs the previous turn normally and closes with SESSION_DONE (masked by default)', () => {
+    const turns = conversation(2, (i) => (i === 1 ? { sessionDone: true } : {}));
+    const { state, pairs } = run(turns);
+    assert.deepEqual(pairs.map((p) => [p.pairId, p.endMarker]), [['t0', null], ['t1', 'SESSION_DONE']]);
+    assert.deepEqual(pairs[1].nextState, []);
+    assert.equal(pairs[1].createdAt, T0 + 1100);
+    assert.equal(state.closed, true);
+    assert.equal(state.closedReason, 'SESSION_DONE');
+    assert.equal(state.pending, null);
+  });
+
+  it('endPolicy drop emits no pair for a last turn without feedback, but keeps one with feedback', () => {
+    const turns = conversation(2, (i) => (i === 1 ? { sessionDone: true } : {}));
+    assert.deepEqual(run(turns, { endPolicy: 'drop' }).pairs.map((p) => p.pairId), ['t0']);
+    let s = applyTurn(undefined, turns[0], { endPolicy: 'drop' }).state;
+    s = applyFeedback(s, exampleFeedback({ feedbackId: 'f', turnId: 't0', rating: 1, text: null })).state;
+    const closed = expire(s, T0 + 60_000, 1000, { endPolicy: 'drop' });
+    assert.equal(closed.pairs.length, 1);
+    assert.equal(closed.pairs[0].endMarker, 'IDLE_TIMEOUT');
+    assert.deepEqual(closed.pairs[0].nextState, [{ role: 'FEEDBACK', content: '👍 (thumbs up)', toolCallId: null }]);
+  });
+
+  it('the idle timeout closes a session only once it is idle long enough', () => {
+    const { state } = run(conversation(1));
+    assert.equal(expire(state, T0 + 100 + 999, 1000).pairs.length, 0);
+    const step = expire(state, T0 + 100 + 1000, 1000);
+    assert.equal(step.pairs.length, 1);
+    assert.equal(step.pairs[0].endMarker, 'IDLE_TIMEOUT');
+    assert.equal(step.pairs[0].createdAt, T0 + 1100);
+    assert.equal(step.state.closedReason, 'IDLE_TIMEOUT');
+    assert.equal(expire(step.state, T0 + 10_000_000, 1000).pairs.length, 0, 'closed stays closed');
+  });
+
+  it('a newer turn reopens a closed session (its earlier turn is not paired twice); an older one is late', () => {
+    const [t0, t1] = conversation(2, (i) => ({ requestedAt: T0 + i * 100_000, completedAt: T0 + i * 100_000 + 100 }));
+    const s = expire(applyTurn(undefined, t0).state, T0 + 50_000, 1000).state;
+    const reopened = applyTurn(s, t1);
+    assert.equal(reopened.pairs.length, 0);
+    assert.equal(reopened.state.closed, false);
+    assert.equal(reopened.state.pending?.turnId, 't1');
+    assert.equal(reopened.state.pending?.mainTurnIndex, 1);
+    const old = exampleTurn({ turnId: 'old', requestedAt: T0 - 5 });
+    assert.equal(applyTurn(s, old).ignored, 'late-turn');
+  });
+
+  it('untokenized and empty turns are paired (analytics) with their flags intact', () => {
+    const turns = conversation(2, (i) => (i === 0 ? { tokenized: false, promptTokenIds: [], responseTokenIds: [], responseLogprobs: [] } : {}));
+    const { pairs } = run(turns);
+    assert.equal(pairs.length, 1);
+    assert.equal(pairs[0].turn.tokenized, false);
+  });
+
+  it('stamps the replay tag', () => {
+    assert.equal(run(conversation(2), { tag: 'exp1' }).pairs[0].tag, 'exp1');
+  });
+});
