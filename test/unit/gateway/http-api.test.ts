@@ -1,0 +1,107 @@
+/**
+ * The HTTP surface without Kafka (turns stay in the outbox): OpenAI-shaped errors for every
+ * bad input while the server keeps serving, auth, body limit, health, metrics, feedback.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
+
+let home: Awaited<ReturnType<typeof tempHome>>;
+let g: StartedGateway;
+before(async () => {
+  home = await tempHome('http');
+  g = await startGateway({ home: home.dir, apiKeys: ['sk-1:carol'], bodyLimitBytes: 200_000 });
+});
+after(async () => {
+  await g?.gw.stop();
+  await home?.cleanup();
+});
+
+const auth = { authorization: 'Bearer sk-1' };
+async function post(path: string, body: string | object, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
+  const res = await fetch(`${g.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: unknown = text;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* SSE or text */
+  }
+  return { status: res.status, json, headers: res.headers };
+}
+
+const ok = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 };
+
+test('every bad input gets a 400 in OpenAI error shape, and the server keeps answering', async () => {
+  const cases: Array<[string | object, string | null]> = [
+    ['{not json', null],
+    ['', null],
+    ['[1,2]', null],
+    [{ messages: 'hi' }, 'messages'],
+    [{ messages: [] }, 'messages'],
+    [{ messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role'],
+    [{ ...ok, n: 3 }, 'n'],
+    [{ ...ok, max_tokens: 10_000_000 }, 'max_tokens'],
+    [{ ...ok, temperature: -1 }, 'temperature'],
+    [{ ...ok, temperature: '0.5' }, 'temperature'],
+    [{ ...ok, stop: 5 }, 'stop'],
+  ];
+  for (const [body, param] of cases) {
+    const r = await post('/v1/chat/completions', body);
+    assert.equal(r.status, 400, JSON.stringify(body));
+    assert.equal(r.json.error.type, 'invalid_request_error');
+    assert.equal(typeof r.json.error.message, 'string');
+    assert.ok('code' in r.json.error && 'param' in r.json.error);
+    if (param) assert.equal(r.json.error.param, param);
+  }
+  const bad = await post('/v1/chat/completions', { ...ok, stream: true, messages: [] });
+  assert.equal(bad.status, 400, 'a bad streaming request is refused before the stream starts');
+  const good = await post('/v1/chat/completions', ok);
+  assert.equal(good.status, 200);
+  assert.match(good.headers.get('x-turn-id')!, /^[0-9a-f-]{36}$/);
+});
+
+test('auth: 401 in OpenAI shape; health, readiness and metrics are public', async () => {
+  const r = await post('/v1/chat/completions', ok, { authorization: 'Bearer nope' });
+  assert.equal(r.status, 401);
+  assert.equal(r.json.error.type, 'authentication_error');
+  const m = await fetch(`${g.url}/v1/models`);
+  assert.equal(m.status, 401);
+  assert.equal((await fetch(`${g.url}/healthz`)).status, 200);
+  const ready = await fetch(`${g.url}/readyz`);
+  assert.equal(ready.status, 200, 'ready with the outbox healthy even without Kafka');
+  const body = (await ready.json()) as { kafka: boolean; outbox: boolean };
+  assert.equal(body.kafka, false);
+  assert.equal(body.outbox, true);
+  const metrics = await (await fetch(`${g.url}/metrics`)).text();
+  for (const name of ['turnstream_gateway_requests_total', 'turnstream_gateway_request_duration_seconds', 'turnstream_gateway_tokens_total', 'turnstream_gateway_turns_captured_total', 'turnstream_gateway_outbox_depth', 'turnstream_gateway_policy_version']) {
+    assert.match(metrics, new RegExp(name), name);
+  }
+});
+
+test('body limit: 413 in OpenAI shape; a ~47 KB system prompt is fine and truncated, not refused', async () => {
+  const huge = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x'.repeat(300_000) }] });
+  assert.equal(huge.status, 413);
+  assert.equal(huge.json.error.type, 'invalid_request_error');
+  const big = await post('/v1/chat/completions', { messages: [{ role: 'system', content: 'rules '.repeat(8000) }, { role: 'user', content: 'hi' }], max_completion_tokens: 4, tools: [{ type: 'function', function: { name: 'read', parameters: {} } }] });
+  assert.equal(big.status, 200);
+});
+
+test('feedback: by turn id (session looked up), by session id, and clear errors', async () => {
+  const chat = await post('/v1/chat/completions', ok, { 'x-session-id': 'fb-s' });
+  const turnId = chat.headers.get('x-turn-id')!;
+  const byTurn = await post('/v1/feedback', { turn_id: turnId, rating: 1 });
+  assert.equal(byTurn.status, 201);
+  assert.equal(byTurn.json.session_id, 'fb-s');
+  assert.match(byTurn.json.id, /^[0-9a-f-]{36}$/);
+  const bySession = await post('/v1/feedback', { session_id: 'fb-s', text: 'use shorter answers' });
+  assert.equal(bySession.status, 201);
+  assert.equal((await post('/v1/feedback', { turn_id: 'unknown', rating: 1 })).status, 404);
+  assert.equal((await post('/v1/feedback', { session_id: 's', rating: 5 })).json.error.param, 'rating');
+  assert.equal((await post('/v1/feedback', { rating: 1 })).status, 400);
+  assert.ok(g.gw.outbox.depth >= 3, 'turns and feedback wait in the outbox');
+});

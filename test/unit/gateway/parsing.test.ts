@@ -1,0 +1,80 @@
+/** Request parsing: content flattening, headers vs body fields, truthy values, validation. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseChatRequest } from '../../../gateway/chat-request.ts';
+import { flattenContent } from '../../../gateway/content.ts';
+import { parseTruthy, resolveTurnContext } from '../../../gateway/turn-context.ts';
+import { TurnstreamError } from '../../../streams/errors.ts';
+
+const base = { messages: [{ role: 'user', content: 'hi' }] };
+
+test('content parts are flattened to text; non-text parts leave a placeholder', () => {
+  assert.equal(flattenContent('plain'), 'plain');
+  assert.equal(flattenContent(null), null);
+  assert.equal(flattenContent([{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'x' } }, { type: 'text', text: 'b' }]), 'a\n[image_url]\nb');
+  assert.throws(() => flattenContent(42), /must be a string/);
+  assert.throws(() => flattenContent([{ type: 'text' }]), /text must be a string/);
+});
+
+test('the body is normalised: max_completion_tokens wins, stop becomes a list, turnstream fields are stripped for upstreams', () => {
+  const r = parseChatRequest({ ...base, model: 'm', max_tokens: 5, max_completion_tokens: 9, stop: 'END', session_id: 's', turn_type: 'side', session_done: 'on', tools: [{ type: 'function', function: { name: 'f' } }], stream: true, stream_options: { include_usage: true } });
+  assert.equal(r.maxTokens, 9);
+  assert.deepEqual(r.stop, ['END']);
+  assert.equal(r.stream, true);
+  assert.equal(r.includeUsage, true);
+  assert.equal(r.tools?.length, 1);
+  assert.equal(r.bodySessionId, 's');
+  for (const k of ['session_id', 'turn_type', 'session_done']) assert.ok(!(k in r.upstreamBody), `${k} stripped`);
+  assert.equal(r.upstreamBody.model, 'm');
+  const asst = parseChatRequest({ messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'ok' }] }] });
+  assert.deepEqual(asst.messages[1].toolCalls, [{ id: 'c1', type: 'function', name: 'ls', arguments: '{}' }]);
+  assert.equal(asst.messages[2].toolCallId, 'c1');
+  assert.equal(asst.messages[2].content, 'ok');
+});
+
+const bad: Array<[string, unknown, string | undefined]> = [
+  ['not an object', [1, 2], undefined],
+  ['missing messages', { model: 'm' }, 'messages'],
+  ['empty messages', { messages: [] }, 'messages'],
+  ['unknown role', { messages: [{ role: 'wizard', content: 'x' }] }, 'messages[0].role'],
+  ['role not a string', { messages: [{ role: 1, content: 'x' }] }, 'messages[0].role'],
+  ['user without content', { messages: [{ role: 'user' }] }, 'messages[0].content'],
+  ['content a number', { messages: [{ role: 'user', content: 3 }] }, 'messages[0].content'],
+  ['n > 1', { ...base, n: 2 }, 'n'],
+  ['huge max_tokens', { ...base, max_tokens: 1e12 }, 'max_tokens'],
+  ['fractional max_tokens', { ...base, max_tokens: 1.5 }, 'max_tokens'],
+  ['temperature too high', { ...base, temperature: 3 }, 'temperature'],
+  ['temperature a string', { ...base, temperature: 'hot' }, 'temperature'],
+  ['top_p zero', { ...base, top_p: 0 }, 'top_p'],
+  ['stop with 5 entries', { ...base, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
+  ['stream a string', { ...base, stream: 'yes' }, 'stream'],
+  ['tools not a list', { ...base, tools: {} }, 'tools'],
+  ['model a number', { ...base, model: 7 }, 'model'],
+  ['seed fractional', { ...base, seed: 0.5 }, 'seed'],
+];
+for (const [name, body, param] of bad) {
+  test(`400 for ${name}`, () => {
+    assert.throws(
+      () => parseChatRequest(body),
+      (err: unknown) => err instanceof TurnstreamError && err.code === 'TS_ERR_INVALID_INPUT' && err.param === param && err.message.length > 10,
+    );
+  });
+}
+
+test('truthy values: 1/true/yes/on in any case; garbage is an error', () => {
+  for (const v of ['1', 'true', 'YES', 'On', true, 1]) assert.equal(parseTruthy(v), true, String(v));
+  for (const v of ['0', 'false', 'no', 'off', '', undefined, null, false, 0]) assert.equal(parseTruthy(v), false, String(v));
+  assert.throws(() => parseTruthy('maybe'), /session_done/);
+});
+
+test('headers win over body fields; defaults apply when neither is given', () => {
+  const req = parseChatRequest({ ...base, session_id: 'body-s', turn_type: 'side', session_done: true, user: 'openai-user' });
+  const h = resolveTurnContext({ 'x-session-id': 'hdr-s', 'x-turn-type': 'MAIN', 'x-session-done': 'no', 'x-user-id': 'hdr-u' }, req);
+  assert.deepEqual(h, { sessionId: 'hdr-s', sessionSource: 'HEADER', turnType: 'MAIN', userId: 'hdr-u', sessionDone: false });
+  const b = resolveTurnContext({}, req, { keyUserId: 'key-u' });
+  assert.deepEqual(b, { sessionId: 'body-s', sessionSource: 'BODY', turnType: 'SIDE', userId: 'key-u', sessionDone: true });
+  const none = resolveTurnContext({}, parseChatRequest({ ...base, user: 'openai-user' }));
+  assert.deepEqual(none, { sessionId: null, sessionSource: null, turnType: 'MAIN', userId: 'openai-user', sessionDone: false });
+  assert.equal(resolveTurnContext({}, parseChatRequest(base), { defaultTurnType: 'side' }).turnType, 'SIDE');
+  assert.throws(() => resolveTurnContext({ 'x-turn-type': 'sometimes' }, req), (e: unknown) => (e as TurnstreamError).param === 'X-Turn-Type');
+});
