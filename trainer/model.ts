@@ -211,7 +211,10 @@ export class TransformerModel {
     }
     const H = c.nHeads;
     const dh = c.dModel / H;
-    const tok = tf.gather(this.w('wte'), tf.cast(ids, 'int32'));
+    // One-hot · matrix rather than gather: its gradient is a matMul, which every backend has
+    // (gather's gradient needs UnsortedSegmentSum, missing on wasm), and V is small.
+    const onehot = tf.oneHot(tf.reshape(tf.cast(ids, 'int32'), [B * T]), c.vocabSize);
+    const tok = tf.reshape(tf.matMul(onehot, this.w('wte')), [B, T, c.dModel]);
     const pos = tf.slice(this.w('wpe'), [past, 0], [T, c.dModel]);
     let x = tf.add(tok, pos) as tf.Tensor3D;
     const mask = causalMask(T, past);
