@@ -1,12 +1,35 @@
-/** What other folders may use of the processors. */
-export * as sessionAssembler from './session-assembler/index.ts';
-export { applyTurn, applyFeedback, expire, isTrainable, type SessionAssemblerOptions, type EndPolicy } from './session-assembler/index.ts';
+/** What other folders (cli, replay, bench, tests) may use of the processors. */
+export { startSessionAssembler, type SessionAssemblerServiceOptions } from './session-assembler.ts';
+export { startJudge, type JudgeServiceOptions } from './judge.ts';
+export { startSampleBuilder, type SampleBuilderServiceOptions } from './sample-builder.ts';
+export { defaultGroupId, type ServiceOptions } from './service-options.ts';
+
 export {
+  applyTurn,
+  applyFeedback,
+  expire,
+  extractNextState,
+  isTrainable,
+  StreamClock,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  type AssemblerStep,
+  type IgnoredReason,
+  type SessionAssemblerOptions,
+  type EndPolicy,
+} from './session-assembler/index.ts';
+export {
+  createJudge,
   createEmbeddedJudge,
   createLlmJudge,
+  EmbeddedJudge,
+  LlmJudge,
   majorityVote,
   selectHint,
   parseBoxed,
+  parseHint,
+  prmPrompt,
+  hintPrompt,
+  type CreateJudgeOptions,
   type Judge,
   type JudgeMode,
   type EmbeddedJudgeOptions,
@@ -14,10 +37,14 @@ export {
 } from './judge/index.ts';
 export {
   buildSample,
+  loadTeacher,
   createPolicyTeacher,
   createUpstreamTeacher,
   appendHint,
+  type BuildResult,
+  type LoadTeacherOptions,
   type Teacher,
+  type TeacherScores,
   type SampleBuilderOptions,
   type TrainMethod,
   type UpstreamTeacherOptions,

@@ -7,3 +7,4 @@ export { LlmJudge, createLlmJudge, type LlmJudgeOptions } from './llm-judge.ts';
 export { EmbeddedJudge, createEmbeddedJudge, type EmbeddedJudgeOptions } from './embedded-judge.ts';
 export { classifyToolResult, type ToolOutcome } from './tool-result.ts';
 export { hintFromCorrection, isCorrection, sentimentScore, type SentimentThresholds } from './user-reply.ts';
+export { createJudge, type CreateJudgeOptions } from './create-judge.ts';

@@ -2,3 +2,4 @@ export { buildSample, type BuildCallOptions, type BuildResult, type SampleBuilde
 export { appendHint, HINT_HEADER, type Teacher, type TeacherScoreOptions, type TeacherScores } from './teacher.ts';
 export { PolicyTeacher, createPolicyTeacher, toPolicyMessages, type ScoringPolicy } from './policy-teacher.ts';
 export { UpstreamTeacher, createUpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher.ts';
+export { loadTeacher, type LoadTeacherOptions } from './load-teacher.ts';

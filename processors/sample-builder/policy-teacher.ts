@@ -16,19 +16,22 @@ export interface ScoringPolicy {
   score(promptIds: number[], responseIds: number[]): Promise<number[]>;
 }
 
-const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
-
 /**
- * Event messages → the built-in chat template's messages: `developer` counts as `system`,
- * `function` as `tool`, other unknown roles as `user`; an assistant's tool calls are appended to
- * its text as JSON (the built-in model has no tool syntax of its own).
+ * Event messages → the built-in chat template's messages, exactly as the gateway's built-in
+ * engine renders a request (gateway/builtin-engine.ts `toPolicyMessages`; processors do not import
+ * the gateway, so the rule is repeated here and a test pins it): `developer` counts as `system`,
+ * an assistant's tool calls are appended to its text as `name(arguments)` lines. The teacher prompt
+ * must differ from the rollout prompt only by the hint.
  */
 export function toPolicyMessages(messages: readonly ChatMessage[]): Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; content: string }> {
   return messages.map((m) => {
-    const role = m.role === 'developer' ? 'system' : m.role === 'function' ? 'tool' : ROLES.has(m.role) ? m.role : 'user';
+    const role = (m.role === 'developer' ? 'system' : m.role) as 'system' | 'user' | 'assistant' | 'tool';
     let content = m.content ?? '';
-    if (m.toolCalls.length > 0) content += (content ? '\n' : '') + JSON.stringify(m.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments })));
-    return { role: role as 'system' | 'user' | 'assistant' | 'tool', content };
+    if (m.toolCalls.length > 0) {
+      const calls = m.toolCalls.map((t) => `${t.name}(${t.arguments})`).join('\n');
+      content = content ? `${content}\n${calls}` : calls;
+    }
+    return { role, content };
   });
 }
 

@@ -2,3 +2,4 @@ export { applyTurn, applyFeedback, expire, type AssemblerStep, type IgnoredReaso
 export { extractNextState, feedbackItem, matchesResponse, type ExtractedNextState } from './next-state.ts';
 export { emptySession, isTrainable, toPairTurn } from './session-state.ts';
 export { DEFAULT_IDLE_TIMEOUT_MS, resolveAssemblerOptions, type EndPolicy, type ResolvedAssemblerOptions, type SessionAssemblerOptions } from './options.ts';
+export { StreamClock } from './stream-clock.ts';

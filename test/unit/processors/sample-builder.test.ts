@@ -161,7 +161,7 @@ describe('policy teacher', () => {
     assert.deepEqual(seen[0], {
       messages: [
         { role: 'system', content: 'dev' },
-        { role: 'assistant', content: '[{"name":"f","arguments":"{}"}]' },
+        { role: 'assistant', content: 'f({})' },
         { role: 'user', content: 'hi' },
       ],
       max: 12,

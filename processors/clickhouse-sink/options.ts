@@ -1,0 +1,37 @@
+import type { Kafka } from 'kafkajs';
+import type { AnalyticsOptions } from '../../analytics/index.ts';
+import type { TopicId } from '../../schemas/index.ts';
+import type { EventCodecs, Logger } from '../../streams/index.ts';
+
+/** Topics the sink stores by default: every topic but the assembler's changelog. */
+export const SINK_TOPICS: readonly TopicId[] = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq'];
+
+export interface ClickhouseSinkOptions {
+  kafka: Kafka;
+  /** Codecs of the topic family to read (prefix and tag included). */
+  codecs: EventCodecs;
+  /** Where the rows go. */
+  analytics: AnalyticsOptions;
+  /** Consumer group; more instances with the same group share the partitions. @default 'turnstream-clickhouse-sink' */
+  groupId?: string;
+  /** Which topics. @default SINK_TOPICS (all but session-state) */
+  topics?: readonly TopicId[];
+  /** Insert when this many rows are buffered. @default 500 */
+  batchRows?: number;
+  /** …or when the oldest buffered row is this old, in ms. @default 500 */
+  flushIntervalMs?: number;
+  /** Pause fetching while this many rows wait (ClickHouse slow or down). @default 20 × batchRows */
+  maxBufferedRows?: number;
+  /** First retry delay after a failed insert, doubled up to `retryMaxMs`. @default 250 */
+  retryInitialMs?: number;
+  /** @default 5000 */
+  retryMaxMs?: number;
+  /** A new group starts from the beginning of each topic. @default true */
+  fromBeginning?: boolean;
+  /** @default 30000 */
+  sessionTimeoutMs?: number;
+  /** Stage name in dead letters and metrics. @default 'clickhouse-sink' */
+  stage?: string;
+  /** @default a pino logger named after the stage */
+  logger?: Logger;
+}

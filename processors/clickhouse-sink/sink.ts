@@ -1,0 +1,273 @@
+/**
+ * Every topic → ClickHouse. A plain consumer group (read_committed, manual commits) decodes
+ * each record, maps it to a row (analytics/rows.ts) and buffers it; a batch is inserted
+ * when it reaches `batchRows` or `flushIntervalMs`, and only then are its offsets
+ * committed. A failed insert pauses fetching and retries with backoff until ClickHouse is
+ * back, so nothing is lost and the process does not crash. Tables are ReplacingMergeTrees
+ * keyed by event id: a record delivered twice (crash before commit, rebalance, offset
+ * reset) collapses into one row.
+ *
+ * A record that cannot be decoded or mapped goes to the DLQ with its reason; a record of
+ * the DLQ itself that fails is counted and skipped (dead-lettering it would loop).
+ */
+import type { KafkaMessage } from 'kafkajs';
+import { AnalyticsStore, migrate, toRow, TABLE_OF } from '../../analytics/index.ts';
+import type { TopicId } from '../../schemas/index.ts';
+import { createLogger, deadLetter, ErrorCodes, EventProducer, toTurnstreamError, TurnstreamError } from '../../streams/index.ts';
+import { backoffMs } from './backoff.ts';
+import { sinkMetrics } from './metrics.ts';
+import { SINK_TOPICS, type ClickhouseSinkOptions } from './options.ts';
+import { RowBuffer, splitPartitionKey, type Drained } from './row-buffer.ts';
+
+export interface SinkStats {
+  /** Records read from Kafka (all topics). */
+  consumed: number;
+  rowsInserted: number;
+  batches: number;
+  /** Failed insert attempts. */
+  insertFailures: number;
+  deadLettered: number;
+  skipped: number;
+  buffered: number;
+  /** Fetching is paused (ClickHouse down or the buffer full). */
+  paused: boolean;
+  /** Offsets committed (partition commits). */
+  commits: number;
+  lastError: string | undefined;
+}
+
+export interface ClickhouseSinkHandle {
+  /** Resolves once the tables exist and the consumer has joined its group. */
+  ready: Promise<void>;
+  /** Flushes what it can, commits, leaves the group. */
+  stop(): Promise<void>;
+  stats(): SinkStats;
+  store: AnalyticsStore;
+}
+
+/** Errors on the way to the registry that should be retried, not dead-lettered. */
+function isTransient(err: unknown): boolean {
+  for (let e: unknown = err, i = 0; e && i < 6; e = (e as { cause?: unknown }).cause, i++) {
+    const text = `${(e as Error).message ?? ''} ${(e as { code?: string }).code ?? ''}`;
+    if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|socket hang up|fetch failed|timeout/i.test(text)) return true;
+  }
+  return false;
+}
+
+export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHandle {
+  const stage = o.stage ?? 'clickhouse-sink';
+  const log = o.logger ?? createLogger(stage);
+  const store = new AnalyticsStore(o.analytics);
+  const ids = (o.topics ?? SINK_TOPICS).filter((id) => TABLE_OF[id] !== undefined);
+  const topics = ids.map((id) => o.codecs.topic(id));
+  const batchRows = o.batchRows ?? 500;
+  const flushIntervalMs = o.flushIntervalMs ?? 500;
+  const maxBuffered = o.maxBufferedRows ?? 20 * batchRows;
+  const retryInitialMs = o.retryInitialMs ?? 250;
+  const retryMaxMs = o.retryMaxMs ?? 5000;
+  const groupId = o.groupId ?? 'turnstream-clickhouse-sink';
+
+  const consumer = o.kafka.consumer({
+    groupId,
+    readUncommitted: false,
+    maxWaitTimeInMs: 100,
+    sessionTimeout: o.sessionTimeoutMs ?? 30000,
+    heartbeatInterval: 3000,
+  });
+  const producer = new EventProducer(o.kafka, o.codecs);
+  const buffer = new RowBuffer();
+  const stats: SinkStats = { consumed: 0, rowsInserted: 0, batches: 0, insertFailures: 0, deadLettered: 0, skipped: 0, buffered: 0, paused: false, commits: 0, lastError: undefined };
+
+  let stopping = false;
+  let failedAttempts = 0;
+  let retryAt = 0;
+  let flushChain: Promise<void> = Promise.resolve();
+  let ticker: NodeJS.Timeout | undefined;
+  const pausedBy = new Set<'clickhouse' | 'buffer'>();
+
+  const setPaused = (reason: 'clickhouse' | 'buffer', on: boolean): void => {
+    const was = pausedBy.size > 0;
+    if (on) pausedBy.add(reason);
+    else pausedBy.delete(reason);
+    const now = pausedBy.size > 0;
+    if (was === now) return;
+    const list = topics.map((topic) => ({ topic }));
+    if (now) consumer.pause(list);
+    else consumer.resume(list);
+    stats.paused = now;
+    sinkMetrics.paused.set(now ? 1 : 0);
+    log.info({ reason, paused: now }, now ? 'fetching paused' : 'fetching resumed');
+  };
+
+  const commit = async (offsets: Drained['offsets']): Promise<void> => {
+    if (offsets.size === 0) return;
+    const list = [...offsets].map(([key, next]) => ({ ...splitPartitionKey(key), offset: next.toString() }));
+    try {
+      await consumer.commitOffsets(list);
+      stats.commits += list.length;
+    } catch (err) {
+      // The rows are stored; a failed commit (rebalance in progress) only means these
+      // records are delivered again, and their rows collapse by id.
+      log.warn({ err: (err as Error).message }, 'offset commit failed; records will be re-delivered and deduplicated');
+    }
+  };
+
+  /** One insert attempt of everything buffered; on failure the rows go back and fetching pauses. */
+  const flushOnce = async (): Promise<void> => {
+    if (!buffer.pending) return;
+    const batch = buffer.drain();
+    const started = performance.now();
+    try {
+      for (const [table, rows] of batch.rows) {
+        if (rows.length === 0) continue;
+        await store.insert(store.tables[table], rows);
+        // Stored: not sent again should a later table of this batch fail.
+        batch.rows.set(table, []);
+        batch.count -= rows.length;
+        stats.rowsInserted += rows.length;
+        sinkMetrics.rows.inc({ table }, rows.length);
+      }
+    } catch (err) {
+      buffer.restore(batch);
+      failedAttempts++;
+      stats.insertFailures++;
+      sinkMetrics.failures.inc();
+      const delay = backoffMs(failedAttempts, retryInitialMs, retryMaxMs);
+      retryAt = Date.now() + delay;
+      stats.lastError = (err as Error).message;
+      setPaused('clickhouse', true);
+      log.warn({ err: stats.lastError, attempt: failedAttempts, retryInMs: delay, buffered: buffer.size }, 'insert failed; retrying with backoff');
+      return;
+    } finally {
+      stats.buffered = buffer.size;
+      sinkMetrics.buffered.set(buffer.size);
+    }
+    sinkMetrics.insertSeconds.observe((performance.now() - started) / 1000);
+    sinkMetrics.batches.inc();
+    stats.batches++;
+    if (failedAttempts > 0) log.info({ afterAttempts: failedAttempts }, 'ClickHouse reachable again');
+    failedAttempts = 0;
+    retryAt = 0;
+    await commit(batch.offsets);
+    setPaused('clickhouse', false);
+    if (buffer.size < maxBuffered) setPaused('buffer', false);
+  };
+
+  /** Serialized: one flush at a time, in order. */
+  const flush = (): Promise<void> => {
+    flushChain = flushChain.then(flushOnce, flushOnce);
+    return flushChain;
+  };
+
+  const tick = (): void => {
+    if (!buffer.pending || Date.now() < retryAt) return;
+    if (buffer.size >= batchRows || buffer.age() >= flushIntervalMs || failedAttempts > 0) void flush();
+  };
+
+  const sendToDlq = async (id: TopicId, topic: string, partition: number, m: KafkaMessage, err: unknown): Promise<void> => {
+    const e = toTurnstreamError(err);
+    if (id === 'dlq') {
+      // Dead-lettering a dead letter would feed it back to us: count it and move on.
+      stats.skipped++;
+      sinkMetrics.skipped.inc({ reason: 'bad_dead_letter' });
+      log.error({ topic, partition, offset: m.offset, code: e.code, err: e.message }, 'unreadable dead letter skipped');
+      return;
+    }
+    const dl = deadLetter({ topic, partition, offset: m.offset, key: m.key ?? null, value: m.value ?? null }, e, stage, 1);
+    await producer.send('dlq', m.key?.toString('utf8') ?? '', dl);
+    stats.deadLettered++;
+    sinkMetrics.deadLetters.inc({ code: e.code });
+    log.warn({ topic, partition, offset: m.offset, code: e.code, err: e.message }, 'record dead-lettered');
+  };
+
+  const accept = async (id: TopicId, topic: string, partition: number, m: KafkaMessage): Promise<void> => {
+    stats.consumed++;
+    if (!m.value) {
+      // Tombstones (compacted topics) carry no event.
+      stats.skipped++;
+      sinkMetrics.skipped.inc({ reason: 'tombstone' });
+      return;
+    }
+    let value: unknown;
+    try {
+      value = await o.codecs.of(id).decode(m.value);
+    } catch (err) {
+      // The registry being unreachable is not the record's fault: retry the batch.
+      if (isTransient(err)) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `decode failed transiently: ${(err as Error).message}`, { cause: err });
+      return sendToDlq(id, topic, partition, m, err);
+    }
+    try {
+      const { table, row } = toRow(id, value, { topic, partition, offset: m.offset });
+      buffer.add(table, row);
+    } catch (err) {
+      return sendToDlq(id, topic, partition, m, err);
+    }
+  };
+
+  const ready = (async () => {
+    // ClickHouse may be starting: retry the migrations instead of failing the service.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await migrate(store);
+        log.info({ applied: r.applied, version: r.version, server: r.server, database: store.options.database }, 'analytics schema ready');
+        break;
+      } catch (err) {
+        if (stopping) throw err;
+        const e = toTurnstreamError(err);
+        if (!e.retriable) throw e;
+        const delay = backoffMs(attempt, retryInitialMs, retryMaxMs);
+        log.warn({ err: e.message, retryInMs: delay }, 'ClickHouse not ready; retrying');
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+    await producer.connect();
+    const joined = new Promise<void>((resolve) => {
+      consumer.on(consumer.events.GROUP_JOIN, () => resolve());
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics, fromBeginning: o.fromBeginning ?? true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        const id = o.codecs.idOf(batch.topic) as TopicId;
+        for (const m of batch.messages) {
+          if (!isRunning() || isStale()) return;
+          await accept(id, batch.topic, batch.partition, m);
+          // Resolved = fetched past; committed only once its row is stored (flushOnce).
+          buffer.cover(batch.topic, batch.partition, m.offset);
+          resolveOffset(m.offset);
+        }
+        stats.buffered = buffer.size;
+        sinkMetrics.buffered.set(buffer.size);
+        await heartbeat();
+        if (buffer.size >= maxBuffered) setPaused('buffer', true);
+        if (buffer.size >= batchRows && Date.now() >= retryAt) await flush();
+      },
+    });
+    ticker = setInterval(tick, Math.max(10, Math.min(100, Math.floor(flushIntervalMs / 4))));
+    await joined;
+    log.info({ groupId, topics }, 'clickhouse sink running');
+  })();
+  ready.catch(() => undefined);
+
+  return {
+    ready,
+    store,
+    stats: () => ({ ...stats, buffered: buffer.size }),
+    async stop() {
+      stopping = true;
+      await ready.catch(() => undefined);
+      if (ticker) clearInterval(ticker);
+      // Stop fetching, then store what is buffered (one attempt: what is not stored is
+      // not committed, so it is read again by the next instance).
+      consumer.pause(topics.map((topic) => ({ topic })));
+      await flushChain.catch(() => undefined);
+      retryAt = 0;
+      await flush();
+      await consumer.disconnect().catch((err) => log.warn({ err: (err as Error).message }, 'consumer disconnect failed'));
+      await producer.disconnect().catch(() => undefined);
+      await store.close();
+    },
+  };
+}

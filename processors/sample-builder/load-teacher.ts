@@ -1,0 +1,47 @@
+/**
+ * The frozen teacher for OPD: an upstream engine that can score given tokens when one is named,
+ * else the built-in model's base checkpoint (version 0 of the weight store), waited for when the
+ * store has none yet (the gateway or trainer creates it on first start).
+ */
+import pRetry, { AbortError } from 'p-retry';
+import { ErrorCodes, TurnstreamError, type Logger } from '../../streams/index.ts';
+import { loadPolicy, selectBackend } from '../../trainer/index.ts';
+import { PolicyTeacher } from './policy-teacher.ts';
+import type { Teacher } from './teacher.ts';
+import { UpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher.ts';
+
+export interface LoadTeacherOptions {
+  /** An engine that scores given tokens (see UpstreamTeacher). @default undefined (built-in) */
+  upstream?: UpstreamTeacherOptions;
+  /** Weight store of the built-in model. */
+  weightsDir: string;
+  /** @default 'turnstream-tiny' */
+  modelId?: string;
+  /** Version of the frozen base checkpoint. @default 0 */
+  version?: number;
+  /** How long to wait for that checkpoint to appear, in ms. @default 300_000 */
+  waitMs?: number;
+  logger?: Logger;
+  signal?: AbortSignal;
+}
+
+export async function loadTeacher(options: LoadTeacherOptions): Promise<Teacher> {
+  if (options.upstream) return new UpstreamTeacher(options.upstream);
+  await selectBackend();
+  const version = options.version ?? 0;
+  const policy = await pRetry(
+    async () => {
+      try {
+        return await loadPolicy({ weightsDir: options.weightsDir, modelId: options.modelId, version });
+      } catch (err) {
+        if (err instanceof TurnstreamError && err.code === ErrorCodes.NOT_FOUND) {
+          options.logger?.info({ weightsDir: options.weightsDir, version }, 'teacher checkpoint not there yet; waiting');
+          throw err;
+        }
+        throw new AbortError(err as Error);
+      }
+    },
+    { retries: Number.POSITIVE_INFINITY, minTimeout: 1000, maxTimeout: 5000, maxRetryTime: options.waitMs ?? 300_000, signal: options.signal },
+  );
+  return new PolicyTeacher(policy);
+}

@@ -1,0 +1,22 @@
+/** What every processor service needs: where Kafka is, the codecs, its group and instance. */
+import type { Kafka } from 'kafkajs';
+import type { EventCodecs, Logger } from '../streams/index.ts';
+
+export interface ServiceOptions {
+  kafka: Kafka;
+  /** Codecs of the topic family (prefix / replay tag) the service reads and writes. */
+  codecs: EventCodecs;
+  /** Consumer group. @default `<prefix>turnstream.<service>` (+ `.<tag>` for a replay) */
+  groupId?: string;
+  /** Stable per instance (part of the transactional id). @default '0' */
+  instanceId?: string;
+  /** Records in flight before partitions pause. @default the runtime's (64) */
+  concurrency?: number;
+  /** @default a pino logger named after the service */
+  logger?: Logger;
+}
+
+/** The default consumer group of a service for a topic family. */
+export function defaultGroupId(service: string, naming: { prefix?: string; tag?: string } = {}): string {
+  return `${naming.prefix ?? ''}turnstream.${service}${naming.tag ? `.${naming.tag}` : ''}`;
+}

@@ -1,0 +1,22 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { StreamClock } from '../../../processors/session-assembler/index.ts';
+
+describe('StreamClock (idle-timeout time)', () => {
+  it('is the wall clock when nothing flows', () => assert.equal(new StreamClock(5000).now(1_000_000), 1_000_000));
+
+  it('follows the event time of the slowest flowing partition while a backlog is read', () => {
+    const c = new StreamClock(5000);
+    c.observe(0, 100_000, 1_000_000);
+    c.observe(1, 400_000, 1_000_000);
+    c.observe(0, 90_000, 1_000_001); // older event: time does not go back
+    assert.equal(c.now(1_000_002), 100_000);
+  });
+
+  it('returns to the wall clock once the consumer is quiet (caught up)', () => {
+    const c = new StreamClock(5000);
+    c.observe(0, 100_000, 1_000_000);
+    assert.equal(c.now(1_004_999), 100_000);
+    assert.equal(c.now(1_005_000), 1_005_000);
+  });
+});
