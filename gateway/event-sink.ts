@@ -86,6 +86,14 @@ export class KafkaLink {
     return this.connecting;
   }
 
+  /** Connects in the background so readiness reflects Kafka before the first turn; failures are retried by the outbox. */
+  warmUp(): void {
+    this.ensureProducer().then(
+      () => this.setConnected(true),
+      (err: unknown) => this.logger.warn({ err: (err as Error).message }, 'kafka not reachable yet; turns wait in the outbox'),
+    );
+  }
+
   /** The outbox's sender: one batch, in order, acknowledged by all in-sync replicas. */
   readonly send = async (records: OutboxRecord[]): Promise<void> => {
     try {

@@ -164,6 +164,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (options.kafka) {
         link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
         outbox.setSender(link.send);
+        link.warmUp();
       }
       if (policies && options.builtin) {
         const b = options.builtin;

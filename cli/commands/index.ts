@@ -4,3 +4,4 @@ import { register as infra } from './infra.ts';
 /** Every sub-command's `register`; add one line per command file. */
 export const commands: Array<(program: Command) => void> = [infra];
 import { register as processCommand } from './process.ts'; commands.push(processCommand);
+import { register as gatewayCommand } from './gateway.ts'; commands.push(gatewayCommand);

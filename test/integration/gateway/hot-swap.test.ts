@@ -65,7 +65,7 @@ test('a published WeightVersion is hot-swapped in with no failed request, and a 
   const publishedAt = Date.now();
   await producer.send('weights', 'turnstream-tiny', exampleWeightVersion({ version: 1, uri: saved.uri, sha256: saved.sha256, createdAt: publishedAt }));
   const deadline = Date.now() + 30_000;
-  while (g.gw.policies!.version !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while ((g.gw.policies!.version as number) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   const swappedAt = Date.now();
   assert.equal(g.gw.policies!.version, 1, 'version 1 is served');
   await new Promise((r) => setTimeout(r, 500));

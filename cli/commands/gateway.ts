@@ -1,0 +1,84 @@
+/**
+ * `turnstream gateway`: the OpenAI-compatible gateway as one service.
+ * `turnstream init-weights`: creates version 0 of the built-in model when the weight store
+ * has none (the gateway also does this on start when the store is empty).
+ *
+ * Kafka and the registry come from KAFKA_BROKERS / SCHEMA_REGISTRY_URL, else the local
+ * stack's default addresses; when they are unreachable the gateway still serves and keeps
+ * turns in its outbox (`<home>/outbox`) until they are. SIGINT/SIGTERM stop it cleanly: in-flight
+ * requests finish, the outbox is drained for a few seconds, the rest stays on disk.
+ */
+import type { Command } from 'commander';
+import { createGateway } from '../../gateway/index.ts';
+import { createLogger, parseBrokers } from '../../streams/index.ts';
+import { initCheckpoint, WeightStore } from '../../trainer/index.ts';
+import { loadConfig } from '../config.ts';
+
+const DEFAULT_BROKERS = '127.0.0.1:9092';
+const DEFAULT_REGISTRY = 'http://127.0.0.1:8081/apis/ccompat/v7';
+
+const optNum = (v: string | undefined): number | undefined => (v && Number.isFinite(Number(v)) ? Number(v) : undefined);
+
+export function register(program: Command): void {
+  program
+    .command('gateway')
+    .description('serve the OpenAI-compatible API and capture every turn to Kafka')
+    .option('--port <port>', 'listen port (PORT, default 30000)')
+    .option('--host <addr>', 'listen address (HOST, default 127.0.0.1)')
+    .action(async (flags: { port?: string; host?: string }) => {
+      const config = loadConfig();
+      const logger = createLogger('gateway', config.logLevel);
+      const env = config.env;
+      const gw = createGateway({
+        port: flags.port ? Number(flags.port) : config.port,
+        host: flags.host ?? config.host,
+        home: config.home,
+        logger,
+        apiKeys: config.apiKeys,
+        defaultTurnType: config.defaultTurnType,
+        bodyLimitBytes: optNum(env.GATEWAY_BODY_LIMIT_BYTES),
+        generationTimeoutMs: optNum(env.GATEWAY_GENERATION_TIMEOUT_MS),
+        kafka: {
+          brokers: parseBrokers(config.kafkaBrokers ?? DEFAULT_BROKERS),
+          registryUrl: config.schemaRegistryUrl ?? DEFAULT_REGISTRY,
+          naming: { prefix: config.topicPrefix },
+        },
+        ...(config.upstreamBaseUrl
+          ? { upstream: { baseUrl: config.upstreamBaseUrl, apiKey: config.upstreamApiKey, model: config.upstreamModel } }
+          : { builtin: { weightsDir: config.weightsDir, modelId: env.TURNSTREAM_MODEL_ID || undefined } }),
+      });
+      const url = await gw.start();
+      process.stdout.write(`gateway listening on ${url}  (OpenAI base URL: ${url}/v1)\n`);
+      let stopping = false;
+      const stop = (signal: string): void => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'stopping gateway');
+        gw.stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error({ err }, 'gateway stop failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+    });
+
+  program
+    .command('init-weights')
+    .description('create version 0 (random init) of the built-in model if the weight store has none')
+    .option('--model-id <id>', 'model id', 'turnstream-tiny')
+    .option('--seed <n>', 'seed of the random init', '0')
+    .action(async (flags: { modelId: string; seed: string }) => {
+      const config = loadConfig();
+      const latest = await new WeightStore(config.weightsDir).latest(flags.modelId);
+      if (latest) {
+        process.stdout.write(`${flags.modelId} already has version ${latest.version} at ${latest.uri}\n`);
+        return;
+      }
+      const ref = await initCheckpoint(config.weightsDir, { modelId: flags.modelId, seed: Number(flags.seed) });
+      process.stdout.write(`created ${flags.modelId} v0 at ${ref.uri} (sha256 ${ref.sha256})\n`);
+    });
+}
