@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { register as infra } from './infra.ts';
+import { register as up } from './up.ts';
 
 /** Every sub-command's `register`; add one line per command file. */
-export const commands: Array<(program: Command) => void> = [infra];
+export const commands: Array<(program: Command) => void> = [infra, up];
 import { register as processCommand } from './process.ts'; commands.push(processCommand);
 import { register as gatewayCommand } from './gateway.ts'; commands.push(gatewayCommand);

@@ -1,0 +1,94 @@
+/**
+ * `turnstream up` (what `npm start` runs): the local stack plus every turnstream service, as
+ * one supervised process tree. Prints where each listens and its health; Ctrl-C stops all.
+ */
+import type { Command } from 'commander';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { stackDown, stackUp, type StackUpResult } from '../../infra/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, parseBrokers } from '../../streams/index.ts';
+import { loadConfig } from '../config.ts';
+import { Supervisor, type ServiceSpec } from '../supervisor.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/turnstream.js', import.meta.url));
+
+/** The services `up` runs, in start order; each only if its command exists. */
+function services(program: Command, gatewayUrl: string, dashboardPort: number): ServiceSpec[] {
+  const has = (name: string) => program.commands.some((c) => c.name() === name);
+  const httpOk = (url: string) => async () => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok;
+  const list: ServiceSpec[] = [];
+  if (has('gateway')) list.push({ name: 'gateway', args: ['gateway'], url: gatewayUrl, healthy: httpOk(`${gatewayUrl}/healthz`) });
+  if (has('process')) {
+    for (const p of ['session-assembler', 'judge', 'sample-builder']) list.push({ name: p, args: ['process', p] });
+  }
+  if (has('train')) list.push({ name: 'trainer', args: ['train'] });
+  if (has('sink')) list.push({ name: 'clickhouse-sink', args: ['sink'] });
+  if (has('dashboard')) {
+    const url = `http://127.0.0.1:${dashboardPort}`;
+    list.push({ name: 'dashboard', args: ['dashboard', '--port', String(dashboardPort)], url: `${url}/dashboard`, healthy: httpOk(`${url}/dashboard`) });
+  }
+  return list;
+}
+
+export function register(program: Command): void {
+  program
+    .command('up')
+    .description('run the whole loop on this machine: infra (unless endpoints are given), gateway, processors, trainer, sink')
+    .option('--keep-infra', 'leave Kafka, the registry and ClickHouse running after Ctrl-C')
+    .option('--only <names>', 'comma-separated services to run (default: all)')
+    .option('--dashboard-port <port>', 'port of the analytics dashboard', '30001')
+    .action(async (flags: { keepInfra?: boolean; only?: string; dashboardPort: string }) => {
+      const config = loadConfig();
+      const say = (s: string) => process.stdout.write(`${s}\n`);
+      say('turnstream: starting the local stack (Kafka, Schema Registry, ClickHouse)…');
+      const stack: StackUpResult = await stackUp({
+        home: config.home,
+        kafkaBrokers: config.kafkaBrokers,
+        schemaRegistryUrl: config.schemaRegistryUrl,
+        clickhouseUrl: config.clickhouseUrl,
+        onProgress: (p) => say(`  ${p.service}: ${p.message}`),
+      });
+      const startedInfra = Object.values(stack.services).some((s) => s.state === 'started');
+      say(`  kafka      ${stack.brokers}\n  registry   ${stack.registryUrl}\n  clickhouse ${stack.clickhouseUrl}   (${stack.ms} ms)`);
+
+      // Topics and schemas once, before the services race to create them.
+      const kafka = createKafka({ brokers: parseBrokers(stack.brokers), clientId: 'turnstream-up' });
+      await ensureTopics(kafka, { naming: { prefix: config.topicPrefix } });
+      await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix: config.topicPrefix } });
+
+      const gatewayUrl = `http://${config.host}:${config.port}`;
+      const only = flags.only?.split(',').map((s) => s.trim());
+      const specs = services(program, gatewayUrl, Number(flags.dashboardPort)).filter((s) => !only || only.includes(s.name));
+      const sup = new Supervisor({
+        bin: BIN,
+        logDir: join(config.home, 'logs'),
+        env: { ...process.env, KAFKA_BROKERS: stack.brokers, SCHEMA_REGISTRY_URL: stack.registryUrl, CLICKHOUSE_URL: stack.clickhouseUrl },
+        onChange: (name, state, detail) => say(`  ${name.padEnd(18)} ${state}${detail ? `  (${detail})` : ''}`),
+      });
+      say('turnstream: starting services…');
+      for (const s of specs) sup.start(s);
+      const ready = await sup.waitReady(180000);
+      say('');
+      for (const s of sup.states()) say(`  ${s.name.padEnd(18)} ${s.state.padEnd(10)} ${s.url ?? ''}  log: ${s.log}`);
+      say(ready ? '\nturnstream is up. Ctrl-C stops everything.' : '\nturnstream is up, but some services are not ready (see their logs). Ctrl-C stops everything.');
+      if (specs.some((s) => s.name === 'gateway')) {
+        say(`Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"turnstream","messages":[{"role":"user","content":"hi"}]}'`);
+      }
+
+      let stopping = false;
+      const stop = async () => {
+        if (stopping) return;
+        stopping = true;
+        say('\nturnstream: stopping services…');
+        await sup.stopAll();
+        if (startedInfra && !flags.keepInfra) {
+          say('turnstream: stopping the local stack…');
+          await stackDown({ home: config.home });
+        }
+        say('turnstream: stopped.');
+        process.exit(0);
+      };
+      process.on('SIGINT', () => void stop());
+      process.on('SIGTERM', () => void stop());
+    });
+}

@@ -1,0 +1,144 @@
+/**
+ * Runs turnstream services as child processes: logs to files, restarts a service that dies
+ * (with backoff, giving up after too many crashes), and stops them all in order.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
+
+export interface ServiceSpec {
+  /** Shown in the status table and used as the log file name. */
+  name: string;
+  /** Arguments of `turnstream` (e.g. ['process', 'judge']). */
+  args: string[];
+  /** Where it listens, if it does. */
+  url?: string;
+  /** Resolves true when the service is ready (default: the process has stayed alive for `settleMs`). */
+  healthy?: () => Promise<boolean>;
+}
+
+export interface SupervisorOptions {
+  /** The `turnstream` entry script. */
+  bin: string;
+  /** Folder of the services' log files. */
+  logDir: string;
+  /** Environment of the children. */
+  env: NodeJS.ProcessEnv;
+  /** Crashes within `crashWindowMs` after which a service is left down. @default 5 */
+  maxCrashes?: number;
+  /** @default 60000 */
+  crashWindowMs?: number;
+  /** Time a child has to exit after SIGTERM before SIGKILL. @default 15000 */
+  stopTimeoutMs?: number;
+  /** How long a service without a health check must stay alive to count as ready. @default 2000 */
+  settleMs?: number;
+  /** Called on every state change. */
+  onChange?: (name: string, state: ServiceState, detail?: string) => void;
+}
+
+export type ServiceState = 'starting' | 'running' | 'ready' | 'restarting' | 'failed' | 'stopped';
+
+interface Slot {
+  spec: ServiceSpec;
+  child?: ChildProcess;
+  log: WriteStream;
+  state: ServiceState;
+  crashes: number[];
+  launchedAt: number;
+  restartTimer?: NodeJS.Timeout;
+}
+
+export class Supervisor {
+  private readonly o: SupervisorOptions;
+  private readonly slots = new Map<string, Slot>();
+  private stopping = false;
+
+  constructor(options: SupervisorOptions) {
+    this.o = options;
+    mkdirSync(options.logDir, { recursive: true });
+  }
+
+  start(spec: ServiceSpec): void {
+    const slot: Slot = { spec, log: createWriteStream(join(this.o.logDir, `${spec.name}.log`), { flags: 'a' }), state: 'starting', crashes: [], launchedAt: 0 };
+    this.slots.set(spec.name, slot);
+    this.launch(slot);
+  }
+
+  states(): Array<{ name: string; state: ServiceState; pid: number | undefined; url: string | undefined; log: string }> {
+    return [...this.slots.values()].map((s) => ({
+      name: s.spec.name,
+      state: s.state,
+      pid: s.child?.pid,
+      url: s.spec.url,
+      log: join(this.o.logDir, `${s.spec.name}.log`),
+    }));
+  }
+
+  /** Polls every service's health until all are ready (or failed), up to `timeoutMs`. */
+  async waitReady(timeoutMs: number): Promise<boolean> {
+    const t0 = Date.now();
+    while (Date.now() - t0 < timeoutMs) {
+      for (const s of this.slots.values()) {
+        if (s.state !== 'running') continue;
+        const ok = s.spec.healthy ? await s.spec.healthy().catch(() => false) : Date.now() - s.launchedAt >= (this.o.settleMs ?? 2000);
+        if (ok) this.set(s, 'ready');
+      }
+      const states = [...this.slots.values()].map((s) => s.state);
+      if (states.every((st) => st === 'ready' || st === 'failed')) return states.every((st) => st === 'ready');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    return false;
+  }
+
+  private set(slot: Slot, state: ServiceState, detail?: string): void {
+    if (slot.state === state && !detail) return;
+    slot.state = state;
+    this.o.onChange?.(slot.spec.name, state, detail);
+  }
+
+  private launch(slot: Slot): void {
+    const child = spawn(process.execPath, [this.o.bin, ...slot.spec.args], { env: this.o.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    slot.child = child;
+    slot.launchedAt = Date.now();
+    child.stdout?.pipe(slot.log, { end: false });
+    child.stderr?.pipe(slot.log, { end: false });
+    this.set(slot, 'running');
+    child.once('exit', (code, signal) => {
+      slot.child = undefined;
+      if (this.stopping) return this.set(slot, 'stopped');
+      const now = Date.now();
+      slot.crashes = slot.crashes.filter((t) => now - t < (this.o.crashWindowMs ?? 60000)).concat(now);
+      const detail = `exited with ${signal ?? code}; see ${join(this.o.logDir, `${slot.spec.name}.log`)}`;
+      if (slot.crashes.length >= (this.o.maxCrashes ?? 5)) return this.set(slot, 'failed', detail);
+      this.set(slot, 'restarting', detail);
+      const delay = Math.min(30000, 500 * 2 ** (slot.crashes.length - 1));
+      slot.restartTimer = setTimeout(() => this.launch(slot), delay);
+    });
+  }
+
+  /** SIGTERM to every service (in reverse start order), SIGKILL to whatever outlives the timeout. */
+  async stopAll(): Promise<void> {
+    this.stopping = true;
+    const slots = [...this.slots.values()].reverse();
+    for (const s of slots) clearTimeout(s.restartTimer);
+    await Promise.all(
+      slots.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            const child = s.child;
+            if (!child || child.exitCode !== null) return resolve();
+            const kill = setTimeout(() => child.kill('SIGKILL'), this.o.stopTimeoutMs ?? 15000);
+            child.once('exit', () => {
+              clearTimeout(kill);
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    for (const s of slots) {
+      this.set(s, 'stopped');
+      s.log.end();
+    }
+  }
+}
