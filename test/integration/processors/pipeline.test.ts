@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLlmJudge, startJudge, startSampleBuilder, startSessionAssembler, type Teacher } from '../../../processors/index.ts';
+import { HINT_SYSTEM_PROMPT } from '../../../processors/judge/index.ts';
+import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
+import { conversation, family, readAll, waitFor, type Family } from './support.ts';
+
+/**
+ * The scripted judge: its reply depends on the marker in the pair's next state.
+ *   [[pos]] → 1 (no hint)          [[neg]] → -1 and a hint        [[garbage]] → invalid votes → 0
+ *   [[tie]] → 1, -1, invalid → 0   [[slow]] → one vote times out, the others 1 → 1
+ *   [[fail]] → every call 500 → JUDGE_FAILED → DLQ                [[hintonly]] → 0 and a hint
+ */
+function scriptedJudge(): (body: any) => FakeReply {
+  const seen = new Map<string, number>();
+  return (body) => {
+    const user: string = body.messages[1].content;
+    const next = /<next_state role="user">\n([\s\S]*?)\n<\/next_state>/.exec(user)?.[1] ?? '';
+    const marker = /\[\[(\w+)\]\]/.exec(next)?.[1] ?? 'none';
+    const hintCall = body.messages[0].content === HINT_SYSTEM_PROMPT;
+    const n = seen.get(`${marker}:${hintCall}`) ?? 0;
+    seen.set(`${marker}:${hintCall}`, n + 1);
+    if (marker === 'fail') return { status: 500, body: 'judge down' };
+    if (hintCall) {
+      return marker === 'neg' || marker === 'hintonly' ? chat('The user wants brevity. [HINT_START]Keep it to one short sentence.[HINT_END] \\boxed{1}') : chat('Nothing useful. \\boxed{-1}');
+    }
+    switch (marker) {
+      case 'pos':
+        return chat('The user thanked. \\boxed{1}');
+      case 'neg':
+        return chat('A correction. \\boxed{-1}');
+      case 'garbage':
+        return chat('I refuse to answer in the format.');
+      case 'tie':
+        return chat(['\\boxed{1}', '\\boxed{-1}', 'hmm'][n % 3]);
+      case 'slow':
+        return n === 0 ? { delayMs: 3000, ...chat('\\boxed{-1}') } : chat('\\boxed{1}');
+      case 'hintonly':
+        return chat('\\boxed{0}');
+      default:
+        return chat('\\boxed{0}');
+    }
+  };
+}
+
+const teacher: Teacher = { id: 'fake', score: async (_m, ids) => ({ logprobs: ids.map(() => -0.5) }) };
+
+describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }, () => {
+  let f: Family;
+  let server: FakeServer;
+  before(async () => {
+    f = await family('pipeline');
+    const script = scriptedJudge(); // one instance for the run: tie/slow count their calls
+    server = await startFakeOpenAI((r) => script(r.body));
+  });
+  after(async () => {
+    await f?.close();
+    await server?.close();
+  });
+
+  it('gives exactly the expected judgements, samples and dead letters', async () => {
+    // P: 8 main turns; turn i's next state is user message i+1. The last one ends the session.
+    const users = ['hello', '[[pos]] thanks', '[[neg]] no, too long', '[[garbage]] hm', '[[tie]] ok', '[[slow]] and then?', '[[fail]] go on', '[[hintonly]] fine', 'bye'];
+    const p = conversation('P', users.slice(0, 8), (i) => ({ sessionDone: i === 7 }));
+    // S: side turns only. U: turns the engine did not tokenize.
+    const s = conversation('S', ['hb', 'hb'], () => ({ turnType: 'SIDE' }));
+    const u = conversation('U', ['x', '[[pos]] y'], (i) => ({ tokenized: false, promptTokenIds: [], responseTokenIds: [], responseLogprobs: [], sessionDone: i === 1 }));
+    await f.producer.sendAll([...p, ...s, ...u].map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
+
+    const common = { kafka: f.kafka, codecs: f.codecs };
+    const judge = createLlmJudge({ baseUrl: server.baseUrl, model: 'scripted', votes: 3, hintVotes: 1, timeoutMs: 1000, retries: 1, minBackoffMs: 20 });
+    const handles = await Promise.all([
+      startSessionAssembler({ ...common, idleTimeoutMs: 600_000 }),
+      startJudge({ ...common, judge, concurrency: 4 }),
+      startSampleBuilder({ ...common, method: 'combined', teacher }),
+    ]);
+    await Promise.all(handles.map((h) => h.ready));
+    try {
+      await waitFor('5 samples and 1 dead letter', async () => (await readAll(f, 'samples')).length >= 5 && (await readAll(f, 'dlq')).length >= 1, 120_000);
+      await sleep(2000);
+      const [pairs, judgements, samples, dlq] = await Promise.all([readAll(f, 'pairs'), readAll(f, 'judgements'), readAll(f, 'samples'), readAll(f, 'dlq')]);
+
+      // Pairs: P's 8 (the last with SESSION_DONE), U's 2, none of S.
+      assert.equal(pairs.filter((x) => x.sessionId === 'P').length, 8);
+      assert.equal(pairs.filter((x) => x.sessionId === 'U').length, 2);
+      assert.equal(pairs.filter((x) => x.sessionId === 'S').length, 0);
+
+      // Judgements: every P pair but the failed one; untokenized U pairs are not judged.
+      const byTurn = new Map(judgements.map((j) => [j.turnId, j]));
+      assert.equal(judgements.length, 7);
+      const score = (i: number) => byTurn.get(p[i].turnId)?.score;
+      assert.deepEqual([0, 1, 2, 3, 4, 6, 7].map(score), [1, -1, 0, 0, 1, 0, 0]);
+      assert.equal(byTurn.get(p[1].turnId)!.hint, 'Keep it to one short sentence.');
+      assert.equal(byTurn.get(p[6].turnId)!.hint, 'Keep it to one short sentence.');
+      assert.equal(byTurn.get(p[0].turnId)!.hint, null);
+      assert.equal(byTurn.get(p[0].turnId)!.votes.length, 4, '3 PRM votes + 1 hint vote');
+      assert.deepEqual(byTurn.get(p[2].turnId)!.votes.slice(0, 3).map((v) => v.score), [null, null, null]);
+      const slow = byTurn.get(p[4].turnId)!.votes.slice(0, 3);
+      assert.equal(slow.filter((v) => v.error?.includes('TS_ERR_TIMEOUT')).length, 0, 'the slow vote succeeded on its retry');
+      assert.ok(slow.some((v) => v.attempts === 2));
+      assert.deepEqual(byTurn.get(p[7].turnId)!.votes, [], 'end marker without feedback: no model call');
+      assert.ok(!byTurn.has(p[5].turnId));
+
+      // The all-failed pair went to the DLQ with its reason, never scored 0.
+      assert.equal(dlq.length, 1);
+      assert.equal(dlq[0].code, 'TS_ERR_JUDGE_FAILED');
+      assert.equal(dlq[0].stage, 'judge');
+      assert.match(dlq[0].message, /HTTP 500/);
+
+      // Samples: t0 reward 1; t1 reward −1 + teacher; t4 reward 1; t6 teacher only; t7 masked.
+      const sample = (i: number) => samples.find((x) => x.turnId === p[i].turnId);
+      assert.equal(samples.length, 5);
+      assert.deepEqual([0, 1, 4, 6, 7].map((i) => sample(i)?.reward), [1, -1, 1, 0, 0]);
+      assert.equal(sample(0)!.teacherLogprobs, null);
+      assert.deepEqual(sample(1)!.teacherLogprobs, [-0.5, -0.5, -0.5]);
+      assert.deepEqual(sample(6)!.teacherLogprobs, [-0.5, -0.5, -0.5]);
+      assert.deepEqual(sample(7)!.lossMask, [0, 0, 0]);
+      assert.deepEqual(sample(0)!.lossMask, [1, 1, 1]);
+      for (const x of samples) {
+        assert.equal(x.sampleId, `${x.turnId}:COMBINED`);
+        assert.equal(x.policyVersion, 0);
+        assert.equal(x.policyModelId, 'turnstream-tiny');
+        assert.equal(x.userId, 'alice');
+        assert.equal(x.sessionId, 'P');
+        assert.equal(x.judgeId, 'llm:scripted');
+      }
+      assert.equal(new Set(samples.map((x) => x.sampleId)).size, 5);
+    } finally {
+      await Promise.all(handles.map((h) => h.stop()));
+    }
+  });
+});
