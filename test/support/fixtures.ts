@@ -176,5 +176,6 @@ export function exampleDeadLetter(over: Partial<DeadLetter> = {}): DeadLetter {
     stage: 'session-assembler',
     failedAt: 1_760_000_006_000,
     attempts: 1,
+    ...over,
   };
 }
