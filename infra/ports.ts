@@ -39,7 +39,7 @@ export function portsTakenMessage(host: string, taken: readonly PortClaim[]): st
   const ports = taken.map((c) => c.port).join(' ');
   return (
     `port${taken.length > 1 ? 's' : ''} already in use by another program: ${list}. ` +
-    `Stop that program (see who holds it: ss -ltnp | grep -E ':(${ports.replace(/ /g, '|')})\\b'), ` +
+    `Stop ${taken.length > 1 ? 'what holds them' : 'what holds it'} (see: ss -ltnp | grep -E ':(${ports.replace(/ /g, '|')})\\b'), ` +
     `or move turnstream's services with ${flags}.`
   );
 }

@@ -108,7 +108,7 @@ export function checkPrerequisites(needs: PrerequisiteNeeds): void {
   const missing: MissingPrerequisite[] = [];
   if (needs.java !== undefined) {
     const java = findExecutable(needs.java);
-    if (!java) missing.push({ name: 'java' });
+    if (!java) missing.push({ name: 'java', problem: needs.java === 'java' ? undefined : `${needs.java} not found` });
     else {
       const out = spawnSync(java, ['-version'], { encoding: 'utf8', timeout: 30_000 });
       const major = parseJavaMajor(`${out.stderr ?? ''}${out.stdout ?? ''}`);

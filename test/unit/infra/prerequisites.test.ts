@@ -36,7 +36,8 @@ test('checkPrerequisites throws ONE PREREQUISITE error naming everything missing
   assert.ok(caught instanceof TurnstreamError);
   assert.equal(caught.code, ErrorCodes.PREREQUISITE);
   assert.equal(caught.retriable, false);
-  for (const name of ['java', 'mvn', 'clickhouse-server']) assert.match(caught.message, new RegExp(`- ${name} \\(not found\\)`));
+  assert.match(caught.message, /- java \(\/nonexistent\/bin\/java not found\)/);
+  for (const name of ['mvn', 'clickhouse-server']) assert.match(caught.message, new RegExp(`- ${name} \\(not found\\)`));
 });
 
 test('checkPrerequisites with nothing needed passes', () => {
