@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLlmJudge, startJudge, startSampleBuilder, startSessionAssembler, type Teacher } from '../../../processors/index.ts';
+import { createEmbeddedJudge, createLlmJudge, startJudge, startSampleBuilder, startSessionAssembler, type Teacher } from '../../../processors/index.ts';
 import { HINT_SYSTEM_PROMPT } from '../../../processors/judge/index.ts';
 import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
 import { conversation, family, readAll, waitFor, type Family } from './support.ts';
@@ -128,6 +128,41 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
       assert.equal(new Set(samples.map((x) => x.sampleId)).size, 5);
     } finally {
       await Promise.all(handles.map((h) => h.stop()));
+    }
+  });
+
+  it('the embedded judge (no model server) turns a correction into a combined sample with a hint', async () => {
+    const g = await family('pipeline-embedded');
+    try {
+      const turns = conversation('E', ['hi', 'Thanks, that works 👍', "No, that's too long. Call me Bob.", 'bye'], (i) => ({ sessionDone: i === 3 }));
+      await g.producer.sendAll(turns.map((t) => ({ id: 'turns' as const, key: 'E', value: t })));
+      const common = { kafka: g.kafka, codecs: g.codecs };
+      const handles = await Promise.all([
+        startSessionAssembler(common),
+        startJudge({ ...common, judge: createEmbeddedJudge() }),
+        startSampleBuilder({ ...common, method: 'combined', teacher }),
+      ]);
+      await Promise.all(handles.map((h) => h.ready));
+      try {
+        // t0 → 👍 thanks (1); t1 → correction (−1 + hint); t2 → "bye" (0, no sample); t3 → masked end.
+        await waitFor('3 samples', async () => (await readAll(g, 'samples')).length >= 3);
+        await sleep(1500);
+        const [judgements, samples] = await Promise.all([readAll(g, 'judgements'), readAll(g, 'samples')]);
+        const j = (i: number) => judgements.find((x) => x.turnId === turns[i].turnId)!;
+        assert.equal(judgements.length, 4);
+        assert.deepEqual([0, 1, 2, 3].map((i) => j(i).score), [1, -1, 0, 0]);
+        assert.equal(j(1).hint, 'Keep the answer short. Call me Bob.');
+        assert.equal(j(1).judgeId, 'embedded');
+        assert.equal(samples.length, 3);
+        const s1 = samples.find((x) => x.turnId === turns[1].turnId)!;
+        assert.equal(s1.reward, -1);
+        assert.deepEqual(s1.teacherLogprobs, [-0.5, -0.5, -0.5]);
+        assert.deepEqual(samples.find((x) => x.turnId === turns[3].turnId)!.lossMask, [0, 0, 0]);
+      } finally {
+        await Promise.all(handles.map((h) => h.stop()));
+      }
+    } finally {
+      await g.close();
     }
   });
 });
