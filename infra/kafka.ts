@@ -48,7 +48,10 @@ export function kafkaPaths(o: Pick<ResolvedStackOptions, 'home' | 'distDir'>): K
  * (`controller.quorum.voters`), so the ports can change between starts without
  * reformatting the storage.
  */
-export function kafkaServerProperties(o: Pick<ResolvedStackOptions, 'host' | 'kafkaPort' | 'kafkaControllerPort'>, dataDir: string): string {
+export function kafkaServerProperties(
+  o: Pick<ResolvedStackOptions, 'host' | 'kafkaPort' | 'kafkaControllerPort'>,
+  dataDir: string,
+): string {
   const props: Record<string, string | number> = {
     'process.roles': 'broker,controller',
     'node.id': 1,
@@ -73,7 +76,11 @@ export function kafkaServerProperties(o: Pick<ResolvedStackOptions, 'host' | 'ka
     'auto.create.topics.enable': 'false',
     'log.retention.hours': 168,
   };
-  return Object.entries(props).map(([k, v]) => `${k}=${v}`).join('\n') + '\n';
+  return (
+    Object.entries(props)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n') + '\n'
+  );
 }
 
 /** Log4j 2 config: everything to `<logDir>/server.log`, rolled at 50 MB. */
@@ -118,7 +125,16 @@ export async function installKafka(o: ResolvedStackOptions, paths: KafkaPaths): 
   mkdirSync(paths.libs, { recursive: true });
   await runCommand(
     o.mavenBinary,
-    ['-q', '-B', '-f', KAFKA_POM, 'dependency:copy-dependencies', `-DoutputDirectory=${paths.libs}`, '-DincludeScope=runtime', '-DoverWriteIfNewer=true'],
+    [
+      '-q',
+      '-B',
+      '-f',
+      KAFKA_POM,
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${paths.libs}`,
+      '-DincludeScope=runtime',
+      '-DoverWriteIfNewer=true',
+    ],
     { what: 'downloading Kafka with Maven' },
   );
   writeFileSync(stamp, digest);
@@ -136,7 +152,17 @@ export async function prepareKafka(o: ResolvedStackOptions, paths: KafkaPaths): 
   const clusterId = readFileSync(paths.clusterIdFile, 'utf8').trim();
   await runCommand(
     o.javaBinary,
-    [`-Dlog4j2.configurationFile=${paths.log4jProperties}`, '-cp', `${paths.libs}/*`, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', paths.serverProperties],
+    [
+      `-Dlog4j2.configurationFile=${paths.log4jProperties}`,
+      '-cp',
+      `${paths.libs}/*`,
+      'kafka.tools.StorageTool',
+      'format',
+      '-t',
+      clusterId,
+      '-c',
+      paths.serverProperties,
+    ],
     { what: 'formatting Kafka storage', timeoutMs: 120_000 },
   );
   return true;
@@ -163,7 +189,10 @@ export function kafkaCommand(o: ResolvedStackOptions, paths: KafkaPaths): { comm
 export async function kafkaHealthy(brokers: string, timeoutMs = 3_000): Promise<boolean> {
   const kafka = new Kafka({
     clientId: 'turnstream-infra',
-    brokers: brokers.split(',').map((b) => b.trim()).filter(Boolean),
+    brokers: brokers
+      .split(',')
+      .map((b) => b.trim())
+      .filter(Boolean),
     connectionTimeout: Math.min(timeoutMs, 1_000),
     requestTimeout: timeoutMs,
     retry: { retries: 0 },

@@ -29,7 +29,10 @@ export async function withLock<T>(file: string, timeoutMs: number, fn: () => Pro
         continue;
       }
       if (Date.now() > deadline) {
-        throw new TurnstreamError(ErrorCodes.TIMEOUT, `another turnstream (pid ${holder}) holds ${file} and did not finish in ${Math.round(timeoutMs / 1000)} s`);
+        throw new TurnstreamError(
+          ErrorCodes.TIMEOUT,
+          `another turnstream (pid ${holder}) holds ${file} and did not finish in ${Math.round(timeoutMs / 1000)} s`,
+        );
       }
       await sleep(200);
     }

@@ -86,7 +86,9 @@ export interface StackOptions {
 }
 
 /** Every option with its default applied. */
-export interface ResolvedStackOptions extends Required<Omit<StackOptions, 'kafkaBrokers' | 'schemaRegistryUrl' | 'clickhouseUrl' | 'clickhouseBinary'>> {
+export interface ResolvedStackOptions extends Required<
+  Omit<StackOptions, 'kafkaBrokers' | 'schemaRegistryUrl' | 'clickhouseUrl' | 'clickhouseBinary'>
+> {
   kafkaBrokers: string | undefined;
   schemaRegistryUrl: string | undefined;
   clickhouseUrl: string | undefined;

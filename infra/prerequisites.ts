@@ -51,9 +51,10 @@ export function prerequisiteMessage(missing: readonly MissingPrerequisite[]): st
 
 /** The absolute path of an executable: a path as given, else searched on PATH (and sbin). */
 export function findExecutable(name: string, path = process.env.PATH ?? ''): string | undefined {
-  const candidates = isAbsolute(name) || name.includes('/')
-    ? [name]
-    : [...path.split(delimiter).filter(Boolean), '/usr/local/bin', '/usr/bin', '/usr/sbin', '/bin', '/sbin'].map((d) => join(d, name));
+  const candidates =
+    isAbsolute(name) || name.includes('/')
+      ? [name]
+      : [...path.split(delimiter).filter(Boolean), '/usr/local/bin', '/usr/bin', '/usr/sbin', '/bin', '/sbin'].map((d) => join(d, name));
   for (const c of candidates) {
     try {
       if (!statSync(c).isFile()) continue;
@@ -113,7 +114,10 @@ export function checkPrerequisites(needs: PrerequisiteNeeds): void {
       const out = spawnSync(java, ['-version'], { encoding: 'utf8', timeout: 30_000 });
       const major = parseJavaMajor(`${out.stderr ?? ''}${out.stdout ?? ''}`);
       if (major === undefined || major < MIN_JAVA_MAJOR) {
-        missing.push({ name: 'java', problem: major === undefined ? `${java} -version did not answer` : `java ${major} found, ${MIN_JAVA_MAJOR}+ needed` });
+        missing.push({
+          name: 'java',
+          problem: major === undefined ? `${java} -version did not answer` : `java ${major} found, ${MIN_JAVA_MAJOR}+ needed`,
+        });
       }
     }
   }

@@ -151,7 +151,9 @@ export async function waitFor(check: () => Promise<boolean>, o: WaitOptions): Pr
       throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${o.name} exited while starting (pid ${o.pid}).${logHint}`, { retriable: false });
     }
     if (now - start > o.timeoutMs) {
-      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${o.name} not healthy after ${Math.round(o.timeoutMs / 1000)} s.${logHint}`, { retriable: false });
+      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${o.name} not healthy after ${Math.round(o.timeoutMs / 1000)} s.${logHint}`, {
+        retriable: false,
+      });
     }
     if (o.onWaiting && now - lastReport >= 5_000) {
       lastReport = now;

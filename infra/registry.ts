@@ -37,9 +37,13 @@ export async function installRegistry(o: ResolvedStackOptions, paths: RegistryPa
   const downloads = join(o.distDir, 'downloads');
   mkdirSync(downloads, { recursive: true });
   // dependency:copy resolves into ~/.m2 (a no-op when cached) and copies the file where we want it.
-  await runCommand(o.mavenBinary, ['-q', '-B', 'dependency:copy', `-Dartifact=${APICURIO_ARTIFACT}`, `-DoutputDirectory=${downloads}`, '-Dmdep.stripVersion=false'], {
-    what: 'downloading Apicurio Registry with Maven',
-  });
+  await runCommand(
+    o.mavenBinary,
+    ['-q', '-B', 'dependency:copy', `-Dartifact=${APICURIO_ARTIFACT}`, `-DoutputDirectory=${downloads}`, '-Dmdep.stripVersion=false'],
+    {
+      what: 'downloading Apicurio Registry with Maven',
+    },
+  );
   const tarball = join(downloads, `apicurio-registry-app-${APICURIO_VERSION}-all.tar.gz`);
   const partial = `${paths.appDir}.partial`;
   rmSync(partial, { recursive: true, force: true });

@@ -2,7 +2,11 @@ import { spawn } from 'node:child_process';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 
 /** Runs a short command to completion; rejects with UNAVAILABLE and its output on failure. */
-export function runCommand(command: string, args: readonly string[], options: { cwd?: string; what: string; timeoutMs?: number }): Promise<string> {
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; what: string; timeoutMs?: number },
+): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -18,7 +22,13 @@ export function runCommand(command: string, args: readonly string[], options: { 
       if (code === 0) resolvePromise(output);
       else {
         const tail = output.trimEnd().split('\n').slice(-25).join('\n');
-        reject(new TurnstreamError(ErrorCodes.UNAVAILABLE, `${options.what} failed (${sig ?? `exit ${code}`}): ${command} ${args.join(' ')}\n${tail}`, { retriable: false }));
+        reject(
+          new TurnstreamError(
+            ErrorCodes.UNAVAILABLE,
+            `${options.what} failed (${sig ?? `exit ${code}`}): ${command} ${args.join(' ')}\n${tail}`,
+            { retriable: false },
+          ),
+        );
       }
     });
   });

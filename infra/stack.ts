@@ -9,7 +9,14 @@ import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import { clickhouseCommand, clickhousePaths, clickhouseVersion, prepareClickhouse } from './clickhouse.ts';
 import { installKafka, kafkaCommand, kafkaHealthy, kafkaPaths, prepareKafka } from './kafka.ts';
 import { withLock } from './lock.ts';
-import { endpointsOf, resolveStackOptions, type ResolvedStackOptions, type StackEndpoints, type StackOptions, type StackProgress } from './options.ts';
+import {
+  endpointsOf,
+  resolveStackOptions,
+  type ResolvedStackOptions,
+  type StackEndpoints,
+  type StackOptions,
+  type StackProgress,
+} from './options.ts';
 import { assertPortsFree, type PortClaim } from './ports.ts';
 import { checkPrerequisites, findClickhouse, type PrerequisiteNeeds } from './prerequisites.ts';
 import { readLivePid, spawnDetached, stopByPidFile, waitFor } from './process.ts';
@@ -67,7 +74,8 @@ export async function stackUp(options: StackOptions = {}): Promise<StackUpResult
   const p = plan(options);
   const { o, endpoints } = p;
   const t0 = Date.now();
-  const progress = (service: StackProgress['service'], message: string): void => o.onProgress({ service, message, elapsedMs: Date.now() - t0 });
+  const progress = (service: StackProgress['service'], message: string): void =>
+    o.onProgress({ service, message, elapsedMs: Date.now() - t0 });
   return withLock(join(o.home, 'pids', 'stack.lock'), o.startTimeoutMs, async () => {
     const mark = markers(p);
     const local: Record<ServiceName, boolean> = { kafka: !o.kafkaBrokers, registry: !o.schemaRegistryUrl, clickhouse: !o.clickhouseUrl };
@@ -81,38 +89,71 @@ export async function stackUp(options: StackOptions = {}): Promise<StackUpResult
     // Every missing program and every taken port in one message, before starting anything.
     const needs: PrerequisiteNeeds = {};
     if (toStart('kafka') || toStart('registry')) needs.java = o.javaBinary;
-    if ((toStart('kafka') && !existsSync(join(p.kafka.libs, '.pom-sha256'))) || (toStart('registry') && !existsSync(p.registry.runnerJar))) {
+    if (
+      (toStart('kafka') && !existsSync(join(p.kafka.libs, '.pom-sha256'))) ||
+      (toStart('registry') && !existsSync(p.registry.runnerJar))
+    ) {
       needs.mvn = o.mavenBinary;
     }
     if (toStart('clickhouse')) needs.clickhouse = o.clickhouseBinary ?? true;
     checkPrerequisites(needs);
     const claims: PortClaim[] = [];
     if (toStart('kafka')) {
-      claims.push({ service: 'Kafka', port: o.kafkaPort, flag: '--kafka-port' }, { service: 'Kafka controller', port: o.kafkaControllerPort, flag: '--kafka-controller-port' });
+      claims.push(
+        { service: 'Kafka', port: o.kafkaPort, flag: '--kafka-port' },
+        { service: 'Kafka controller', port: o.kafkaControllerPort, flag: '--kafka-controller-port' },
+      );
     }
     if (toStart('registry')) claims.push({ service: 'Schema Registry', port: o.registryPort, flag: '--registry-port' });
     if (toStart('clickhouse')) {
-      claims.push({ service: 'ClickHouse HTTP', port: o.clickhousePort, flag: '--clickhouse-port' }, { service: 'ClickHouse TCP', port: o.clickhouseTcpPort, flag: '--clickhouse-tcp-port' });
+      claims.push(
+        { service: 'ClickHouse HTTP', port: o.clickhousePort, flag: '--clickhouse-port' },
+        { service: 'ClickHouse TCP', port: o.clickhouseTcpPort, flag: '--clickhouse-tcp-port' },
+      );
     }
     await assertPortsFree(o.host, claims);
 
-    const kafkaUp = bringUp(p, 'kafka', running.kafka, local.kafka, () => kafkaHealthy(endpoints.brokers), async () => {
-      if (await installKafka(o, p.kafka)) progress('kafka', `downloaded Kafka jars into ${p.kafka.libs}`);
-      if (await prepareKafka(o, p.kafka)) progress('kafka', `formatted storage in ${p.kafka.dataDir}`);
-      return { ...kafkaCommand(o, p.kafka), logFile: p.kafka.stdoutLog, pidFile: p.kafka.pidFile };
-    }, progress);
-    const clickhouseUp = bringUp(p, 'clickhouse', running.clickhouse, local.clickhouse, async () => (await clickhouseVersion(endpoints.clickhouseUrl)) !== undefined, async () => {
-      const found = findClickhouse(o.clickhouseBinary);
-      if (!found) throw new TurnstreamError(ErrorCodes.PREREQUISITE, 'clickhouse-server not found');
-      prepareClickhouse(o, p.clickhouse);
-      return { ...clickhouseCommand(found, p.clickhouse), logFile: p.clickhouse.stdoutLog, pidFile: p.clickhouse.pidFile };
-    }, progress);
+    const kafkaUp = bringUp(
+      p,
+      'kafka',
+      running.kafka,
+      local.kafka,
+      () => kafkaHealthy(endpoints.brokers),
+      async () => {
+        if (await installKafka(o, p.kafka)) progress('kafka', `downloaded Kafka jars into ${p.kafka.libs}`);
+        if (await prepareKafka(o, p.kafka)) progress('kafka', `formatted storage in ${p.kafka.dataDir}`);
+        return { ...kafkaCommand(o, p.kafka), logFile: p.kafka.stdoutLog, pidFile: p.kafka.pidFile };
+      },
+      progress,
+    );
+    const clickhouseUp = bringUp(
+      p,
+      'clickhouse',
+      running.clickhouse,
+      local.clickhouse,
+      async () => (await clickhouseVersion(endpoints.clickhouseUrl)) !== undefined,
+      async () => {
+        const found = findClickhouse(o.clickhouseBinary);
+        if (!found) throw new TurnstreamError(ErrorCodes.PREREQUISITE, 'clickhouse-server not found');
+        prepareClickhouse(o, p.clickhouse);
+        return { ...clickhouseCommand(found, p.clickhouse), logFile: p.clickhouse.stdoutLog, pidFile: p.clickhouse.pidFile };
+      },
+      progress,
+    );
     // The registry's storage is Kafka: start it once Kafka answers.
     const registryUp = kafkaUp.then(() =>
-      bringUp(p, 'registry', running.registry, local.registry, () => registryHealthy(endpoints.registryUrl), async () => {
-        if (await installRegistry(o, p.registry)) progress('registry', `unpacked Apicurio into ${p.registry.appDir}`);
-        return { ...registryCommand(o, p.registry, endpoints.brokers), logFile: p.registry.stdoutLog, pidFile: p.registry.pidFile };
-      }, progress),
+      bringUp(
+        p,
+        'registry',
+        running.registry,
+        local.registry,
+        () => registryHealthy(endpoints.registryUrl),
+        async () => {
+          if (await installRegistry(o, p.registry)) progress('registry', `unpacked Apicurio into ${p.registry.appDir}`);
+          return { ...registryCommand(o, p.registry, endpoints.brokers), logFile: p.registry.stdoutLog, pidFile: p.registry.pidFile };
+        },
+        progress,
+      ),
     );
     const [kafka, registry, clickhouse] = await Promise.all([kafkaUp, registryUp, clickhouseUp]);
     return { ...endpoints, services: { kafka, registry, clickhouse }, ms: Date.now() - t0 };
@@ -170,7 +211,11 @@ async function bringUp(
 }
 
 const logOf = (p: Plan, s: ServiceName): string =>
-  s === 'kafka' ? join(p.kafka.logDir, 'server.log') : s === 'registry' ? p.registry.stdoutLog : join(p.clickhouse.logDir, 'clickhouse-server.log');
+  s === 'kafka'
+    ? join(p.kafka.logDir, 'server.log')
+    : s === 'registry'
+      ? p.registry.stdoutLog
+      : join(p.clickhouse.logDir, 'clickhouse-server.log');
 
 /** Stops the services this home manages (registry first, as it uses Kafka); returns the pids stopped. */
 export async function stackDown(options: StackOptions = {}): Promise<Record<ServiceName, number | undefined>> {

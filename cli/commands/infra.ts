@@ -96,35 +96,43 @@ export function register(program: Command): void {
 
   withStackFlags(infra.command('up').description('start the local stack (reuses running services); prints the URLs'))
     .option('--timeout <seconds>', 'how long to wait for each service', (v: string) => Number(v))
-    .action(handled(async (flags: InfraFlags) => {
-      const result = await stackUp(stackOptions(flags, flags.json ? undefined : progressLine));
+    .action(
+      handled(async (flags: InfraFlags) => {
+        const result = await stackUp(stackOptions(flags, flags.json ? undefined : progressLine));
+        if (flags.json) {
+          process.stdout.write(
+            JSON.stringify({ ...(await stackStatus(stackOptions(flags))), services: result.services, ms: result.ms }) + '\n',
+          );
+          return;
+        }
+        process.stderr.write(`stack up in ${(result.ms / 1000).toFixed(1)} s\n`);
+        process.stdout.write(
+          `KAFKA_BROKERS=${result.brokers}\nSCHEMA_REGISTRY_URL=${result.registryUrl}\nCLICKHOUSE_URL=${result.clickhouseUrl}\n`,
+        );
+      }),
+    );
+
+  withStackFlags(infra.command('down').description('stop the services this home started')).action(
+    handled(async (flags: InfraFlags) => {
+      const stopped = await stackDown(stackOptions(flags, flags.json ? undefined : progressLine));
+      if (flags.json) process.stdout.write(JSON.stringify({ stopped }) + '\n');
+      else if (Object.values(stopped).every((pid) => pid === undefined)) process.stderr.write('nothing was running\n');
+    }),
+  );
+
+  withStackFlags(infra.command('status').description('health of the three services')).action(
+    handled(async (flags: InfraFlags) => {
+      const options = stackOptions(flags);
+      const status = await stackStatus(options);
       if (flags.json) {
-        process.stdout.write(JSON.stringify({ ...(await stackStatus(stackOptions(flags))), services: result.services, ms: result.ms }) + '\n');
-        return;
+        process.stdout.write(JSON.stringify(status) + '\n');
+      } else {
+        printStatus(status);
+        const pids = stackPids(options);
+        const managed = Object.entries(pids).filter(([, pid]) => pid !== undefined);
+        if (managed.length) process.stdout.write(`pids        ${managed.map(([s, pid]) => `${s}=${pid}`).join(' ')}\n`);
       }
-      process.stderr.write(`stack up in ${(result.ms / 1000).toFixed(1)} s\n`);
-      process.stdout.write(
-        `KAFKA_BROKERS=${result.brokers}\nSCHEMA_REGISTRY_URL=${result.registryUrl}\nCLICKHOUSE_URL=${result.clickhouseUrl}\n`,
-      );
-    }));
-
-  withStackFlags(infra.command('down').description('stop the services this home started')).action(handled(async (flags: InfraFlags) => {
-    const stopped = await stackDown(stackOptions(flags, flags.json ? undefined : progressLine));
-    if (flags.json) process.stdout.write(JSON.stringify({ stopped }) + '\n');
-    else if (Object.values(stopped).every((pid) => pid === undefined)) process.stderr.write('nothing was running\n');
-  }));
-
-  withStackFlags(infra.command('status').description('health of the three services')).action(handled(async (flags: InfraFlags) => {
-    const options = stackOptions(flags);
-    const status = await stackStatus(options);
-    if (flags.json) {
-      process.stdout.write(JSON.stringify(status) + '\n');
-    } else {
-      printStatus(status);
-      const pids = stackPids(options);
-      const managed = Object.entries(pids).filter(([, pid]) => pid !== undefined);
-      if (managed.length) process.stdout.write(`pids        ${managed.map(([s, pid]) => `${s}=${pid}`).join(' ')}\n`);
-    }
-    if (!status.kafka.up || !status.registry.up || !status.clickhouse.up) process.exitCode = 3;
-  }));
+      if (!status.kafka.up || !status.registry.up || !status.clickhouse.up) process.exitCode = 3;
+    }),
+  );
 }

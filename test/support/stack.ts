@@ -43,6 +43,11 @@ export function ensureStack(): Promise<{ brokers: string; registryUrl: string; c
  * `t-session-assembler-1a2b3c.`, so test files and repeated runs never share topics.
  */
 export function uniquePrefix(name: string): string {
-  const slug = name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'test';
+  const slug =
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'test';
   return `t-${slug}-${randomBytes(3).toString('hex')}.`;
 }

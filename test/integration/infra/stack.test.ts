@@ -11,7 +11,16 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { AvroDeserializer, AvroSerializer, SchemaRegistryClient, SerdeType } from '@confluentinc/schemaregistry';
 import { createClient } from '@clickhouse/client';
-import { getFreePort, isPortFree, stackDown, stackPids, stackStatus, stackUp, type StackOptions, type StackUpResult } from '../../../infra/index.ts';
+import {
+  getFreePort,
+  isPortFree,
+  stackDown,
+  stackPids,
+  stackStatus,
+  stackUp,
+  type StackOptions,
+  type StackUpResult,
+} from '../../../infra/index.ts';
 import { isAlive } from '../../../infra/process.ts';
 import { REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 
@@ -60,7 +69,12 @@ test('a cold up starts all three services and status sees them up', async () => 
   assert.match(status.clickhouse.version ?? '', /^\d+\.\d+\.\d+/);
   // Logs and pids land in the home.
   assert.ok(existsSync(join(home, 'logs', 'kafka', 'server.log')));
-  assert.deepEqual(readdirSync(join(home, 'pids')).filter((f) => f.endsWith('.pid')).sort(), ['clickhouse.pid', 'kafka.pid', 'registry.pid']);
+  assert.deepEqual(
+    readdirSync(join(home, 'pids'))
+      .filter((f) => f.endsWith('.pid'))
+      .sort(),
+    ['clickhouse.pid', 'kafka.pid', 'registry.pid'],
+  );
 });
 
 test('Kafka: a created topic carries a produced message to a consumer group', async () => {
@@ -165,7 +179,8 @@ test('down stops every process by pid; the next up brings back Kafka data and ka
   const stopped = await stackDown(options);
   assert.deepEqual(stopped, { kafka: pids.kafka.pid, registry: pids.registry.pid, clickhouse: pids.clickhouse.pid });
   for (const s of ['kafka', 'registry', 'clickhouse'] as const) assert.equal(isAlive(pids[s].pid!), false, `${s} stopped`);
-  for (const port of [options.kafkaPort!, options.registryPort!, options.clickhousePort!]) assert.equal(await isPortFree('127.0.0.1', port), true);
+  for (const port of [options.kafkaPort!, options.registryPort!, options.clickhousePort!])
+    assert.equal(await isPortFree('127.0.0.1', port), true);
   assert.deepEqual(await stackStatus(options), {
     kafka: { up: false, brokers: first.brokers },
     registry: { up: false, url: first.registryUrl },

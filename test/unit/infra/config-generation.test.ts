@@ -17,7 +17,10 @@ test('defaults: home under cwd, the documented ports, endpoints built from them'
   const o = resolveStackOptions({}, '/srv/app');
   assert.equal(o.home, '/srv/app/.turnstream');
   assert.equal(o.distDir, '/srv/app/.turnstream');
-  assert.deepEqual([o.host, o.kafkaPort, o.kafkaControllerPort, o.registryPort, o.clickhousePort, o.clickhouseTcpPort], ['127.0.0.1', 9092, 9093, 8081, 8123, 9000]);
+  assert.deepEqual(
+    [o.host, o.kafkaPort, o.kafkaControllerPort, o.registryPort, o.clickhousePort, o.clickhouseTcpPort],
+    ['127.0.0.1', 9092, 9093, 8081, 8123, 9000],
+  );
   assert.equal(o.registryStorage, 'kafkasql');
   assert.deepEqual(endpointsOf(o), {
     brokers: '127.0.0.1:9092',
@@ -27,8 +30,15 @@ test('defaults: home under cwd, the documented ports, endpoints built from them'
 });
 
 test('given endpoints replace the local ones (trailing slashes dropped)', () => {
-  const o = resolveStackOptions({ kafkaBrokers: 'k1:9092,k2:9092', schemaRegistryUrl: 'http://sr:8080/apis/ccompat/v7/', clickhouseUrl: 'http://ch:8123/' }, '/x');
-  assert.deepEqual(endpointsOf(o), { brokers: 'k1:9092,k2:9092', registryUrl: 'http://sr:8080/apis/ccompat/v7', clickhouseUrl: 'http://ch:8123' });
+  const o = resolveStackOptions(
+    { kafkaBrokers: 'k1:9092,k2:9092', schemaRegistryUrl: 'http://sr:8080/apis/ccompat/v7/', clickhouseUrl: 'http://ch:8123/' },
+    '/x',
+  );
+  assert.deepEqual(endpointsOf(o), {
+    brokers: 'k1:9092,k2:9092',
+    registryUrl: 'http://sr:8080/apis/ccompat/v7',
+    clickhouseUrl: 'http://ch:8123',
+  });
 });
 
 test('Kafka server.properties: one combined KRaft node with single-node replication settings', () => {
@@ -72,7 +82,9 @@ test('ClickHouse config: ports, loopback, every path under the home, no interser
   assert.match(xml, /<path>\/w\/\.turnstream\/clickhouse\/data\/<\/path>/);
   assert.match(xml, /<users_config>\/w\/\.turnstream\/clickhouse\/users\.xml<\/users_config>/);
   assert.doesNotMatch(xml, /interserver_http_port|https_port|tcp_port_secure/);
-  const paths = [...xml.matchAll(/<(?:log|errorlog|path|tmp_path|user_files_path|format_schema_path|users_config)>([^<]+)</g)].map((m) => m[1]);
+  const paths = [...xml.matchAll(/<(?:log|errorlog|path|tmp_path|user_files_path|format_schema_path|users_config)>([^<]+)</g)].map(
+    (m) => m[1],
+  );
   assert.equal(paths.length, 7);
   for (const p of paths) assert.ok(p.startsWith('/w/.turnstream/'), p);
   assert.match(clickhouseUsersXml(), /<ip>127\.0\.0\.0\/8<\/ip>/);

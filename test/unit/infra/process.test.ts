@@ -31,7 +31,13 @@ test('a process that ignores SIGTERM is killed after the timeout', async () => {
   const dir = tmp();
   try {
     const pidFile = join(dir, 'stubborn.pid');
-    const pid = spawnDetached({ command: 'sh', args: ['-c', 'trap "" TERM; while true; do sleep 0.1; done'], cwd: dir, logFile: join(dir, 'stubborn.log'), pidFile });
+    const pid = spawnDetached({
+      command: 'sh',
+      args: ['-c', 'trap "" TERM; while true; do sleep 0.1; done'],
+      cwd: dir,
+      logFile: join(dir, 'stubborn.log'),
+      pidFile,
+    });
     await new Promise((r) => setTimeout(r, 200)); // let the trap be installed
     const t = Date.now();
     assert.equal(await stopByPidFile(pidFile, 700), pid);
@@ -62,15 +68,24 @@ test('waitFor fails fast with the log tail when the process exits while starting
   const dir = tmp();
   try {
     const logFile = join(dir, 'crash.log');
-    const pid = spawnDetached({ command: 'sh', args: ['-c', 'echo "FATAL: port in use"; exit 1'], cwd: dir, logFile, pidFile: join(dir, 'crash.pid') });
-    const t = Date.now();
-    await assert.rejects(waitFor(async () => false, { name: 'Crashy', timeoutMs: 30_000, pid, logFile, intervalMs: 50 }), (err: unknown) => {
-      assert.ok(err instanceof TurnstreamError);
-      assert.equal(err.code, ErrorCodes.UNAVAILABLE);
-      assert.match(err.message, /Crashy exited while starting/);
-      assert.match(err.message, /FATAL: port in use/);
-      return true;
+    const pid = spawnDetached({
+      command: 'sh',
+      args: ['-c', 'echo "FATAL: port in use"; exit 1'],
+      cwd: dir,
+      logFile,
+      pidFile: join(dir, 'crash.pid'),
     });
+    const t = Date.now();
+    await assert.rejects(
+      waitFor(async () => false, { name: 'Crashy', timeoutMs: 30_000, pid, logFile, intervalMs: 50 }),
+      (err: unknown) => {
+        assert.ok(err instanceof TurnstreamError);
+        assert.equal(err.code, ErrorCodes.UNAVAILABLE);
+        assert.match(err.message, /Crashy exited while starting/);
+        assert.match(err.message, /FATAL: port in use/);
+        return true;
+      },
+    );
     assert.ok(Date.now() - t < 5_000);
   } finally {
     rmSync(dir, { recursive: true, force: true });
