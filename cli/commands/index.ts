@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { register as infra } from './infra.ts';
 import { register as up } from './up.ts';
+import { register as bench } from './bench.ts';
 
 /** Every sub-command's `register`; add one line per command file. */
-export const commands: Array<(program: Command) => void> = [infra, up];
+export const commands: Array<(program: Command) => void> = [infra, up, bench];
 import { register as processCommand } from './process.ts'; commands.push(processCommand);
 import { register as gatewayCommand } from './gateway.ts'; commands.push(gatewayCommand);
