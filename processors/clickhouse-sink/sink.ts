@@ -261,7 +261,11 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       if (ticker) clearInterval(ticker);
       // Stop fetching, then store what is buffered (one attempt: what is not stored is
       // not committed, so it is read again by the next instance).
-      consumer.pause(topics.map((topic) => ({ topic })));
+      try {
+        consumer.pause(topics.map((topic) => ({ topic })));
+      } catch {
+        // never ran (start failed): nothing is fetched
+      }
       await flushChain.catch(() => undefined);
       retryAt = 0;
       await flush();

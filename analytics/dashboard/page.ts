@@ -1,0 +1,190 @@
+/**
+ * The dashboard page: static HTML and a small script that polls /api/overview and draws
+ * Chart.js charts (served from node_modules by the service; no CDN). The script exposes
+ * `window.turnstreamDashboard` (points per chart, last refresh, last error) for tests.
+ */
+
+export interface PageOptions {
+  /** Refresh period in ms. */
+  refreshMs: number;
+  /** Where the gateway lives, for a link back (optional). */
+  title: string;
+}
+
+const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+export function dashboardPage(o: PageOptions): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(o.title)}</title>
+<style>
+  :root { --fg: #1d2330; --muted: #69728a; --bg: #f5f6fa; --card: #fff; --line: #e2e5ee; --accent: #3461d1; }
+  * { box-sizing: border-box; }
+  body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
+  header { display: flex; align-items: baseline; gap: 16px; padding: 14px 24px; background: var(--card); border-bottom: 1px solid var(--line); }
+  header h1 { margin: 0; font-size: 18px; }
+  header .status { color: var(--muted); font-size: 12px; }
+  header .status.error { color: #c0392b; }
+  main { display: grid; grid-template-columns: repeat(auto-fit, minmax(460px, 1fr)); gap: 16px; padding: 16px 24px; }
+  section { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px 16px; min-width: 0; }
+  section h2 { margin: 0 0 8px; font-size: 14px; font-weight: 600; }
+  section.wide { grid-column: 1 / -1; }
+  .chart { position: relative; height: 240px; }
+  .kpis { display: flex; gap: 8px; flex-wrap: wrap; }
+  .kpi { flex: 1 1 90px; border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; }
+  .kpi b { display: block; font-size: 20px; }
+  .kpi span { color: var(--muted); font-size: 12px; }
+  table { width: 100%; border-collapse: collapse; font-size: 12px; }
+  th, td { text-align: left; padding: 4px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 320px; }
+  th { color: var(--muted); font-weight: 600; }
+  td.n { text-align: right; font-variant-numeric: tabular-nums; }
+  .empty { color: var(--muted); font-style: italic; }
+</style>
+</head>
+<body>
+<header><h1>${esc(o.title)}</h1><span class="status" id="status">loading…</span></header>
+<main>
+  <section class="wide"><h2>Funnel</h2><div class="kpis" id="kpis"></div></section>
+  <section><h2>Learning curve — mean judge score per policy version</h2><div class="chart"><canvas id="chart-learning"></canvas></div></section>
+  <section><h2>Reward over time</h2><div class="chart"><canvas id="chart-time"></canvas></div></section>
+  <section><h2>Funnel</h2><div class="chart"><canvas id="chart-funnel"></canvas></div></section>
+  <section><h2>Judges — agreement with the majority and vote failures</h2><div class="chart"><canvas id="chart-judges"></canvas></div></section>
+  <section><h2>Latency percentiles (ms)</h2><div class="chart"><canvas id="chart-latency"></canvas></div></section>
+  <section><h2>Dead letters by reason</h2><div id="dlq"></div></section>
+  <section class="wide"><h2>Users</h2><div id="users"></div></section>
+  <section class="wide"><h2>Recent sessions</h2><div id="sessions"></div></section>
+</main>
+<script src="assets/chart.umd.min.js"></script>
+<script>
+(() => {
+  const REFRESH_MS = ${Math.max(500, Math.floor(o.refreshMs))};
+  const state = { charts: {}, points: {}, refreshes: 0, updatedAt: null, error: null };
+  window.turnstreamDashboard = state;
+  Chart.defaults.animation = false;
+  Chart.defaults.maintainAspectRatio = false;
+  Chart.defaults.font.size = 11;
+  const COLORS = ['#3461d1', '#e07b39', '#2e9d6a', '#b03a8c', '#7d62c9', '#c0392b'];
+
+  const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
+  const fmt = (v, d = 3) => (v === null || v === undefined ? '—' : typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(d)) : esc(v));
+  const time = (ms) => (ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '—');
+
+  function draw(id, config) {
+    const points = config.data.datasets.reduce((n, ds) => n + ds.data.filter((v) => v !== null && v !== undefined).length, 0);
+    state.points[id] = points;
+    const existing = state.charts[id];
+    if (existing) {
+      existing.data = config.data;
+      existing.update('none');
+    } else {
+      state.charts[id] = new Chart(document.getElementById('chart-' + id), config);
+    }
+  }
+
+  function table(el, rows, cols) {
+    const host = document.getElementById(el);
+    if (!rows.length) { host.innerHTML = '<p class="empty">nothing yet</p>'; return; }
+    host.innerHTML = '<table><thead><tr>' + cols.map((c) => '<th>' + esc(c[0]) + '</th>').join('') + '</tr></thead><tbody>' +
+      rows.map((r) => '<tr>' + cols.map((c) => { const v = c[1](r); return '<td' + (typeof v === 'number' ? ' class="n"' : '') + '>' + fmt(v) + '</td>'; }).join('') + '</tr>').join('') +
+      '</tbody></table>';
+  }
+
+  function render(o) {
+    const f = o.funnel;
+    const stages = [['turns', f.turns], ['main', f.main], ['pairs', f.pairs], ['judged', f.judged], ['samples', f.samples], ['trained', f.trained]];
+    document.getElementById('kpis').innerHTML = stages.map(([k, v]) => '<div class="kpi"><b>' + v + '</b><span>' + k + '</span></div>').join('');
+
+    const rv = o.reward_by_version;
+    draw('learning', {
+      type: 'line',
+      data: {
+        labels: rv.map((v) => 'v' + v.policy_version),
+        datasets: [
+          { label: 'mean judge score', data: rv.map((v) => v.mean_score), borderColor: COLORS[0], backgroundColor: COLORS[0], tension: 0.2, spanGaps: true },
+          { label: 'mean sample reward', data: rv.map((v) => v.mean_reward), borderColor: COLORS[1], backgroundColor: COLORS[1], borderDash: [4, 3], tension: 0.2, spanGaps: true },
+        ],
+      },
+      options: { scales: { y: { suggestedMin: -1, suggestedMax: 1 } } },
+    });
+
+    const rt = o.reward_over_time;
+    draw('time', {
+      type: 'line',
+      data: {
+        labels: rt.map((p) => time(p.t).slice(11, 16)),
+        datasets: [{ label: 'mean judge score', data: rt.map((p) => p.mean_score), borderColor: COLORS[2], backgroundColor: COLORS[2], tension: 0.2, spanGaps: true }],
+      },
+      options: { scales: { y: { suggestedMin: -1, suggestedMax: 1 } } },
+    });
+
+    draw('funnel', {
+      type: 'bar',
+      data: { labels: stages.map((s) => s[0]), datasets: [{ label: 'events', data: stages.map((s) => s[1]), backgroundColor: COLORS[0] }] },
+      options: { plugins: { legend: { display: false } } },
+    });
+
+    draw('judges', {
+      type: 'bar',
+      data: {
+        labels: o.judges.map((j) => j.judge_id),
+        datasets: [
+          { label: 'agreement', data: o.judges.map((j) => j.agreement), backgroundColor: COLORS[2] },
+          { label: 'vote failure rate', data: o.judges.map((j) => j.failure_rate), backgroundColor: COLORS[5] },
+        ],
+      },
+      options: { scales: { y: { min: 0, max: 1 } } },
+    });
+
+    draw('latency', {
+      type: 'bar',
+      data: {
+        labels: o.latency.map((l) => l.turn_type),
+        datasets: [
+          { label: 'p50', data: o.latency.map((l) => l.p50), backgroundColor: COLORS[0] },
+          { label: 'p90', data: o.latency.map((l) => l.p90), backgroundColor: COLORS[1] },
+          { label: 'p99', data: o.latency.map((l) => l.p99), backgroundColor: COLORS[5] },
+        ],
+      },
+    });
+
+    table('dlq', o.dlq, [['stage', (d) => d.stage], ['code', (d) => d.code], ['count', (d) => d.count], ['last', (d) => time(d.last_failed_at_ms)], ['message', (d) => d.last_message]]);
+    table('users', o.users, [
+      ['user', (u) => u.user_id || '(anonymous)'], ['sessions', (u) => u.sessions], ['turns', (u) => u.turns], ['main', (u) => u.main],
+      ['tokens', (u) => u.tokens], ['judged', (u) => u.judged], ['mean score', (u) => u.mean_score], ['👍', (u) => u.thumbs_up], ['👎', (u) => u.thumbs_down], ['last seen', (u) => time(u.last_ms)],
+    ]);
+    table('sessions', o.sessions, [
+      ['session', (s) => s.session_id], ['user', (s) => s.user_id || '(anonymous)'], ['turns', (s) => s.turns], ['main', (s) => s.main],
+      ['pairs', (s) => s.pairs], ['judged', (s) => s.judged], ['mean score', (s) => s.mean_score], ['done', (s) => (s.done ? 'yes' : '')], ['last', (s) => time(s.last_ms)],
+    ]);
+  }
+
+  async function refresh() {
+    const status = document.getElementById('status');
+    try {
+      const res = await fetch('api/overview', { cache: 'no-store' });
+      const body = await res.json();
+      if (!res.ok) throw new Error(body && body.error ? body.error.message : 'HTTP ' + res.status);
+      render(body);
+      state.refreshes++;
+      state.updatedAt = Date.now();
+      state.error = null;
+      status.className = 'status';
+      status.textContent = 'updated ' + new Date().toLocaleTimeString() + ' · refreshes every ' + REFRESH_MS / 1000 + ' s';
+    } catch (err) {
+      state.error = String(err && err.message ? err.message : err);
+      status.className = 'status error';
+      status.textContent = 'refresh failed: ' + state.error;
+    } finally {
+      setTimeout(refresh, REFRESH_MS);
+    }
+  }
+  refresh();
+})();
+</script>
+</body>
+</html>
+`;
+}

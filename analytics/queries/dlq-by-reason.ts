@@ -1,0 +1,28 @@
+/** Dead letters grouped by the stage that gave up and the error code, newest message kept. */
+import type { AnalyticsStore } from '../store.ts';
+import { int } from './scope.ts';
+
+export interface DlqReason {
+  stage: string;
+  code: string;
+  count: number;
+  /** Source topics of the failed records. */
+  topics: string[];
+  last_failed_at_ms: number;
+  last_message: string;
+}
+
+export async function dlqByReason(store: AnalyticsStore): Promise<DlqReason[]> {
+  const rows = await store.rows<Record<string, unknown>>(`
+    SELECT stage, code, count() AS n, groupUniqArray(topic) AS topics, max(failed_at_ms) AS last_at,
+      argMax(message, failed_at_ms) AS last_message
+    FROM ${store.tables.dlq} FINAL GROUP BY stage, code ORDER BY n DESC, stage, code`);
+  return rows.map((r) => ({
+    stage: String(r.stage),
+    code: String(r.code),
+    count: int(r.n),
+    topics: ((r.topics as string[]) ?? []).slice().sort(),
+    last_failed_at_ms: int(r.last_at),
+    last_message: String(r.last_message ?? ''),
+  }));
+}

@@ -1,0 +1,221 @@
+/**
+ * Events → analytics rows: the flat columns the queries need, keyed by the event's
+ * deterministic id (so a re-delivered event replaces itself). Kept beside the DDL in
+ * migrations.ts: a column added there is filled here.
+ */
+import type { DeadLetter, Feedback, Judgement, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../schemas/index.ts';
+import { invalidInput } from '../streams/errors.ts';
+import type { TableId } from './tables.ts';
+
+/** Where a record was read; every row carries it. */
+export interface SourcePosition {
+  topic: string;
+  partition: number;
+  offset: string;
+}
+
+export type Row = Record<string, string | number>;
+
+export interface MappedRow {
+  table: TableId;
+  row: Row;
+}
+
+const nonEmpty = (v: string, field: string): string => {
+  if (typeof v !== 'string' || v.length === 0) throw invalidInput(`${field} is empty`, field);
+  return v;
+};
+/** Non-negative integer for UInt columns (a negative or fractional value is a bad event). */
+const uint = (v: number, field: string): number => {
+  if (!Number.isFinite(v) || v < 0) throw invalidInput(`${field} must be a non-negative number, got ${v}`, field);
+  return Math.floor(v);
+};
+const finite = (v: number, field: string): number => {
+  if (!Number.isFinite(v)) throw invalidInput(`${field} must be finite, got ${v}`, field);
+  return v;
+};
+const bit = (b: boolean): number => (b ? 1 : 0);
+
+function source(p: SourcePosition, now: number): Row {
+  return { _topic: p.topic, _partition: p.partition, _offset: Number(p.offset), ingested_at: Math.floor(now / 1000) };
+}
+
+export function turnRow(e: Turn): Row {
+  return {
+    turn_id: nonEmpty(e.turnId, 'turnId'),
+    session_id: nonEmpty(e.sessionId, 'sessionId'),
+    session_source: e.sessionSource,
+    user_id: e.userId ?? '',
+    turn_type: e.turnType,
+    session_done: bit(e.sessionDone),
+    model: e.model,
+    policy_model_id: e.policyModelId,
+    policy_version: uint(e.policyVersion, 'policyVersion'),
+    requested_at_ms: uint(e.requestedAt, 'requestedAt'),
+    completed_at_ms: uint(e.completedAt, 'completedAt'),
+    latency_ms: finite(e.latencyMs, 'latencyMs'),
+    prompt_tokens: uint(e.usage.promptTokens, 'usage.promptTokens'),
+    completion_tokens: uint(e.usage.completionTokens, 'usage.completionTokens'),
+    total_tokens: uint(e.usage.totalTokens, 'usage.totalTokens'),
+    prompt_truncated_tokens: uint(e.promptTruncatedTokens, 'promptTruncatedTokens'),
+    request_messages: e.requestMessages.length,
+    response_chars: e.response.content?.length ?? 0,
+    tool_calls: e.response.toolCalls.length,
+    finish_reason: e.response.finishReason,
+    tokenized: bit(e.tokenized),
+    gateway_id: e.gatewayId,
+    event: JSON.stringify(e),
+  };
+}
+
+export function feedbackRow(e: Feedback): Row {
+  return {
+    feedback_id: nonEmpty(e.feedbackId, 'feedbackId'),
+    session_id: nonEmpty(e.sessionId, 'sessionId'),
+    turn_id: e.turnId ?? '',
+    user_id: e.userId ?? '',
+    has_rating: bit(e.rating !== null),
+    rating: e.rating === null ? 0 : Math.sign(finite(e.rating, 'rating')),
+    text: e.text ?? '',
+    created_at_ms: uint(e.createdAt, 'createdAt'),
+  };
+}
+
+export function pairRow(e: TurnPair): Row {
+  return {
+    pair_id: nonEmpty(e.pairId, 'pairId'),
+    session_id: nonEmpty(e.sessionId, 'sessionId'),
+    user_id: e.userId ?? '',
+    policy_model_id: e.turn.policyModelId,
+    policy_version: uint(e.turn.policyVersion, 'turn.policyVersion'),
+    main_turn_index: uint(e.turn.mainTurnIndex, 'turn.mainTurnIndex'),
+    next_state_items: e.nextState.length,
+    next_roles: [...new Set(e.nextState.map((n) => n.role))].join(','),
+    end_marker: e.endMarker ?? '',
+    feedback_count: e.feedback.length,
+    feedback_rating_sum: e.feedback.reduce((s, f) => s + (f.rating ?? 0), 0),
+    history_verified: bit(e.historyVerified),
+    requested_at_ms: uint(e.turn.requestedAt, 'turn.requestedAt'),
+    created_at_ms: uint(e.createdAt, 'createdAt'),
+    tag: e.tag ?? '',
+  };
+}
+
+export function judgementRow(e: Judgement): Row {
+  const valid = e.votes.filter((v) => v.score !== null);
+  const latencies = e.votes.map((v) => v.latencyMs);
+  return {
+    judgement_id: nonEmpty(e.judgementId, 'judgementId'),
+    turn_id: nonEmpty(e.turnId, 'turnId'),
+    session_id: e.sessionId,
+    user_id: e.userId ?? '',
+    policy_version: uint(e.policyVersion, 'policyVersion'),
+    judge_id: e.judgeId,
+    score: Math.sign(finite(e.score, 'score')),
+    votes: e.votes.length,
+    votes_valid: valid.length,
+    votes_failed: e.votes.length - valid.length,
+    // Agreement: valid votes equal to the majority score.
+    votes_agree: valid.filter((v) => v.score === e.score).length,
+    vote_latency_ms_avg: latencies.length ? latencies.reduce((a, b) => a + b, 0) / latencies.length : 0,
+    vote_latency_ms_max: latencies.length ? Math.max(...latencies) : 0,
+    vote_attempts: e.votes.reduce((s, v) => s + v.attempts, 0),
+    has_hint: bit(e.hint !== null && e.hint.length > 0),
+    created_at_ms: uint(e.createdAt, 'createdAt'),
+    tag: e.tag ?? '',
+    votes_json: JSON.stringify(e.votes),
+  };
+}
+
+export function sampleRow(e: Sample): Row {
+  return {
+    sample_id: nonEmpty(e.sampleId, 'sampleId'),
+    turn_id: e.turnId,
+    session_id: e.sessionId,
+    user_id: e.userId ?? '',
+    policy_model_id: e.policyModelId,
+    policy_version: uint(e.policyVersion, 'policyVersion'),
+    method: e.method,
+    reward: finite(e.reward, 'reward'),
+    weight: finite(e.weight, 'weight'),
+    prompt_length: uint(e.promptLength, 'promptLength'),
+    response_length: uint(e.responseLength, 'responseLength'),
+    trained_tokens: e.lossMask.reduce((s, m) => s + (m ? 1 : 0), 0),
+    has_teacher: bit(e.teacherLogprobs !== null),
+    judge_id: e.judgeId,
+    created_at_ms: uint(e.createdAt, 'createdAt'),
+    tag: e.tag ?? '',
+  };
+}
+
+export function weightRow(e: WeightVersion): Row {
+  const m = e.metrics;
+  return {
+    weight_id: `${nonEmpty(e.modelId, 'modelId')}:${uint(e.version, 'version')}`,
+    model_id: e.modelId,
+    version: e.version,
+    parent_version: e.parentVersion ?? -1,
+    uri: e.uri,
+    sha256: e.sha256,
+    format: e.format,
+    base_model: e.baseModel,
+    loss: finite(m.loss, 'metrics.loss'),
+    mean_reward: finite(m.meanReward, 'metrics.meanReward'),
+    kl: finite(m.kl, 'metrics.kl'),
+    clip_fraction: finite(m.clipFraction, 'metrics.clipFraction'),
+    samples: uint(m.samples, 'metrics.samples'),
+    tokens: uint(m.tokens, 'metrics.tokens'),
+    logprob_drift: finite(m.logprobDrift, 'metrics.logprobDrift'),
+    dropped_stale: uint(m.droppedStale, 'metrics.droppedStale'),
+    steps: uint(m.steps, 'metrics.steps'),
+    created_at_ms: uint(e.createdAt, 'createdAt'),
+    event: JSON.stringify(e),
+  };
+}
+
+export function deadLetterRow(e: DeadLetter): Row {
+  return {
+    // The failed record's coordinates and stage: the same failure dead-lettered twice is one row.
+    dlq_id: `${e.stage}|${e.topic}|${e.partition}|${e.offset}`,
+    topic: e.topic,
+    partition: uint(e.partition, 'partition'),
+    offset: e.offset,
+    code: e.code,
+    stage: e.stage,
+    message: e.message,
+    failed_at_ms: uint(e.failedAt, 'failedAt'),
+    attempts: uint(e.attempts, 'attempts'),
+    key: e.key ? e.key.toString('utf8') : '',
+    value_bytes: e.value?.length ?? 0,
+    value_base64: e.value ? e.value.toString('base64') : '',
+  };
+}
+
+/** Which table each topic lands in (session state, a changelog, is not stored). */
+export const TABLE_OF: Partial<Record<TopicId, TableId>> = {
+  turns: 'turns',
+  feedback: 'feedback',
+  pairs: 'pairs',
+  judgements: 'judgements',
+  samples: 'samples',
+  weights: 'weights',
+  dlq: 'dlq',
+};
+
+/** Maps one decoded event of topic `id` to its row; throws TS_ERR_INVALID_INPUT when it cannot. */
+export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Date.now()): MappedRow {
+  const table = TABLE_OF[id];
+  if (!table) throw invalidInput(`topic ${id} is not stored in analytics`);
+  let row: Row;
+  switch (id) {
+    case 'turns': row = turnRow(value as Turn); break;
+    case 'feedback': row = feedbackRow(value as Feedback); break;
+    case 'pairs': row = pairRow(value as TurnPair); break;
+    case 'judgements': row = judgementRow(value as Judgement); break;
+    case 'samples': row = sampleRow(value as Sample); break;
+    case 'weights': row = weightRow(value as WeightVersion); break;
+    case 'dlq': row = deadLetterRow(value as DeadLetter); break;
+    default: throw invalidInput(`topic ${id} is not stored in analytics`);
+  }
+  return { table, row: { ...row, ...source(at, now) } };
+}

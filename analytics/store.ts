@@ -1,0 +1,91 @@
+/**
+ * The ClickHouse connection of analytics: typed queries and JSONEachRow inserts into the
+ * tables of one database and prefix. Failures surface as retriable TS_ERR_UNAVAILABLE
+ * (server unreachable) or TS_ERR_INTERNAL (the server refused the statement).
+ */
+import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
+import { tableNames, type Tables } from './tables.ts';
+
+/** Server settings every request carries: 64-bit integers as JSON numbers (old and new servers). */
+const SETTINGS = { output_format_json_quote_64bit_integers: 0 } as const;
+
+export class AnalyticsStore {
+  readonly options: ResolvedAnalyticsOptions;
+  readonly tables: Tables;
+  private readonly client: ClickHouseClient;
+  private serverVersion: string | undefined;
+
+  constructor(options: AnalyticsOptions = {}) {
+    this.options = resolveAnalyticsOptions(options);
+    this.tables = tableNames(this.options.database, this.options.tablePrefix);
+    this.client = createClient({
+      url: this.options.url,
+      username: this.options.username,
+      password: this.options.password,
+      request_timeout: this.options.requestTimeoutMs,
+      clickhouse_settings: SETTINGS,
+      // Errors are ours to report (with backoff and context); the client's own logger would
+      // print every refused connection while ClickHouse restarts.
+      log: { level: ClickHouseLogLevel.OFF },
+      // Short-lived sockets: after a server restart a stale keep-alive socket fails once.
+      keep_alive: { enabled: true, idle_socket_ttl: 1500 },
+    });
+  }
+
+  /** `SELECT version()`, cached. */
+  async version(): Promise<string> {
+    this.serverVersion ??= (await this.rows<{ v: string }>('SELECT version() AS v'))[0]?.v ?? 'unknown';
+    return this.serverVersion;
+  }
+
+  /** Major.minor of the server, e.g. 18.16 → 18.16. */
+  async versionNumber(): Promise<number> {
+    const [major = 0, minor = 0] = (await this.version()).split('.').map(Number);
+    return major + minor / 100;
+  }
+
+  /** Runs a statement that returns nothing (DDL). */
+  async command(sql: string): Promise<void> {
+    await this.wrap(sql, () => this.client.command({ query: sql }));
+  }
+
+  /** Runs a SELECT and returns its rows. */
+  async rows<T>(sql: string): Promise<T[]> {
+    return this.wrap(sql, async () => {
+      const rs = await this.client.query({ query: sql, format: 'JSONEachRow' });
+      return (await rs.json()) as T[];
+    });
+  }
+
+  /** Inserts rows as JSONEachRow into a fully qualified table name. */
+  async insert(table: string, rows: readonly object[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.wrap(`INSERT INTO ${table}`, () => this.client.insert({ table, values: rows as object[], format: 'JSONEachRow' }));
+  }
+
+  /** True when the server answers /ping. */
+  async ping(): Promise<boolean> {
+    const r = await this.client.ping().catch(() => ({ success: false }));
+    return r.success;
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  private async wrap<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      const short = what.replace(/\s+/g, ' ').slice(0, 120);
+      if (err instanceof ClickHouseError) {
+        throw new TurnstreamError(ErrorCodes.INTERNAL, `ClickHouse refused "${short}": ${err.message}`, { cause: err });
+      }
+      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `ClickHouse at ${this.options.url} unavailable (${(err as Error).message}) during "${short}"`, {
+        cause: err,
+      });
+    }
+  }
+}

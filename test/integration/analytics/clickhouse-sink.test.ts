@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Kafka } from 'kafkajs';
+import { AnalyticsStore, funnel, rewardByVersion, judgeStats, dlqByReason, userStats, latencyPercentiles } from '../../../analytics/index.ts';
+import { learningDataset } from '../../../bench/sink-dataset.ts';
+import { startClickhouseSink } from '../../../processors/clickhouse-sink/index.ts';
+import { createKafka } from '../../../streams/index.ts';
+import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { dropTables, family, tableCounts, topicCounts, waitFor, type Family } from './support.ts';
+
+const SINK_IDS = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq'] as const;
+
+let kafka: Kafka;
+let stack: Awaited<ReturnType<typeof ensureStack>>;
+const stores: AnalyticsStore[] = [];
+
+describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300000 }, () => {
+  before(async () => {
+    stack = await ensureStack();
+    kafka = createKafka({ brokers: [stack.brokers], clientId: 'clickhouse-sink-test' });
+  });
+  after(async () => {
+    for (const s of stores) {
+      await dropTables(s);
+      await s.close();
+    }
+  });
+
+  it('stores every event once: row counts equal topic counts, also after the group re-reads everything', async () => {
+    const prefix = uniquePrefix('ch-sink');
+    const f: Family = await family(kafka, stack.registryUrl, stack.clickhouseUrl, prefix);
+    const data = learningDataset({ users: 3, sessionsPerUser: 3, turnsPerSession: 8, versions: 3, idPrefix: prefix });
+    for (let i = 0; i < data.events.length; i += 200) await f.producer.sendAll(data.events.slice(i, i + 200));
+    // Garbage a peer could write: not Avro. The sink dead-letters it and stores the dead letter.
+    const raw = kafka.producer();
+    await raw.connect();
+    await raw.send({ topic: f.codecs.topic('turns'), messages: [{ key: 'x', value: Buffer.from('{"not":"avro"}') }, { key: 'y', value: Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1]) }] });
+    await raw.disconnect();
+
+    const groupId = `${prefix}sink`;
+    const store = new AnalyticsStore(f.analytics);
+    stores.push(store);
+    let sink = startClickhouseSink({ kafka: kafka, codecs: f.codecs, analytics: f.analytics, groupId, batchRows: 100, flushIntervalMs: 200 });
+    await sink.ready;
+    const expectRows = async (): Promise<Record<string, number>> => {
+      const topics = await topicCounts(kafka, f.codecs, SINK_IDS);
+      return Object.fromEntries(SINK_IDS.map((id) => [id, topics[id].valid]));
+    };
+    let expected: Record<string, number> = {};
+    await waitFor('rows = topic counts', async () => {
+      expected = await expectRows();
+      if (expected.dlq < 2) return false; // the two garbage records reach the DLQ topic first
+      const rows = await tableCounts(store);
+      return SINK_IDS.every((id) => rows[id].final === expected[id]);
+    });
+    const first = sink.stats();
+    await sink.stop();
+    assert.equal(expected.turns, data.counts.turns);
+    assert.equal(expected.dlq, 2, 'both garbage records dead-lettered by the sink');
+    assert.equal(first.deadLettered, 2);
+    assert.ok(first.batches > 0 && first.rowsInserted >= data.events.length);
+    const dlq = await dlqByReason(store);
+    assert.deepEqual(dlq.map((d) => [d.stage, d.code, d.count]), [['clickhouse-sink', 'TS_ERR_DECODE', 2]]);
+
+    // Forced re-delivery: the group's committed offsets are deleted, so a second sink in the
+    // same group reads every topic from the beginning again.
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteGroups([groupId]);
+    await admin.disconnect();
+    sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId, batchRows: 100, flushIntervalMs: 200 });
+    await sink.ready;
+    const total = Object.values(expected).reduce((a, b) => a + b, 0) + 2;
+    await waitFor('the second sink re-read everything', async () => sink.stats().consumed >= total && sink.stats().buffered === 0 && sink.stats().rowsInserted > 0);
+    await new Promise((r) => setTimeout(r, 1500)); // a doubled row, if any, would land by now
+    const second = sink.stats();
+    await sink.stop();
+    const rows = await tableCounts(store);
+    const after = await expectRows();
+    for (const id of SINK_IDS) {
+      if (id === 'dlq') continue;
+      assert.equal(rows[id].final, after[id], `${id}: one row per event`);
+      assert.ok(rows[id].raw >= 2 * after[id], `${id}: the events really were stored twice (${rows[id].raw} raw rows)`);
+    }
+    // The garbage was dead-lettered again (a second DLQ record each) but is still one row each.
+    assert.equal(after.dlq, 4);
+    assert.equal(rows.dlq.final, 2);
+    assert.ok(second.rowsInserted >= data.events.length);
+
+    // The queries read the collapsed rows.
+    const fu = await funnel(store);
+    assert.deepEqual(
+      { turns: fu.turns, main: fu.main, pairs: fu.pairs, judged: fu.judged, samples: fu.samples },
+      { turns: data.counts.turns, main: data.counts.main, pairs: data.counts.pairs, judged: data.counts.judged, samples: data.counts.samples },
+    );
+    assert.ok(fu.trained > 0 && fu.trained < fu.samples, `trained ${fu.trained} of ${fu.samples}`);
+    const rv = await rewardByVersion(store);
+    assert.deepEqual(rv.map((v) => v.policy_version), [0, 1, 2]);
+    assert.equal(rv.reduce((s, v) => s + v.judged, 0), data.counts.judged);
+    const judges = await judgeStats(store);
+    assert.equal(judges.length, 1);
+    assert.ok(judges[0].agreement! > 0.5 && judges[0].agreement! <= 1);
+    assert.ok(judges[0].failure_rate! > 0 && judges[0].failure_rate! < 0.5);
+    const users = await userStats(store);
+    assert.equal(users.length, 3);
+    assert.equal(users.reduce((s, u) => s + u.turns, 0), data.counts.turns);
+    const lat = await latencyPercentiles(store);
+    const all = lat.find((l) => l.turn_type === 'ALL')!;
+    assert.ok(all.turns === data.counts.turns && all.p50! > 0 && all.p50! <= all.p90! && all.p90! <= all.p99!);
+    await f.producer.disconnect();
+  });
+});

@@ -1,0 +1,68 @@
+/** Shared steps of the analytics integration tests: an isolated topic family and tables. */
+import type { Kafka } from 'kafkajs';
+import { AnalyticsStore, TABLE_IDS, type AnalyticsOptions } from '../../../analytics/index.ts';
+import type { TopicId } from '../../../schemas/index.ts';
+import { createEventCodecs, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
+
+export interface Family {
+  prefix: string;
+  codecs: EventCodecs;
+  producer: EventProducer;
+  analytics: AnalyticsOptions;
+}
+
+export async function family(kafka: Kafka, registryUrl: string, clickhouseUrl: string, prefix: string): Promise<Family> {
+  await ensureTopics(kafka, { naming: { prefix }, partitions: 3 });
+  const codecs = await createEventCodecs({ registryUrl, naming: { prefix } });
+  const producer = new EventProducer(kafka, codecs);
+  await producer.connect();
+  return { prefix, codecs, producer, analytics: { url: clickhouseUrl, database: 'turnstream_test', tablePrefix: prefix } };
+}
+
+/** Records per topic that decode (what the tables must hold), and all records. */
+export async function topicCounts(kafka: Kafka, codecs: EventCodecs, ids: readonly TopicId[]): Promise<Record<string, { valid: number; all: number; ids: Set<string> }>> {
+  const out: Record<string, { valid: number; all: number; ids: Set<string> }> = {};
+  for (const id of ids) {
+    const c = { valid: 0, all: 0, ids: new Set<string>() };
+    await readToEnd(kafka, codecs.topic(id), async (r) => {
+      c.all++;
+      if (!r.value) return;
+      try {
+        await codecs.of(id).decode(r.value);
+        c.valid++;
+      } catch {
+        // garbage: the sink dead-letters it
+      }
+    });
+    out[id] = c;
+  }
+  return out;
+}
+
+/** Rows per table, collapsed (FINAL) and physically stored. */
+export async function tableCounts(store: AnalyticsStore): Promise<Record<string, { final: number; raw: number }>> {
+  const out: Record<string, { final: number; raw: number }> = {};
+  for (const t of TABLE_IDS) {
+    const [r] = await store.rows<{ f: number; r: number }>(`SELECT (SELECT count() FROM ${store.tables[t]} FINAL) AS f, (SELECT count() FROM ${store.tables[t]}) AS r`);
+    out[t] = { final: Number(r.f), raw: Number(r.r) };
+  }
+  return out;
+}
+
+export async function dropTables(store: AnalyticsStore): Promise<void> {
+  for (const t of [...TABLE_IDS, 'migrations' as const]) await store.command(`DROP TABLE IF EXISTS ${store.tables[t]}`).catch(() => undefined);
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90000, everyMs = 300): Promise<void> {
+  const t0 = Date.now();
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${(lastErr as Error).message})` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
