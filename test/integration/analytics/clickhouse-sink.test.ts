@@ -4,8 +4,10 @@ import type { Kafka } from 'kafkajs';
 import { AnalyticsStore, funnel, rewardByVersion, judgeStats, dlqByReason, userStats, latencyPercentiles } from '../../../analytics/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { startClickhouseSink } from '../../../processors/clickhouse-sink/index.ts';
+import { loadConfig } from '../../../cli/config.ts';
+import { clickhouseVersion, stackPids, stackUp } from '../../../infra/index.ts';
 import { createKafka } from '../../../streams/index.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 import { dropTables, family, tableCounts, topicCounts, waitFor, type Family } from './support.ts';
 
 const SINK_IDS = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq'] as const;
@@ -14,12 +16,42 @@ let kafka: Kafka;
 let stack: Awaited<ReturnType<typeof ensureStack>>;
 const stores: AnalyticsStore[] = [];
 
+function stackOptions(): Parameters<typeof stackUp>[0] {
+  const c = loadConfig(process.env, REPO_ROOT);
+  return { home: c.home, kafkaBrokers: c.kafkaBrokers, schemaRegistryUrl: c.schemaRegistryUrl, clickhouseUrl: c.clickhouseUrl };
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Stops the local stack's ClickHouse (its whole process group, as infra started it). */
+async function stopClickhouse(): Promise<void> {
+  const pid = stackPids(stackOptions()).clickhouse;
+  assert.ok(pid, 'this test stops the native ClickHouse of the local stack (run without CLICKHOUSE_URL)');
+  process.kill(-pid, 'SIGTERM');
+  await waitFor('ClickHouse to stop', async () => !alive(pid), 60000, 100);
+}
+
+/** Starts it again through infra (which reuses Kafka and the registry); a no-op when it runs. */
+async function restartClickhouse(): Promise<void> {
+  if ((await clickhouseVersion(stack.clickhouseUrl)) !== undefined) return;
+  await stackUp(stackOptions());
+}
+
 describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300000 }, () => {
   before(async () => {
     stack = await ensureStack();
     kafka = createKafka({ brokers: [stack.brokers], clientId: 'clickhouse-sink-test' });
   });
   after(async () => {
+    // Whatever happened, the shared stack is left running and healthy.
+    await restartClickhouse();
     for (const s of stores) {
       await dropTables(s);
       await s.close();
@@ -108,5 +140,44 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const all = lat.find((l) => l.turn_type === 'ALL')!;
     assert.ok(all.turns === data.counts.turns && all.p50! > 0 && all.p50! <= all.p90! && all.p90! <= all.p99!);
     await f.producer.disconnect();
+  });
+
+  it('loses nothing when ClickHouse is stopped and restarted while the sink runs', async () => {
+    const prefix = uniquePrefix('ch-sink-outage');
+    const f = await family(kafka, stack.registryUrl, stack.clickhouseUrl, prefix);
+    const data = learningDataset({ users: 3, sessionsPerUser: 2, turnsPerSession: 9, versions: 3, idPrefix: prefix });
+    const third = Math.floor(data.events.length / 3);
+    const store = new AnalyticsStore(f.analytics);
+    stores.push(store);
+    const sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId: `${prefix}sink`, batchRows: 50, flushIntervalMs: 100, retryMaxMs: 1000 });
+    try {
+      await sink.ready;
+      await f.producer.sendAll(data.events.slice(0, third));
+      await waitFor('the first third stored', async () => sink.stats().rowsInserted >= third);
+      try {
+        await stopClickhouse();
+        await f.producer.sendAll(data.events.slice(third, 2 * third));
+        await waitFor('inserts failing and fetching paused', async () => sink.stats().insertFailures >= 2 && sink.stats().paused, 30000, 100);
+        await f.producer.sendAll(data.events.slice(2 * third));
+        await new Promise((r) => setTimeout(r, 1500)); // a few more failed retries, no crash
+      } finally {
+        await restartClickhouse();
+      }
+      const expected = (await topicCounts(kafka, f.codecs, SINK_IDS)) as Record<string, { valid: number }>;
+      await waitFor('every event stored after the restart', async () => {
+        const rows = await tableCounts(store);
+        return SINK_IDS.every((id) => rows[id].final === expected[id].valid);
+      }, 120000);
+      const s = sink.stats();
+      assert.ok(s.insertFailures >= 2, `inserts failed while ClickHouse was down (${s.insertFailures})`);
+      assert.equal(s.paused, false, 'fetching resumed');
+      assert.equal(expected.turns.valid, data.counts.turns);
+      const fu = await funnel(store);
+      assert.equal(fu.turns, data.counts.turns);
+      assert.equal(fu.samples, data.counts.samples);
+    } finally {
+      await sink.stop();
+      await f.producer.disconnect();
+    }
   });
 });
