@@ -1,0 +1,43 @@
+/**
+ * `turnstream dashboard [--port 30001] [--host addr] [--refresh ms] [--tag name]`: the
+ * analytics page (GET /dashboard) and its JSON API (GET /api/…) over ClickHouse.
+ */
+import type { Command } from 'commander';
+import { AnalyticsStore, migrate, startDashboard } from '../../analytics/index.ts';
+import { createLogger, toTurnstreamError } from '../../streams/index.ts';
+import { loadConfig } from '../config.ts';
+import { analyticsFromConfig } from './sink.ts';
+
+export function register(program: Command): void {
+  program
+    .command('dashboard')
+    .description('serve the analytics dashboard (learning curve, funnel, judges, users, DLQ)')
+    .option('--port <port>', 'port', '30001')
+    .option('--host <addr>', 'bind address (default HOST or 127.0.0.1)')
+    .option('--refresh <ms>', 'how often the page refreshes itself', '5000')
+    .option('--tag <name>', 'show a replay tag instead of the live pipeline', '')
+    .action(async (flags: { port: string; host?: string; refresh: string; tag: string }) => {
+      const config = loadConfig();
+      const logger = createLogger('dashboard', config.logLevel);
+      const store = new AnalyticsStore(analyticsFromConfig(config));
+      // The tables may not exist yet (the sink not started): create them so the page works.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await migrate(store);
+          break;
+        } catch (err) {
+          const e = toTurnstreamError(err);
+          if (!e.retriable || attempt >= 30) throw e;
+          logger.warn({ err: e.message }, 'ClickHouse not ready; retrying');
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+      const d = await startDashboard({ store, port: Number(flags.port), host: flags.host ?? config.host, refreshMs: Number(flags.refresh), tag: flags.tag, logger });
+      process.stdout.write(`turnstream dashboard: ${d.url}/dashboard\n`);
+      const stop = (): void => {
+        void d.close().then(() => store.close()).finally(() => process.exit(0));
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+}

@@ -1,0 +1,84 @@
+/**
+ * `turnstream sink [--instance id] [--dashboard [port]]`: every topic into ClickHouse. Run
+ * several instances to share the partitions. Options beyond TurnstreamConfig come from its
+ * raw env: `CLICKHOUSE_DATABASE` (turnstream), `CLICKHOUSE_USER`, `CLICKHOUSE_PASSWORD`,
+ * `CLICKHOUSE_TABLE_PREFIX`, `SINK_BATCH_ROWS` (500), `SINK_FLUSH_MS` (500), `SINK_GROUP_ID`.
+ */
+import type { Command } from 'commander';
+import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
+import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
+import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/clickhouse-sink/index.ts';
+import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers } from '../../streams/index.ts';
+import { loadConfig, type TurnstreamConfig } from '../config.ts';
+
+const num = (v: string | undefined, d: number): number => {
+  if (v === undefined || v === '') return d;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`expected a positive number, got "${v}"`);
+  return n;
+};
+
+/** Where analytics lives, from the configuration (used by sink, report and dashboard). */
+export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions {
+  const endpoints = endpointsOf(resolveStackOptions({ home: config.home, clickhouseUrl: config.clickhouseUrl }));
+  return {
+    url: endpoints.clickhouseUrl,
+    database: config.env.CLICKHOUSE_DATABASE || 'turnstream',
+    username: config.env.CLICKHOUSE_USER || undefined,
+    password: config.env.CLICKHOUSE_PASSWORD || undefined,
+    tablePrefix: config.env.CLICKHOUSE_TABLE_PREFIX ?? '',
+  };
+}
+
+/** Starts the sink from the configuration (also for `turnstream up`). */
+export async function startSinkFromConfig(config: TurnstreamConfig, instanceId = '0'): Promise<ClickhouseSinkHandle> {
+  const endpoints = endpointsOf(resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }));
+  const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-clickhouse-sink-${instanceId}` });
+  const naming = { prefix: config.topicPrefix };
+  await ensureTopics(kafka, { naming });
+  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
+  return startClickhouseSink({
+    kafka,
+    codecs,
+    analytics: analyticsFromConfig(config),
+    groupId: config.env.SINK_GROUP_ID || `${config.topicPrefix}turnstream-clickhouse-sink`,
+    batchRows: num(config.env.SINK_BATCH_ROWS, 500),
+    flushIntervalMs: num(config.env.SINK_FLUSH_MS, 500),
+    logger: createLogger('clickhouse-sink', config.logLevel),
+  });
+}
+
+export function register(program: Command): void {
+  program
+    .command('sink')
+    .description('store every topic in ClickHouse for analytics (idempotent, resumes after outages)')
+    .option('--instance <id>', 'instance id, unique among sink instances', '0')
+    .option('--dashboard [port]', 'also serve the analytics dashboard (default port 30001)')
+    .action(async (flags: { instance: string; dashboard?: string | boolean }) => {
+      const config = loadConfig();
+      const sink = await startSinkFromConfig(config, flags.instance);
+      await sink.ready;
+      process.stdout.write(`turnstream sink (instance ${flags.instance}) is running → ${sink.store.options.url} database ${sink.store.options.database}\n`);
+      const dashboard = flags.dashboard
+        ? await startDashboard({ store: sink.store, port: flags.dashboard === true ? 30001 : Number(flags.dashboard), host: config.host })
+        : undefined;
+      if (dashboard) process.stdout.write(`dashboard: ${dashboard.url}/dashboard\n`);
+      let stopping = false;
+      const stop = (): void => {
+        if (stopping) return;
+        stopping = true;
+        void (async () => {
+          await dashboard?.close();
+          await sink.stop();
+        })().then(
+          () => process.exit(0),
+          (err) => {
+            process.stderr.write(`turnstream sink: stop failed: ${(err as Error).message}\n`);
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+}
