@@ -1,0 +1,49 @@
+/**
+ * `turnstream pretrain`: builds the base checkpoint (version 0) of the built-in model from the
+ * generated chat corpus (trainer/corpus.ts). By default it writes into the weight store; with
+ * `--out trainer/base` it refreshes the checkpoint shipped in the repository.
+ */
+import type { Command } from 'commander';
+import { createLogger } from '../../streams/index.ts';
+import { loadCheckpoint, pretrain, sampleReplies, selectBackend, type BackendName } from '../../trainer/index.ts';
+import { loadConfig } from '../config.ts';
+
+export function register(program: Command): void {
+  program
+    .command('pretrain')
+    .description('pretrain the base checkpoint (version 0) of the built-in model on the generated chat corpus')
+    .option('--out <dir>', 'weight store root to write v0 into (default TURNSTREAM_WEIGHTS_DIR)')
+    .option('--model-id <id>', 'model id', 'turnstream-tiny')
+    .option('--minutes <n>', 'time budget; the LR schedule is fitted to it', '12')
+    .option('--steps <n>', 'most steps', '3000')
+    .option('--batch <n>', 'sequences per step', '16')
+    .option('--lr <x>', 'peak learning rate', '3e-3')
+    .option('--seed <n>', 'corpus and init seed', '0')
+    .option('--loss-csv <file>', 'write the loss curve here')
+    .option('--backend <name>', 'force a tfjs backend (wasm, cpu, tensorflow, tensorflow-gpu)')
+    .action(async (f: { out?: string; modelId: string; minutes: string; steps: string; batch: string; lr: string; seed: string; lossCsv?: string; backend?: string }) => {
+      const config = loadConfig();
+      const logger = createLogger('pretrain', config.logLevel);
+      await selectBackend(f.backend as BackendName | undefined, { logger });
+      const res = await pretrain({
+        weightsDir: f.out ?? config.weightsDir,
+        modelId: f.modelId,
+        maxMinutes: Number(f.minutes),
+        maxSteps: Number(f.steps),
+        batchSize: Number(f.batch),
+        lr: Number(f.lr),
+        seed: Number(f.seed),
+        lossCsv: f.lossCsv,
+        onProgress: (p) => logger.info(p, 'pretraining'),
+      });
+      const { model } = await loadCheckpoint(res.checkpoint.uri);
+      const samples = await sampleReplies(model, [
+        [{ role: 'user', content: 'how do I make tea?' }],
+        [{ role: 'user', content: "Sam here. Tips for better sleep?\n\n[user's hint / instruction]\nGreet me by name." }],
+        [{ role: 'system', content: 'End with a question.' }, { role: 'user', content: 'what is gravity?' }],
+        [{ role: 'user', content: "how do I save money?\n\n[user's hint / instruction]\nKeep it short." }],
+      ]);
+      model.dispose();
+      process.stdout.write(JSON.stringify({ uri: res.checkpoint.uri, steps: res.steps, seconds: Math.round(res.seconds), firstLoss: res.firstLoss, finalLoss: res.finalLoss, tokens: res.tokens, samples }, null, 2) + '\n');
+    });
+}

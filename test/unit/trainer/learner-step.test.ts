@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as tf from '@tensorflow/tfjs';
+import { AdamW } from '../../../trainer/adamw.ts';
+import { learnerStep, packBatch } from '../../../trainer/learner-step.ts';
+import { TransformerModel } from '../../../trainer/model.ts';
+import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
+import type { Sample } from '../../../schemas/index.ts';
+import { exampleSample } from '../../support/fixtures.ts';
+import { close, TINY } from './helpers.ts';
+
+const tok = new ByteTokenizer();
+const model = (seed = 1) => TransformerModel.init({ ...TINY, vocabSize: tok.vocabSize }, seed);
+
+function sample(text: string, over: Partial<Sample> = {}): Sample {
+  const prompt = [tok.bos, tok.user, ...tok.encode('hi'), tok.end, tok.assistant];
+  const resp = [...tok.encode(text), tok.end];
+  return exampleSample({
+    tokens: [...prompt, ...resp],
+    promptLength: prompt.length,
+    responseLength: resp.length,
+    lossMask: resp.map(() => 1),
+    rolloutLogprobs: resp.map(() => -5),
+    teacherLogprobs: null,
+    teacherTopK: null,
+    method: 'RL',
+    ...over,
+  });
+}
+
+async function meanLogprob(m: TransformerModel, s: Sample): Promise<number> {
+  const p = packBatch([{ sample: s }], m.config.contextLength);
+  const lp = tf.tidy(() => m.tokenLogprobs(tf.tensor2d(p.x, undefined, 'int32'), tf.tensor2d(p.y, undefined, 'int32'), tf.tensor2d(p.mask)));
+  const v = Array.from(await lp.data());
+  lp.dispose();
+  return v.reduce((a, b) => a + b, 0) / s.responseLength;
+}
+
+test('repeated steps on a fixed batch lower the loss: rewarded replies become likelier, punished ones less likely', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 3e-3, weightDecay: 0 });
+  const good = sample('yes', { reward: 1, userId: 'a' });
+  const bad = sample('no!', { reward: -1, userId: 'b' });
+  const before = [await meanLogprob(m, good), await meanLogprob(m, bad)];
+  let first = 0;
+  for (let i = 0; i < 8; i++) {
+    const r = await learnerStep(m, opt, [{ sample: good }, { sample: bad }]);
+    if (i === 0) first = r.loss;
+    assert.ok(r.lossAfter < r.loss, `step ${i}: surrogate after the update (${r.lossAfter}) is below before (${r.loss})`);
+    assert.equal(r.samples, 2);
+    assert.equal(r.tokens, 8);
+  }
+  const after = [await meanLogprob(m, good), await meanLogprob(m, bad)];
+  assert.ok(after[0] > before[0] + 0.05, `rewarded log-prob ${before[0]} → ${after[0]}`);
+  assert.ok(after[1] < before[1] - 0.05, `punished log-prob ${before[1]} → ${after[1]}`);
+  close(first, 0, 1e-5, 'at ratio 1 the surrogate is −mean(A) = −(1 − 1)/2');
+  m.dispose();
+  opt.dispose();
+});
+
+test('RL-only samples: the teacher term is exactly 0 (reward 0 and no teacher → no gradient at all)', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
+  const w0 = Array.from(await m.weights.get('wte')!.data());
+  const r = await learnerStep(m, opt, [{ sample: sample('abc', { reward: 0, teacherLogprobs: null }) }]);
+  assert.equal(r.loss, 0);
+  assert.equal(r.gradNorm, 0);
+  assert.deepEqual(Array.from(await m.weights.get('wte')!.data()), w0, 'weights unchanged');
+  // With a reward, an RL-only sample's loss is exactly −r (no teacher contribution).
+  const r2 = await learnerStep(m, opt, [{ sample: sample('abc', { reward: -1, teacherLogprobs: null }) }]);
+  close(r2.loss, 1, 1e-6);
+  m.dispose();
+  opt.dispose();
+});
+
+test('OPD: the advantage is teacher − π_old, and π_old is recomputed (drift against the rollout is reported)', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1e-3, weightDecay: 0 });
+  const base = sample('ok');
+  const p = packBatch([{ sample: base }], m.config.contextLength);
+  const lp = tf.tidy(() => m.tokenLogprobs(tf.tensor2d(p.x, undefined, 'int32'), tf.tensor2d(p.y, undefined, 'int32'), tf.tensor2d(p.mask)));
+  const all = Array.from(await lp.data());
+  lp.dispose();
+  const old = all.slice(base.promptLength - 1, base.promptLength - 1 + base.responseLength);
+  const s = sample('ok', { method: 'OPD', reward: 0, rolloutLogprobs: old.map((x) => x - 0.5), teacherLogprobs: old.map((x) => x + 1) });
+  const r = await learnerStep(m, opt, [{ sample: s }]);
+  close(r.loss, -1, 1e-4, 'A = teacher − old = +1 on every token');
+  close(r.logprobDrift, 0.5, 1e-4, 'rollout was 0.5 below the recomputed π_old');
+  m.dispose();
+  opt.dispose();
+});
+
+test('top-k teacher samples use the reverse KL and a masked sample contributes nothing', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1e-3 });
+  const s = sample('ok', { method: 'OPD', reward: 0, teacherLogprobs: [-1, -1, -1], teacherTopK: [0, 1, 2].map(() => ({ ids: [111, 107], logprobs: [-0.2, -2] })) });
+  const masked = sample('zz', { reward: 1, lossMask: [0, 0, 0] });
+  const r = await learnerStep(m, opt, [{ sample: s }, { sample: masked }]);
+  assert.ok(Number.isFinite(r.loss) && r.loss > 0, `reverse KL is positive, got ${r.loss}`);
+  assert.equal(r.samples, 1, 'the masked sample has no trained tokens');
+  assert.equal(r.meanReward, 0);
+  m.dispose();
+  opt.dispose();
+});
+
+test('samples longer than the context are skipped and counted', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1e-3 });
+  const r = await learnerStep(m, opt, [{ sample: sample('x'.repeat(60), { reward: 1 }) }]);
+  assert.equal(r.skipped, 1);
+  assert.equal(r.samples, 0);
+  m.dispose();
+  opt.dispose();
+});

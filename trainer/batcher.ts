@@ -1,0 +1,134 @@
+/**
+ * Forms training batches from buffered samples (ALGORITHMS.md §6–7), pure logic:
+ *
+ * - staleness: a sample whose `policyVersion` is more than `maxStaleness` versions behind the
+ *   learner's current version is dropped and counted (`'drop'`, the default), or kept and marked
+ *   for a truncated importance weight (`'tis'`, see learner-step.ts);
+ * - fairness: one user contributes at most `ceil(maxUserShare · batchSize)` samples to a batch;
+ *   the rest wait, in arrival order, for the next batch. Samples without a user id are not capped
+ *   (nothing says they share a user);
+ * - a batch is full at `batchSize`; a smaller one is released once the oldest buffered sample
+ *   has waited `maxWaitMs` (so one talkative user alone still trains, at the capped size).
+ */
+import type { Sample } from '../schemas/index.ts';
+
+export type StalenessMode = 'drop' | 'tis';
+
+export interface BatcherOptions {
+  /** @default 16 */
+  batchSize?: number;
+  /** @default 2 */
+  maxStaleness?: number;
+  /** @default 'drop' */
+  staleness?: StalenessMode;
+  /** Largest share of a batch one user may fill, in (0, 1]. @default 0.5 */
+  maxUserShare?: number;
+  /** A partial batch is released when its oldest sample has waited this long. @default 30000 */
+  maxWaitMs?: number;
+}
+
+/** A buffered sample and where it came from. */
+export interface Pending<M = unknown> {
+  sample: Sample;
+  /** Opaque origin (partition and offset, for the learner's offset commits). */
+  meta: M;
+  receivedAt: number;
+}
+
+export interface TakenBatch<M = unknown> {
+  /** Samples to train on, in arrival order. */
+  batch: Array<Pending<M> & { stale: boolean }>;
+  /** Samples dropped as too stale (they are consumed: their offsets commit with the batch). */
+  dropped: Array<Pending<M>>;
+}
+
+export class SampleBatcher<M = unknown> {
+  readonly batchSize: number;
+  readonly maxStaleness: number;
+  readonly staleness: StalenessMode;
+  readonly maxPerUser: number;
+  readonly maxWaitMs: number;
+  private buffer: Array<Pending<M>> = [];
+
+  constructor(options: BatcherOptions = {}) {
+    this.batchSize = options.batchSize ?? 16;
+    this.maxStaleness = options.maxStaleness ?? 2;
+    this.staleness = options.staleness ?? 'drop';
+    const share = options.maxUserShare ?? 0.5;
+    if (!(share > 0 && share <= 1)) throw new RangeError('maxUserShare must be in (0, 1]');
+    if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError('batchSize must be a positive integer');
+    this.maxPerUser = Math.max(1, Math.ceil(share * this.batchSize));
+    this.maxWaitMs = options.maxWaitMs ?? 30_000;
+  }
+
+  get size(): number {
+    return this.buffer.length;
+  }
+
+  /** Buffered samples (oldest first). */
+  pending(): ReadonlyArray<Pending<M>> {
+    return this.buffer;
+  }
+
+  add(sample: Sample, meta: M, now = Date.now()): void {
+    this.buffer.push({ sample, meta, receivedAt: now });
+  }
+
+  /** Removes buffered samples matching `pred` (a lost partition's). */
+  remove(pred: (p: Pending<M>) => boolean): void {
+    this.buffer = this.buffer.filter((p) => !pred(p));
+  }
+
+  isStale(sample: Sample, currentVersion: number): boolean {
+    return currentVersion - sample.policyVersion > this.maxStaleness;
+  }
+
+  /** What a batch taken now would hold, without taking it. */
+  private plan(currentVersion: number): { take: Set<number>; drop: Set<number> } {
+    const take = new Set<number>();
+    const drop = new Set<number>();
+    const perUser = new Map<string, number>();
+    this.buffer.forEach((p, i) => {
+      if (take.size >= this.batchSize) return;
+      if (this.staleness === 'drop' && this.isStale(p.sample, currentVersion)) {
+        drop.add(i);
+        return;
+      }
+      const user = p.sample.userId;
+      if (user !== null) {
+        const n = perUser.get(user) ?? 0;
+        if (n >= this.maxPerUser) return; // waits for the next batch
+        perUser.set(user, n + 1);
+      }
+      take.add(i);
+    });
+    return { take, drop };
+  }
+
+  /** A full batch is available, or a partial one whose oldest sample has waited `maxWaitMs`. */
+  ready(currentVersion: number, now = Date.now()): boolean {
+    const { take, drop } = this.plan(currentVersion);
+    if (take.size >= this.batchSize) return true;
+    if (take.size === 0) return drop.size > 0 && now - this.buffer[0].receivedAt >= this.maxWaitMs;
+    const oldest = Math.min(...[...take].map((i) => this.buffer[i].receivedAt));
+    return now - oldest >= this.maxWaitMs;
+  }
+
+  /**
+   * Takes the next batch: up to `batchSize` samples in arrival order under the per-user cap, and
+   * every too-stale sample met on the way (dropped). Capped samples stay buffered.
+   */
+  take(currentVersion: number): TakenBatch<M> {
+    const { take, drop } = this.plan(currentVersion);
+    const batch: TakenBatch<M>['batch'] = [];
+    const dropped: Array<Pending<M>> = [];
+    const rest: Array<Pending<M>> = [];
+    this.buffer.forEach((p, i) => {
+      if (take.has(i)) batch.push({ ...p, stale: this.isStale(p.sample, currentVersion) });
+      else if (drop.has(i)) dropped.push(p);
+      else rest.push(p);
+    });
+    this.buffer = rest;
+    return { batch, dropped };
+  }
+}

@@ -1,0 +1,442 @@
+/**
+ * The learner service: consumes `turnstream.samples.v1` (read_committed), trains one step per
+ * batch and publishes each new checkpoint as a WeightVersion IN THE SAME Kafka transaction as the
+ * consumed samples' offsets (transactional producer, stable transactional id, `sendOffsets`).
+ *
+ * Exactly-once, across crashes:
+ * - the checkpoint file is written before the transaction; a crash in between leaves an
+ *   unpublished folder, which the next start deletes (its version number is reused);
+ * - on start the learner reads the weights topic to its end and resumes from the last published
+ *   version of its model (or `fromVersion`), and its consumer group resumes from the committed
+ *   offsets, so a committed batch is never trained again;
+ * - the per-user cap can leave a sample buffered while later ones of its partition are trained.
+ *   The committed offset stops at the oldest buffered sample, and the offsets above it that are
+ *   already trained travel as the commit's metadata; on restart they are skipped.
+ *
+ * There is one learner per model (and samples tag): a second instance with the same
+ * transactional id fences the first.
+ */
+import { rm } from 'node:fs/promises';
+import type { Consumer, Kafka, Producer } from 'kafkajs';
+import type { DeadLetter, WeightVersion } from '../schemas/index.ts';
+import { createLogger, type Logger } from '../streams/logger.ts';
+import { deadLetter } from '../streams/dead-letter.ts';
+import type { EventCodecs } from '../streams/event-codecs.ts';
+import { counter, gauge, histogram } from '../streams/metrics.ts';
+import { partitioner } from '../streams/producer.ts';
+import { readToEnd } from '../streams/topic-reader.ts';
+import { AdamW, type AdamWOptions } from './adamw.ts';
+import { SampleBatcher, type BatcherOptions } from './batcher.ts';
+import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
+import { learnerStep, type LearnerStepOptions, type StepMetrics } from './learner-step.ts';
+import type { TransformerModel } from './model.ts';
+import { initCheckpoint, WeightStore } from './weight-store.ts';
+
+/**
+ * Learning rate of the learner for the built-in model, chosen by measurement
+ * (bench/trainer-lr.ts; trainer/README.md): the rate that raised persona satisfaction fastest
+ * without collapsing the replies.
+ */
+export const LEARNER_LR = 3e-4;
+
+export interface LearnerOptions {
+  kafka: Kafka;
+  /** Codecs of the live topic family (the weights topic is always the live one). */
+  codecs: EventCodecs;
+  /** Weight store root. `TURNSTREAM_WEIGHTS_DIR` */
+  weightsDir: string;
+  /** @default 'turnstream-tiny' */
+  modelId?: string;
+  /** Train from a replay's samples (`topicName('samples', { tag })`). @default the live samples */
+  samplesTag?: string;
+  /** Train on top of this version instead of the last published one. @default the last published (or 0) */
+  fromVersion?: number;
+  /** @default `<prefix>turnstream.learner.<modelId>` (+ `.<tag>`) */
+  groupId?: string;
+  /** Part of the transactional id. @default '0' */
+  instanceId?: string;
+  /** Batch size, staleness and per-user cap. */
+  batch?: BatcherOptions;
+  /** Loss weights and regularizers. */
+  step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
+  /** AdamW settings. @default { lr: LEARNER_LR, betas 0.9/0.98, weightDecay 0.1, maxGradNorm 1 } */
+  optimizer?: Partial<AdamWOptions>;
+  /** Buffered samples before the consumer pauses. @default 4 × batch size */
+  maxBuffered?: number;
+  /** Called after each published version (tests, the eval). */
+  onVersion?: (wv: WeightVersion) => void;
+  logger?: Logger;
+}
+
+export interface LearnerStats {
+  /** Version of the weights in memory (the last published one). */
+  version: number;
+  steps: number;
+  consumed: number;
+  trained: number;
+  droppedStale: number;
+  deadLettered: number;
+  buffered: number;
+  transactions: number;
+}
+
+export interface LearnerHandle {
+  /** Resolves once resumed (weights loaded, consumer running). */
+  ready: Promise<void>;
+  stats(): LearnerStats;
+  /** Finishes the batch in progress (publishing it), then stops. */
+  stop(): Promise<void>;
+  /** Resolves when stopped, rejects on a fatal error (a failed transaction, fencing). */
+  closed: Promise<void>;
+}
+
+const metrics = {
+  consumed: counter('turnstream_trainer_samples_in_total', 'Samples consumed', ['model']),
+  trained: counter('turnstream_trainer_samples_trained_total', 'Samples trained on', ['model', 'method']),
+  dropped: counter('turnstream_trainer_samples_dropped_stale_total', 'Samples dropped as too stale', ['model']),
+  steps: counter('turnstream_trainer_steps_total', 'Optimizer steps (= published versions)', ['model']),
+  version: gauge('turnstream_trainer_version', 'Last published weight version', ['model']),
+  loss: gauge('turnstream_trainer_loss', 'Loss of the last step', ['model']),
+  reward: gauge('turnstream_trainer_mean_reward', 'Mean reward of the last batch', ['model']),
+  drift: gauge('turnstream_trainer_logprob_drift', 'Mean |rollout − recomputed| log-prob of the last batch', ['model']),
+  kl: gauge('turnstream_trainer_kl', 'KL(π_old ‖ π_new) of the last step', ['model']),
+  clip: gauge('turnstream_trainer_clip_fraction', 'Clip fraction of the last step', ['model']),
+  buffered: gauge('turnstream_trainer_buffered_samples', 'Samples waiting for a batch', ['model']),
+  stepSeconds: histogram('turnstream_trainer_step_seconds', 'Training step time', ['model'], [0.1, 0.5, 1, 2, 5, 10, 30, 60]),
+};
+
+interface Origin {
+  partition: number;
+  offset: bigint;
+}
+
+interface PartitionState {
+  /** Highest offset delivered. */
+  lastSeen: bigint | null;
+  /** Offsets at or above the committed offset that are already trained / dropped / dead-lettered. */
+  done: Set<bigint>;
+}
+
+/** The last WeightVersion of `modelId` on the weights topic (the highest version), or null. */
+export async function lastPublishedVersion(kafka: Kafka, codecs: EventCodecs, modelId: string): Promise<WeightVersion | null> {
+  let best: WeightVersion | null = null;
+  const codec = codecs.of('weights');
+  await readToEnd(kafka, codec.topic, async (r) => {
+    if (!r.value) return;
+    const wv = await codec.decode(r.value);
+    if (wv.modelId === modelId && (!best || wv.version > best.version)) best = wv;
+  });
+  return best;
+}
+
+export async function startLearner(options: LearnerOptions): Promise<LearnerHandle> {
+  const l = new Learner(options);
+  await l.start();
+  return l.handle();
+}
+
+class Learner {
+  private readonly o: LearnerOptions;
+  private readonly log: Logger;
+  private readonly modelId: string;
+  private readonly store: WeightStore;
+  private readonly batcher: SampleBatcher<Origin>;
+  private readonly optimizer: AdamW;
+  private readonly groupId: string;
+  private readonly parts = new Map<number, PartitionState>();
+  private readonly pendingDlq: Array<{ key: string; value: DeadLetter }> = [];
+  private consumer!: Consumer;
+  private producer!: Producer;
+  private samplesTopic = '';
+  private model: TransformerModel | null = null;
+  private version = 0;
+  private nextVersion = 1;
+  private steps = 0;
+  private baseModel = '';
+  private paused = false;
+  private stopping = false;
+  private assignment: Promise<void> = Promise.resolve();
+  private loop: Promise<void> = Promise.resolve();
+  private readonly counts = { consumed: 0, trained: 0, droppedStale: 0, deadLettered: 0, transactions: 0 };
+  private readyResolve!: () => void;
+  private readonly ready = new Promise<void>((r) => (this.readyResolve = r));
+  private closedResolve!: () => void;
+  private closedReject!: (e: unknown) => void;
+  private readonly closed = new Promise<void>((res, rej) => {
+    this.closedResolve = res;
+    this.closedReject = rej;
+  });
+
+  constructor(options: LearnerOptions) {
+    this.o = options;
+    this.modelId = options.modelId ?? 'turnstream-tiny';
+    this.log = options.logger ?? createLogger('learner');
+    this.store = new WeightStore(options.weightsDir);
+    this.batcher = new SampleBatcher<Origin>(options.batch);
+    this.optimizer = new AdamW({ lr: LEARNER_LR, ...options.optimizer });
+    const prefix = options.codecs.naming.prefix ?? '';
+    this.groupId = options.groupId ?? `${prefix}turnstream.learner.${this.modelId}${options.samplesTag ? `.${options.samplesTag}` : ''}`;
+    this.closed.catch(() => undefined);
+  }
+
+  handle(): LearnerHandle {
+    return {
+      ready: this.ready,
+      closed: this.closed,
+      stats: () => ({ version: this.version, steps: this.steps, buffered: this.batcher.size, ...this.counts }),
+      stop: () => this.stop(),
+    };
+  }
+
+  async start(): Promise<void> {
+    const { kafka, codecs } = this.o;
+    const samplesCodecs = this.o.samplesTag ? await codecs.withNaming({ ...codecs.naming, tag: this.o.samplesTag }) : codecs;
+    const samplesCodec = samplesCodecs.of('samples');
+    this.samplesTopic = samplesCodec.topic;
+
+    // Resume: the last published version, minus whatever a crash left unpublished.
+    const published = await lastPublishedVersion(kafka, codecs, this.modelId);
+    const v0 = await initCheckpoint(this.o.weightsDir, { modelId: this.modelId });
+    const publishedVersion = published?.version ?? 0;
+    for (const v of await this.store.list(this.modelId)) {
+      if (v > publishedVersion) {
+        this.log.warn({ version: v }, 'discarding an unpublished checkpoint (left by a crash)');
+        await rm(this.store.path(this.modelId, v), { recursive: true, force: true });
+      }
+    }
+    const from = this.o.fromVersion ?? publishedVersion;
+    if (from > publishedVersion) throw new Error(`--from-version ${from} is newer than the last published version ${publishedVersion}`);
+    const { model, manifest } = await loadCheckpoint(this.store.path(this.modelId, from), {
+      expectedSha256: published && published.version === from ? published.sha256 : from === 0 ? v0.sha256 : undefined,
+    });
+    this.model = model;
+    this.version = from;
+    this.nextVersion = publishedVersion + 1;
+    this.steps = published && from === publishedVersion ? published.metrics.steps : (manifest.metrics?.steps ?? 0);
+    this.baseModel = published?.baseModel ?? manifest.baseModel ?? `${this.modelId}@v0`;
+    if (this.o.fromVersion === undefined && from === 0) this.steps = 0;
+    metrics.version.set({ model: this.modelId }, this.version);
+    this.log.info({ modelId: this.modelId, version: from, nextVersion: this.nextVersion, steps: this.steps, samplesTopic: this.samplesTopic, groupId: this.groupId }, 'learner resumed');
+
+    this.producer = kafka.producer({
+      transactionalId: `${this.groupId}.${this.o.instanceId ?? '0'}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: partitioner,
+      transactionTimeout: 60000,
+    });
+    await this.producer.connect(); // fences a predecessor and aborts what it left open
+    this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, maxWaitTimeInMs: 200, sessionTimeout: 30000, heartbeatInterval: 3000 });
+    this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
+      this.assignment = this.onAssignment(e.payload.memberAssignment[this.samplesTopic] ?? []);
+    });
+    this.consumer.on(this.consumer.events.CRASH, (e) => {
+      if (!e.payload.restart) void this.fail(e.payload.error);
+    });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic: this.samplesTopic, fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        await this.assignment;
+        const st = this.parts.get(batch.partition);
+        if (!st) return;
+        for (const m of batch.messages) {
+          const offset = BigInt(m.offset);
+          if (st.lastSeen !== null && offset <= st.lastSeen) continue; // re-delivered after a rebalance
+          st.lastSeen = offset;
+          if (st.done.has(offset)) continue; // trained before a restart (commit metadata)
+          this.counts.consumed++;
+          metrics.consumed.inc({ model: this.modelId });
+          try {
+            if (!m.value) throw new Error('record has no value (tombstone)');
+            const sample = await samplesCodec.decode(m.value);
+            this.batcher.add(sample, { partition: batch.partition, offset });
+          } catch (err) {
+            this.pendingDlq.push({ key: m.key?.toString('utf8') ?? '', value: deadLetter({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value }, err, 'learner', 1) });
+            st.done.add(offset);
+            this.counts.deadLettered++;
+          }
+        }
+        metrics.buffered.set({ model: this.modelId }, this.batcher.size);
+        if (!this.paused && this.batcher.size >= (this.o.maxBuffered ?? 4 * this.batcher.batchSize)) {
+          this.paused = true;
+          this.consumer.pause([{ topic: this.samplesTopic }]);
+        }
+      },
+    });
+    this.loop = this.trainLoop().catch((err) => this.fail(err));
+    this.readyResolve();
+  }
+
+  /** (Re)assignment: forget lost partitions; read committed offsets and their metadata for ours. */
+  private async onAssignment(partitions: number[]): Promise<void> {
+    const mine = new Set(partitions);
+    for (const p of [...this.parts.keys()]) if (!mine.has(p)) this.parts.delete(p);
+    this.batcher.remove((x) => !mine.has(x.meta.partition));
+    const admin = this.o.kafka.admin();
+    await admin.connect();
+    try {
+      const [res] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.samplesTopic] });
+      for (const p of res?.partitions ?? []) {
+        if (!mine.has(p.partition)) continue;
+        const done = new Set<bigint>();
+        try {
+          for (const o of (p.metadata ? (JSON.parse(p.metadata) as { done?: string[] }).done : undefined) ?? []) done.add(BigInt(o));
+        } catch {
+          this.log.warn({ partition: p.partition, metadata: p.metadata }, 'unreadable commit metadata; ignoring it');
+        }
+        const committed = BigInt(p.offset);
+        // Buffered samples survive a rebalance that keeps the partition: keep its position.
+        const prev = this.parts.get(p.partition);
+        this.parts.set(p.partition, prev ?? { lastSeen: committed >= 0n ? committed - 1n : null, done });
+      }
+      for (const p of partitions) if (!this.parts.has(p)) this.parts.set(p, { lastSeen: null, done: new Set() });
+    } finally {
+      await admin.disconnect();
+    }
+    this.log.info({ partitions }, 'assigned');
+  }
+
+  private async trainLoop(): Promise<void> {
+    while (!this.stopping) {
+      if (this.batcher.ready(this.version)) await this.runBatch();
+      else if (this.pendingDlq.length > 0) await this.commit(null);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  private async runBatch(): Promise<void> {
+    const { batch, dropped } = this.batcher.take(this.version);
+    if (this.paused && this.batcher.size < (this.o.maxBuffered ?? 4 * this.batcher.batchSize) / 2) {
+      this.paused = false;
+      this.consumer.resume([{ topic: this.samplesTopic }]);
+    }
+    this.counts.droppedStale += dropped.length;
+    if (dropped.length > 0) {
+      metrics.dropped.inc({ model: this.modelId }, dropped.length);
+      this.log.info({ dropped: dropped.length, version: this.version, maxStaleness: this.batcher.maxStaleness }, 'dropped stale samples');
+    }
+    let published: WeightVersion | null = null;
+    let m: StepMetrics | null = null;
+    if (batch.length > 0) {
+      const end = metrics.stepSeconds.startTimer({ model: this.modelId });
+      m = await learnerStep(this.model!, this.optimizer, batch.map((b) => ({ sample: b.sample, stale: b.stale })), this.o.step);
+      end();
+      if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length);
+    }
+    for (const p of [...batch, ...dropped]) this.parts.get(p.meta.partition)?.done.add(p.meta.offset);
+    try {
+      await this.commit(published);
+    } catch (err) {
+      if (published) await rm(published.uri, { recursive: true, force: true }).catch(() => undefined);
+      throw err;
+    }
+    this.counts.trained += batch.length;
+    for (const b of batch) metrics.trained.inc({ model: this.modelId, method: b.sample.method });
+    if (published && m) {
+      this.version = published.version;
+      this.nextVersion = published.version + 1;
+      this.steps = published.metrics.steps;
+      metrics.steps.inc({ model: this.modelId });
+      metrics.version.set({ model: this.modelId }, this.version);
+      metrics.loss.set({ model: this.modelId }, m.loss);
+      metrics.reward.set({ model: this.modelId }, m.meanReward);
+      metrics.drift.set({ model: this.modelId }, m.logprobDrift);
+      metrics.kl.set({ model: this.modelId }, m.kl);
+      metrics.clip.set({ model: this.modelId }, m.clipFraction);
+      this.log.info({ version: published.version, ...published.metrics, lossAfter: m.lossAfter, gradNorm: m.gradNorm }, 'published weight version');
+      this.o.onVersion?.(published);
+    }
+    metrics.buffered.set({ model: this.modelId }, this.batcher.size);
+  }
+
+  private async writeCheckpoint(m: StepMetrics, droppedStale: number): Promise<WeightVersion> {
+    const version = this.nextVersion;
+    // A folder with this number can only be an unpublished leftover: versions are published in order.
+    await rm(this.store.path(this.modelId, version), { recursive: true, force: true });
+    const trainMetrics = {
+      loss: m.loss,
+      meanReward: m.meanReward,
+      kl: m.kl,
+      clipFraction: m.clipFraction,
+      samples: m.samples,
+      tokens: m.tokens,
+      logprobDrift: m.logprobDrift,
+      droppedStale,
+      steps: this.steps + 1,
+    };
+    const saved = await saveCheckpoint(this.model!, {
+      weightsDir: this.o.weightsDir,
+      modelId: this.modelId,
+      version,
+      parentVersion: this.version,
+      baseModel: this.baseModel,
+      metrics: trainMetrics,
+    });
+    return {
+      modelId: this.modelId,
+      version,
+      parentVersion: this.version,
+      uri: saved.uri,
+      sha256: saved.sha256,
+      format: CHECKPOINT_FORMAT,
+      baseModel: this.baseModel,
+      metrics: trainMetrics,
+      createdAt: Date.now(),
+    };
+  }
+
+  /** One transaction: the WeightVersion (if any), dead letters, and every partition's offset. */
+  private async commit(wv: WeightVersion | null): Promise<void> {
+    const offsets: Array<{ partition: number; offset: string; metadata: string }> = [];
+    for (const [partition, st] of this.parts) {
+      if (st.lastSeen === null) continue;
+      let next = st.lastSeen + 1n;
+      for (const p of this.batcher.pending()) if (p.meta.partition === partition && p.meta.offset < next) next = p.meta.offset;
+      for (const o of [...st.done]) if (o < next) st.done.delete(o);
+      offsets.push({ partition, offset: next.toString(), metadata: JSON.stringify({ done: [...st.done].map(String) }) });
+    }
+    const dlq = this.pendingDlq.splice(0);
+    const txn = await this.producer.transaction();
+    try {
+      const messages: Array<{ topic: string; messages: Array<{ key: string; value: Buffer }> }> = [];
+      if (wv) messages.push({ topic: this.o.codecs.topic('weights'), messages: [{ key: wv.modelId, value: await this.o.codecs.of('weights').encode(wv) }] });
+      if (dlq.length > 0) {
+        const codec = this.o.codecs.of('dlq');
+        messages.push({ topic: codec.topic, messages: await Promise.all(dlq.map(async (d) => ({ key: d.key, value: await codec.encode(d.value) }))) });
+      }
+      if (messages.length > 0) await txn.sendBatch({ acks: -1, topicMessages: messages });
+      if (offsets.length > 0) await txn.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.samplesTopic, partitions: offsets }] });
+      await txn.commit();
+      this.counts.transactions++;
+    } catch (err) {
+      await txn.abort().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async fail(err: unknown): Promise<void> {
+    if (this.stopping) return;
+    this.log.error({ err: (err as Error)?.message ?? String(err) }, 'learner failed; stopping');
+    this.stopping = true;
+    await this.shutdown();
+    this.closedReject(err);
+  }
+
+  private async stop(): Promise<void> {
+    if (this.stopping) return this.closed;
+    this.stopping = true;
+    await this.loop;
+    await this.shutdown();
+    this.closedResolve();
+  }
+
+  private async shutdown(): Promise<void> {
+    await this.consumer?.disconnect().catch(() => undefined);
+    await this.producer?.disconnect().catch(() => undefined);
+    this.optimizer.dispose();
+    this.model?.dispose();
+    this.model = null;
+  }
+}
