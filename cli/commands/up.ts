@@ -69,7 +69,7 @@ export function register(program: Command): void {
       for (const s of specs) sup.start(s);
       const ready = await sup.waitReady(180000);
       say('');
-      for (const s of sup.states()) say(`  ${s.name.padEnd(18)} ${s.state.padEnd(10)} ${s.url ?? ''}  log: ${s.log}`);
+      for (const s of sup.states()) say(`  ${s.name.padEnd(18)} ${s.state.padEnd(10)} pid ${String(s.pid ?? '-').padEnd(7)} ${s.url ?? ''}  log: ${s.log}`);
       say(ready ? '\nturnstream is up. Ctrl-C stops everything.' : '\nturnstream is up, but some services are not ready (see their logs). Ctrl-C stops everything.');
       if (specs.some((s) => s.name === 'gateway')) {
         say(`Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"turnstream","messages":[{"role":"user","content":"hi"}]}'`);

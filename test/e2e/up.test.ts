@@ -1,0 +1,94 @@
+/**
+ * `turnstream up` — what `npm start` runs — against the shared stack (given as endpoints, so
+ * `up` starts no infra of its own): every service comes up, a chat request is answered and
+ * captured, and Ctrl-C stops the whole process tree.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { getFreePort } from '../../infra/index.ts';
+import { createEventCodecs, createKafka, readToEnd } from '../../streams/index.ts';
+import { ensureStack, REPO_ROOT, uniquePrefix } from '../support/stack.ts';
+
+let stack: Awaited<ReturnType<typeof ensureStack>>;
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('turnstream up', { timeout: 420000 }, () => {
+  before(async () => {
+    stack = await ensureStack();
+  });
+
+  it('starts every service, answers and captures a chat request, and stops everything on Ctrl-C', async () => {
+    const prefix = uniquePrefix('up');
+    const home = mkdtempSync(join(tmpdir(), 'turnstream-up-'));
+    const port = await getFreePort();
+    const dashboardPort = await getFreePort();
+    const child = spawn(process.execPath, ['bin/turnstream.js', 'up', '--dashboard-port', String(dashboardPort)], {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        KAFKA_BROKERS: stack.brokers,
+        SCHEMA_REGISTRY_URL: stack.registryUrl,
+        CLICKHOUSE_URL: stack.clickhouseUrl,
+        TURNSTREAM_HOME: home,
+        TURNSTREAM_TOPIC_PREFIX: prefix,
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      const t0 = Date.now();
+      while (!/turnstream is up/.test(out)) {
+        if (child.exitCode !== null) assert.fail(`up exited early:\n${out}`);
+        if (Date.now() - t0 > 300000) assert.fail(`up did not come up:\n${out}`);
+        await sleep(500);
+      }
+      assert.match(out, /turnstream is up\. Ctrl-C/, `every service is ready:\n${out}`);
+      assert.match(out, new RegExp(`gateway\\s+ready\\s+pid \\d+\\s+http://127\\.0\\.0\\.1:${port}`));
+
+      const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session-id': 'up-session' },
+        body: JSON.stringify({ model: 'turnstream', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] }),
+      });
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as { choices: Array<{ message: { content: string } }> };
+      assert.equal(typeof body.choices[0].message.content, 'string');
+
+      // The turn reached Kafka.
+      const kafka = createKafka({ brokers: [stack.brokers], clientId: 'up-test' });
+      const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
+      let turns = 0;
+      for (let i = 0; i < 40 && turns === 0; i++) {
+        turns = await readToEnd(kafka, codecs.topic('turns'), () => undefined);
+        if (turns === 0) await sleep(500);
+      }
+      assert.equal(turns, 1);
+    } finally {
+      const pids = [...out.matchAll(/pid[ =:]+(\d+)/g)].map((m) => Number(m[1]));
+      child.kill('SIGINT');
+      const code = await Promise.race([exited, sleep(60000).then(() => 'timeout' as const)]);
+      if (code === 'timeout') child.kill('SIGKILL');
+      assert.equal(code, 0, `up exits 0 after Ctrl-C:\n${out}`);
+      assert.match(out, /turnstream: stopped\./);
+      for (const pid of pids) assert.equal(alive(pid), false, `service pid ${pid} is gone`);
+    }
+  });
+});
