@@ -38,7 +38,7 @@ export {
 } from './model.ts';
 export { loadPolicy, type LoadPolicyOptions, type PolicyHandle } from './policy.ts';
 export { BYTE_VOCAB, ByteTokenizer, SPECIAL_TOKENS, StreamDecoder, type SpecialToken } from './tokenizer.ts';
-export { WeightStore, initCheckpoint, type InitCheckpointOptions, type WeightVersionRef } from './weight-store.ts';
+export { WeightStore, initCheckpoint, SHIPPED_BASE_DIR, type InitCheckpointOptions, type WeightVersionRef } from './weight-store.ts';
 export * from './losses/index.ts';
 export { AdamW, type AdamWOptions } from './adamw.ts';
 export { corpus, TOPICS, NAMES, INSTRUCTIONS, PROPERTIES, BASE_RATES, HINT_HEADER, type Exchange, type Property, type ReplyStyle, type Topic } from './corpus.ts';
@@ -46,3 +46,4 @@ export { pretrain, sampleReplies, exchangeIds, BASE_MODEL_CONFIG, type PretrainO
 export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 export { startLearner, lastPublishedVersion, LEARNER_LR, type LearnerHandle, type LearnerOptions, type LearnerStats } from './learner.ts';
+export { sampleMany, type SampledReply, type SampleManyOptions } from './sample-many.ts';

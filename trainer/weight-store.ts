@@ -1,5 +1,6 @@
-import { readdir, stat } from 'node:fs/promises';
+import { cp, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { TransformerModel, type ModelConfig } from './model.ts';
 import { checkpointPath, readManifest, saveCheckpoint, type SavedCheckpoint } from './checkpoint.ts';
 import { ByteTokenizer } from './tokenizer.ts';
@@ -76,17 +77,42 @@ export interface InitCheckpointOptions {
   seed?: number;
   /** Model shape; the vocabulary comes from the byte tokenizer. @default DEFAULT_MODEL_CONFIG */
   config?: Partial<Omit<ModelConfig, 'vocabSize'>>;
+  /**
+   * Weight store holding a pretrained version 0 to copy instead of a random init; `false` forces
+   * the random init. Used only when neither `config` nor `seed` is given.
+   * @default SHIPPED_BASE_DIR (the pretrained base shipped in the repository, when present)
+   */
+  base?: string | false;
 }
 
+/** The weight store shipped in the repository: `trainer/base/<modelId>/v0` (built by `turnstream pretrain`). */
+export const SHIPPED_BASE_DIR = fileURLToPath(new URL('./base/', import.meta.url));
+
 /**
- * Creates version 0 of a model from a random init, or returns the existing version 0 untouched
- * (idempotent, so `turnstream up` can call it every time).
+ * Creates version 0 of a model — a copy of the pretrained base shipped in the repository when it
+ * exists (and no `config` / `seed` asks for something else), else a random init — or returns the
+ * existing version 0 untouched (idempotent, so `turnstream up` can call it every time).
  */
 export async function initCheckpoint(weightsDir: string, opts: InitCheckpointOptions = {}): Promise<WeightVersionRef> {
   const modelId = opts.modelId ?? 'turnstream-tiny';
   const seed = opts.seed ?? 0;
   const store = new WeightStore(weightsDir);
   if ((await store.list(modelId)).includes(0)) return store.ref(modelId, 0);
+  const base = opts.base ?? SHIPPED_BASE_DIR;
+  if (base !== false && opts.config === undefined && opts.seed === undefined && (await new WeightStore(base).list(modelId)).includes(0)) {
+    const src = checkpointPath(base, modelId, 0);
+    await readManifest(src); // refuses a broken shipped copy rather than spreading it
+    const dst = store.path(modelId, 0);
+    const tmp = `${dst}.tmp-${process.pid}-${Date.now()}`;
+    await cp(src, tmp, { recursive: true });
+    try {
+      await rename(tmp, dst);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      if (!(await store.list(modelId)).includes(0)) throw err;
+    }
+    return store.ref(modelId, 0);
+  }
   const model = TransformerModel.init({ ...opts.config, vocabSize: new ByteTokenizer().vocabSize }, seed);
   let saved: SavedCheckpoint;
   try {

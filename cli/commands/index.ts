@@ -12,3 +12,6 @@ import { register as sinkCommand } from './sink.ts'; commands.push(sinkCommand);
 import { register as reportCommand } from './report.ts'; commands.push(reportCommand);
 import { register as dashboardCommand } from './dashboard.ts'; commands.push(dashboardCommand);
 import { register as trainCommand } from './train.ts'; commands.push(trainCommand);
+import { register as importCommand } from './import.ts'; commands.push(importCommand);
+import { register as replayCommand } from './replay.ts'; commands.push(replayCommand);
+import { register as evalCommand } from './eval.ts'; commands.push(evalCommand);

@@ -1,0 +1,99 @@
+/**
+ * `turnstream eval`: simulated users with hidden preferences talk to the model; the score is the
+ * share of replies to held-out prompts that satisfy them, per weight version, over several seeds
+ * (trainer/eval/). In-process by default (the pipeline's judge, sample builder and learner step,
+ * called directly); `--pipeline` sends the personas through the gateway and the Kafka pipeline.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { createLogger } from '../../streams/index.ts';
+import { initCheckpoint, LEARNER_LR, loadPolicy, selectBackend, type BackendName } from '../../trainer/index.ts';
+import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../trainer/eval/personas.ts';
+import { toCsv, toSvg } from '../../trainer/eval/report.ts';
+import { runEval, type EvalResult } from '../../trainer/eval/run-eval.ts';
+import { loadConfig } from '../config.ts';
+
+interface EvalFlags {
+  personas: string;
+  interactions: string;
+  seeds: string;
+  json?: boolean;
+  method: string;
+  batchSize: string;
+  lr?: string;
+  heldOut: string;
+  heldOutSamples: string;
+  evalEvery: string;
+  out: string;
+  only?: string;
+  backend?: string;
+  pipeline?: boolean;
+}
+
+export function register(program: Command): void {
+  program
+    .command('eval')
+    .description('simulated users with hidden preferences: held-out satisfaction per weight version')
+    .option('--personas <file>', 'personas JSON', DEFAULT_PERSONAS_FILE)
+    .option('--interactions <n>', 'interactions per persona', '36')
+    .option('--seeds <k>', 'seeds per persona', '3')
+    .option('--json', 'print one JSON object')
+    .option('--method <m>', 'combined | rl | opd', 'combined')
+    .option('--batch-size <n>', 'interactions per learner step', '4')
+    .option('--lr <x>', `learning rate (default ${LEARNER_LR})`)
+    .option('--held-out <n>', 'held-out prompts', '8')
+    .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
+    .option('--eval-every <n>', 'score every n-th version (first and last always)', '1')
+    .option('--only <ids>', 'comma-separated persona ids')
+    .option('--out <dir>', 'folder for eval.csv, eval.svg, eval.json', '.turnstream/eval')
+    .option('--backend <name>', 'force a tfjs backend')
+    .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
+    .action(async (f: EvalFlags) => {
+      const config = loadConfig();
+      const logger = createLogger('eval', config.logLevel);
+      if (f.pipeline) {
+        process.stderr.write('turnstream eval --pipeline: not implemented yet; run without --pipeline (in-process: the same judge, sample builder and learner step, no transport)\n');
+        process.exitCode = 2;
+        return;
+      }
+      if (!['combined', 'rl', 'opd'].includes(f.method)) throw new Error(`--method must be combined, rl or opd (got ${f.method})`);
+      await selectBackend(f.backend as BackendName | undefined, { logger });
+      let personas = await loadPersonas(resolve(f.personas));
+      if (f.only) personas = personas.filter((p) => f.only!.split(',').includes(p.id));
+      // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).
+      const base = await initCheckpoint(config.weightsDir);
+      const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+      const result: EvalResult = await runEval({
+        personas,
+        baseUri: base.uri,
+        teacherPolicy,
+        interactions: Number(f.interactions),
+        seeds: Number(f.seeds),
+        method: f.method as 'combined' | 'rl' | 'opd',
+        batchSize: Number(f.batchSize),
+        lr: f.lr ? Number(f.lr) : undefined,
+        heldOutPrompts: Number(f.heldOut),
+        heldOutSamples: Number(f.heldOutSamples),
+        evalEvery: Number(f.evalEvery),
+        onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
+      });
+      teacherPolicy.dispose();
+      const out = resolve(f.out);
+      await mkdir(out, { recursive: true });
+      await writeFile(join(out, 'eval.csv'), toCsv(result));
+      await writeFile(join(out, 'eval.svg'), toSvg(result));
+      await writeFile(join(out, 'eval.json'), JSON.stringify(result, null, 2) + '\n');
+      if (f.json) {
+        const { runs, ...summary } = result;
+        process.stdout.write(JSON.stringify({ ...summary, runs: runs.map((r) => ({ persona: r.persona, seed: r.seed, scores: r.scores.map((s) => s.satisfaction), trainSatisfaction: r.trainSatisfaction, samples: r.samples })) }) + '\n');
+      } else {
+        process.stdout.write(
+          `held-out satisfaction ${result.before.toFixed(3)} → ${result.after.toFixed(3)} over ${result.personas} personas × ${result.seeds} seeds, ${result.interactions} interactions each (${result.method}, ${result.mode})\n` +
+            `${result.statistic.test}: mean diff ${result.statistic.meanDiff.toFixed(3)}, t = ${result.statistic.t.toFixed(2)}, p = ${result.statistic.p.toPrecision(3)} (n = ${result.statistic.n})\n` +
+            result.per_version.map((v) => `  v${v.version} (${v.interactions} interactions): ${v.satisfaction.toFixed(3)}  ${Object.entries(v.byPersona).map(([k, x]) => `${k} ${x.toFixed(2)}`).join('  ')}`).join('\n') +
+            `\nwrote ${join(out, 'eval.csv')}, eval.svg, eval.json (${Math.round(result.seconds)} s)\n`,
+        );
+      }
+    });
+}

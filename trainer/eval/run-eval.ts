@@ -1,0 +1,253 @@
+/**
+ * The evaluation loop, in-process: personas talk to the policy; each reply and the persona's
+ * reaction form a TurnPair that goes through the SAME functions the Kafka pipeline runs — the
+ * embedded judge (processors/judge) and the sample builder with the frozen base model as OPD
+ * teacher (processors/sample-builder) — and every `batchSize` interactions the learner takes one
+ * step (trainer/learner-step.ts, the learner service's step) and a new version exists. What is
+ * skipped is only the transport: no gateway, no Kafka.
+ *
+ * Score: for each version, the share of replies to HELD-OUT prompts (topics no interaction used)
+ * that satisfy the persona's hidden preference, `heldOutSamples` sampled replies per prompt at
+ * temperature 1 (as served). One run = one persona × one seed, from the base checkpoint.
+ */
+import type { ChatMessage as EventMessage, Judgement, Sample, TurnPair } from '../../schemas/index.ts';
+import { buildSample, createEmbeddedJudge, createPolicyTeacher, type Teacher, type TrainMethod } from '../../processors/index.ts';
+import { AdamW } from '../adamw.ts';
+import { renderPrompt, type ChatMessage } from '../chat-template.ts';
+import { loadCheckpoint } from '../checkpoint.ts';
+import { mulberry32 } from '../generate.ts';
+import { learnerStep, type StepMetrics } from '../learner-step.ts';
+import { LEARNER_LR } from '../learner.ts';
+import type { TransformerModel } from '../model.ts';
+import type { PolicyHandle } from '../policy.ts';
+import { sampleMany } from '../sample-many.ts';
+import { ByteTokenizer } from '../tokenizer.ts';
+import type { Topic } from '../corpus.ts';
+import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
+import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
+
+export interface EvalOptions {
+  personas: Persona[];
+  /** The base checkpoint folder every run starts from (version 0). */
+  baseUri: string;
+  /** The frozen teacher (the base checkpoint, loaded as a policy). */
+  teacherPolicy: PolicyHandle;
+  /** Interactions per persona and seed. @default 36 */
+  interactions?: number;
+  /** Seeds 1..seeds. @default 3 */
+  seeds?: number;
+  /** @default 'combined' */
+  method?: TrainMethod;
+  /** Interactions per learner step. @default 4 */
+  batchSize?: number;
+  /** @default LEARNER_LR */
+  lr?: number;
+  /** Held-out topics. @default 8 */
+  heldOutPrompts?: number;
+  /** Sampled replies per held-out prompt and version. @default 4 */
+  heldOutSamples?: number;
+  /** Score every n-th version (the first and last always). @default 1 */
+  evalEvery?: number;
+  onProgress?: (line: string) => void;
+}
+
+export interface RunResult {
+  persona: string;
+  preference: string;
+  seed: number;
+  /** Score per scored version. */
+  scores: Array<{ version: number; interactions: number; satisfaction: number }>;
+  /** Share of the interactions' replies the persona was satisfied with. */
+  trainSatisfaction: number;
+  samples: number;
+  steps: StepMetrics[];
+}
+
+export interface EvalResult {
+  personas: number;
+  interactions: number;
+  seeds: number;
+  method: TrainMethod;
+  mode: 'in-process' | 'pipeline';
+  before: number;
+  after: number;
+  per_version: Array<{ version: number; interactions: number; satisfaction: number; byPersona: Record<string, number> }>;
+  statistic: PairedTest & { unit: string };
+  /** Share of non-zero judge scores that agree with the persona's hidden satisfaction. */
+  judgeAgreement: number;
+  batchSize: number;
+  lr: number;
+  heldOut: { prompts: number; samplesPerPrompt: number };
+  seconds: number;
+  runs: RunResult[];
+}
+
+const tok = new ByteTokenizer();
+
+function toEvent(m: ChatMessage): EventMessage {
+  return { role: m.role, content: m.content, name: null, toolCallId: null, toolCalls: [] };
+}
+
+function promptIds(model: TransformerModel, messages: ChatMessage[]): number[] {
+  return renderPrompt(tok, messages, { maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4) }).ids;
+}
+
+/** Share of held-out replies that satisfy the persona. */
+async function score(model: TransformerModel, persona: Persona, heldOut: Topic[], samples: number, seed: number): Promise<number> {
+  let ok = 0;
+  let n = 0;
+  for (const [j, topic] of heldOut.entries()) {
+    const ids = promptIds(model, [{ role: 'user', content: personaPrompt(persona, topic, j) }]);
+    for (const r of await sampleMany(model, ids, samples, { seed: seed * 7919 + j })) {
+      if (satisfies(persona.preference, r.text, persona)) ok++;
+      n++;
+    }
+  }
+  return ok / n;
+}
+
+/** A TurnPair as the session assembler would emit it for (reply, reaction). */
+function makePair(run: string, i: number, persona: Persona, messages: ChatMessage[], prompt: number[], reply: { ids: number[]; logprobs: number[]; text: string }, reaction: { text: string; rating: number | null }, version: number): TurnPair {
+  const turnId = `${run}-t${i}`;
+  const now = Date.now();
+  return {
+    pairId: turnId,
+    sessionId: `${run}-s${i}`,
+    userId: persona.id,
+    turn: {
+      turnId,
+      mainTurnIndex: 0,
+      policyModelId: 'turnstream-tiny',
+      policyVersion: version,
+      model: 'turnstream-tiny',
+      requestMessages: messages.map(toEvent),
+      response: { content: reply.text, toolCalls: [], finishReason: 'stop' },
+      promptTokenIds: prompt,
+      responseTokenIds: reply.ids,
+      responseLogprobs: reply.logprobs,
+      tokenized: true,
+      requestedAt: now,
+      completedAt: now,
+    },
+    nextState: [{ role: 'USER', content: reaction.text, toolCallId: null }],
+    endMarker: null,
+    feedback: reaction.rating === null ? [] : [{ feedbackId: `${turnId}-fb`, rating: reaction.rating, text: null, createdAt: now }],
+    historyVerified: true,
+    createdAt: now,
+    tag: null,
+  };
+}
+
+async function runOne(o: Required<Omit<EvalOptions, 'onProgress' | 'teacherPolicy'>> & Pick<EvalOptions, 'onProgress'>, teacher: Teacher, persona: Persona, seed: number, judgeTally: { agree: number; total: number }): Promise<RunResult> {
+  const { train, heldOut } = splitTopics(o.heldOutPrompts);
+  const { model } = await loadCheckpoint(o.baseUri);
+  const opt = new AdamW({ lr: o.lr });
+  const judge = createEmbeddedJudge({ mode: o.method });
+  const rand = mulberry32(seed * 1_000_003 + persona.id.length * 97 + persona.name.charCodeAt(0));
+  const runId = `${persona.id}-seed${seed}`;
+  const scores: RunResult['scores'] = [];
+  const steps: StepMetrics[] = [];
+  let version = 0;
+  let satisfied = 0;
+  let samples = 0;
+  const totalVersions = Math.ceil(o.interactions / o.batchSize);
+  try {
+    scores.push({ version: 0, interactions: 0, satisfaction: await score(model, persona, heldOut, o.heldOutSamples, seed) });
+    let batch: Sample[] = [];
+    for (let i = 0; i < o.interactions; i++) {
+      const topic = train[Math.floor(rand() * train.length)];
+      const messages: ChatMessage[] = [{ role: 'user', content: personaPrompt(persona, topic, Math.floor(rand() * 4)) }];
+      const prompt = promptIds(model, messages);
+      const [reply] = await sampleMany(model, prompt, 1, { seed: Math.floor(rand() * 2 ** 31) });
+      const reaction = react(persona, reply.text, rand);
+      if (reaction.satisfied) satisfied++;
+      const pair = makePair(runId, i, persona, messages, prompt, reply, reaction, version);
+      const { votes, score: s, hint } = judge.evaluate(pair);
+      if (s !== 0) {
+        judgeTally.total++;
+        if ((s > 0) === reaction.satisfied) judgeTally.agree++;
+      }
+      const judgement: Judgement = { judgementId: `${pair.pairId}:embedded`, turnId: pair.pairId, sessionId: pair.sessionId, userId: pair.userId, policyVersion: version, judgeId: 'embedded', votes, score: s, hint, pair, createdAt: Date.now(), tag: null };
+      const built = await buildSample(judgement, { method: o.method, teacher });
+      if (built.sample) batch.push(built.sample);
+      if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
+        if (batch.length > 0) {
+          steps.push(await learnerStep(model, opt, batch.map((sample) => ({ sample }))));
+          samples += batch.length;
+        }
+        batch = [];
+        version++;
+        if (version % o.evalEvery === 0 || version === totalVersions) {
+          scores.push({ version, interactions: i + 1, satisfaction: await score(model, persona, heldOut, o.heldOutSamples, seed) });
+        }
+      }
+    }
+  } finally {
+    model.dispose();
+    opt.dispose();
+  }
+  o.onProgress?.(`${runId}: ${scores.map((s) => s.satisfaction.toFixed(2)).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions})`);
+  return { persona: persona.id, preference: persona.preference, seed, scores, trainSatisfaction: satisfied / o.interactions, samples, steps };
+}
+
+export async function runEval(opts: EvalOptions): Promise<EvalResult> {
+  const t0 = Date.now();
+  const o = {
+    personas: opts.personas,
+    baseUri: opts.baseUri,
+    interactions: opts.interactions ?? 36,
+    seeds: opts.seeds ?? 3,
+    method: opts.method ?? 'combined',
+    batchSize: opts.batchSize ?? 4,
+    lr: opts.lr ?? LEARNER_LR,
+    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOutSamples: opts.heldOutSamples ?? 4,
+    evalEvery: opts.evalEvery ?? 1,
+    onProgress: opts.onProgress,
+  };
+  const teacher = createPolicyTeacher(opts.teacherPolicy);
+  const tally = { agree: 0, total: 0 };
+  const runs: RunResult[] = [];
+  for (let seed = 1; seed <= o.seeds; seed++) {
+    for (const persona of o.personas) runs.push(await runOne(o, teacher, persona, seed, tally));
+  }
+  return summarize(runs, o, tally, 'in-process', (Date.now() - t0) / 1000);
+}
+
+export function summarize(
+  runs: RunResult[],
+  o: { personas: Persona[]; interactions: number; seeds: number; method: TrainMethod; batchSize: number; lr: number; heldOutPrompts: number; heldOutSamples: number },
+  tally: { agree: number; total: number },
+  mode: EvalResult['mode'],
+  seconds: number,
+): EvalResult {
+  const versions = [...new Set(runs.flatMap((r) => r.scores.map((s) => s.version)))].sort((a, b) => a - b);
+  const perVersion = versions.map((version) => {
+    const at = runs.map((r) => ({ r, s: r.scores.find((s) => s.version === version) })).filter((x) => x.s);
+    const byPersona: Record<string, number> = {};
+    for (const p of o.personas) {
+      const v = at.filter((x) => x.r.persona === p.id).map((x) => x.s!.satisfaction);
+      if (v.length) byPersona[p.id] = mean(v);
+    }
+    return { version, interactions: at[0]?.s?.interactions ?? 0, satisfaction: mean(at.map((x) => x.s!.satisfaction)), byPersona };
+  });
+  const before = runs.map((r) => r.scores[0].satisfaction);
+  const after = runs.map((r) => r.scores[r.scores.length - 1].satisfaction);
+  return {
+    personas: o.personas.length,
+    interactions: o.interactions,
+    seeds: o.seeds,
+    method: o.method,
+    mode,
+    before: mean(before),
+    after: mean(after),
+    per_version: perVersion,
+    statistic: { ...pairedPermutationTest(before, after), unit: 'one (persona, seed) run: held-out satisfaction of its last version − of version 0' },
+    judgeAgreement: tally.total ? tally.agree / tally.total : NaN,
+    batchSize: o.batchSize,
+    lr: o.lr,
+    heldOut: { prompts: o.heldOutPrompts, samplesPerPrompt: o.heldOutSamples },
+    seconds,
+    runs,
+  };
+}
