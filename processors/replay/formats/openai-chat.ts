@@ -1,0 +1,92 @@
+/**
+ * `openai-chat`: one conversation per line, OpenAI chat format:
+ *
+ *   {"messages": [{"role": "system", ...}, {"role": "user", ...}, {"role": "assistant", ...}, ...],
+ *    "session_id"?: "abc", "user"?: "alice", "timestamp"?: "2026-02-14T20:00:00Z",
+ *    "model"?: "...", "tools"?: [...], "turn_type"?: "main"|"side"}
+ *
+ * Every assistant message is one turn whose request is the history before it (an assistant
+ * message with nothing before it, a greeting, is not a turn). The conversation's last turn closes
+ * the session (`sessionDone`); messages after the last assistant message have no turn to carry
+ * them and are not imported. A message may carry its own `timestamp`: an assistant message's is
+ * its turn's completion time, the message before it its request time; else the line's
+ * `timestamp`; else the import time. Session id: `session_id` (or `id`, `conversation_id`), else a
+ * hash of the conversation, so re-imports match. Explicit feedback on a turn: a non-standard
+ * `feedback` (`{rating, text}` or a list) or `rating` field on the assistant message.
+ */
+import { deterministicId } from '../turn-id.ts';
+import {
+  chatMessage,
+  fail,
+  feedbackInputs,
+  isObject,
+  optString,
+  parseRating,
+  parseTimestamp,
+  toEvents,
+  toolsJsonOf,
+  turnTypeOf,
+  usageOf,
+  type FeedbackInput,
+  type Json,
+  type ParsedLine,
+} from './common.ts';
+
+function feedbackOf(m: Json, path: string): FeedbackInput[] {
+  if (m.feedback !== undefined && m.feedback !== null) return feedbackInputs(m.feedback, `${path}.feedback`);
+  const rating = parseRating(m.rating, `${path}.rating`);
+  return rating === null ? [] : [{ rating, text: null, createdAt: null }];
+}
+
+export function openaiChatParser(now: () => number = Date.now): (rec: unknown) => ParsedLine {
+  return (rec) => {
+    if (!isObject(rec)) fail('(line)', 'a JSON object', rec);
+    if (!Array.isArray(rec.messages) || rec.messages.length === 0) fail('messages', 'a non-empty array of messages', rec.messages);
+    const raw = rec.messages as unknown[];
+    const messages = raw.map((m, i) => chatMessage(m, `messages[${i}]`));
+    const sessionId =
+      optString(rec, ['session_id', 'sessionId', 'id', 'conversation_id']) ??
+      `import-${deterministicId('conversation', JSON.stringify(messages))}`;
+    const userId = optString(rec, ['user', 'user_id', 'userId']);
+    const turnType = turnTypeOf(rec.turn_type ?? rec.turnType, 'turn_type');
+    const lineAt = rec.timestamp ?? rec.created_at;
+    const base = lineAt === undefined || lineAt === null ? now() : parseTimestamp(lineAt, 'timestamp');
+    const stamp = (i: number): number | null => {
+      const m = raw[i] as Json;
+      return m.timestamp === undefined || m.timestamp === null ? null : parseTimestamp(m.timestamp, `messages[${i}].timestamp`);
+    };
+    const assistants = messages.map((m, i) => (m.role === 'assistant' && i > 0 ? i : -1)).filter((i) => i >= 0);
+    if (assistants.length === 0)
+      fail(
+        'messages',
+        'at least one assistant message after a request',
+        rec.messages.map((m: Json) => m?.role),
+      );
+    const out: ParsedLine = { turns: [], feedback: [] };
+    assistants.forEach((i, k) => {
+      const a = messages[i];
+      if ((a.content === null || a.content === '') && a.toolCalls.length === 0)
+        fail(`messages[${i}]`, 'an assistant message with content or tool calls', raw[i]);
+      const requestedAt = stamp(i - 1) ?? base;
+      const completedAt = stamp(i) ?? requestedAt;
+      const parsed = toEvents({
+        sessionId,
+        turnIndex: k,
+        userId,
+        turnType,
+        sessionDone: k === assistants.length - 1,
+        requestedAt,
+        completedAt,
+        model: optString(rec, ['model']),
+        requestMessages: messages.slice(0, i),
+        toolsJson: toolsJsonOf(rec.tools, 'tools'),
+        response: { content: a.content, toolCalls: a.toolCalls, finishReason: a.toolCalls.length > 0 ? 'tool_calls' : 'stop' },
+        usage: usageOf((raw[i] as Json).usage),
+        feedback: feedbackOf(raw[i] as Json, `messages[${i}]`),
+      });
+      out.turns.push(...parsed.turns);
+      out.feedback.push(...parsed.feedback);
+    });
+    return out;
+  };
+}

@@ -1,0 +1,29 @@
+/** History import and replay: what the CLI, benchmarks and tests may use. */
+export {
+  importFile,
+  parseLine,
+  parserFor,
+  existingIds,
+  leadingStringOf,
+  IMPORT_FORMATS,
+  type ImportFormat,
+  type ImportOptions,
+  type ImportProgress,
+  type ImportSummary,
+  type ImportError,
+} from './import.ts';
+export { ImportLineError, type ParsedLine } from './formats/common.ts';
+export { openclawRecordParser, cleanRenderedResponse } from './formats/openclaw-record.ts';
+export { openaiChatParser } from './formats/openai-chat.ts';
+export { deterministicId, importedTurnId, importedFeedbackId } from './turn-id.ts';
+export {
+  runReplay,
+  summarize,
+  type ReplayOptions,
+  type ReplayProgress,
+  type ReplaySummary,
+  type StageProgress,
+  type StageName,
+} from './replay.ts';
+export { parseBound, resolvePlan, readPlan, type Bound, type ReplayPlan } from './replay-range.ts';
+export { loadReplayConfig, validateReplayConfig, type ReplayConfig, type ReplayJudgeConfig } from './replay-config.ts';

@@ -1,0 +1,406 @@
+/**
+ * `turnstream replay`: re-derives pairs, judgements and samples from a range of history with
+ * another configuration, into topics of their own (`turnstream.replay.<tag>.*`), under consumer
+ * groups of their own (`turnstream.<service>.<tag>`). The live topics are only read.
+ *
+ * The three stages run at once, as in the live pipeline, and are stopped one after the other as
+ * each catches up with the range:
+ *
+ * 1. session assembler: its group starts at the range's start (set before it joins); it is done
+ *    when its committed offsets reach the range's end on the turns and feedback topics. It then
+ *    runs a little longer (quiet + expiry interval) so that sessions left open at the end of the
+ *    history are closed by the idle timeout (history is older than the timeout, and a caught-up
+ *    assembler's clock is the wall clock), and is stopped, which finishes and commits its work.
+ * 2. judge: done when it has consumed the (now final) tagged pairs topic to its end.
+ * 3. sample builder: likewise on the tagged judgements topic.
+ *
+ * Precision of `--to`: the runtime has no record filter, so the assembler may consume records
+ * that follow the range's end in the log before it is stopped (at most what it had fetched; only
+ * when such records exist). They are counted as `overshoot` in the summary.
+ *
+ * Resuming: the resolved range is kept in a plan file; running the same replay again (same tag)
+ * reuses it and the groups continue from their committed offsets.
+ */
+import type { Admin, Kafka } from 'kafkajs';
+import type { Judge, SampleBuilderOptions, SessionAssemblerOptions } from '../index.ts';
+import { defaultGroupId, startJudge, startSampleBuilder, startSessionAssembler } from '../index.ts';
+import type { TopicId } from '../../schemas/index.ts';
+import {
+  createEventCodecs,
+  createLogger,
+  ensureTopics,
+  readToEnd,
+  type EventCodecs,
+  type Logger,
+  type ProcessorHandle,
+} from '../../streams/index.ts';
+import {
+  committedOffsets,
+  readPlan,
+  resolvePlan,
+  seedGroup,
+  writePlan,
+  type Bound,
+  type TopicRange,
+} from './replay-range.ts';
+
+export interface ReplayOptions {
+  kafka: Kafka;
+  registryUrl: string;
+  /** Topic and group prefix (tests isolate themselves with one). @default '' */
+  prefix?: string;
+  /** Replay tag: names the output topics and the groups. Letters, digits, `-` and `_`. */
+  tag: string;
+  from: Bound;
+  /** @default the current end of the history */
+  to?: Bound;
+  judge: Judge;
+  /** Judge untokenized (imported) turns too. @default true */
+  judgeUntrainable?: boolean;
+  assembler?: Pick<SessionAssemblerOptions, 'idleTimeoutMs' | 'endPolicy'>;
+  samples?: SampleBuilderOptions;
+  /** Records in flight per stage. @default the runtime's */
+  concurrency?: number;
+  /** Where the resolved range is kept for resuming (one file per prefix + tag). */
+  planFile: string;
+  /** Partitions of the tagged topics, when they are created. @default 6 */
+  partitions?: number;
+  onProgress?: (p: ReplayProgress) => void;
+  /** Cancels the replay (stages stop cleanly; run it again to resume). */
+  signal?: AbortSignal;
+  /** How often offsets are looked at, in ms. @default 250 */
+  pollMs?: number;
+  /** No record for this long after the end counts as caught up, in ms. @default 1500 */
+  settleMs?: number;
+  logger?: Logger;
+}
+
+export type StageName = 'session-assembler' | 'judge' | 'sample-builder';
+
+export interface StageProgress {
+  stage: StageName;
+  /** Offsets consumed of `total` (tagged topics count transaction markers too). */
+  consumed: number;
+  total: number;
+  done: boolean;
+}
+
+export interface ReplayProgress {
+  stages: StageProgress[];
+}
+
+export interface ReplaySummary {
+  tag: string;
+  from: string;
+  to: string | null;
+  /** True when an earlier run of this replay was continued. */
+  resumed: boolean;
+  interrupted: boolean;
+  range: { turns: number; feedback: number };
+  /** Records after the range's end the assembler consumed before it was stopped. */
+  overshoot: number;
+  topics: Record<'pairs' | 'judgements' | 'samples' | 'dlq', string>;
+  pairs: { total: number; byEnd: Record<string, number> };
+  judgements: { total: number; byScore: Record<string, number>; judgeIds: string[] };
+  samples: { total: number; byMethod: Record<string, number>; byReward: Record<string, number>; masked: number };
+  deadLetters: { total: number; byStage: Record<string, number> };
+  durationMs: number;
+}
+
+const sum = (xs: Iterable<number>) => [...xs].reduce((a, b) => a + b, 0);
+
+interface StageRun {
+  name: StageName;
+  groupId: string;
+  handle: ProcessorHandle;
+  /** Input ranges; for downstream stages known once the upstream stage has stopped. */
+  ranges: TopicRange[] | null;
+  inputTopic: string;
+  done: boolean;
+  lastConsumed: number;
+  lastChangeAt: number;
+  reachedAt: number | null;
+}
+
+async function highs(admin: Admin, topic: string): Promise<Record<number, string>> {
+  const out: Record<number, string> = {};
+  for (const o of await admin.fetchTopicOffsets(topic)) out[o.partition] = o.high;
+  return out;
+}
+
+async function progressOf(
+  admin: Admin,
+  s: StageRun,
+): Promise<{ consumed: number; total: number; reached: (tolerance: boolean) => boolean; overshoot: number }> {
+  if (!s.ranges) {
+    // Upstream still running: show the input as it grows.
+    const h = await highs(admin, s.inputTopic);
+    const c = await committedOffsets(admin, s.groupId, s.inputTopic);
+    const consumed = sum(Object.entries(h).map(([p, hi]) => Math.min(Number(hi), Math.max(0, Number(c.get(Number(p)) ?? -1n)))));
+    return { consumed, total: sum(Object.values(h).map(Number)), reached: () => false, overshoot: 0 };
+  }
+  let consumed = 0;
+  let total = 0;
+  let overshoot = 0;
+  const perPartition: Array<{ c: bigint; end: bigint }> = [];
+  for (const r of s.ranges) {
+    const c = await committedOffsets(admin, s.groupId, r.topic);
+    for (const [ps, startS] of Object.entries(r.start)) {
+      const p = Number(ps);
+      const start = BigInt(startS);
+      const end = BigInt(r.end[p]);
+      const committed = c.get(p) ?? -1n;
+      const at = committed < 0n ? start : committed;
+      consumed += Number((at < start ? start : at > end ? end : at) - start);
+      total += Number(end - start);
+      if (at > end) overshoot += Number(at - end);
+      perPartition.push({ c: at, end });
+    }
+  }
+  // Tolerance: the last entry of a partition may be a transaction marker, never delivered.
+  const reached = (tolerance: boolean) => perPartition.every(({ c, end }) => c >= end || (tolerance && c >= end - 1n));
+  return { consumed, total, reached, overshoot };
+}
+
+export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
+  const t0 = Date.now();
+  const prefix = o.prefix ?? '';
+  const log = o.logger ?? createLogger('replay');
+  if (!/^[A-Za-z0-9_-]+$/.test(o.tag)) throw new Error(`replay tag "${o.tag}" must be letters, digits, - or _`);
+  const naming = { prefix, tag: o.tag };
+  await ensureTopics(o.kafka, { naming, partitions: o.partitions });
+  const codecs: EventCodecs = await createEventCodecs({ registryUrl: o.registryUrl, naming });
+  const pollMs = o.pollMs ?? 250;
+  const settleMs = o.settleMs ?? 1500;
+  const quietMs = Math.max(500, settleMs);
+  const expireIntervalMs = 250;
+
+  const admin = o.kafka.admin();
+  await admin.connect();
+  const handles: ProcessorHandle[] = [];
+  try {
+    let plan = readPlan(o.planFile);
+    const resumed = plan !== null;
+    if (plan) {
+      if (plan.from !== o.from.text || plan.to !== (o.to?.text ?? null)) {
+        throw new Error(
+          `replay "${o.tag}" was started with --from ${plan.from}${plan.to ? ` --to ${plan.to}` : ''}; run it with the same range to resume, or use another tag`,
+        );
+      }
+      log.info({ tag: o.tag, plan: o.planFile }, 'resuming replay');
+    } else {
+      plan = await resolvePlan(admin, {
+        prefix,
+        tag: o.tag,
+        turnsTopic: codecs.topic('turns'),
+        feedbackTopic: codecs.topic('feedback'),
+        from: o.from,
+        to: o.to,
+      });
+      writePlan(o.planFile, plan);
+    }
+    const assemblerGroup = defaultGroupId('session-assembler', naming);
+    await seedGroup(admin, assemblerGroup, [plan.turns, plan.feedback]);
+
+    const common = { kafka: o.kafka, codecs, concurrency: o.concurrency };
+    const child = (name: string) => log.child({ stage: name });
+    const assembler = await startSessionAssembler({
+      ...common,
+      logger: child('session-assembler'),
+      idleTimeoutMs: o.assembler?.idleTimeoutMs,
+      endPolicy: o.assembler?.endPolicy,
+      tag: o.tag,
+      quietMs,
+      expireIntervalMs,
+    });
+    handles.push(assembler);
+    const judge = await startJudge({ ...common, logger: child('judge'), judge: o.judge, judgeUntrainable: o.judgeUntrainable ?? true });
+    handles.push(judge);
+    const builder = await startSampleBuilder({ ...common, logger: child('sample-builder'), ...o.samples });
+    handles.push(builder);
+    await Promise.all(handles.map((h) => h.ready));
+
+    const now = Date.now();
+    const stages: StageRun[] = [
+      {
+        name: 'session-assembler',
+        groupId: assemblerGroup,
+        handle: assembler,
+        ranges: [plan.turns, plan.feedback],
+        inputTopic: plan.turns.topic,
+        done: false,
+        lastConsumed: -1,
+        lastChangeAt: now,
+        reachedAt: null,
+      },
+      {
+        name: 'judge',
+        groupId: defaultGroupId('judge', naming),
+        handle: judge,
+        ranges: null,
+        inputTopic: codecs.topic('pairs'),
+        done: false,
+        lastConsumed: -1,
+        lastChangeAt: now,
+        reachedAt: null,
+      },
+      {
+        name: 'sample-builder',
+        groupId: defaultGroupId('sample-builder', naming),
+        handle: builder,
+        ranges: null,
+        inputTopic: codecs.topic('judgements'),
+        done: false,
+        lastConsumed: -1,
+        lastChangeAt: now,
+        reachedAt: null,
+      },
+    ];
+    const outputOf: Record<StageName, TopicId> = { 'session-assembler': 'pairs', judge: 'judgements', 'sample-builder': 'samples' };
+    let overshoot = 0;
+    let interrupted = false;
+    // A stage that dies (fatal Kafka error) ends the replay with its error; a clean stop does not.
+    const failed = Promise.race(handles.map((h) => h.closed.then(() => new Promise<never>(() => undefined))));
+    failed.catch(() => undefined);
+    const pause = () => Promise.race([failed, new Promise<void>((r) => setTimeout(r, pollMs))]);
+
+    for (;;) {
+      if (o.signal?.aborted) {
+        interrupted = true;
+        break;
+      }
+      const report: StageProgress[] = [];
+      for (let i = 0; i < stages.length; i++) {
+        const s = stages[i];
+        const p = await progressOf(admin, s);
+        if (s.done) {
+          report.push({ stage: s.name, consumed: p.total, total: p.total, done: true });
+          continue;
+        }
+        const stats = s.handle.stats();
+        const t = Date.now();
+        if (stats.consumed !== s.lastConsumed) {
+          s.lastConsumed = stats.consumed;
+          s.lastChangeAt = t;
+        }
+        const quiet = t - s.lastChangeAt >= settleMs && stats.inFlight === 0;
+        const upstreamDone = i === 0 || stages[i - 1].done;
+        if (upstreamDone && s.ranges && p.reached(quiet || i > 0)) {
+          s.reachedAt ??= t;
+          // The assembler lingers so the idle timeout can close the sessions the history left open.
+          const linger = i === 0 ? quietMs + 3 * expireIntervalMs + settleMs : 0;
+          if (t - s.reachedAt >= linger && (i === 0 || stats.inFlight === 0)) {
+            await s.handle.stop(600_000);
+            s.done = true;
+            if (i === 0) overshoot = p.overshoot;
+            log.info({ stage: s.name, ms: t - t0 }, 'stage caught up with the range; stopped');
+            const next = stages[i + 1];
+            if (next) {
+              const out = codecs.topic(outputOf[s.name]);
+              const end = await highs(admin, out);
+              const start: Record<number, string> = {};
+              for (const lo of await admin.fetchTopicOffsets(out)) start[lo.partition] = lo.low;
+              next.ranges = [{ topic: out, start, end }];
+            }
+          }
+        }
+        report.push({ stage: s.name, consumed: s.done ? p.total : p.consumed, total: p.total, done: s.done });
+      }
+      o.onProgress?.({ stages: report });
+      if (stages.every((s) => s.done)) break;
+      await pause();
+    }
+    if (interrupted) await Promise.all(handles.map((h) => h.stop().catch(() => undefined)));
+
+    const summary = await summarize(o.kafka, codecs);
+    return {
+      tag: o.tag,
+      from: plan.from,
+      to: plan.to,
+      resumed,
+      interrupted,
+      range: {
+        turns: sum(
+          Object.keys(plan.turns.start).map((p) => Number(BigInt(plan.turns.end[Number(p)]) - BigInt(plan.turns.start[Number(p)]))),
+        ),
+        feedback: sum(
+          Object.keys(plan.feedback.start).map((p) =>
+            Number(BigInt(plan.feedback.end[Number(p)]) - BigInt(plan.feedback.start[Number(p)])),
+          ),
+        ),
+      },
+      overshoot,
+      topics: {
+        pairs: codecs.topic('pairs'),
+        judgements: codecs.topic('judgements'),
+        samples: codecs.topic('samples'),
+        dlq: codecs.topic('dlq'),
+      },
+      ...summary,
+      durationMs: Date.now() - t0,
+    };
+  } catch (err) {
+    await Promise.all(handles.map((h) => h.stop(10_000).catch(() => undefined)));
+    throw err;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+const bump = (m: Record<string, number>, k: string) => void (m[k] = (m[k] ?? 0) + 1);
+
+/** What the tagged topics hold (deduplicated by event id). */
+export async function summarize(
+  kafka: Kafka,
+  codecs: EventCodecs,
+): Promise<Pick<ReplaySummary, 'pairs' | 'judgements' | 'samples' | 'deadLetters'>> {
+  const pairs = new Map<string, string>();
+  const judgements = new Map<string, { score: number; judgeId: string }>();
+  const samples = new Map<string, { method: string; reward: number; masked: boolean }>();
+  const dlq: Array<{ stage: string }> = [];
+  await Promise.all([
+    readToEnd(kafka, codecs.topic('pairs'), async (r) => {
+      if (!r.value) return;
+      const p = await codecs.of('pairs').decode(r.value);
+      pairs.set(p.pairId, p.endMarker ?? 'none');
+    }),
+    readToEnd(kafka, codecs.topic('judgements'), async (r) => {
+      if (!r.value) return;
+      const j = await codecs.of('judgements').decode(r.value);
+      judgements.set(j.judgementId, { score: j.score, judgeId: j.judgeId });
+    }),
+    readToEnd(kafka, codecs.topic('samples'), async (r) => {
+      if (!r.value) return;
+      const s = await codecs.of('samples').decode(r.value);
+      samples.set(s.sampleId, { method: s.method, reward: s.reward, masked: s.lossMask.every((m) => m === 0) });
+    }),
+    readToEnd(kafka, codecs.topic('dlq'), async (r) => {
+      if (!r.value) return;
+      dlq.push({ stage: (await codecs.of('dlq').decode(r.value)).stage });
+    }),
+  ]);
+  const byEnd: Record<string, number> = {};
+  for (const e of pairs.values()) bump(byEnd, e);
+  const byScore: Record<string, number> = { '-1': 0, '0': 0, '1': 0 };
+  const judgeIds = new Set<string>();
+  for (const j of judgements.values()) {
+    bump(byScore, String(j.score));
+    judgeIds.add(j.judgeId);
+  }
+  const byMethod: Record<string, number> = {};
+  const byReward: Record<string, number> = { '-1': 0, '0': 0, '1': 0 };
+  let masked = 0;
+  for (const s of samples.values()) {
+    bump(byMethod, s.method);
+    bump(byReward, String(s.reward));
+    if (s.masked) masked++;
+  }
+  const byStage: Record<string, number> = {};
+  for (const d of dlq) bump(byStage, d.stage);
+  return {
+    pairs: { total: pairs.size, byEnd },
+    judgements: { total: judgements.size, byScore, judgeIds: [...judgeIds].sort() },
+    samples: { total: samples.size, byMethod, byReward, masked },
+    deadLetters: { total: dlq.length, byStage },
+  };
+}
