@@ -14,3 +14,4 @@ import { register as dashboardCommand } from './dashboard.ts'; commands.push(das
 import { register as trainCommand } from './train.ts'; commands.push(trainCommand);
 import { register as importCommand } from './import.ts'; commands.push(importCommand);
 import { register as replayCommand } from './replay.ts'; commands.push(replayCommand);
+import { register as evalCommand } from './eval.ts'; commands.push(evalCommand);
