@@ -184,6 +184,9 @@ export function sessionStateSchema(ctx: Ctx = new Set()): Schema {
       field('lastActivityAt', millis),
       field('closed', 'boolean'),
       optField('closedReason', endMarker(ctx)),
+      // Pairs ready but held for the feedback grace period, and feedback read before its turn.
+      field('held', arr(turnPair(ctx)), { default: [] }),
+      field('earlyFeedback', arr(feedbackSchema(ctx)), { default: [] }),
     ],
   }));
 }

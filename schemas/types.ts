@@ -158,6 +158,10 @@ export interface SessionState {
   lastActivityAt: number;
   closed: boolean;
   closedReason: EndMarker | null;
+  /** Pairs that are ready but held for the feedback grace period (in stream time). */
+  held: TurnPair[];
+  /** Feedback naming a turn not read yet (a backlog read out of order), kept for the grace period. */
+  earlyFeedback: Feedback[];
 }
 
 export interface Vote {

@@ -98,6 +98,8 @@ export function exampleSessionState(over: Partial<SessionState> = {}): SessionSt
     lastActivityAt: 1_760_000_000_250,
     closed: false,
     closedReason: null,
+    held: [],
+    earlyFeedback: [],
     ...over,
   };
 }
