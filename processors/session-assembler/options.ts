@@ -23,6 +23,18 @@ export interface SessionAssemblerOptions {
    * @default 512
    */
   maxRecentIds?: number;
+  /**
+   * Feedback grace period, in stream time. A pair that is ready (its next turn arrived, or the
+   * session closed) is held this long before it is emitted, and 👍/👎/text feedback on its turn
+   * that arrives meanwhile is attached to it. Turns and feedback are separate topics, so in a
+   * backlog (a restart, a replay, an outbox drained late) a user's 👎 is often read after the
+   * next turn of its session; without the grace it would be lost as `late-feedback`. Feedback
+   * naming a turn not read yet is kept as long, waiting for its turn. Stream time is the event
+   * time of the slowest partition being read (the wall clock once caught up), so a backlog
+   * holds nothing longer than live traffic does. 0 emits pairs at once.
+   * @default 5000
+   */
+  feedbackGraceMs?: number;
   /** Replay tag stamped on pairs; null on the live pipeline. @default null */
   tag?: string | null;
 }
@@ -31,15 +43,19 @@ export interface ResolvedAssemblerOptions {
   idleTimeoutMs: number;
   endPolicy: EndPolicy;
   maxRecentIds: number;
+  feedbackGraceMs: number;
   tag: string | null;
 }
 
 export const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60 * 1000;
+export const DEFAULT_FEEDBACK_GRACE_MS = 5000;
 
 export function resolveAssemblerOptions(opts: SessionAssemblerOptions = {}): ResolvedAssemblerOptions {
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const maxRecentIds = opts.maxRecentIds ?? 512;
   if (!(idleTimeoutMs > 0)) throw new RangeError(`idleTimeoutMs must be > 0, got ${idleTimeoutMs}`);
+  const feedbackGraceMs = opts.feedbackGraceMs ?? DEFAULT_FEEDBACK_GRACE_MS;
   if (!(maxRecentIds >= 1)) throw new RangeError(`maxRecentIds must be >= 1, got ${maxRecentIds}`);
-  return { idleTimeoutMs, endPolicy: opts.endPolicy ?? 'masked', maxRecentIds, tag: opts.tag ?? null };
+  if (!(feedbackGraceMs >= 0)) throw new RangeError(`feedbackGraceMs must be >= 0, got ${feedbackGraceMs}`);
+  return { idleTimeoutMs, endPolicy: opts.endPolicy ?? 'masked', maxRecentIds, feedbackGraceMs, tag: opts.tag ?? null };
 }

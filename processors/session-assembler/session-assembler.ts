@@ -20,11 +20,22 @@
  * was closed reopens it when it is newer than the close; when it is older, it is late and
  * recorded only.
  *
- * Feedback attaches to the pending turn when it names it (or names no turn); feedback for a turn
- * that is already paired is too late, for an unknown turn it is ignored; both are reported in
- * `ignored` so the caller can count them.
+ * Feedback grace (`feedbackGraceMs`, stream time). A ready pair is not emitted at once: it is
+ * HELD in the state until `pair.createdAt + feedbackGraceMs`, and `release` (run by the service's
+ * punctuator against the stream clock) emits it. Turns and feedback are two topics, so in a
+ * backlog a 👍/👎 given before the next turn is often READ after it; while its pair is held the
+ * feedback still attaches to it. Feedback naming a turn that has not been read yet (the feedback
+ * topic read ahead of the turns topic) waits in `earlyFeedback` as long, then attaches to the
+ * turn when it comes. Feedback that names no turn goes to the newest main turn requested before
+ * the feedback was given. An end-marker pair under `endPolicy: 'drop'` is held too, and dropped
+ * at release only if no feedback reached it. With `feedbackGraceMs: 0` pairs are emitted at once.
+ *
+ * Feedback that is still lost is reported in `ignored` so the caller can count it: for a turn
+ * whose pair was already emitted (`late-feedback`: given more than the grace period after the
+ * pair became ready), for a turn never seen (`unknown-turn`, reported by `release` when its
+ * grace period ends).
  */
-import type { EndMarker, Feedback, FeedbackEvidence, SessionState, Turn, TurnPair } from '../../schemas/index.ts';
+import type { EndMarker, Feedback, FeedbackEvidence, PairTurn, SessionState, Turn, TurnPair } from '../../schemas/index.ts';
 import { extractNextState, feedbackItem, matchesResponse } from './next-state.ts';
 import { resolveAssemblerOptions, type ResolvedAssemblerOptions, type SessionAssemblerOptions } from './options.ts';
 import { emptySession, rememberId, toPairTurn } from './session-state.ts';
@@ -34,9 +45,15 @@ export type IgnoredReason = 'duplicate' | 'late-turn' | 'late-feedback' | 'unkno
 
 export interface AssemblerStep {
   state: SessionState;
+  /** Pairs to emit now (held pairs are in `state.held` until `release`). */
   pairs: TurnPair[];
   /** Set when the event was ignored, in part or whole. */
   ignored?: IgnoredReason;
+}
+
+export interface ReleaseStep extends AssemblerStep {
+  /** Early feedback whose turn never came within the grace period: lost (`unknown-turn`). */
+  expiredFeedback: Feedback[];
 }
 
 type Opts = SessionAssemblerOptions;
@@ -58,13 +75,38 @@ function pairOf(state: SessionState, opts: ResolvedAssemblerOptions, fields: Pic
   };
 }
 
-/** Closes a session: the pending turn gets the end marker (emitted per the end policy). */
+const evidenceOf = (f: Feedback): FeedbackEvidence => ({ feedbackId: f.feedbackId, rating: f.rating, text: f.text, createdAt: f.createdAt });
+
+/** An end-marker pair that nothing reached is dropped under `endPolicy: 'drop'`. */
+const wanted = (p: TurnPair, opts: ResolvedAssemblerOptions): boolean => !(p.endMarker !== null && p.feedback.length === 0 && opts.endPolicy === 'drop');
+
+/** Ready pairs: held for the grace period, or (grace 0) emitted now. */
+function settle(state: SessionState, ready: TurnPair[], opts: ResolvedAssemblerOptions): { state: SessionState; pairs: TurnPair[] } {
+  if (ready.length === 0) return { state, pairs: [] };
+  if (opts.feedbackGraceMs === 0) return { state, pairs: ready.filter((p) => wanted(p, opts)) };
+  return { state: { ...state, held: [...state.held, ...ready] }, pairs: [] };
+}
+
+/** Makes `turn` the pending turn, with the early feedback that was waiting for it. */
+function makePending(state: SessionState, turn: PairTurn): SessionState {
+  const mine = state.earlyFeedback.filter((f) => f.turnId === turn.turnId);
+  return {
+    ...state,
+    pending: turn,
+    pendingFeedback: mine.map(evidenceOf),
+    earlyFeedback: mine.length > 0 ? state.earlyFeedback.filter((f) => f.turnId !== turn.turnId) : state.earlyFeedback,
+  };
+}
+
+function withFeedback(pair: TurnPair, evidence: FeedbackEvidence): TurnPair {
+  return { ...pair, feedback: [...pair.feedback, evidence], nextState: [...pair.nextState, feedbackItem(evidence)] };
+}
+
+/** Closes a session: the pending turn gets the end marker (its pair held, or emitted per the end policy). */
 function close(state: SessionState, reason: EndMarker, at: number, opts: ResolvedAssemblerOptions): AssemblerStep {
-  const pairs: TurnPair[] = [];
-  if (state.pending && (state.pendingFeedback.length > 0 || opts.endPolicy === 'masked')) {
-    pairs.push(pairOf(state, opts, { nextState: [], endMarker: reason, historyVerified: false, createdAt: at }, state.pendingFeedback));
-  }
-  return { state: { ...state, pending: null, pendingFeedback: [], closed: true, closedReason: reason }, pairs };
+  const ready: TurnPair[] = [];
+  if (state.pending) ready.push(pairOf(state, opts, { nextState: [], endMarker: reason, historyVerified: false, createdAt: at }, state.pendingFeedback));
+  return settle({ ...state, pending: null, pendingFeedback: [], closed: true, closedReason: reason }, ready, opts);
 }
 
 /** Applies one turn (main or side) to a session's state. */
@@ -84,7 +126,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
   if (lateForClosed) return { state, pairs: [], ignored: turn.turnType === 'MAIN' ? 'late-turn' : undefined };
   if (wasClosed) state = { ...state, closed: false, closedReason: null };
 
-  const pairs: TurnPair[] = [];
+  const ready: TurnPair[] = [];
   let ignored: IgnoredReason | undefined;
   if (turn.turnType === 'MAIN') {
     const pending = state.pending;
@@ -100,7 +142,8 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
       if (next.historyVerified) {
         // The late turn slots in before pending: it takes pending's index, pending moves up.
         const late = toPairTurn(turn, pending.mainTurnIndex);
-        pairs.push({
+        const early = state.earlyFeedback.filter((f) => f.turnId === turn.turnId).map(evidenceOf);
+        let latePair: TurnPair = {
           pairId: late.turnId,
           sessionId: state.sessionId,
           userId: state.userId,
@@ -111,11 +154,14 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
           historyVerified: true,
           createdAt: pending.requestedAt,
           tag: opts.tag,
-        });
+        };
+        for (const e of early) latePair = withFeedback(latePair, e);
+        ready.push(latePair);
         state = {
           ...state,
           mainTurnCount: state.mainTurnCount + 1,
           pending: { ...pending, mainTurnIndex: pending.mainTurnIndex + 1 },
+          earlyFeedback: early.length > 0 ? state.earlyFeedback.filter((f) => f.turnId !== turn.turnId) : state.earlyFeedback,
         };
       } else {
         ignored = 'late-turn';
@@ -123,18 +169,20 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
     } else {
       if (pending) {
         const next = extractNextState(pending.response, turn.requestMessages);
-        pairs.push(
+        ready.push(
           pairOf(state, opts, { nextState: next.items, endMarker: null, historyVerified: next.historyVerified, createdAt: turn.requestedAt }, state.pendingFeedback),
         );
       }
-      state = { ...state, pending: toPairTurn(turn, state.mainTurnCount), pendingFeedback: [], mainTurnCount: state.mainTurnCount + 1 };
+      state = { ...makePending(state, toPairTurn(turn, state.mainTurnCount)), mainTurnCount: state.mainTurnCount + 1 };
     }
   }
+  const settled = settle(state, ready, opts);
+  state = settled.state;
   if (turn.sessionDone) {
     const closed = close(state, 'SESSION_DONE', turn.completedAt, opts);
-    return { state: closed.state, pairs: [...pairs, ...closed.pairs], ...(ignored ? { ignored } : {}) };
+    return { state: closed.state, pairs: [...settled.pairs, ...closed.pairs], ...(ignored ? { ignored } : {}) };
   }
-  return { state, pairs, ...(ignored ? { ignored } : {}) };
+  return { state, pairs: settled.pairs, ...(ignored ? { ignored } : {}) };
 }
 
 /** Applies an explicit feedback event (👍/👎, text) to a session's state. */
@@ -147,16 +195,51 @@ export function applyFeedback(prev: SessionState | undefined, feedback: Feedback
     recentIds: rememberId(state.recentIds, feedback.feedbackId, opts.maxRecentIds),
     lastActivityAt: state.closed ? state.lastActivityAt : Math.max(state.lastActivityAt, feedback.createdAt),
   };
-  const pending = state.pending;
-  if (!pending) {
-    const late = feedback.turnId === null ? state.mainTurnCount > 0 : state.recentIds.includes(feedback.turnId);
-    return { state, pairs: [], ignored: late ? 'late-feedback' : 'no-pending' };
+  const evidence = evidenceOf(feedback);
+  const { pending, held } = state;
+  const toPending = (): AssemblerStep => ({ state: { ...state, pendingFeedback: [...state.pendingFeedback, evidence] }, pairs: [] });
+  const toHeld = (k: number): AssemblerStep => ({ state: { ...state, held: held.map((p, i) => (i === k ? withFeedback(p, evidence) : p)) }, pairs: [] });
+
+  if (feedback.turnId === null) {
+    // "The latest turn" when the feedback was given: pending, unless it was requested later.
+    if (pending && pending.requestedAt <= feedback.createdAt) return toPending();
+    let best = -1;
+    for (let k = 0; k < held.length; k++) {
+      const t = held[k].turn;
+      if (t.requestedAt <= feedback.createdAt && (best < 0 || t.requestedAt >= held[best].turn.requestedAt)) best = k;
+    }
+    if (best >= 0) return toHeld(best);
+    if (pending) return toPending();
+    return { state, pairs: [], ignored: state.mainTurnCount > 0 ? 'late-feedback' : 'no-pending' };
   }
-  if (feedback.turnId !== null && feedback.turnId !== pending.turnId) {
-    return { state, pairs: [], ignored: state.recentIds.includes(feedback.turnId) ? 'late-feedback' : 'unknown-turn' };
-  }
-  const evidence: FeedbackEvidence = { feedbackId: feedback.feedbackId, rating: feedback.rating, text: feedback.text, createdAt: feedback.createdAt };
-  return { state: { ...state, pendingFeedback: [...state.pendingFeedback, evidence] }, pairs: [] };
+  if (pending?.turnId === feedback.turnId) return toPending();
+  const k = held.findIndex((p) => p.pairId === feedback.turnId);
+  if (k >= 0) return toHeld(k);
+  if (state.recentIds.includes(feedback.turnId)) return { state, pairs: [], ignored: 'late-feedback' };
+  // A turn not read yet: with a grace period, wait for it.
+  if (opts.feedbackGraceMs > 0) return { state: { ...state, earlyFeedback: [...state.earlyFeedback, feedback] }, pairs: [] };
+  return { state, pairs: [], ignored: 'unknown-turn' };
+}
+
+/**
+ * Emits the held pairs whose grace period has passed at stream time `now` (per the end policy),
+ * and forgets early feedback whose turn never came (returned, to be counted as lost).
+ */
+export function release(state: SessionState, now: number, options?: Opts): ReleaseStep {
+  const opts = resolved(options);
+  const due = (t: number) => t + opts.feedbackGraceMs <= now;
+  const ready = state.held.filter((p) => due(p.createdAt));
+  const expiredFeedback = state.earlyFeedback.filter((f) => due(f.createdAt));
+  if (ready.length === 0 && expiredFeedback.length === 0) return { state, pairs: [], expiredFeedback };
+  return {
+    state: {
+      ...state,
+      held: ready.length > 0 ? state.held.filter((p) => !due(p.createdAt)) : state.held,
+      earlyFeedback: expiredFeedback.length > 0 ? state.earlyFeedback.filter((f) => !due(f.createdAt)) : state.earlyFeedback,
+    },
+    pairs: ready.filter((p) => wanted(p, opts)),
+    expiredFeedback,
+  };
 }
 
 /**

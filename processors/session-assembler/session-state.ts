@@ -12,6 +12,8 @@ export function emptySession(sessionId: string, userId: string | null): SessionS
     lastActivityAt: 0,
     closed: false,
     closedReason: null,
+    held: [],
+    earlyFeedback: [],
   };
 }
 

@@ -3,25 +3,25 @@
  * a restart after downtime, an outbox drained late): sessions would time out before their later
  * turns, still in the backlog, are read. Event time alone is wrong when the stream is quiet: the
  * last session would never time out. So: while records are flowing, time is the event time of the
- * slowest flowing partition; once no record arrived for `quietMs`, the consumer has caught up and
- * time is the wall clock.
+ * slowest flowing source (a topic's partition: turns and feedback are read at their own pace);
+ * once no record arrived for `quietMs`, the consumer has caught up and time is the wall clock.
  */
 export class StreamClock {
-  private readonly partitions = new Map<number, { eventTime: number; seenAt: number }>();
+  private readonly sources = new Map<string | number, { eventTime: number; seenAt: number }>();
 
   /** @param quietMs how long without records means "caught up". @default 5000 */
   constructor(private readonly quietMs = 5000) {}
 
-  /** Notes a record of `partition` with event time `eventTime`, read at wall time `wallNow`. */
-  observe(partition: number, eventTime: number, wallNow: number): void {
-    const p = this.partitions.get(partition);
-    this.partitions.set(partition, { eventTime: Math.max(p?.eventTime ?? 0, eventTime), seenAt: wallNow });
+  /** Notes a record of `source` (e.g. `turns:3`) with event time `eventTime`, read at wall time `wallNow`. */
+  observe(source: string | number, eventTime: number, wallNow: number): void {
+    const p = this.sources.get(source);
+    this.sources.set(source, { eventTime: Math.max(p?.eventTime ?? 0, eventTime), seenAt: wallNow });
   }
 
   /** The time to expire sessions against. */
   now(wallNow: number): number {
     let t = wallNow;
-    for (const p of this.partitions.values()) if (wallNow - p.seenAt < this.quietMs) t = Math.min(t, p.eventTime);
+    for (const p of this.sources.values()) if (wallNow - p.seenAt < this.quietMs) t = Math.min(t, p.eventTime);
     return t;
   }
 }

@@ -28,7 +28,7 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       ...c.map((t) => ({ id: 'turns' as const, key: 'C', value: t })),
     ]);
 
-    const h = await startSessionAssembler({ kafka: f.kafka, codecs: f.codecs, idleTimeoutMs: 4000, expireIntervalMs: 250, quietMs: 1000 });
+    const h = await startSessionAssembler({ kafka: f.kafka, codecs: f.codecs, idleTimeoutMs: 4000, expireIntervalMs: 250, quietMs: 1000, feedbackGraceMs: 300 });
     await h.ready;
     try {
       // Turns and feedback are two topics: there is no order between them, so (as live, where

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyFeedback, applyTurn, expire, extractNextState } from '../../../processors/session-assembler/index.ts';
-import type { ChatMessage, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
+import * as sa from '../../../processors/session-assembler/index.ts';
+import { extractNextState, type SessionAssemblerOptions } from '../../../processors/session-assembler/index.ts';
+import type { ChatMessage, Feedback, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
 import { exampleFeedback, exampleTurn } from '../../support/fixtures.ts';
+
+// Pairing logic with pairs emitted at once; the feedback grace period has its own tests below.
+const IMMEDIATE = { feedbackGraceMs: 0 };
+const applyTurn = (p: SessionState | undefined, t: Turn, o: SessionAssemblerOptions = {}) => sa.applyTurn(p, t, { ...IMMEDIATE, ...o });
+const applyFeedback = (p: SessionState | undefined, f: Feedback, o: SessionAssemblerOptions = {}) => sa.applyFeedback(p, f, { ...IMMEDIATE, ...o });
+const expire = (s: SessionState, now: number, idle: number, o: SessionAssemblerOptions = {}) => sa.expire(s, now, idle, { ...IMMEDIATE, ...o });
 
 const msg = (role: string, content: string | null, over: Partial<ChatMessage> = {}): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [], ...over });
 const T0 = 1_760_000_000_000;
@@ -28,7 +35,7 @@ function conversation(n: number, over: (i: number) => Partial<Turn> = () => ({})
   return turns;
 }
 
-function run(turns: Turn[], opts = {}): { state: SessionState; pairs: TurnPair[] } {
+function run(turns: Turn[], opts: SessionAssemblerOptions = {}): { state: SessionState; pairs: TurnPair[] } {
   let state: SessionState | undefined;
   const pairs: TurnPair[] = [];
   for (const t of turns) {
@@ -238,5 +245,89 @@ describe('session assembler: session end', () => {
 
   it('stamps the replay tag', () => {
     assert.equal(run(conversation(2), { tag: 'exp1' }).pairs[0].tag, 'exp1');
+  });
+});
+
+describe('session assembler: feedback grace period (feedback read after the next turn)', () => {
+  const G = { feedbackGraceMs: 2000 };
+  const releaseAt = (s: SessionState, now: number) => sa.release(s, now, G);
+
+  it('holds a ready pair for the grace period in stream time, then releases it exactly once', () => {
+    const [t0, t1] = conversation(2);
+    let s = sa.applyTurn(undefined, t0, G).state;
+    const step = sa.applyTurn(s, t1, G);
+    assert.deepEqual(step.pairs, [], 'nothing is emitted while the pair is held');
+    s = step.state;
+    assert.deepEqual(s.held.map((p) => p.pairId), ['t0']);
+    assert.equal(releaseAt(s, t1.requestedAt + 1999).pairs.length, 0);
+    const r = releaseAt(s, t1.requestedAt + 2000);
+    assert.deepEqual(r.pairs.map((p) => p.pairId), ['t0']);
+    assert.deepEqual(r.pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
+    assert.deepEqual(r.state.held, []);
+    assert.equal(releaseAt(r.state, t1.requestedAt + 99_000).pairs.length, 0, 'released once');
+  });
+
+  it('a 👎 read after the next turn still reaches the pair; after the release it is late', () => {
+    const [t0, t1] = conversation(2);
+    let s = sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state;
+    const fb = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0', rating: -1, text: 'too long', createdAt: t1.requestedAt + 500 }), G);
+    assert.equal(fb.ignored, undefined);
+    s = fb.state;
+    const [pair] = releaseAt(s, t1.requestedAt + 2000).pairs;
+    assert.deepEqual(pair.feedback.map((f) => f.feedbackId), ['f1']);
+    assert.deepEqual(pair.nextState, [
+      { role: 'USER', content: 'user 1', toolCallId: null },
+      { role: 'FEEDBACK', content: '👎 (thumbs down) — too long', toolCallId: null },
+    ]);
+    const after = releaseAt(s, t1.requestedAt + 2000).state;
+    assert.equal(sa.applyFeedback(after, exampleFeedback({ feedbackId: 'f2', turnId: 't0' }), G).ignored, 'late-feedback');
+  });
+
+  it('feedback read before its turn waits for it; feedback for a turn that never comes expires, reported', () => {
+    const [t0, t1] = conversation(2);
+    let s = sa.applyFeedback(undefined, exampleFeedback({ feedbackId: 'early', turnId: 't0', rating: 1, text: null, createdAt: T0 + 300 }), G).state;
+    s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'ghost', turnId: 'never', rating: 1, text: null, createdAt: T0 + 300 }), G).state;
+    assert.deepEqual(s.earlyFeedback.map((f) => f.feedbackId), ['early', 'ghost']);
+    s = sa.applyTurn(s, t0, G).state;
+    assert.deepEqual(s.pendingFeedback.map((f) => f.feedbackId), ['early']);
+    assert.deepEqual(s.earlyFeedback.map((f) => f.feedbackId), ['ghost']);
+    s = sa.applyTurn(s, t1, G).state;
+    const r = releaseAt(s, t1.requestedAt + 2000);
+    assert.deepEqual(r.pairs[0].feedback.map((f) => f.feedbackId), ['early']);
+    assert.deepEqual(r.expiredFeedback.map((f) => f.feedbackId), ['ghost']);
+    assert.deepEqual(r.state.earlyFeedback, []);
+  });
+
+  it('feedback naming no turn goes to the newest turn requested before it was given', () => {
+    const [t0, t1] = conversation(2);
+    let s = sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state;
+    // Given between t0 and t1 (read after t1): it is about t0.
+    s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'a', turnId: null, rating: -1, text: null, createdAt: t1.requestedAt - 10 }), G).state;
+    // Given after t1 was requested: about t1.
+    s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'b', turnId: null, rating: 1, text: null, createdAt: t1.completedAt + 10 }), G).state;
+    assert.deepEqual(s.held[0].feedback.map((f) => f.feedbackId), ['a']);
+    assert.deepEqual(s.pendingFeedback.map((f) => f.feedbackId), ['b']);
+  });
+
+  it('endPolicy drop: a closed session\'s last pair is held; feedback in the grace period keeps it, else it is dropped', () => {
+    const turns = conversation(2, (i) => (i === 1 ? { sessionDone: true } : {}));
+    const o = { ...G, endPolicy: 'drop' as const };
+    const closed = sa.applyTurn(sa.applyTurn(undefined, turns[0], o).state, turns[1], o).state;
+    assert.deepEqual(closed.held.map((p) => [p.pairId, p.endMarker]), [['t0', null], ['t1', 'SESSION_DONE']]);
+    const later = turns[1].requestedAt + 5000;
+    assert.deepEqual(sa.release(closed, later, o).pairs.map((p) => p.pairId), ['t0'], 'no feedback: the end pair is dropped');
+    const rescued = sa.applyFeedback(closed, exampleFeedback({ feedbackId: 'f', turnId: 't1', rating: 1, text: null, createdAt: turns[1].completedAt + 100 }), o).state;
+    const out = sa.release(rescued, later, o).pairs;
+    assert.deepEqual(out.map((p) => [p.pairId, p.endMarker]), [['t0', null], ['t1', 'SESSION_DONE']]);
+    assert.deepEqual(out[1].nextState, [{ role: 'FEEDBACK', content: '👍 (thumbs up)', toolCallId: null }]);
+  });
+
+  it('an idle-timeout pair is held as well, and a negative grace period is refused', () => {
+    const { state } = run(conversation(1), G);
+    const idle = sa.expire(state, T0 + 100 + 1000, 1000, G);
+    assert.equal(idle.pairs.length, 0);
+    assert.deepEqual(idle.state.held.map((p) => p.endMarker), ['IDLE_TIMEOUT']);
+    assert.equal(sa.release(idle.state, T0 + 1100 + 2000, G).pairs.length, 1);
+    assert.throws(() => sa.applyTurn(undefined, conversation(1)[0], { feedbackGraceMs: -1 }), /feedbackGraceMs/);
   });
 });
