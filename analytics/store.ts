@@ -80,8 +80,9 @@ export class AnalyticsStore {
       return await run();
     } catch (err) {
       const short = what.replace(/\s+/g, ' ').slice(0, 120);
-      if (err instanceof ClickHouseError) {
-        throw new TurnstreamError(ErrorCodes.INTERNAL, `ClickHouse refused "${short}": ${err.message}`, { cause: err });
+      // The server answered with an exception (its message starts with "Code: N"): not an outage.
+      if (err instanceof ClickHouseError || /^Code: \d+/.test((err as Error).message ?? '')) {
+        throw new TurnstreamError(ErrorCodes.INTERNAL, `ClickHouse refused "${short}": ${(err as Error).message}`, { cause: err });
       }
       throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `ClickHouse at ${this.options.url} unavailable (${(err as Error).message}) during "${short}"`, {
         cause: err,

@@ -40,7 +40,7 @@ export function dashboardPage(o: PageOptions): string {
   table { width: 100%; border-collapse: collapse; font-size: 12px; }
   th, td { text-align: left; padding: 4px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 320px; }
   th { color: var(--muted); font-weight: 600; }
-  td.n { text-align: right; font-variant-numeric: tabular-nums; }
+  th.n, td.n { text-align: right; font-variant-numeric: tabular-nums; }
   .empty { color: var(--muted); font-style: italic; }
 </style>
 </head>
@@ -87,7 +87,9 @@ export function dashboardPage(o: PageOptions): string {
   function table(el, rows, cols) {
     const host = document.getElementById(el);
     if (!rows.length) { host.innerHTML = '<p class="empty">nothing yet</p>'; return; }
-    host.innerHTML = '<table><thead><tr>' + cols.map((c) => '<th>' + esc(c[0]) + '</th>').join('') + '</tr></thead><tbody>' +
+    // Numeric columns (by the first row) are right-aligned, header included.
+    const numeric = cols.map((c) => typeof c[1](rows[0]) === 'number');
+    host.innerHTML = '<table><thead><tr>' + cols.map((c, i) => '<th' + (numeric[i] ? ' class="n"' : '') + '>' + esc(c[0]) + '</th>').join('') + '</tr></thead><tbody>' +
       rows.map((r) => '<tr>' + cols.map((c) => { const v = c[1](r); return '<td' + (typeof v === 'number' ? ' class="n"' : '') + '>' + fmt(v) + '</td>'; }).join('') + '</tr>').join('') +
       '</tbody></table>';
   }
@@ -105,6 +107,7 @@ export function dashboardPage(o: PageOptions): string {
         datasets: [
           { label: 'mean judge score', data: rv.map((v) => v.mean_score), borderColor: COLORS[0], backgroundColor: COLORS[0], tension: 0.2, spanGaps: true },
           { label: 'mean sample reward', data: rv.map((v) => v.mean_reward), borderColor: COLORS[1], backgroundColor: COLORS[1], borderDash: [4, 3], tension: 0.2, spanGaps: true },
+          { label: 'trainer mean reward at publish', data: rv.map((v) => v.trainer_mean_reward), borderColor: COLORS[4], backgroundColor: COLORS[4], showLine: false, pointStyle: 'rectRot', pointRadius: 5 },
         ],
       },
       options: { scales: { y: { suggestedMin: -1, suggestedMax: 1 } } },
@@ -153,7 +156,7 @@ export function dashboardPage(o: PageOptions): string {
     table('dlq', o.dlq, [['stage', (d) => d.stage], ['code', (d) => d.code], ['count', (d) => d.count], ['last', (d) => time(d.last_failed_at_ms)], ['message', (d) => d.last_message]]);
     table('users', o.users, [
       ['user', (u) => u.user_id || '(anonymous)'], ['sessions', (u) => u.sessions], ['turns', (u) => u.turns], ['main', (u) => u.main],
-      ['tokens', (u) => u.tokens], ['judged', (u) => u.judged], ['mean score', (u) => u.mean_score], ['👍', (u) => u.thumbs_up], ['👎', (u) => u.thumbs_down], ['last seen', (u) => time(u.last_ms)],
+      ['tokens', (u) => u.tokens], ['judged', (u) => u.judged], ['mean score', (u) => u.mean_score], ['thumbs up', (u) => u.thumbs_up], ['thumbs down', (u) => u.thumbs_down], ['last seen', (u) => time(u.last_ms)],
     ]);
     table('sessions', o.sessions, [
       ['session', (s) => s.session_id], ['user', (s) => s.user_id || '(anonymous)'], ['turns', (s) => s.turns], ['main', (s) => s.main],

@@ -2,7 +2,7 @@
  * The analytics HTTP service: `GET /dashboard` (the page), `GET /api/…` (JSON it polls),
  * `GET /metrics` (Prometheus) and `GET /healthz`. Errors use the OpenAI error shape.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -58,7 +58,9 @@ function sendError(reply: FastifyReply, err: unknown): FastifyReply {
 
 /** Builds the app without listening (tests inject requests). */
 export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
-  const app = Fastify({ loggerInstance: o.logger as FastifyBaseLogger | undefined, disableRequestLogging: true });
+  // No request log: the page polls every few seconds. Failures are logged below.
+  const app = Fastify();
+  const log = o.logger;
   const store = o.store;
   const scope = { tag: o.tag ?? '' };
   const page = dashboardPage({ refreshMs: o.refreshMs ?? 5000, title: o.title ?? 'turnstream analytics' });
@@ -67,6 +69,7 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
       try {
         return reply.header('cache-control', 'no-store').send(await run(req.query as Record<string, string | undefined>));
       } catch (err) {
+        log?.warn({ path, err: (err as Error).message }, 'query failed');
         return sendError(reply, err);
       }
     });

@@ -29,7 +29,7 @@ export async function sessionStats(store: AnalyticsStore, o: SessionStatsOptions
   const limit = sqlNumber(Math.max(1, Math.floor(o.limit ?? 50)));
   const user = o.userId === undefined ? '' : `WHERE user_id = ${sqlString(o.userId)}`;
   const sessions = await store.rows<Record<string, number | string>>(`
-    SELECT session_id, any(user_id) AS user_id, count() AS turns, countIf(turn_type = 'MAIN') AS main,
+    SELECT session_id, any(user_id) AS session_user, count() AS turns, countIf(turn_type = 'MAIN') AS main,
       min(requested_at_ms) AS first_ms, max(completed_at_ms) AS last_ms, max(session_done) AS done
     FROM ${t.turns} FINAL ${user} GROUP BY session_id ORDER BY last_ms DESC LIMIT ${limit}`);
   if (sessions.length === 0) return [];
@@ -48,7 +48,7 @@ export async function sessionStats(store: AnalyticsStore, o: SessionStatsOptions
     const id = String(s.session_id);
     return {
       session_id: id,
-      user_id: String(s.user_id),
+      user_id: String(s.session_user),
       turns: int(s.turns),
       main: int(s.main),
       first_ms: int(s.first_ms),

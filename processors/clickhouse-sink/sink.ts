@@ -154,13 +154,16 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   };
 
   /** Serialized: one flush at a time, in order. */
+  let queued = 0;
   const flush = (): Promise<void> => {
-    flushChain = flushChain.then(flushOnce, flushOnce);
+    queued++;
+    flushChain = flushChain.then(flushOnce, flushOnce).finally(() => void queued--);
     return flushChain;
   };
 
-  const tick = (): void => {
-    if (!buffer.pending || Date.now() < retryAt) return;
+  /** Starts a flush when one is due and none is queued; decoding goes on meanwhile. */
+  const maybeFlush = (): void => {
+    if (queued > 0 || !buffer.pending || Date.now() < retryAt) return;
     if (buffer.size >= batchRows || buffer.age() >= flushIntervalMs || failedAttempts > 0) void flush();
   };
 
@@ -241,11 +244,12 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
         stats.buffered = buffer.size;
         sinkMetrics.buffered.set(buffer.size);
         await heartbeat();
+        // Backpressure: past maxBuffered, fetching pauses until a flush catches up.
         if (buffer.size >= maxBuffered) setPaused('buffer', true);
-        if (buffer.size >= batchRows && Date.now() >= retryAt) await flush();
+        maybeFlush();
       },
     });
-    ticker = setInterval(tick, Math.max(10, Math.min(100, Math.floor(flushIntervalMs / 4))));
+    ticker = setInterval(maybeFlush, Math.max(10, Math.min(100, Math.floor(flushIntervalMs / 4))));
     await joined;
     log.info({ groupId, topics }, 'clickhouse sink running');
   })();
