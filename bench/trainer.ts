@@ -1,0 +1,93 @@
+// `turnstream bench trainer [--json] [--steps 3] [--batch 16] [--backends wasm,cpu]`: learner
+// training steps (π_old recompute + PPO/OPD forward/backward + AdamW + the after-step KL pass)
+// on realistic samples from the pretraining corpus, at the shipped base model's shape, for each
+// tfjs backend available here, side by side. Each backend runs in its own process.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { Sample } from '../schemas/index.ts';
+import { AdamW, BACKEND_ORDER, BASE_MODEL_CONFIG, ByteTokenizer, corpus, exchangeIds, learnerStep, renderPrompt, selectBackend, TransformerModel, type BackendName } from '../trainer/index.ts';
+
+interface BackendResult {
+  backend: BackendName;
+  available: boolean;
+  error?: string;
+  stepMs?: number;
+  samplesPerSec?: number;
+  /** Trained (response) tokens per second. */
+  tokensPerSec?: number;
+  /** All positions (prompt + response) run through the model per second. */
+  positionsPerSec?: number;
+}
+
+function samples(n: number): Sample[] {
+  const tok = new ByteTokenizer();
+  const it = corpus({ seed: 7 });
+  const out: Sample[] = [];
+  while (out.length < n) {
+    const ex = it.next().value!;
+    const prompt = renderPrompt(tok, ex.messages, { maxPromptTokens: 10_000 }).ids;
+    const all = exchangeIds(tok, ex.messages, ex.reply);
+    if (all.length > BASE_MODEL_CONFIG.contextLength) continue;
+    const R = all.length - prompt.length;
+    const i = out.length;
+    out.push({
+      sampleId: `b${i}`, turnId: `b${i}`, sessionId: `s${i}`, userId: `u${i % 5}`, policyModelId: 'turnstream-tiny', policyVersion: 0,
+      method: 'COMBINED', tokens: all, promptLength: prompt.length, responseLength: R, lossMask: new Array(R).fill(1),
+      rolloutLogprobs: new Array(R).fill(-1), reward: i % 2 ? 1 : -1, teacherLogprobs: i % 2 ? new Array(R).fill(-0.8) : null,
+      teacherTopK: null, weight: 1, judgeId: 'bench', createdAt: 0, tag: null,
+    });
+  }
+  return out;
+}
+
+async function child(backend: BackendName, steps: number, batch: number): Promise<BackendResult> {
+  const got = await selectBackend(backend);
+  if (got !== backend) return { backend, available: false, error: `got ${got}` };
+  const model = TransformerModel.init({ ...BASE_MODEL_CONFIG, vocabSize: new ByteTokenizer().vocabSize }, 0);
+  const opt = new AdamW({ lr: 1e-4 });
+  const items = samples(batch).map((sample) => ({ sample }));
+  await learnerStep(model, opt, items); // warm-up: kernels, wasm init
+  let tokens = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < steps; i++) tokens += (await learnerStep(model, opt, items)).tokens;
+  const ms = (performance.now() - t0) / steps;
+  const positions = items.reduce((a, { sample }) => a + sample.tokens.length - 1, 0);
+  model.dispose();
+  return { backend, available: true, stepMs: Math.round(ms), samplesPerSec: (batch * 1000) / ms, tokensPerSec: (tokens / steps) * (1000 / ms), positionsPerSec: (positions * 1000) / ms };
+}
+
+export async function run(args: BenchArgs): Promise<object> {
+  const steps = Number(args.options.steps ?? 3);
+  const batch = Number(args.options.batch ?? 16);
+  const backends = (args.options.backends?.split(',') ?? BACKEND_ORDER) as BackendName[];
+  const results: BackendResult[] = [];
+  for (const b of backends) {
+    args.progress(`bench trainer: ${b} …`);
+    const p = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', b, String(steps), String(batch)], { encoding: 'utf8', timeout: 600_000 });
+    const line = p.stdout.trim().split('\n').pop() ?? '';
+    try {
+      results.push(JSON.parse(line) as BackendResult);
+    } catch {
+      results.push({ backend: b, available: false, error: (p.stderr || `exit ${p.status}`).trim().split('\n').slice(-1)[0] });
+    }
+  }
+  const ok = results.filter((r) => r.available);
+  const fastest = ok.sort((a, b) => (b.samplesPerSec ?? 0) - (a.samplesPerSec ?? 0))[0]?.backend ?? null;
+  return {
+    bench: 'trainer',
+    model: { ...BASE_MODEL_CONFIG },
+    batch,
+    steps,
+    meanTokensPerSample: Math.round(samples(batch).reduce((a, s) => a + s.tokens.length, 0) / batch),
+    backends: results,
+    fastest,
+  };
+}
+
+const i = process.argv.indexOf('--child');
+if (i >= 0) {
+  const r = await child(process.argv[i + 1] as BackendName, Number(process.argv[i + 2]), Number(process.argv[i + 3])).catch((err: Error) => ({ backend: process.argv[i + 1], available: false, error: err.message }));
+  process.stdout.write(JSON.stringify(r) + '\n');
+  process.exit(0);
+}

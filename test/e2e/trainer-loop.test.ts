@@ -1,0 +1,94 @@
+/**
+ * The whole loop on real Kafka: chat traffic through the gateway → session assembler → embedded
+ * judge → sample builder → learner → a WeightVersion → the gateway hot-swaps it, and the next
+ * Turn event carries the new policyVersion. No request fails on the way.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startJudge, startSampleBuilder, startSessionAssembler, createEmbeddedJudge } from '../../processors/index.ts';
+import { createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
+import { startLearner, type LearnerHandle } from '../../trainer/index.ts';
+import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from '../integration/gateway/support.ts';
+import { ensureStack, uniquePrefix } from '../support/stack.ts';
+
+let home: Awaited<ReturnType<typeof tempHome>>;
+let k: TestKafka;
+let g: StartedGateway;
+const services: ProcessorHandle[] = [];
+let learner: LearnerHandle | undefined;
+
+before(async () => {
+  const stack = await ensureStack();
+  home = await tempHome('trainer-e2e');
+  k = await testKafka(stack, uniquePrefix('trainer-e2e'));
+  await ensureTopics(k.kafka, { naming: k.naming, partitions: 3 });
+  g = await startGateway({ home: home.dir, kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming } });
+});
+after(async () => {
+  await learner?.stop().catch(() => undefined);
+  for (const s of services) await s.stop().catch(() => undefined);
+  await g?.gw.stop();
+  await home?.cleanup();
+});
+
+async function chat(messages: Array<{ role: string; content: string }>, session: string): Promise<{ text: string; turnId: string; status: number }> {
+  const res = await fetch(`${g.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-session-id': session, 'x-user-id': `user-${session}` },
+    body: JSON.stringify({ model: 'turnstream-tiny', messages, max_tokens: 12 }),
+  });
+  const body = (await res.json()) as { choices?: Array<{ message: { content: string } }> };
+  return { text: body.choices?.[0]?.message.content ?? '', turnId: res.headers.get('x-turn-id') ?? '', status: res.status };
+}
+
+test('chat traffic → samples → WeightVersion → the gateway serves it, no request failing', { timeout: 400000 }, async () => {
+  const logger = createLogger('e2e', 'warn');
+  const common = { kafka: k.kafka, codecs: k.codecs, logger };
+  services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 600_000 }));
+  services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: 'rl' }) }));
+  services.push(await startSampleBuilder({ ...common, method: 'rl' }));
+  const weightsDir = `${home.dir}/weights`;
+  learner = await startLearner({ ...common, weightsDir, batch: { batchSize: 4, maxWaitMs: 2000 } });
+  await learner.ready;
+  const turns = await TopicCollector.start(k.kafka, k.codecs, 'turns');
+  const weights = await TopicCollector.start(k.kafka, k.codecs, 'weights');
+
+  // Sessions of three main turns: the user's reply to turn t (thanks or a correction) is its next state.
+  const statuses: number[] = [];
+  const replies = ['Thanks, that is great!', "No, that's wrong. Try again."];
+  for (let s = 0; s < 4; s++) {
+    const history: Array<{ role: string; content: string }> = [];
+    for (let t = 0; t < 3; t++) {
+      history.push({ role: 'user', content: t === 0 ? `question ${s}` : replies[(s + t) % 2] });
+      const r = await chat(history, `e2e-${s}`);
+      statuses.push(r.status);
+      history.push({ role: 'assistant', content: r.text });
+    }
+  }
+  assert.ok(statuses.every((x) => x === 200), `every request answered: ${statuses.join(',')}`);
+
+  // 4 sessions × 2 judged pairs = 8 RL samples → at least one version.
+  const t0 = Date.now();
+  while (weights.events.length === 0) {
+    if (Date.now() - t0 > 240_000) assert.fail(`no WeightVersion; learner ${JSON.stringify(learner.stats())}`);
+    await sleep(500);
+  }
+  const wv = weights.events[0].value;
+  assert.equal(wv.version, 1);
+  assert.ok(wv.metrics.samples > 0 && Number.isFinite(wv.metrics.loss));
+
+  // The gateway swaps between requests; keep chatting until a turn carries the new version.
+  let served = 0;
+  const t1 = Date.now();
+  for (let i = 0; served < 1; i++) {
+    if (Date.now() - t1 > 60_000) assert.fail('the gateway never served version 1');
+    const r = await chat([{ role: 'user', content: `after ${i}` }], `after-${i}`);
+    assert.equal(r.status, 200, 'no request fails during the swap');
+    await sleep(500);
+    served = Math.max(0, ...turns.events.map((e) => e.value.policyVersion));
+  }
+  assert.ok(served >= 1);
+  await turns.stop();
+  await weights.stop();
+});
