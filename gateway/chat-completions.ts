@@ -31,8 +31,8 @@ export interface ChatRouteDeps {
   maxTokensLimit: number;
   /** The model name reported when a request names none. */
   defaultModel: () => string;
-  /** Aborted on shutdown: in-flight generations stop. */
-  shutdown: AbortSignal;
+  /** Controllers of the calls in flight; aborted on shutdown. */
+  inFlight: Set<AbortController>;
 }
 
 interface Resolved {
@@ -106,15 +106,27 @@ function messageOf(res: EngineResult) {
   };
 }
 
-/** An abort signal for one call: client gone, generation timeout, or shutdown. */
+/**
+ * An abort signal for one call: client gone, generation timeout, or shutdown. Calls register in
+ * `deps.inFlight` (rather than listening on a shared shutdown signal, which would pile up
+ * listeners) and are aborted from there on stop.
+ */
 function callSignal(reply: FastifyReply, deps: ChatRouteDeps): { signal: AbortSignal; dispose: () => void } {
   const ctl = new AbortController();
   const onClose = (): void => {
     if (!reply.raw.writableFinished) ctl.abort(new TurnstreamError(ErrorCodes.ABORTED, 'client closed the connection'));
   };
   reply.raw.on('close', onClose);
-  const signal = AbortSignal.any([ctl.signal, AbortSignal.timeout(deps.generationTimeoutMs), deps.shutdown]);
-  return { signal, dispose: () => reply.raw.off('close', onClose) };
+  const timer = setTimeout(() => ctl.abort(new TurnstreamError(ErrorCodes.TIMEOUT, 'the generation took longer than the gateway allows')), deps.generationTimeoutMs);
+  deps.inFlight.add(ctl);
+  return {
+    signal: ctl.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      deps.inFlight.delete(ctl);
+      reply.raw.off('close', onClose);
+    },
+  };
 }
 
 function recordMetrics(deps: ChatRouteDeps, r: Resolved, res: EngineResult, stream: boolean): void {
@@ -124,9 +136,9 @@ function recordMetrics(deps: ChatRouteDeps, r: Resolved, res: EngineResult, stre
 }
 
 function asCallError(err: unknown, signal: AbortSignal): TurnstreamError {
-  if (signal.aborted && !(err instanceof TurnstreamError && err.code !== ErrorCodes.ABORTED)) {
-    const reason = signal.reason as { name?: string } | undefined;
-    if (reason?.name === 'TimeoutError') return new TurnstreamError(ErrorCodes.TIMEOUT, 'the generation took longer than the gateway allows', { cause: err });
+  // An abort surfaces as the engine's ABORTED error; report why the call was aborted.
+  if (signal.aborted && signal.reason instanceof TurnstreamError && !(err instanceof TurnstreamError && err.code !== ErrorCodes.ABORTED)) {
+    return signal.reason;
   }
   return toTurnstreamError(err);
 }

@@ -18,6 +18,7 @@ import {
   type OutgoingEvent,
 } from '../streams/index.ts';
 import type { OutboxRecord } from '../streams/outbox.ts';
+import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 
 export interface KafkaLinkOptions {
   /** Bootstrap servers. */
@@ -72,6 +73,7 @@ export class KafkaLink {
 
   private async ensureProducer(): Promise<EventProducer> {
     if (this.producer) return this.producer;
+    if (this.closed) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the Kafka link is closed');
     this.connecting ??= (async () => {
       try {
         const codecs = await this.ensureCodecs();
@@ -129,6 +131,8 @@ export class KafkaLink {
 
   async close(): Promise<void> {
     this.closed = true;
+    // A connect in flight (warm-up or drain) must not leave a producer behind.
+    await this.connecting?.catch(() => undefined);
     await this.follower?.stop().catch((err: unknown) => this.logger.warn({ err }, 'weights follower stop failed'));
     await this.producer?.disconnect().catch((err: unknown) => this.logger.warn({ err }, 'producer disconnect failed'));
   }

@@ -55,6 +55,8 @@ export interface GatewayOptions {
   captureBoundMs?: number;
   /** Turns remembered for session inference (LRU). @default 10000 */
   sessionIndexSize?: number;
+  /** How long `stop()` lets in-flight requests finish before aborting them. @default 10000 */
+  stopGraceMs?: number;
   /** How long `stop()` tries to drain the outbox before leaving the rest on disk. @default 5000 */
   drainOnStopMs?: number;
   /** @default a pino logger named 'gateway' at `logLevel` */

@@ -12,6 +12,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import { createLogger, type Logger } from '../streams/logger.ts';
 import { Outbox } from '../streams/outbox.ts';
 import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../trainer/index.ts';
@@ -57,7 +58,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const metrics = new GatewayMetrics(gatewayId);
   const index = new SessionIndex(options.sessionIndexSize ?? 10_000);
   const auth = new Authenticator(options.apiKeys ?? []);
-  const shutdown = new AbortController();
+  const inFlight = new Set<AbortController>();
   const outboxDir = options.outboxDir ?? join(options.home, 'outbox');
 
   let outbox: Outbox | null = null;
@@ -189,7 +190,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         generationTimeoutMs: options.generationTimeoutMs ?? 300_000,
         maxTokensLimit: options.maxTokensLimit ?? 262_144,
         defaultModel: () => policies?.modelId ?? options.upstream?.model ?? 'default',
-        shutdown: shutdown.signal,
+        inFlight,
       });
       registerFeedback(app, capture);
       const address = await app.listen({ port: options.port ?? 30000, host: options.host ?? '127.0.0.1' });
@@ -199,9 +200,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     async stop(): Promise<void> {
       if (!started) return;
       started = false;
-      // Stop accepting; in-flight requests finish (bounded by their generation timeout).
+      // Stop accepting; in-flight requests finish (bounded by `stopGraceMs`, then aborted).
+      const grace = setTimeout(() => {
+        for (const c of inFlight) c.abort(new TurnstreamError(ErrorCodes.ABORTED, 'the gateway is shutting down'));
+      }, options.stopGraceMs ?? 10_000);
       await app.close();
-      shutdown.abort();
+      clearTimeout(grace);
       await capture?.settle();
       const left = await outbox?.close(options.drainOnStopMs ?? 5000);
       if (left && left.depth > 0) logger.info({ depth: left.depth, dir: outboxDir }, 'outbox not empty at stop; the next start drains it');

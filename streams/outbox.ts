@@ -81,8 +81,15 @@ interface PendingAppend {
 const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     if (signal.aborted) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    const onAbort = (): void => {
+      clearTimeout(t);
+      resolve();
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 
 export class Outbox {
@@ -318,8 +325,14 @@ export class Outbox {
       delay = this.opts.retryDelayMs;
       if (progressed) continue;
       await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        this.stopCtl.signal.addEventListener('abort', () => resolve(), { once: true });
+        const signal = this.stopCtl.signal;
+        if (signal.aborted) return resolve();
+        const done = (): void => {
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        this.wake = done;
+        signal.addEventListener('abort', done, { once: true });
       });
     }
   }

@@ -45,8 +45,7 @@ export class TopicCollector<K extends TopicId> {
 
   static async start<K extends TopicId>(kafka: Kafka, codecs: EventCodecs, id: K): Promise<TopicCollector<K>> {
     const consumer = kafka.consumer({ groupId: `test-collector-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 100 });
-    let collector!: TopicCollector<K>;
-    collector = new TopicCollector<K>(async () => {
+    const collector = new TopicCollector<K>(async () => {
       await consumer.disconnect();
     });
     await consumer.connect();

@@ -77,6 +77,7 @@ before(async () => {
 });
 after(async () => {
   await g?.gw.stop();
+  upstream?.closeAllConnections();
   await new Promise((r) => upstream?.close(r));
   await home?.cleanup();
 });
