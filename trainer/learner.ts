@@ -76,6 +76,8 @@ export interface LearnerStats {
   trained: number;
   droppedStale: number;
   deadLettered: number;
+  /** Samples of another model (their `policyModelId`), skipped. */
+  otherModel: number;
   buffered: number;
   transactions: number;
 }
@@ -157,7 +159,7 @@ class Learner {
   private stopping = false;
   private assignment: Promise<void> = Promise.resolve();
   private loop: Promise<void> = Promise.resolve();
-  private readonly counts = { consumed: 0, trained: 0, droppedStale: 0, deadLettered: 0, transactions: 0 };
+  private readonly counts = { consumed: 0, trained: 0, droppedStale: 0, deadLettered: 0, otherModel: 0, transactions: 0 };
   private readyResolve!: () => void;
   private readonly ready = new Promise<void>((r) => (this.readyResolve = r));
   private closedResolve!: () => void;
@@ -251,6 +253,12 @@ class Learner {
           try {
             if (!m.value) throw new Error('record has no value (tombstone)');
             const sample = await samplesCodec.decode(m.value);
+            if (sample.policyModelId !== this.modelId) {
+              // Another model's turns (an upstream engine, another built-in model): not ours to train.
+              st.done.add(offset);
+              this.counts.otherModel++;
+              continue;
+            }
             this.batcher.add(sample, { partition: batch.partition, offset });
           } catch (err) {
             this.pendingDlq.push({ key: m.key?.toString('utf8') ?? '', value: deadLetter({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value }, err, 'learner', 1) });

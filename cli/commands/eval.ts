@@ -7,10 +7,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { createLogger } from '../../streams/index.ts';
+import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
+import { createLogger, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, LEARNER_LR, loadPolicy, selectBackend, type BackendName } from '../../trainer/index.ts';
 import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../trainer/eval/personas.ts';
 import { toCsv, toSvg } from '../../trainer/eval/report.ts';
+import { runPipelineEval } from '../../trainer/eval/pipeline.ts';
 import { runEval, type EvalResult } from '../../trainer/eval/run-eval.ts';
 import { loadConfig } from '../config.ts';
 
@@ -52,11 +54,6 @@ export function register(program: Command): void {
     .action(async (f: EvalFlags) => {
       const config = loadConfig();
       const logger = createLogger('eval', config.logLevel);
-      if (f.pipeline) {
-        process.stderr.write('turnstream eval --pipeline: not implemented yet; run without --pipeline (in-process: the same judge, sample builder and learner step, no transport)\n');
-        process.exitCode = 2;
-        return;
-      }
       if (!['combined', 'rl', 'opd'].includes(f.method)) throw new Error(`--method must be combined, rl or opd (got ${f.method})`);
       await selectBackend(f.backend as BackendName | undefined, { logger });
       let personas = await loadPersonas(resolve(f.personas));
@@ -64,10 +61,8 @@ export function register(program: Command): void {
       // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).
       const base = await initCheckpoint(config.weightsDir);
       const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
-      const result: EvalResult = await runEval({
+      const common = {
         personas,
-        baseUri: base.uri,
-        teacherPolicy,
         interactions: Number(f.interactions),
         seeds: Number(f.seeds),
         method: f.method as 'combined' | 'rl' | 'opd',
@@ -75,9 +70,35 @@ export function register(program: Command): void {
         lr: f.lr ? Number(f.lr) : undefined,
         heldOutPrompts: Number(f.heldOut),
         heldOutSamples: Number(f.heldOutSamples),
-        evalEvery: Number(f.evalEvery),
-        onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
-      });
+        onProgress: (line: string) => process.stderr.write(`eval: ${line}\n`),
+      };
+      let result: EvalResult;
+      if (f.pipeline) {
+        const endpoints = endpointsOf(
+          resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
+        );
+        result = await runPipelineEval({
+          ...common,
+          brokers: parseBrokers(endpoints.brokers),
+          registryUrl: endpoints.registryUrl,
+          baseWeightsDir: config.weightsDir,
+        });
+      } else {
+        result = await runEval({
+          personas,
+          baseUri: base.uri,
+          teacherPolicy,
+          interactions: Number(f.interactions),
+          seeds: Number(f.seeds),
+          method: f.method as 'combined' | 'rl' | 'opd',
+          batchSize: Number(f.batchSize),
+          lr: f.lr ? Number(f.lr) : undefined,
+          heldOutPrompts: Number(f.heldOut),
+          heldOutSamples: Number(f.heldOutSamples),
+          evalEvery: Number(f.evalEvery),
+          onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
+        });
+      }
       teacherPolicy.dispose();
       const out = resolve(f.out);
       await mkdir(out, { recursive: true });
@@ -86,12 +107,30 @@ export function register(program: Command): void {
       await writeFile(join(out, 'eval.json'), JSON.stringify(result, null, 2) + '\n');
       if (f.json) {
         const { runs, ...summary } = result;
-        process.stdout.write(JSON.stringify({ ...summary, runs: runs.map((r) => ({ persona: r.persona, seed: r.seed, scores: r.scores.map((s) => s.satisfaction), trainSatisfaction: r.trainSatisfaction, samples: r.samples })) }) + '\n');
+        process.stdout.write(
+          JSON.stringify({
+            ...summary,
+            runs: runs.map((r) => ({
+              persona: r.persona,
+              seed: r.seed,
+              scores: r.scores.map((s) => s.satisfaction),
+              trainSatisfaction: r.trainSatisfaction,
+              samples: r.samples,
+            })),
+          }) + '\n',
+        );
       } else {
         process.stdout.write(
           `held-out satisfaction ${result.before.toFixed(3)} → ${result.after.toFixed(3)} over ${result.personas} personas × ${result.seeds} seeds, ${result.interactions} interactions each (${result.method}, ${result.mode})\n` +
             `${result.statistic.test}: mean diff ${result.statistic.meanDiff.toFixed(3)}, t = ${result.statistic.t.toFixed(2)}, p = ${result.statistic.p.toPrecision(3)} (n = ${result.statistic.n})\n` +
-            result.per_version.map((v) => `  v${v.version} (${v.interactions} interactions): ${v.satisfaction.toFixed(3)}  ${Object.entries(v.byPersona).map(([k, x]) => `${k} ${x.toFixed(2)}`).join('  ')}`).join('\n') +
+            result.per_version
+              .map(
+                (v) =>
+                  `  v${v.version} (${v.interactions} interactions): ${v.satisfaction.toFixed(3)}  ${Object.entries(v.byPersona)
+                    .map(([k, x]) => `${k} ${x.toFixed(2)}`)
+                    .join('  ')}`,
+              )
+              .join('\n') +
             `\nwrote ${join(out, 'eval.csv')}, eval.svg, eval.json (${Math.round(result.seconds)} s)\n`,
         );
       }

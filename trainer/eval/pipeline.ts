@@ -1,0 +1,156 @@
+/**
+ * The evaluation through the real system (`turnstream eval --pipeline`): personas talk to the
+ * gateway over HTTP; turns go through Kafka, the session assembler, the embedded judge and the
+ * sample builder (frozen base teacher) to the learner service, whose versions the gateway
+ * hot-swaps. Held-out prompts are sent as `side` turns, so they are recorded but never trained.
+ *
+ * Each run (persona × seed) gets its own model id (a copy of the base checkpoint), gateway and
+ * learner; the processors are shared. Everything lives under a fresh topic prefix.
+ */
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGateway } from '../../gateway/index.ts';
+import { createEmbeddedJudge, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler, type TrainMethod } from '../../processors/index.ts';
+import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
+import { mulberry32 } from '../generate.ts';
+import { LEARNER_LR, startLearner } from '../learner.ts';
+import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
+import { summarize, type EvalResult, type RunResult } from './run-eval.ts';
+
+export interface PipelineEvalOptions {
+  personas: Persona[];
+  brokers: string[];
+  registryUrl: string;
+  /** A weight store holding the base checkpoint as `<baseModelId>/v0`. */
+  baseWeightsDir: string;
+  /** @default 'turnstream-tiny' */
+  baseModelId?: string;
+  interactions?: number;
+  seeds?: number;
+  method?: TrainMethod;
+  batchSize?: number;
+  lr?: number;
+  heldOutPrompts?: number;
+  heldOutSamples?: number;
+  onProgress?: (line: string) => void;
+}
+
+interface ChatResult {
+  text: string;
+  turnId: string;
+  version: number;
+}
+
+async function chat(url: string, messages: Array<{ role: string; content: string }>, headers: Record<string, string>, maxTokens = 120): Promise<ChatResult> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ messages, max_tokens: maxTokens, temperature: 1 }),
+  });
+  if (res.status !== 200) throw new Error(`gateway answered ${res.status}: ${await res.text()}`);
+  const body = (await res.json()) as { choices: Array<{ message: { content: string | null } }> };
+  return { text: body.choices[0].message.content ?? '', turnId: res.headers.get('x-turn-id') ?? '', version: Number(res.headers.get('x-policy-version') ?? -1) };
+}
+
+export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
+  const t0 = Date.now();
+  const o = {
+    personas: opts.personas,
+    interactions: opts.interactions ?? 36,
+    seeds: opts.seeds ?? 1,
+    method: opts.method ?? 'combined',
+    batchSize: opts.batchSize ?? 4,
+    lr: opts.lr ?? LEARNER_LR,
+    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOutSamples: opts.heldOutSamples ?? 4,
+  };
+  const logger = createLogger('eval-pipeline', 'warn');
+  const prefix = `eval-${Date.now().toString(36)}.`;
+  const naming = { prefix };
+  const kafka = createKafka({ brokers: opts.brokers, clientId: 'turnstream-eval', logger: createLogger('kafka', 'error') });
+  await ensureTopics(kafka, { naming });
+  const codecs = await createEventCodecs({ registryUrl: opts.registryUrl, naming });
+  const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
+  const baseModelId = opts.baseModelId ?? 'turnstream-tiny';
+  await cp(join(opts.baseWeightsDir, baseModelId, 'v0'), join(weightsDir, baseModelId, 'v0'), { recursive: true });
+  const common = { kafka, codecs, logger };
+  const services: ProcessorHandle[] = [];
+  const tally = { agree: 0, total: 0 };
+  const runs: RunResult[] = [];
+  try {
+    services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 3_600_000, endPolicy: 'drop' }));
+    services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: o.method }) }));
+    const teacher = o.method === 'rl' ? undefined : await loadTeacher({ weightsDir, modelId: baseModelId });
+    services.push(await startSampleBuilder({ ...common, method: o.method, teacher }));
+    const { train, heldOut } = splitTopics(o.heldOutPrompts);
+    for (let seed = 1; seed <= o.seeds; seed++) {
+      for (const persona of o.personas) {
+        const modelId = `eval-${persona.id}-s${seed}`;
+        await cp(join(weightsDir, baseModelId, 'v0'), join(weightsDir, modelId, 'v0'), { recursive: true });
+        const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
+        const gw = createGateway({ port: 0, home, logger, builtin: { weightsDir, modelId, initIfEmpty: false }, kafka: { brokers: opts.brokers, registryUrl: opts.registryUrl, naming } });
+        const url = await gw.start();
+        const learner = await startLearner({ ...common, weightsDir, modelId, batch: { batchSize: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 }, optimizer: { lr: o.lr } });
+        await learner.ready;
+        const rand = mulberry32(seed * 1_000_003 + persona.name.charCodeAt(0));
+        const scores: RunResult['scores'] = [];
+        const scoreNow = async (interactions: number): Promise<void> => {
+          let ok = 0;
+          let n = 0;
+          let version = -1;
+          for (const [j, topic] of heldOut.entries()) {
+            for (let r = 0; r < o.heldOutSamples; r++) {
+              const res = await chat(url, [{ role: 'user', content: personaPrompt(persona, topic, j) }], { 'x-turn-type': 'side', 'x-user-id': 'eval-scorer', 'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}` });
+              version = res.version;
+              if (satisfies(persona.preference, res.text, persona)) ok++;
+              n++;
+            }
+          }
+          scores.push({ version, interactions, satisfaction: ok / n });
+        };
+        let satisfied = 0;
+        try {
+          await scoreNow(0);
+          for (let i = 0; i < o.interactions; i++) {
+            const topic = train[Math.floor(rand() * train.length)];
+            const session = `${modelId}-i${i}`;
+            const headers = { 'x-session-id': session, 'x-user-id': persona.id };
+            const q = { role: 'user', content: personaPrompt(persona, topic, Math.floor(rand() * 4)) };
+            const first = await chat(url, [q], headers);
+            const reaction = react(persona, first.text, rand);
+            if (reaction.satisfied) satisfied++;
+            if (reaction.rating !== null) {
+              await fetch(`${url}/v1/feedback`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ turn_id: first.turnId, session_id: session, rating: reaction.rating }) });
+            }
+            await chat(url, [q, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }], { ...headers, 'x-session-done': 'yes' }, 1);
+            if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
+              // Wait for the learner to publish from this block, then for the gateway to serve it.
+              const before = learner.stats().version;
+              const deadline = Date.now() + 90_000;
+              while (learner.stats().version === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+              const want = learner.stats().version;
+              while (Date.now() < deadline) {
+                const probe = await chat(url, [{ role: 'user', content: 'hi' }], { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` }, 1);
+                if (probe.version >= want) break;
+                await new Promise((r) => setTimeout(r, 250));
+              }
+              await scoreNow(i + 1);
+            }
+          }
+        } finally {
+          await learner.stop();
+          await gw.stop();
+          await rm(home, { recursive: true, force: true });
+        }
+        opts.onProgress?.(`${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`);
+        runs.push({ persona: persona.id, preference: persona.preference, seed, scores, trainSatisfaction: satisfied / o.interactions, samples: learner.stats().trained, steps: [] });
+      }
+    }
+  } finally {
+    for (const s of services) await s.stop().catch(() => undefined);
+    await rm(weightsDir, { recursive: true, force: true });
+  }
+  const result = summarize(runs, o, tally, 'pipeline', (Date.now() - t0) / 1000);
+  return result;
+}
