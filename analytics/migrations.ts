@@ -83,7 +83,9 @@ export interface MigrationResult {
 export async function migrate(store: AnalyticsStore, migrations: readonly Migration[] = MIGRATIONS): Promise<MigrationResult> {
   const t = store.tables;
   await store.command(`CREATE DATABASE IF NOT EXISTS \`${store.options.database}\``);
-  await store.command(`CREATE TABLE IF NOT EXISTS ${t.migrations} (version UInt32, name String, applied_at DateTime) ENGINE = ReplacingMergeTree() ORDER BY version`);
+  await store.command(
+    `CREATE TABLE IF NOT EXISTS ${t.migrations} (version UInt32, name String, applied_at DateTime) ENGINE = ReplacingMergeTree() ORDER BY version`,
+  );
   const done = new Set((await store.rows<{ version: number }>(`SELECT version FROM ${t.migrations} FINAL`)).map((r) => Number(r.version)));
   const applied: number[] = [];
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {

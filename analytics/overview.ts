@@ -38,5 +38,15 @@ export async function overview(store: AnalyticsStore, o: OverviewOptions = {}): 
     sessionStats(store, o),
     dlqByReason(store),
   ]);
-  return { generated_at_ms: Date.now(), funnel: f, reward_by_version: rv, reward_over_time: rt, judges: j, latency: l, users: u, sessions: s, dlq: d };
+  return {
+    generated_at_ms: Date.now(),
+    funnel: f,
+    reward_by_version: rv,
+    reward_over_time: rt,
+    judges: j,
+    latency: l,
+    users: u,
+    sessions: s,
+    dlq: d,
+  };
 }

@@ -59,7 +59,8 @@ export function formatReport(o: Overview, width = 40): string {
   if (o.dlq.length > 0) {
     lines.push('');
     lines.push('Dead letters');
-    for (const d of o.dlq) lines.push(`  ${pad(d.stage, 18)} ${pad(d.code, 22)} ${lpad(String(d.count), 6)}  ${d.last_message.slice(0, 60)}`);
+    for (const d of o.dlq)
+      lines.push(`  ${pad(d.stage, 18)} ${pad(d.code, 22)} ${lpad(String(d.count), 6)}  ${d.last_message.slice(0, 60)}`);
   }
   return lines.join('\n');
 }

@@ -208,14 +208,29 @@ export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Dat
   if (!table) throw invalidInput(`topic ${id} is not stored in analytics`);
   let row: Row;
   switch (id) {
-    case 'turns': row = turnRow(value as Turn); break;
-    case 'feedback': row = feedbackRow(value as Feedback); break;
-    case 'pairs': row = pairRow(value as TurnPair); break;
-    case 'judgements': row = judgementRow(value as Judgement); break;
-    case 'samples': row = sampleRow(value as Sample); break;
-    case 'weights': row = weightRow(value as WeightVersion); break;
-    case 'dlq': row = deadLetterRow(value as DeadLetter); break;
-    default: throw invalidInput(`topic ${id} is not stored in analytics`);
+    case 'turns':
+      row = turnRow(value as Turn);
+      break;
+    case 'feedback':
+      row = feedbackRow(value as Feedback);
+      break;
+    case 'pairs':
+      row = pairRow(value as TurnPair);
+      break;
+    case 'judgements':
+      row = judgementRow(value as Judgement);
+      break;
+    case 'samples':
+      row = sampleRow(value as Sample);
+      break;
+    case 'weights':
+      row = weightRow(value as WeightVersion);
+      break;
+    case 'dlq':
+      row = deadLetterRow(value as DeadLetter);
+      break;
+    default:
+      throw invalidInput(`topic ${id} is not stored in analytics`);
   }
   return { table, row: { ...row, ...source(at, now) } };
 }

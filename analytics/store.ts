@@ -84,9 +84,13 @@ export class AnalyticsStore {
       if (err instanceof ClickHouseError || /^Code: \d+/.test((err as Error).message ?? '')) {
         throw new TurnstreamError(ErrorCodes.INTERNAL, `ClickHouse refused "${short}": ${(err as Error).message}`, { cause: err });
       }
-      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `ClickHouse at ${this.options.url} unavailable (${(err as Error).message}) during "${short}"`, {
-        cause: err,
-      });
+      throw new TurnstreamError(
+        ErrorCodes.UNAVAILABLE,
+        `ClickHouse at ${this.options.url} unavailable (${(err as Error).message}) during "${short}"`,
+        {
+          cause: err,
+        },
+      );
     }
   }
 }

@@ -30,7 +30,16 @@ export interface DatasetOptions {
 export interface Dataset {
   events: OutgoingEvent[];
   /** How many events each topic gets. */
-  counts: { turns: number; main: number; feedback: number; pairs: number; judgements: number; judged: number; samples: number; weights: number };
+  counts: {
+    turns: number;
+    main: number;
+    feedback: number;
+    pairs: number;
+    judgements: number;
+    judged: number;
+    samples: number;
+    weights: number;
+  };
 }
 
 /** mulberry32: a small seeded PRNG. */
@@ -64,9 +73,24 @@ export function learningDataset(o: DatasetOptions = {}): Dataset {
   let published = 0;
   const publish = (version: number, at: number, meanReward: number): void => {
     const w: WeightVersion = {
-      modelId: MODEL, version, parentVersion: version - 1, uri: `file:///weights/${MODEL}/v${version}`, sha256: 'ab'.repeat(32),
-      format: 'turnstream-tfjs-v1', baseModel: MODEL,
-      metrics: { loss: 1 / (version + 1), meanReward, kl: 0.01 * version, clipFraction: 0.1, samples: Math.round(totalMain / versions), tokens: 1000, logprobDrift: 0.01, droppedStale: 0, steps: 4 },
+      modelId: MODEL,
+      version,
+      parentVersion: version - 1,
+      uri: `file:///weights/${MODEL}/v${version}`,
+      sha256: 'ab'.repeat(32),
+      format: 'turnstream-tfjs-v1',
+      baseModel: MODEL,
+      metrics: {
+        loss: 1 / (version + 1),
+        meanReward,
+        kl: 0.01 * version,
+        clipFraction: 0.1,
+        samples: Math.round(totalMain / versions),
+        tokens: 1000,
+        logprobDrift: 0.01,
+        droppedStale: 0,
+        steps: 4,
+      },
       createdAt: at,
     };
     events.push({ id: 'weights', key: MODEL, value: w });
@@ -90,19 +114,39 @@ export function learningDataset(o: DatasetOptions = {}): Dataset {
       const turnId = `${px}-turn-${s.id}-${t}`;
       const latency = 80 + Math.round(rand() * 300 + (rand() < 0.05 ? 2000 : 0));
       const turn: Turn = {
-        turnId, sessionId: s.id, sessionSource: 'HEADER', userId: s.user, turnType: 'MAIN', sessionDone: t === turnsPerSession - 1,
-        requestedAt: clock - latency, completedAt: clock, model: MODEL, policyModelId: MODEL, policyVersion: version,
+        turnId,
+        sessionId: s.id,
+        sessionSource: 'HEADER',
+        userId: s.user,
+        turnType: 'MAIN',
+        sessionDone: t === turnsPerSession - 1,
+        requestedAt: clock - latency,
+        completedAt: clock,
+        model: MODEL,
+        policyModelId: MODEL,
+        policyVersion: version,
         requestMessages: [{ role: 'user', content: `question ${t}`, name: null, toolCallId: null, toolCalls: [] }],
-        toolsJson: null, response: { content: `answer ${t}`, toolCalls: [], finishReason: 'stop' },
-        promptTokenIds: [1, 2, 3], responseTokenIds: [4, 5], responseLogprobs: [-0.5, -0.7], tokenized: true, promptTruncatedTokens: 0,
+        toolsJson: null,
+        response: { content: `answer ${t}`, toolCalls: [], finishReason: 'stop' },
+        promptTokenIds: [1, 2, 3],
+        responseTokenIds: [4, 5],
+        responseLogprobs: [-0.5, -0.7],
+        tokenized: true,
+        promptTruncatedTokens: 0,
         sampling: { temperature: 0.7, topP: 1, maxTokens: 64, seed: null, stop: [] },
-        usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 }, latencyMs: latency, gatewayId: 'gw-1',
+        usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 },
+        latencyMs: latency,
+        gatewayId: 'gw-1',
       };
       events.push({ id: 'turns', key: s.id, value: turn });
       counts.turns++;
       counts.main++;
       if (t % 3 === 2) {
-        events.push({ id: 'turns', key: s.id, value: { ...turn, turnId: `${turnId}-side`, turnType: 'SIDE', sessionDone: false, latencyMs: Math.round(latency / 2) } });
+        events.push({
+          id: 'turns',
+          key: s.id,
+          value: { ...turn, turnId: `${turnId}-side`, turnType: 'SIDE', sessionDone: false, latencyMs: Math.round(latency / 2) },
+        });
         counts.turns++;
       }
       // Quality rises with the version: P(+1) from 0.3 to 0.8.
@@ -110,19 +154,43 @@ export function learningDataset(o: DatasetOptions = {}): Dataset {
       const truth = rand() < pGood ? 1 : rand() < 0.5 ? 0 : -1;
       let feedback: Feedback | undefined;
       if (rand() < 0.15) {
-        feedback = { feedbackId: `${px}-fb-${s.id}-${t}`, sessionId: s.id, turnId, userId: s.user, rating: truth >= 0 ? 1 : -1, text: null, createdAt: clock + 500 };
+        feedback = {
+          feedbackId: `${px}-fb-${s.id}-${t}`,
+          sessionId: s.id,
+          turnId,
+          userId: s.user,
+          rating: truth >= 0 ? 1 : -1,
+          text: null,
+          createdAt: clock + 500,
+        };
         events.push({ id: 'feedback', key: s.id, value: feedback });
         counts.feedback++;
       }
       const pair: TurnPair = {
-        pairId: turnId, sessionId: s.id, userId: s.user,
-        turn: { turnId, mainTurnIndex: t, policyModelId: MODEL, policyVersion: version, model: MODEL, requestMessages: turn.requestMessages, response: turn.response,
-          promptTokenIds: turn.promptTokenIds, responseTokenIds: turn.responseTokenIds, responseLogprobs: turn.responseLogprobs, tokenized: true,
-          requestedAt: turn.requestedAt, completedAt: turn.completedAt },
+        pairId: turnId,
+        sessionId: s.id,
+        userId: s.user,
+        turn: {
+          turnId,
+          mainTurnIndex: t,
+          policyModelId: MODEL,
+          policyVersion: version,
+          model: MODEL,
+          requestMessages: turn.requestMessages,
+          response: turn.response,
+          promptTokenIds: turn.promptTokenIds,
+          responseTokenIds: turn.responseTokenIds,
+          responseLogprobs: turn.responseLogprobs,
+          tokenized: true,
+          requestedAt: turn.requestedAt,
+          completedAt: turn.completedAt,
+        },
         nextState: t === turnsPerSession - 1 ? [] : [{ role: 'USER', content: 'next', toolCallId: null }],
         endMarker: t === turnsPerSession - 1 ? 'SESSION_DONE' : null,
         feedback: feedback ? [{ feedbackId: feedback.feedbackId, rating: feedback.rating, text: null, createdAt: feedback.createdAt }] : [],
-        historyVerified: true, createdAt: clock + 1000, tag: null,
+        historyVerified: true,
+        createdAt: clock + 1000,
+        tag: null,
       };
       events.push({ id: 'pairs', key: s.id, value: pair });
       counts.pairs++;
@@ -138,8 +206,18 @@ export function learningDataset(o: DatasetOptions = {}): Dataset {
       for (const v of valid) tally.set(v, (tally.get(v) ?? 0) + 1);
       const majority = valid.length ? [...tally].sort((a, b) => b[1] - a[1] || b[0] - a[0])[0][0] : 0;
       const judgement: Judgement = {
-        judgementId: `${turnId}:embedded`, turnId, sessionId: s.id, userId: s.user, policyVersion: version, judgeId: 'embedded',
-        votes, score: majority, hint: majority < 0 ? 'be more specific' : null, pair, createdAt: clock + 1500, tag: null,
+        judgementId: `${turnId}:embedded`,
+        turnId,
+        sessionId: s.id,
+        userId: s.user,
+        policyVersion: version,
+        judgeId: 'embedded',
+        votes,
+        score: majority,
+        hint: majority < 0 ? 'be more specific' : null,
+        pair,
+        createdAt: clock + 1500,
+        tag: null,
       };
       events.push({ id: 'judgements', key: turnId, value: judgement });
       counts.judgements++;
@@ -147,9 +225,25 @@ export function learningDataset(o: DatasetOptions = {}): Dataset {
       if (valid.length === 0) continue;
       rewards.push(majority);
       const sample: Sample = {
-        sampleId: `${turnId}:RL`, turnId, sessionId: s.id, userId: s.user, policyModelId: MODEL, policyVersion: version, method: 'RL',
-        tokens: [1, 2, 3, 4, 5], promptLength: 3, responseLength: 2, lossMask: [1, 1], rolloutLogprobs: [-0.5, -0.7], reward: majority,
-        teacherLogprobs: null, teacherTopK: null, weight: 1, judgeId: 'embedded', createdAt: clock + 1800, tag: null,
+        sampleId: `${turnId}:RL`,
+        turnId,
+        sessionId: s.id,
+        userId: s.user,
+        policyModelId: MODEL,
+        policyVersion: version,
+        method: 'RL',
+        tokens: [1, 2, 3, 4, 5],
+        promptLength: 3,
+        responseLength: 2,
+        lossMask: [1, 1],
+        rolloutLogprobs: [-0.5, -0.7],
+        reward: majority,
+        teacherLogprobs: null,
+        teacherTopK: null,
+        weight: 1,
+        judgeId: 'embedded',
+        createdAt: clock + 1800,
+        tag: null,
       };
       events.push({ id: 'samples', key: s.id, value: sample });
       counts.samples++;

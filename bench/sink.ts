@@ -31,7 +31,12 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
   const { config, progress } = args;
   const users = int(args.options.users, 20);
   const batchRows = int(args.options.batch, 500);
-  const stack = await stackUp({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl, clickhouseUrl: config.clickhouseUrl });
+  const stack = await stackUp({
+    home: config.home,
+    kafkaBrokers: config.kafkaBrokers,
+    schemaRegistryUrl: config.schemaRegistryUrl,
+    clickhouseUrl: config.clickhouseUrl,
+  });
   const prefix = `bench-sink-${randomBytes(3).toString('hex')}.`;
   const kafka = createKafka({ brokers: parseBrokers(stack.brokers), clientId: 'bench-sink' });
   await ensureTopics(kafka, { naming: { prefix }, partitions: 6 });
@@ -67,7 +72,14 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     const baselineSeconds = (performance.now() - t0) / 1000;
 
     progress('sink: reading the topics from the beginning');
-    const sink = startClickhouseSink({ kafka, codecs, analytics: sinkTables, groupId: `${prefix}sink`, batchRows, logger: createLogger('bench-sink', 'warn') });
+    const sink = startClickhouseSink({
+      kafka,
+      codecs,
+      analytics: sinkTables,
+      groupId: `${prefix}sink`,
+      batchRows,
+      logger: createLogger('bench-sink', 'warn'),
+    });
     await sink.ready;
     const t1 = performance.now();
     while (sink.stats().rowsInserted < rows) {
@@ -77,7 +89,9 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     const seconds = (performance.now() - t1) / 1000;
     const stats = sink.stats();
     await sink.stop();
-    const [check] = await sinkStore.rows<{ n: number }>(`SELECT ${TABLE_IDS.map((t) => `(SELECT count() FROM ${sinkStore.tables[t]} FINAL)`).join(' + ')} AS n`);
+    const [check] = await sinkStore.rows<{ n: number }>(
+      `SELECT ${TABLE_IDS.map((t) => `(SELECT count() FROM ${sinkStore.tables[t]} FINAL)`).join(' + ')} AS n`,
+    );
     if (Number(check.n) !== rows) throw new Error(`sink tables hold ${check.n} rows, expected ${rows}`);
     const rowsPerS = rows / seconds;
     const baselineRowsPerS = rows / baselineSeconds;

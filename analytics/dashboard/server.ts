@@ -53,7 +53,9 @@ function chartBundle(): string {
 function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   const e = toTurnstreamError(err);
   const status = e.retriable ? 503 : 500;
-  return reply.code(status).send({ error: { message: e.message, type: e.retriable ? 'service_unavailable' : 'server_error', code: e.code, param: null } });
+  return reply
+    .code(status)
+    .send({ error: { message: e.message, type: e.retriable ? 'service_unavailable' : 'server_error', code: e.code, param: null } });
 }
 
 /** Builds the app without listening (tests inject requests). */
@@ -74,15 +76,20 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
       }
     });
   };
-  const limitOf = (q: Record<string, string | undefined>): number | undefined => (q.limit && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined);
+  const limitOf = (q: Record<string, string | undefined>): number | undefined =>
+    q.limit && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined;
 
   app.get('/', async (_req, reply) => reply.redirect('/dashboard'));
   app.get('/dashboard', async (_req, reply) => reply.type('text/html; charset=utf-8').send(page));
-  app.get('/assets/chart.umd.min.js', async (_req, reply) => reply.type('application/javascript; charset=utf-8').header('cache-control', 'max-age=3600').send(chartBundle()));
+  app.get('/assets/chart.umd.min.js', async (_req, reply) =>
+    reply.type('application/javascript; charset=utf-8').header('cache-control', 'max-age=3600').send(chartBundle()),
+  );
   json('/api/overview', () => overview(store, { ...scope, bucketMs: o.bucketMs }));
   json('/api/funnel', () => funnel(store, scope));
   json('/api/reward-by-version', () => rewardByVersion(store, scope));
-  json('/api/reward-over-time', (q) => rewardOverTime(store, { ...scope, bucketMs: q.bucket_ms ? Number(q.bucket_ms) || undefined : o.bucketMs, limit: limitOf(q) }));
+  json('/api/reward-over-time', (q) =>
+    rewardOverTime(store, { ...scope, bucketMs: q.bucket_ms ? Number(q.bucket_ms) || undefined : o.bucketMs, limit: limitOf(q) }),
+  );
   json('/api/judges', () => judgeStats(store, scope));
   json('/api/latency', () => latencyPercentiles(store));
   json('/api/users', (q) => userStats(store, { ...scope, limit: limitOf(q) }));

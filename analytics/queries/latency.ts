@@ -24,6 +24,14 @@ export async function latencyPercentiles(store: AnalyticsStore): Promise<Latency
     .filter((r) => int(r.n) > 0)
     .map((r) => {
       const q = (r.q as Array<number | null>) ?? [];
-      return { turn_type: String(r.turn_type), turns: int(r.n), p50: r4(num(q[0])), p90: r4(num(q[1])), p99: r4(num(q[2])), max: r4(num(r.mx)), mean: r4(num(r.mean)) };
+      return {
+        turn_type: String(r.turn_type),
+        turns: int(r.n),
+        p50: r4(num(q[0])),
+        p90: r4(num(q[1])),
+        p99: r4(num(q[2])),
+        max: r4(num(r.mx)),
+        mean: r4(num(r.mean)),
+      };
     });
 }

@@ -42,7 +42,17 @@ export async function rewardByVersion(store: AnalyticsStore, scope: QueryScope =
   const at = (v: number): VersionReward => {
     let e = out.get(v);
     if (!e) {
-      e = { policy_version: v, judged: 0, mean_score: null, positive_share: null, samples: 0, mean_reward: null, trainer_mean_reward: null, trainer_loss: null, published_at_ms: null };
+      e = {
+        policy_version: v,
+        judged: 0,
+        mean_score: null,
+        positive_share: null,
+        samples: 0,
+        mean_reward: null,
+        trainer_mean_reward: null,
+        trainer_loss: null,
+        published_at_ms: null,
+      };
       out.set(v, e);
     }
     return e;

@@ -32,10 +32,20 @@ export function register(program: Command): void {
           await new Promise((r) => setTimeout(r, 1000));
         }
       }
-      const d = await startDashboard({ store, port: Number(flags.port), host: flags.host ?? config.host, refreshMs: Number(flags.refresh), tag: flags.tag, logger });
+      const d = await startDashboard({
+        store,
+        port: Number(flags.port),
+        host: flags.host ?? config.host,
+        refreshMs: Number(flags.refresh),
+        tag: flags.tag,
+        logger,
+      });
       process.stdout.write(`turnstream dashboard: ${d.url}/dashboard\n`);
       const stop = (): void => {
-        void d.close().then(() => store.close()).finally(() => process.exit(0));
+        void d
+          .close()
+          .then(() => store.close())
+          .finally(() => process.exit(0));
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);

@@ -32,7 +32,9 @@ export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions 
 
 /** Starts the sink from the configuration (also for `turnstream up`). */
 export async function startSinkFromConfig(config: TurnstreamConfig, instanceId = '0'): Promise<ClickhouseSinkHandle> {
-  const endpoints = endpointsOf(resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }));
+  const endpoints = endpointsOf(
+    resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
+  );
   const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-clickhouse-sink-${instanceId}` });
   const naming = { prefix: config.topicPrefix };
   await ensureTopics(kafka, { naming });
@@ -58,7 +60,9 @@ export function register(program: Command): void {
       const config = loadConfig();
       const sink = await startSinkFromConfig(config, flags.instance);
       await sink.ready;
-      process.stdout.write(`turnstream sink (instance ${flags.instance}) is running → ${sink.store.options.url} database ${sink.store.options.database}\n`);
+      process.stdout.write(
+        `turnstream sink (instance ${flags.instance}) is running → ${sink.store.options.url} database ${sink.store.options.database}\n`,
+      );
       const dashboard = flags.dashboard
         ? await startDashboard({ store: sink.store, port: flags.dashboard === true ? 30001 : Number(flags.dashboard), host: config.host })
         : undefined;

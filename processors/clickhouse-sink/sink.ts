@@ -76,7 +76,18 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   });
   const producer = new EventProducer(o.kafka, o.codecs);
   const buffer = new RowBuffer();
-  const stats: SinkStats = { consumed: 0, rowsInserted: 0, batches: 0, insertFailures: 0, deadLettered: 0, skipped: 0, buffered: 0, paused: false, commits: 0, lastError: undefined };
+  const stats: SinkStats = {
+    consumed: 0,
+    rowsInserted: 0,
+    batches: 0,
+    insertFailures: 0,
+    deadLettered: 0,
+    skipped: 0,
+    buffered: 0,
+    paused: false,
+    commits: 0,
+    lastError: undefined,
+  };
 
   let stopping = false;
   let failedAttempts = 0;
@@ -136,7 +147,10 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       retryAt = Date.now() + delay;
       stats.lastError = (err as Error).message;
       setPaused('clickhouse', true);
-      log.warn({ err: stats.lastError, attempt: failedAttempts, retryInMs: delay, buffered: buffer.size }, 'insert failed; retrying with backoff');
+      log.warn(
+        { err: stats.lastError, attempt: failedAttempts, retryInMs: delay, buffered: buffer.size },
+        'insert failed; retrying with backoff',
+      );
       return;
     } finally {
       stats.buffered = buffer.size;
@@ -196,7 +210,8 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       value = await o.codecs.of(id).decode(m.value);
     } catch (err) {
       // The registry being unreachable is not the record's fault: retry the batch.
-      if (isTransient(err)) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `decode failed transiently: ${(err as Error).message}`, { cause: err });
+      if (isTransient(err))
+        throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `decode failed transiently: ${(err as Error).message}`, { cause: err });
       return sendToDlq(id, topic, partition, m, err);
     }
     try {

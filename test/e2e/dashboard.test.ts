@@ -13,7 +13,16 @@ import { dropTables, family, waitFor, type Family } from '../integration/analyti
 import { ensureStack, uniquePrefix } from '../support/stack.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 interface PageState {
   points: Record<string, number>;
@@ -34,7 +43,15 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     const stack = await ensureStack();
     kafka = createKafka({ brokers: [stack.brokers], clientId: 'dashboard-test' });
     f = await family(kafka, stack.registryUrl, stack.clickhouseUrl, uniquePrefix('dashboard'));
-    const data = learningDataset({ users: 4, sessionsPerUser: 3, turnsPerSession: 10, versions: 5, idPrefix: f.prefix, stepMs: 15000, startMs: Date.now() - 2 * 3600_000 });
+    const data = learningDataset({
+      users: 4,
+      sessionsPerUser: 3,
+      turnsPerSession: 10,
+      versions: 5,
+      idPrefix: f.prefix,
+      stepMs: 15000,
+      startMs: Date.now() - 2 * 3600_000,
+    });
     for (let i = 0; i < data.events.length; i += 200) await f.producer.sendAll(data.events.slice(i, i + 200));
     sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId: `${f.prefix}sink`, flushIntervalMs: 200 });
     await sink.ready;
@@ -42,7 +59,12 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     await waitFor('the dataset stored', async () => (await funnel(store)).samples === data.counts.samples);
     dashboard = await startDashboard({ store, port: 0, refreshMs: 1000 });
     profile = mkdtempSync(join(tmpdir(), 'turnstream-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1500 } });
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1400, height: 1500 },
+    });
   });
   after(async () => {
     await browser?.close();
@@ -84,9 +106,17 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
 
     const kpis = await page.locator('#kpis .kpi').allInnerTexts();
     const fu = await funnel(store);
-    assert.deepEqual(kpis.map((k) => k.replace(/\s+/g, ' ').trim()), [
-      `${fu.turns} turns`, `${fu.main} main`, `${fu.pairs} pairs`, `${fu.judged} judged`, `${fu.samples} samples`, `${fu.trained} trained`,
-    ]);
+    assert.deepEqual(
+      kpis.map((k) => k.replace(/\s+/g, ' ').trim()),
+      [
+        `${fu.turns} turns`,
+        `${fu.main} main`,
+        `${fu.pairs} pairs`,
+        `${fu.judged} judged`,
+        `${fu.samples} samples`,
+        `${fu.trained} trained`,
+      ],
+    );
     assert.equal(await page.locator('#users tbody tr').count(), 4);
 
     const shot = join(tmpdir(), `turnstream-dashboard-${f.prefix.replace(/\W+/g, '')}.png`);
@@ -98,7 +128,11 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     const more = learningDataset({ users: 1, sessionsPerUser: 1, turnsPerSession: 3, versions: 1, idPrefix: `${f.prefix}more` });
     await f.producer.sendAll(more.events);
     const want = `${fu.turns + more.counts.turns} turns`;
-    await page.waitForFunction(`[...document.querySelectorAll('#kpis .kpi')].some((k) => k.innerText.replace(/\\s+/g, ' ').trim() === ${JSON.stringify(want)})`, undefined, { timeout: 30000 });
+    await page.waitForFunction(
+      `[...document.querySelectorAll('#kpis .kpi')].some((k) => k.innerText.replace(/\\s+/g, ' ').trim() === ${JSON.stringify(want)})`,
+      undefined,
+      { timeout: 30000 },
+    );
     assert.deepEqual(pageErrors, []);
     await page.close();
   });

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
-import { AnalyticsStore, funnel, rewardByVersion, judgeStats, dlqByReason, userStats, latencyPercentiles } from '../../../analytics/index.ts';
+import {
+  AnalyticsStore,
+  funnel,
+  rewardByVersion,
+  judgeStats,
+  dlqByReason,
+  userStats,
+  latencyPercentiles,
+} from '../../../analytics/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { startClickhouseSink } from '../../../processors/clickhouse-sink/index.ts';
 import { loadConfig } from '../../../cli/config.ts';
@@ -66,13 +74,26 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     // Garbage a peer could write: not Avro. The sink dead-letters it and stores the dead letter.
     const raw = kafka.producer();
     await raw.connect();
-    await raw.send({ topic: f.codecs.topic('turns'), messages: [{ key: 'x', value: Buffer.from('{"not":"avro"}') }, { key: 'y', value: Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1]) }] });
+    await raw.send({
+      topic: f.codecs.topic('turns'),
+      messages: [
+        { key: 'x', value: Buffer.from('{"not":"avro"}') },
+        { key: 'y', value: Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1]) },
+      ],
+    });
     await raw.disconnect();
 
     const groupId = `${prefix}sink`;
     const store = new AnalyticsStore(f.analytics);
     stores.push(store);
-    let sink = startClickhouseSink({ kafka: kafka, codecs: f.codecs, analytics: f.analytics, groupId, batchRows: 100, flushIntervalMs: 200 });
+    let sink = startClickhouseSink({
+      kafka: kafka,
+      codecs: f.codecs,
+      analytics: f.analytics,
+      groupId,
+      batchRows: 100,
+      flushIntervalMs: 200,
+    });
     await sink.ready;
     const expectRows = async (): Promise<Record<string, number>> => {
       const topics = await topicCounts(kafka, f.codecs, SINK_IDS);
@@ -92,7 +113,10 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     assert.equal(first.deadLettered, 2);
     assert.ok(first.batches > 0 && first.rowsInserted >= data.events.length);
     const dlq = await dlqByReason(store);
-    assert.deepEqual(dlq.map((d) => [d.stage, d.code, d.count]), [['clickhouse-sink', 'TS_ERR_DECODE', 2]]);
+    assert.deepEqual(
+      dlq.map((d) => [d.stage, d.code, d.count]),
+      [['clickhouse-sink', 'TS_ERR_DECODE', 2]],
+    );
 
     // Forced re-delivery: the group's committed offsets are deleted, so a second sink in the
     // same group reads every topic from the beginning again.
@@ -103,7 +127,10 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId, batchRows: 100, flushIntervalMs: 200 });
     await sink.ready;
     const total = Object.values(expected).reduce((a, b) => a + b, 0) + 2;
-    await waitFor('the second sink re-read everything', async () => sink.stats().consumed >= total && sink.stats().buffered === 0 && sink.stats().rowsInserted > 0);
+    await waitFor(
+      'the second sink re-read everything',
+      async () => sink.stats().consumed >= total && sink.stats().buffered === 0 && sink.stats().rowsInserted > 0,
+    );
     await new Promise((r) => setTimeout(r, 1500)); // a doubled row, if any, would land by now
     const second = sink.stats();
     await sink.stop();
@@ -123,19 +150,34 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const fu = await funnel(store);
     assert.deepEqual(
       { turns: fu.turns, main: fu.main, pairs: fu.pairs, judged: fu.judged, samples: fu.samples },
-      { turns: data.counts.turns, main: data.counts.main, pairs: data.counts.pairs, judged: data.counts.judged, samples: data.counts.samples },
+      {
+        turns: data.counts.turns,
+        main: data.counts.main,
+        pairs: data.counts.pairs,
+        judged: data.counts.judged,
+        samples: data.counts.samples,
+      },
     );
     assert.ok(fu.trained > 0 && fu.trained < fu.samples, `trained ${fu.trained} of ${fu.samples}`);
     const rv = await rewardByVersion(store);
-    assert.deepEqual(rv.map((v) => v.policy_version), [0, 1, 2]);
-    assert.equal(rv.reduce((s, v) => s + v.judged, 0), data.counts.judged);
+    assert.deepEqual(
+      rv.map((v) => v.policy_version),
+      [0, 1, 2],
+    );
+    assert.equal(
+      rv.reduce((s, v) => s + v.judged, 0),
+      data.counts.judged,
+    );
     const judges = await judgeStats(store);
     assert.equal(judges.length, 1);
     assert.ok(judges[0].agreement! > 0.5 && judges[0].agreement! <= 1);
     assert.ok(judges[0].failure_rate! > 0 && judges[0].failure_rate! < 0.5);
     const users = await userStats(store);
     assert.equal(users.length, 3);
-    assert.equal(users.reduce((s, u) => s + u.turns, 0), data.counts.turns);
+    assert.equal(
+      users.reduce((s, u) => s + u.turns, 0),
+      data.counts.turns,
+    );
     const lat = await latencyPercentiles(store);
     const all = lat.find((l) => l.turn_type === 'ALL')!;
     assert.ok(all.turns === data.counts.turns && all.p50! > 0 && all.p50! <= all.p90! && all.p90! <= all.p99!);
@@ -149,7 +191,15 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const third = Math.floor(data.events.length / 3);
     const store = new AnalyticsStore(f.analytics);
     stores.push(store);
-    const sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId: `${prefix}sink`, batchRows: 50, flushIntervalMs: 100, retryMaxMs: 1000 });
+    const sink = startClickhouseSink({
+      kafka,
+      codecs: f.codecs,
+      analytics: f.analytics,
+      groupId: `${prefix}sink`,
+      batchRows: 50,
+      flushIntervalMs: 100,
+      retryMaxMs: 1000,
+    });
     try {
       await sink.ready;
       await f.producer.sendAll(data.events.slice(0, third));
@@ -157,17 +207,26 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
       try {
         await stopClickhouse();
         await f.producer.sendAll(data.events.slice(third, 2 * third));
-        await waitFor('inserts failing and fetching paused', async () => sink.stats().insertFailures >= 2 && sink.stats().paused, 30000, 100);
+        await waitFor(
+          'inserts failing and fetching paused',
+          async () => sink.stats().insertFailures >= 2 && sink.stats().paused,
+          30000,
+          100,
+        );
         await f.producer.sendAll(data.events.slice(2 * third));
         await new Promise((r) => setTimeout(r, 1500)); // a few more failed retries, no crash
       } finally {
         await restartClickhouse();
       }
       const expected = (await topicCounts(kafka, f.codecs, SINK_IDS)) as Record<string, { valid: number }>;
-      await waitFor('every event stored after the restart', async () => {
-        const rows = await tableCounts(store);
-        return SINK_IDS.every((id) => rows[id].final === expected[id].valid);
-      }, 120000);
+      await waitFor(
+        'every event stored after the restart',
+        async () => {
+          const rows = await tableCounts(store);
+          return SINK_IDS.every((id) => rows[id].final === expected[id].valid);
+        },
+        120000,
+      );
       const s = sink.stats();
       assert.ok(s.insertFailures >= 2, `inserts failed while ClickHouse was down (${s.insertFailures})`);
       assert.equal(s.paused, false, 'fetching resumed');

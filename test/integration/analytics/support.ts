@@ -20,7 +20,11 @@ export async function family(kafka: Kafka, registryUrl: string, clickhouseUrl: s
 }
 
 /** Records per topic that decode (what the tables must hold), and all records. */
-export async function topicCounts(kafka: Kafka, codecs: EventCodecs, ids: readonly TopicId[]): Promise<Record<string, { valid: number; all: number; ids: Set<string> }>> {
+export async function topicCounts(
+  kafka: Kafka,
+  codecs: EventCodecs,
+  ids: readonly TopicId[],
+): Promise<Record<string, { valid: number; all: number; ids: Set<string> }>> {
   const out: Record<string, { valid: number; all: number; ids: Set<string> }> = {};
   for (const id of ids) {
     const c = { valid: 0, all: 0, ids: new Set<string>() };
@@ -43,14 +47,17 @@ export async function topicCounts(kafka: Kafka, codecs: EventCodecs, ids: readon
 export async function tableCounts(store: AnalyticsStore): Promise<Record<string, { final: number; raw: number }>> {
   const out: Record<string, { final: number; raw: number }> = {};
   for (const t of TABLE_IDS) {
-    const [r] = await store.rows<{ f: number; r: number }>(`SELECT (SELECT count() FROM ${store.tables[t]} FINAL) AS f, (SELECT count() FROM ${store.tables[t]}) AS r`);
+    const [r] = await store.rows<{ f: number; r: number }>(
+      `SELECT (SELECT count() FROM ${store.tables[t]} FINAL) AS f, (SELECT count() FROM ${store.tables[t]}) AS r`,
+    );
     out[t] = { final: Number(r.f), raw: Number(r.r) };
   }
   return out;
 }
 
 export async function dropTables(store: AnalyticsStore): Promise<void> {
-  for (const t of [...TABLE_IDS, 'migrations' as const]) await store.command(`DROP TABLE IF EXISTS ${store.tables[t]}`).catch(() => undefined);
+  for (const t of [...TABLE_IDS, 'migrations' as const])
+    await store.command(`DROP TABLE IF EXISTS ${store.tables[t]}`).catch(() => undefined);
 }
 
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90000, everyMs = 300): Promise<void> {
@@ -62,7 +69,10 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${(lastErr as Error).message})` : ''}`);
+    if (Date.now() - t0 > timeoutMs)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${(lastErr as Error).message})` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { formatReport, sqlString, type Overview } from '../../../analytics/index.ts';
+
+const overview: Overview = {
+  generated_at_ms: 0,
+  funnel: { turns: 100, main: 80, pairs: 80, judged: 60, samples: 50, trained: 20, trained_reported: 32 },
+  reward_by_version: [
+    {
+      policy_version: 0,
+      judged: 30,
+      mean_score: -0.5,
+      positive_share: 0.2,
+      samples: 25,
+      mean_reward: -0.5,
+      trainer_mean_reward: null,
+      trainer_loss: null,
+      published_at_ms: null,
+    },
+    {
+      policy_version: 1,
+      judged: 30,
+      mean_score: 0.5,
+      positive_share: 0.7,
+      samples: 25,
+      mean_reward: 0.5,
+      trainer_mean_reward: -0.5,
+      trainer_loss: 0.4,
+      published_at_ms: 1,
+    },
+  ],
+  reward_over_time: [],
+  judges: [],
+  latency: [],
+  users: [],
+  sessions: [],
+  dlq: [
+    {
+      stage: 'judge',
+      code: 'TS_ERR_JUDGE_FAILED',
+      count: 3,
+      topics: ['turnstream.pairs.v1'],
+      last_failed_at_ms: 1,
+      last_message: 'all votes failed',
+    },
+  ],
+};
+
+describe('turnstream report (terminal)', () => {
+  it('shows every funnel stage with its share and a bar, and the learning curve per version', () => {
+    const text = formatReport(overview, 40);
+    const line = (name: string): string => text.split('\n').find((l) => l.trim().startsWith(name)) ?? '';
+    assert.match(line('turns'), /100 100\.0%  █{40}$/);
+    assert.match(line('trained'), /20  20\.0%  █{8}$/);
+    assert.match(text, /trainer reports 32 samples/);
+    // v0 at -0.5 fills a quarter of the 20-cell scale, v1 at +0.5 three quarters.
+    assert.match(line('v0'), /-0\.500 .* █{5}$/);
+    assert.match(line('v1'), /0\.500 .* █{15}$/);
+    assert.match(text, /judge\s+TS_ERR_JUDGE_FAILED\s+3/);
+  });
+});
+
+describe('SQL literals (ClickHouse 18.16 has no query parameters)', () => {
+  it('escapes quotes and backslashes so a value never ends the string', () => {
+    assert.equal(sqlString("o'brien\\"), "'o\\'brien\\\\'");
+    assert.equal(sqlString('a\nb'), "'a\\nb'");
+  });
+});
