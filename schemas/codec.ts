@@ -1,11 +1,18 @@
 /**
- * Typed Avro codec for one topic's values, in the Confluent wire format (magic byte,
- * schema id, Avro body), through @confluentinc/schemaregistry's serdes.
+ * Typed Avro codec for one topic's values, in the Confluent wire format (magic byte 0,
+ * 4-byte schema id, Avro body).
+ *
+ * Records written with this process's own schema id are encoded and decoded directly with a
+ * cached avsc type. Any other writer schema id (an older or newer version of the schema, a
+ * foreign producer) is resolved through @confluentinc/schemaregistry: the writer schema is
+ * fetched once by id and read into the current reader schema with avsc's resolver, so
+ * BACKWARD-compatible evolution reads old records with the new defaults. The direct path
+ * exists because the generic deserializer cost ~245 µs a record here, 8× the avsc decode.
  */
-import { AvroDeserializer, AvroSerializer, SerdeType, type Client } from '@confluentinc/schemaregistry';
+import type { Client } from '@confluentinc/schemaregistry';
 import avro from 'avsc';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
-import { TOPICS, type TopicId } from './topics.ts';
+import { TOPICS, valueSubject, type TopicId } from './topics.ts';
 
 export interface Codec<T> {
   readonly topic: string;
@@ -35,36 +42,64 @@ export function avroTypeOf(id: TopicId): avro.Type {
   return t;
 }
 
+const MAGIC = 0;
+
 export class AvroCodec<T> implements Codec<T> {
   readonly topic: string;
   private readonly id: TopicId;
-  private readonly serializer: AvroSerializer;
-  private readonly deserializer: AvroDeserializer;
+  private readonly client: Client;
+  private readonly schemaId: number;
+  private readonly type: avro.Type;
+  private readonly header: Buffer;
+  /** Resolvers from other writer schema ids into our reader schema. */
+  private readonly resolvers = new Map<number, Promise<avro.Resolver>>();
 
   /** `schemaId` is the id returned by registerSchemas for this topic. */
   constructor(client: Client, id: TopicId, topic: string, schemaId: number) {
     this.id = id;
     this.topic = topic;
-    this.serializer = new AvroSerializer(client, SerdeType.VALUE, { useSchemaId: schemaId, autoRegisterSchemas: false });
-    this.deserializer = new AvroDeserializer(client, SerdeType.VALUE, {});
+    this.client = client;
+    this.schemaId = schemaId;
+    this.type = avroTypeOf(id);
+    this.header = Buffer.alloc(5);
+    this.header.writeUInt8(MAGIC, 0);
+    this.header.writeInt32BE(schemaId, 1);
   }
 
   async encode(value: T): Promise<Buffer> {
-    const paths = invalidPaths(avroTypeOf(this.id), value);
-    if (paths.length > 0) {
+    if (!this.type.isValid(value)) {
+      const paths = invalidPaths(this.type, value);
       throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `invalid ${TOPICS[this.id].base} value: ${paths.slice(0, 5).join(', ')}`);
     }
-    return this.serializer.serialize(this.topic, value);
+    return Buffer.concat([this.header, this.type.toBuffer(value)]);
   }
 
   async decode(bytes: Buffer): Promise<T> {
     try {
-      return (await this.deserializer.deserialize(this.topic, bytes)) as T;
+      if (bytes.length < 5 || bytes.readUInt8(0) !== MAGIC) throw new Error(`unknown magic byte (${bytes.length ? bytes.readUInt8(0) : 'empty record'})`);
+      const writerId = bytes.readInt32BE(1);
+      const body = bytes.subarray(5);
+      if (writerId === this.schemaId) return this.type.fromBuffer(body) as T;
+      return this.type.fromBuffer(body, await this.resolverFor(writerId)) as T;
     } catch (err) {
       throw new TurnstreamError(ErrorCodes.DECODE, `cannot decode a ${TOPICS[this.id].base} record: ${(err as Error).message}`, {
         cause: err,
         retriable: false,
       });
     }
+  }
+
+  private resolverFor(writerId: number): Promise<avro.Resolver> {
+    let r = this.resolvers.get(writerId);
+    if (!r) {
+      r = this.client.getBySubjectAndId(valueSubject(this.topic), writerId).then((info) => {
+        const writer = avro.Type.forSchema(JSON.parse(info.schema) as avro.Schema);
+        return this.type.createResolver(writer);
+      });
+      // A failed lookup (registry down) is retried on the next record, not cached.
+      r.catch(() => this.resolvers.delete(writerId));
+      this.resolvers.set(writerId, r);
+    }
+    return r;
   }
 }
