@@ -37,6 +37,7 @@ export function startJudge(options: JudgeServiceOptions): Promise<ProcessorHandl
     groupId: options.groupId ?? defaultGroupId('judge', options.codecs.naming),
     instanceId: options.instanceId,
     concurrency: options.concurrency,
+    sessionTimeoutMs: options.sessionTimeoutMs,
     logger: options.logger,
     inputs: ['pairs'],
     async handle(record, ctx) {

@@ -23,6 +23,7 @@ export function startSampleBuilder(options: SampleBuilderServiceOptions): Promis
     groupId: options.groupId ?? defaultGroupId('sample-builder', options.codecs.naming),
     instanceId: options.instanceId,
     concurrency: options.concurrency,
+    sessionTimeoutMs: options.sessionTimeoutMs,
     logger: options.logger,
     inputs: ['judgements'],
     async handle(record, ctx) {

@@ -12,6 +12,12 @@ export interface ServiceOptions {
   instanceId?: string;
   /** Records in flight before partitions pause. @default the runtime's (64) */
   concurrency?: number;
+  /**
+   * Consumer group session timeout: how long a dead instance (kill -9, a lost machine) holds its
+   * partitions before the group moves them to the others. Slow work never needs a longer one:
+   * the runtime heartbeats while it waits. @default 30000
+   */
+  sessionTimeoutMs?: number;
   /** @default a pino logger named after the service */
   logger?: Logger;
 }

@@ -76,6 +76,7 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
     groupId: options.groupId ?? defaultGroupId('session-assembler', options.codecs.naming),
     instanceId: options.instanceId,
     concurrency: options.concurrency,
+    sessionTimeoutMs: options.sessionTimeoutMs,
     logger: options.logger,
     inputs: ['turns', 'feedback'],
     state: { topic: 'sessionState' },
@@ -103,8 +104,10 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
     punctuate: {
       intervalMs: tick,
       async run(ctx) {
+        const entries = [...ctx.state.entries()];
+        if (entries.length === 0) return; // (the clock's start-up wait begins with the first state)
         const now = clock.now(ctx.now);
-        for (const [key, state] of [...ctx.state.entries()]) {
+        for (const [key, state] of entries) {
           let next = state;
           const out: AssemblerStep['pairs'] = [];
           if (next.held.length > 0 || next.earlyFeedback.length > 0) {

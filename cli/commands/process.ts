@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createJudge, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler, type EndPolicy } from '../../processors/index.ts';
+import { createJudge, DEFAULT_FEEDBACK_GRACE_MS, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler, type EndPolicy } from '../../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers, type ProcessorHandle } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
@@ -15,10 +15,12 @@ const num = (v: string | undefined, d: number): number => (v === undefined || v 
 
 /**
  * Starts one processor from the configuration. Options beyond `TurnstreamConfig`'s fields come
- * from its raw env: `SESSION_END_POLICY` (masked|drop), `JUDGE_HINT_VOTES`, `JUDGE_TIMEOUT_MS`,
+ * from its raw env: `SESSION_END_POLICY` (masked|drop), `FEEDBACK_GRACE_MS` (how long, in stream
+ * time, a ready pair waits for late 👍/👎; default 5000), `JUDGE_HINT_VOTES`, `JUDGE_TIMEOUT_MS`,
  * `TEACHER_BASE_URL` / `TEACHER_MODEL` / `TEACHER_API_KEY` (an engine that scores given tokens;
  * default: the upstream engine when one is configured, else the built-in base checkpoint),
- * `TEACHER_TOP_K`, `PROCESSOR_CONCURRENCY`.
+ * `TEACHER_TOP_K`, `PROCESSOR_CONCURRENCY`, `PROCESSOR_SESSION_TIMEOUT_MS` (how soon a dead
+ * instance's partitions move to the others; default 30000).
  */
 export async function startProcessorFromConfig(name: ProcessorName, config: TurnstreamConfig, instanceId = '0'): Promise<ProcessorHandle> {
   const env = config.env;
@@ -28,11 +30,20 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
   await ensureTopics(kafka, { naming });
   const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
   const logger = createLogger(name, config.logLevel);
-  const common = { kafka, codecs, instanceId, logger, concurrency: env.PROCESSOR_CONCURRENCY ? Number(env.PROCESSOR_CONCURRENCY) : undefined };
+  const common = {
+    kafka,
+    codecs,
+    instanceId,
+    logger,
+    concurrency: env.PROCESSOR_CONCURRENCY ? Number(env.PROCESSOR_CONCURRENCY) : undefined,
+    sessionTimeoutMs: env.PROCESSOR_SESSION_TIMEOUT_MS ? Number(env.PROCESSOR_SESSION_TIMEOUT_MS) : undefined,
+  };
   if (name === 'session-assembler') {
     const endPolicy = (env.SESSION_END_POLICY ?? 'masked').toLowerCase();
     if (endPolicy !== 'masked' && endPolicy !== 'drop') throw new Error(`SESSION_END_POLICY must be masked or drop, got ${endPolicy}`);
-    return startSessionAssembler({ ...common, idleTimeoutMs: config.sessionIdleTimeoutMs, endPolicy: endPolicy as EndPolicy });
+    const feedbackGraceMs = num(env.FEEDBACK_GRACE_MS, DEFAULT_FEEDBACK_GRACE_MS);
+    if (!(feedbackGraceMs >= 0)) throw new Error(`FEEDBACK_GRACE_MS must be a number of milliseconds >= 0, got ${env.FEEDBACK_GRACE_MS}`);
+    return startSessionAssembler({ ...common, idleTimeoutMs: config.sessionIdleTimeoutMs, endPolicy: endPolicy as EndPolicy, feedbackGraceMs });
   }
   if (name === 'judge') {
     const judge = createJudge({

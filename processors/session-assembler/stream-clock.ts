@@ -5,6 +5,9 @@
  * last session would never time out. So: while records are flowing, time is the event time of the
  * slowest flowing source (a topic's partition: turns and feedback are read at their own pace);
  * once no record arrived for `quietMs`, the consumer has caught up and time is the wall clock.
+ * Before the first record, time stands still for `quietMs` from the first question: a restarted
+ * consumer must read its backlog (the feedback for a held pair, the next turn of a session that
+ * looks idle) before anything restored from its state falls due.
  */
 export class StreamClock {
   private readonly sources = new Map<string | number, { eventTime: number; seenAt: number }>();
@@ -18,8 +21,12 @@ export class StreamClock {
     this.sources.set(source, { eventTime: Math.max(p?.eventTime ?? 0, eventTime), seenAt: wallNow });
   }
 
-  /** The time to expire sessions against. */
+  private firstAskedAt: number | undefined;
+
+  /** The time to expire sessions and release held pairs against. */
   now(wallNow: number): number {
+    this.firstAskedAt ??= wallNow;
+    if (this.sources.size === 0 && wallNow - this.firstAskedAt < this.quietMs) return Number.NEGATIVE_INFINITY;
     let t = wallNow;
     for (const p of this.sources.values()) if (wallNow - p.seenAt < this.quietMs) t = Math.min(t, p.eventTime);
     return t;

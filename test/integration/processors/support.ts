@@ -1,11 +1,12 @@
 /** Shared helpers of the processors' integration tests: a topic family, events, reading topics. */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
 import type { ChatMessage, Turn } from '../../../schemas/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs, type TopicValues } from '../../../streams/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs, type OutgoingEvent, type TopicValues } from '../../../streams/index.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 
 export interface Family {
   kafka: Kafka;
@@ -66,4 +67,48 @@ export function conversation(sessionId: string, userMessages: string[], over: (i
     history.push(msg('assistant', `reply ${i}`));
     return turn;
   });
+}
+
+/**
+ * `turnstream process <name> --instance 0` as a child process on the family's topics, so a test
+ * can SIGKILL it. Resolves once it says it is running.
+ */
+export async function spawnProcessor(f: Family, name: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const stack = await ensureStack();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/turnstream.js', 'process', name, '--instance', '0'], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, KAFKA_BROKERS: stack.brokers, SCHEMA_REGISTRY_URL: stack.registryUrl, TURNSTREAM_TOPIC_PREFIX: f.prefix, LOG_LEVEL: 'warn', PROCESSOR_SESSION_TIMEOUT_MS: '7000', ...env },
+  });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));
+  await new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${name} did not start within 60 s: ${err}`)), 60_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes('is running')) {
+        clearTimeout(timer);
+        ok();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`${name} exited with ${code} before it ran: ${err}`));
+    });
+  });
+  return child;
+}
+
+export async function kill9(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** Sends `events` in slices of `batch` every `everyMs`, as live traffic does; resolves when all are sent. */
+export async function produceSteadily(f: Family, events: OutgoingEvent[], batch: number, everyMs: number): Promise<void> {
+  for (let i = 0; i < events.length; i += batch) {
+    await f.producer.sendAll(events.slice(i, i + batch));
+    await sleep(everyMs);
+  }
 }

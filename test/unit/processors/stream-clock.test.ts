@@ -3,7 +3,19 @@ import { describe, it } from 'node:test';
 import { StreamClock } from '../../../processors/session-assembler/index.ts';
 
 describe('StreamClock (idle-timeout time)', () => {
-  it('is the wall clock when nothing flows', () => assert.equal(new StreamClock(5000).now(1_000_000), 1_000_000));
+  it('is the wall clock when nothing flows', () => {
+    const c = new StreamClock(5000);
+    c.now(995_000);
+    assert.equal(c.now(1_000_000), 1_000_000);
+  });
+
+  it('stands still after a (re)start until a record is read or quietMs passed: a backlog is read before anything falls due', () => {
+    const c = new StreamClock(5000);
+    assert.equal(c.now(1_000_000), Number.NEGATIVE_INFINITY);
+    assert.equal(c.now(1_004_999), Number.NEGATIVE_INFINITY);
+    c.observe('turns:0', 900_000, 1_004_999);
+    assert.equal(c.now(1_005_000), 900_000);
+  });
 
   it('follows the event time of the slowest flowing partition while a backlog is read', () => {
     const c = new StreamClock(5000);
