@@ -26,8 +26,9 @@
  * backlog a 👍/👎 given before the next turn is often READ after it; while its pair is held the
  * feedback still attaches to it. Feedback naming a turn that has not been read yet (the feedback
  * topic read ahead of the turns topic) waits in `earlyFeedback` as long, then attaches to the
- * turn when it comes. Feedback that names no turn goes to the newest main turn requested before
- * the feedback was given. An end-marker pair under `endPolicy: 'drop'` is held too, and dropped
+ * turn when it comes. Feedback that names no turn goes to the newest main turn read so far that
+ * was requested before the feedback was given (read before any turn of its session, it waits
+ * likewise for the turn it was given during). An end-marker pair under `endPolicy: 'drop'` is held too, and dropped
  * at release only if no feedback reached it. With `feedbackGraceMs: 0` pairs are emitted at once.
  *
  * Feedback that is still lost is reported in `ignored` so the caller can count it: for a turn
@@ -102,8 +103,22 @@ function withFeedback(pair: TurnPair, evidence: FeedbackEvidence): TurnPair {
   return { ...pair, feedback: [...pair.feedback, evidence], nextState: [...pair.nextState, feedbackItem(evidence)] };
 }
 
+/**
+ * Early feedback that names no turn (read before any turn of its session) given while the pending
+ * turn was the latest, i.e. at or after its request and before `until` (the next turn's request):
+ * it is about the pending turn.
+ */
+function claimAnonymous(state: SessionState, until: number, also: (f: Feedback) => boolean = () => true): SessionState {
+  const p = state.pending;
+  if (!p || state.earlyFeedback.length === 0) return state;
+  const mine = state.earlyFeedback.filter((f) => f.turnId === null && f.createdAt >= p.requestedAt && f.createdAt < until && also(f));
+  if (mine.length === 0) return state;
+  return { ...state, pendingFeedback: [...state.pendingFeedback, ...mine.map(evidenceOf)], earlyFeedback: state.earlyFeedback.filter((f) => !mine.includes(f)) };
+}
+
 /** Closes a session: the pending turn gets the end marker (its pair held, or emitted per the end policy). */
-function close(state: SessionState, reason: EndMarker, at: number, opts: ResolvedAssemblerOptions): AssemblerStep {
+function close(prev: SessionState, reason: EndMarker, at: number, opts: ResolvedAssemblerOptions): AssemblerStep {
+  const state = claimAnonymous(prev, Number.POSITIVE_INFINITY);
   const ready: TurnPair[] = [];
   if (state.pending) ready.push(pairOf(state, opts, { nextState: [], endMarker: reason, historyVerified: false, createdAt: at }, state.pendingFeedback));
   return settle({ ...state, pending: null, pendingFeedback: [], closed: true, closedReason: reason }, ready, opts);
@@ -168,6 +183,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
       }
     } else {
       if (pending) {
+        state = claimAnonymous(state, turn.requestedAt);
         const next = extractNextState(pending.response, turn.requestMessages);
         ready.push(
           pairOf(state, opts, { nextState: next.items, endMarker: null, historyVerified: next.historyVerified, createdAt: turn.requestedAt }, state.pendingFeedback),
@@ -209,8 +225,10 @@ export function applyFeedback(prev: SessionState | undefined, feedback: Feedback
       if (t.requestedAt <= feedback.createdAt && (best < 0 || t.requestedAt >= held[best].turn.requestedAt)) best = k;
     }
     if (best >= 0) return toHeld(best);
-    if (pending) return toPending();
-    return { state, pairs: [], ignored: state.mainTurnCount > 0 ? 'late-feedback' : 'no-pending' };
+    if (state.mainTurnCount > 0) return { state, pairs: [], ignored: 'late-feedback' };
+    // No turn of the session read yet: with a grace period, wait for them.
+    if (opts.feedbackGraceMs > 0) return { state: { ...state, earlyFeedback: [...state.earlyFeedback, feedback] }, pairs: [] };
+    return { state, pairs: [], ignored: 'no-pending' };
   }
   if (pending?.turnId === feedback.turnId) return toPending();
   const k = held.findIndex((p) => p.pairId === feedback.turnId);
@@ -225,9 +243,12 @@ export function applyFeedback(prev: SessionState | undefined, feedback: Feedback
  * Emits the held pairs whose grace period has passed at stream time `now` (per the end policy),
  * and forgets early feedback whose turn never came (returned, to be counted as lost).
  */
-export function release(state: SessionState, now: number, options?: Opts): ReleaseStep {
+export function release(prev: SessionState, now: number, options?: Opts): ReleaseStep {
+  let state = prev;
   const opts = resolved(options);
   const due = (t: number) => t + opts.feedbackGraceMs <= now;
+  // Feedback naming no turn whose wait is over is about the latest turn given before it.
+  state = claimAnonymous(state, Number.POSITIVE_INFINITY, (f) => due(f.createdAt));
   const ready = state.held.filter((p) => due(p.createdAt));
   const expiredFeedback = state.earlyFeedback.filter((f) => due(f.createdAt));
   if (ready.length === 0 && expiredFeedback.length === 0) return { state, pairs: [], expiredFeedback };

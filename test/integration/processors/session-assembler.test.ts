@@ -69,4 +69,51 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       await h.stop();
     }
   });
+
+  it('nothing lost in a backlog: a 👎 produced after the next turn, or before its own turn, still ends up in the pair', async () => {
+    const g = await family('late-feedback');
+    try {
+      const hourAgo = Date.now() - 3600_000;
+      const times = (i: number) => ({ requestedAt: hourAgo + i * 1000, completedAt: hourAgo + i * 1000 + 200 });
+      // L: the user's 👎 on L0 is written after L1 (the two topics have no order between them).
+      const l = conversation('L', ['hi', 'what?', 'bye'], (i) => ({ ...times(i), sessionDone: i === 2 }));
+      const lateFb = exampleFeedback({ feedbackId: randomUUID(), sessionId: 'L', turnId: l[0].turnId, rating: -1, text: 'wrong', createdAt: l[1].completedAt + 300 });
+      // M: a 👍 naming M0 is on the feedback topic before M0 is on the turns topic (an outbox drained late).
+      const m = conversation('M', ['q', 'ok'], (i) => ({ ...times(i), sessionDone: i === 1 }));
+      const earlyFb = exampleFeedback({ feedbackId: randomUUID(), sessionId: 'M', turnId: m[0].turnId, rating: 1, text: null, createdAt: m[0].completedAt + 100 });
+      // N: feedback that names no turn, given between N0 and N1 and read after N1: it is about N0.
+      const n = conversation('N', ['a', 'b'], (i) => ({ ...times(i), sessionDone: i === 1 }));
+      const anonFb = exampleFeedback({ feedbackId: randomUUID(), sessionId: 'N', turnId: null, rating: -1, text: null, createdAt: n[0].completedAt + 100 });
+      await g.producer.sendAll([{ id: 'feedback' as const, key: 'M', value: earlyFb }]);
+      await g.producer.sendAll([...l, ...m, ...n].map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
+      await g.producer.sendAll([
+        { id: 'feedback' as const, key: 'L', value: lateFb },
+        { id: 'feedback' as const, key: 'N', value: anonFb },
+      ]);
+
+      // The whole backlog is there before the assembler starts; the grace period is the default.
+      const h = await startSessionAssembler({ kafka: g.kafka, codecs: g.codecs, quietMs: 1000 });
+      await h.ready;
+      try {
+        await waitFor('7 pairs', async () => (await readAll(g, 'pairs')).length >= 7, 60_000);
+        await sleep(1500);
+        const pairs = await readAll(g, 'pairs');
+        assert.equal(pairs.length, 7);
+        const of = (id: string) => pairs.find((p) => p.pairId === id)!;
+        assert.deepEqual(of(l[0].turnId).feedback.map((x) => x.feedbackId), [lateFb.feedbackId]);
+        assert.deepEqual(of(l[0].turnId).nextState, [
+          { role: 'USER', content: 'what?', toolCallId: null },
+          { role: 'FEEDBACK', content: '👎 (thumbs down) — wrong', toolCallId: null },
+        ]);
+        assert.deepEqual(of(m[0].turnId).feedback.map((x) => x.feedbackId), [earlyFb.feedbackId]);
+        assert.deepEqual(of(n[0].turnId).feedback.map((x) => x.feedbackId), [anonFb.feedbackId]);
+        for (const t of [l[1], l[2], m[1], n[1]]) assert.deepEqual(of(t.turnId).feedback, [], 'feedback reaches only its own turn');
+        assert.equal(h.stats().deadLettered, 0);
+      } finally {
+        await h.stop();
+      }
+    } finally {
+      await g.close();
+    }
+  });
 });

@@ -309,6 +309,18 @@ describe('session assembler: feedback grace period (feedback read after the next
     assert.deepEqual(s.pendingFeedback.map((f) => f.feedbackId), ['b']);
   });
 
+  it('feedback naming no turn, read before any turn of its session, goes to the turn it was given during', () => {
+    const [t0, t1, t2] = conversation(3);
+    let s = sa.applyFeedback(undefined, exampleFeedback({ feedbackId: 'x', turnId: null, rating: -1, text: null, createdAt: t1.completedAt + 10 }), G).state;
+    s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'y', turnId: null, rating: 1, text: null, createdAt: t2.completedAt + 10 }), G).state;
+    for (const t of [t0, t1, t2]) s = sa.applyTurn(s, t, G).state;
+    assert.deepEqual(s.held.map((p) => [p.pairId, p.feedback.map((f) => f.feedbackId)]), [['t0', []], ['t1', ['x']]]);
+    // 'y' was given during t2, the newest turn: it goes to t2 once its wait is over.
+    const r = sa.release(s, t2.completedAt + 10 + 2000, G);
+    assert.deepEqual(r.state.pendingFeedback.map((f) => f.feedbackId), ['y']);
+    assert.deepEqual(r.expiredFeedback, []);
+  });
+
   it('endPolicy drop: a closed session\'s last pair is held; feedback in the grace period keeps it, else it is dropped', () => {
     const turns = conversation(2, (i) => (i === 1 ? { sessionDone: true } : {}));
     const o = { ...G, endPolicy: 'drop' as const };
