@@ -42,7 +42,7 @@ export { WeightStore, initCheckpoint, SHIPPED_BASE_DIR, type InitCheckpointOptio
 export * from './losses/index.ts';
 export { AdamW, type AdamWOptions } from './adamw.ts';
 export { corpus, TOPICS, NAMES, INSTRUCTIONS, PROPERTIES, BASE_RATES, HINT_HEADER, type Exchange, type Property, type ReplyStyle, type Topic } from './corpus.ts';
-export { pretrain, sampleReplies, exchangeIds, BASE_MODEL_CONFIG, type PretrainOptions, type PretrainResult } from './pretrain.ts';
+export { pretrain, sampleReplies, exchangeIds, lossCurveSvg, BASE_MODEL_CONFIG, type PretrainOptions, type PretrainResult } from './pretrain.ts';
 export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 export { startLearner, lastPublishedVersion, LEARNER_LR, type LearnerHandle, type LearnerOptions, type LearnerStats } from './learner.ts';

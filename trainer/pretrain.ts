@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW } from './adamw.ts';
 import { renderPrompt, type ChatMessage } from './chat-template.ts';
-import { saveCheckpoint, type SavedCheckpoint } from './checkpoint.ts';
+import { loadCheckpoint, saveCheckpoint, type SavedCheckpoint } from './checkpoint.ts';
 import { corpus } from './corpus.ts';
 import { generate } from './generate.ts';
 import { TransformerModel, type ModelConfig } from './model.ts';
@@ -32,6 +32,8 @@ export interface PretrainOptions {
   modelId?: string;
   /** @default BASE_MODEL_CONFIG */
   config?: Partial<Omit<ModelConfig, 'vocabSize'>>;
+  /** Continue from this checkpoint folder instead of a random init (its config wins). */
+  from?: string;
   /** Corpus and init seed. @default 0 */
   seed?: number;
   /** @default 16 */
@@ -67,13 +69,13 @@ export function exchangeIds(tok: ByteTokenizer, messages: ChatMessage[], reply: 
 
 export async function pretrain(opts: PretrainOptions): Promise<PretrainResult> {
   const tok = new ByteTokenizer();
-  const config = { ...BASE_MODEL_CONFIG, ...opts.config, vocabSize: tok.vocabSize };
   const seed = opts.seed ?? 0;
   const B = opts.batchSize ?? 16;
   const peak = opts.lr ?? 3e-3;
   const maxSteps = opts.maxSteps ?? 3000;
   const budgetS = (opts.maxMinutes ?? 12) * 60;
-  const model = TransformerModel.init(config, seed);
+  const model = opts.from ? (await loadCheckpoint(opts.from)).model : TransformerModel.init({ ...BASE_MODEL_CONFIG, ...opts.config, vocabSize: tok.vocabSize }, seed);
+  const config = model.config;
   const opt = new AdamW({ lr: peak, weightDecay: 0.01, maxGradNorm: 1 });
   const stream = corpus({ seed });
   if (opts.lossCsv) {
@@ -152,7 +154,7 @@ export async function pretrain(opts: PretrainOptions): Promise<PretrainResult> {
       weightsDir: opts.weightsDir,
       modelId: opts.modelId ?? 'turnstream-tiny',
       version: 0,
-      baseModel: `turnstream-pretrain(seed=${seed},steps=${step},batch=${B},lr=${peak})`,
+      baseModel: `turnstream-pretrain(seed=${seed},steps=${step},batch=${B},lr=${peak}${opts.from ? ',continued' : ''})`,
       metrics: { loss: finalLoss, steps: step, tokens, seconds: Math.round(seconds) },
     });
     return { checkpoint, steps: step, seconds, firstLoss, finalLoss, tokens };
@@ -172,4 +174,22 @@ export async function sampleReplies(model: TransformerModel, prompts: ChatMessag
     out.push(text);
   }
   return out;
+}
+
+/** The loss curve (`step,seconds,loss,lr` rows) as a small SVG line chart, raw and smoothed. */
+export function lossCurveSvg(rows: Array<{ step: number; loss: number }>, title = 'pretraining loss (nats / token)'): string {
+  const W = 640;
+  const H = 360;
+  const m = { l: 50, r: 20, t: 40, b: 40 };
+  const maxX = Math.max(1, ...rows.map((r) => r.step));
+  const maxY = Math.ceil(Math.max(1, ...rows.map((r) => r.loss)));
+  const x = (v: number): number => m.l + (v / maxX) * (W - m.l - m.r);
+  const y = (v: number): number => m.t + (1 - v / maxY) * (H - m.t - m.b);
+  const line = (pts: Array<{ step: number; loss: number }>): string => pts.map((p, i) => `${i ? 'L' : 'M'}${x(p.step).toFixed(1)},${y(p.loss).toFixed(1)}`).join(' ');
+  const smooth = rows.map((r, i) => {
+    const w = rows.slice(Math.max(0, i - 19), i + 1);
+    return { step: r.step, loss: w.reduce((a, b) => a + b.loss, 0) / w.length };
+  });
+  const ticks = Array.from({ length: maxY + 1 }, (_, v) => `<line x1="${m.l}" x2="${W - m.r}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`).join('');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12"><rect width="${W}" height="${H}" fill="white"/>${ticks}<text x="${m.l}" y="24" font-size="14" font-weight="bold">${title}</text><path d="${line(rows)}" fill="none" stroke="#9ecae1"/><path d="${line(smooth)}" fill="none" stroke="#08519c" stroke-width="2"/><text x="${W / 2}" y="${H - 8}" text-anchor="middle">step (${rows.length} steps; dark: mean of the last 20)</text></svg>\n`;
 }

@@ -53,9 +53,11 @@ export function register(program: Command): void {
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
     .action(async (f: EvalFlags) => {
       const config = loadConfig();
-      const logger = createLogger('eval', config.logLevel);
+      // stdout carries only the result (one JSON object with --json): progress and logs go to stderr.
+      const logger = createLogger('eval', 'warn');
       if (!['combined', 'rl', 'opd'].includes(f.method)) throw new Error(`--method must be combined, rl or opd (got ${f.method})`);
-      await selectBackend(f.backend as BackendName | undefined, { logger });
+      const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
+      process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
       let personas = await loadPersonas(resolve(f.personas));
       if (f.only) personas = personas.filter((p) => f.only!.split(',').includes(p.id));
       // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).

@@ -3,9 +3,10 @@
  * generated chat corpus (trainer/corpus.ts). By default it writes into the weight store; with
  * `--out trainer/base` it refreshes the checkpoint shipped in the repository.
  */
+import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { createLogger } from '../../streams/index.ts';
-import { loadCheckpoint, pretrain, sampleReplies, selectBackend, type BackendName } from '../../trainer/index.ts';
+import { loadCheckpoint, lossCurveSvg, pretrain, sampleReplies, selectBackend, type BackendName } from '../../trainer/index.ts';
 import { loadConfig } from '../config.ts';
 
 export function register(program: Command): void {
@@ -20,8 +21,9 @@ export function register(program: Command): void {
     .option('--lr <x>', 'peak learning rate', '3e-3')
     .option('--seed <n>', 'corpus and init seed', '0')
     .option('--loss-csv <file>', 'write the loss curve here')
+    .option('--from <dir>', 'continue from this checkpoint folder')
     .option('--backend <name>', 'force a tfjs backend (wasm, cpu, tensorflow, tensorflow-gpu)')
-    .action(async (f: { out?: string; modelId: string; minutes: string; steps: string; batch: string; lr: string; seed: string; lossCsv?: string; backend?: string }) => {
+    .action(async (f: { out?: string; modelId: string; minutes: string; steps: string; batch: string; lr: string; seed: string; lossCsv?: string; backend?: string; from?: string }) => {
       const config = loadConfig();
       const logger = createLogger('pretrain', config.logLevel);
       await selectBackend(f.backend as BackendName | undefined, { logger });
@@ -34,8 +36,13 @@ export function register(program: Command): void {
         lr: Number(f.lr),
         seed: Number(f.seed),
         lossCsv: f.lossCsv,
+        from: f.from,
         onProgress: (p) => logger.info(p, 'pretraining'),
       });
+      if (f.lossCsv) {
+        const rows = (await readFile(f.lossCsv, 'utf8')).trim().split('\n').slice(1).map((l) => l.split(',').map(Number)).map(([step, , loss]) => ({ step, loss }));
+        await writeFile(f.lossCsv.replace(/\.csv$/, '') + '.svg', lossCurveSvg(rows));
+      }
       const { model } = await loadCheckpoint(res.checkpoint.uri);
       const samples = await sampleReplies(model, [
         [{ role: 'user', content: 'how do I make tea?' }],
