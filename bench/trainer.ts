@@ -43,7 +43,7 @@ function samples(n: number): Sample[] {
 
 async function child(backend: BackendName, steps: number, batch: number): Promise<BackendResult> {
   const got = await selectBackend(backend);
-  if (got !== backend) return { backend, available: false, error: `got ${got}` };
+  if (got !== backend) return { backend, available: false, error: `not available here (selectBackend fell back to ${got})` };
   const model = TransformerModel.init({ ...BASE_MODEL_CONFIG, vocabSize: new ByteTokenizer().vocabSize }, 0);
   const opt = new AdamW({ lr: 1e-4 });
   const items = samples(batch).map((sample) => ({ sample }));

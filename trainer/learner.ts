@@ -216,9 +216,9 @@ class Learner {
     this.model = model;
     this.version = from;
     this.nextVersion = publishedVersion + 1;
-    this.steps = published && from === publishedVersion ? published.metrics.steps : (manifest.metrics?.steps ?? 0);
+    // Learner steps since version 0 (a base's own metrics count pretraining steps, not ours).
+    this.steps = from === 0 ? 0 : published && from === publishedVersion ? published.metrics.steps : (manifest.metrics?.steps ?? 0);
     this.baseModel = published?.baseModel ?? manifest.baseModel ?? `${this.modelId}@v0`;
-    if (this.o.fromVersion === undefined && from === 0) this.steps = 0;
     metrics.version.set({ model: this.modelId }, this.version);
     this.log.info({ modelId: this.modelId, version: from, nextVersion: this.nextVersion, steps: this.steps, samplesTopic: this.samplesTopic, groupId: this.groupId }, 'learner resumed');
 
