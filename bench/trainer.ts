@@ -6,7 +6,19 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import type { Sample } from '../schemas/index.ts';
-import { AdamW, BACKEND_ORDER, BASE_MODEL_CONFIG, ByteTokenizer, corpus, exchangeIds, learnerStep, renderPrompt, selectBackend, TransformerModel, type BackendName } from '../trainer/index.ts';
+import {
+  AdamW,
+  BACKEND_ORDER,
+  BASE_MODEL_CONFIG,
+  ByteTokenizer,
+  corpus,
+  exchangeIds,
+  learnerStep,
+  renderPrompt,
+  selectBackend,
+  TransformerModel,
+  type BackendName,
+} from '../trainer/index.ts';
 
 interface BackendResult {
   backend: BackendName;
@@ -32,10 +44,25 @@ function samples(n: number): Sample[] {
     const R = all.length - prompt.length;
     const i = out.length;
     out.push({
-      sampleId: `b${i}`, turnId: `b${i}`, sessionId: `s${i}`, userId: `u${i % 5}`, policyModelId: 'turnstream-tiny', policyVersion: 0,
-      method: 'COMBINED', tokens: all, promptLength: prompt.length, responseLength: R, lossMask: new Array(R).fill(1),
-      rolloutLogprobs: new Array(R).fill(-1), reward: i % 2 ? 1 : -1, teacherLogprobs: i % 2 ? new Array(R).fill(-0.8) : null,
-      teacherTopK: null, weight: 1, judgeId: 'bench', createdAt: 0, tag: null,
+      sampleId: `b${i}`,
+      turnId: `b${i}`,
+      sessionId: `s${i}`,
+      userId: `u${i % 5}`,
+      policyModelId: 'turnstream-tiny',
+      policyVersion: 0,
+      method: 'COMBINED',
+      tokens: all,
+      promptLength: prompt.length,
+      responseLength: R,
+      lossMask: new Array(R).fill(1),
+      rolloutLogprobs: new Array(R).fill(-1),
+      reward: i % 2 ? 1 : -1,
+      teacherLogprobs: i % 2 ? new Array(R).fill(-0.8) : null,
+      teacherTopK: null,
+      weight: 1,
+      judgeId: 'bench',
+      createdAt: 0,
+      tag: null,
     });
   }
   return out;
@@ -54,7 +81,14 @@ async function child(backend: BackendName, steps: number, batch: number): Promis
   const ms = (performance.now() - t0) / steps;
   const positions = items.reduce((a, { sample }) => a + sample.tokens.length - 1, 0);
   model.dispose();
-  return { backend, available: true, stepMs: Math.round(ms), samplesPerSec: (batch * 1000) / ms, tokensPerSec: (tokens / steps) * (1000 / ms), positionsPerSec: (positions * 1000) / ms };
+  return {
+    backend,
+    available: true,
+    stepMs: Math.round(ms),
+    samplesPerSec: (batch * 1000) / ms,
+    tokensPerSec: (tokens / steps) * (1000 / ms),
+    positionsPerSec: (positions * 1000) / ms,
+  };
 }
 
 export async function run(args: BenchArgs): Promise<object> {
@@ -64,7 +98,10 @@ export async function run(args: BenchArgs): Promise<object> {
   const results: BackendResult[] = [];
   for (const b of backends) {
     args.progress(`bench trainer: ${b} …`);
-    const p = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', b, String(steps), String(batch)], { encoding: 'utf8', timeout: 600_000 });
+    const p = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', b, String(steps), String(batch)], {
+      encoding: 'utf8',
+      timeout: 600_000,
+    });
     const line = p.stdout.trim().split('\n').pop() ?? '';
     try {
       results.push(JSON.parse(line) as BackendResult);
@@ -87,7 +124,9 @@ export async function run(args: BenchArgs): Promise<object> {
 
 const i = process.argv.indexOf('--child');
 if (i >= 0) {
-  const r = await child(process.argv[i + 1] as BackendName, Number(process.argv[i + 2]), Number(process.argv[i + 3])).catch((err: Error) => ({ backend: process.argv[i + 1], available: false, error: err.message }));
+  const r = await child(process.argv[i + 1] as BackendName, Number(process.argv[i + 2]), Number(process.argv[i + 3])).catch(
+    (err: Error) => ({ backend: process.argv[i + 1], available: false, error: err.message }),
+  );
   process.stdout.write(JSON.stringify(r) + '\n');
   process.exit(0);
 }

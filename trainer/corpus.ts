@@ -20,42 +20,150 @@ export interface Topic {
 }
 
 export const TOPICS: Topic[] = [
-  { asks: ['how do I make tea?', 'tips for brewing tea?'], body: 'Steep the tea in hot water for 3 minutes.', more: 'Green tea likes cooler water.' },
-  { asks: ['how do I boil an egg?', 'how long to boil eggs?'], body: 'Boil the egg for about 8 minutes.', more: 'Cool it in cold water after.' },
-  { asks: ['how can I sleep better?', 'tips for better sleep?'], body: 'Go to bed at the same time each night.', more: 'Keep the room dark and cool.' },
-  { asks: ['how do I learn to code?', 'where do I start coding?'], body: 'Start with small Python projects.', more: 'Build something you will use.' },
-  { asks: ['how do I water a cactus?', 'how often to water cacti?'], body: 'Water a cactus about once a month.', more: 'Let the soil dry out first.' },
-  { asks: ['how do I save money?', 'tips to save money?'], body: 'Set aside a part of each paycheck.', more: 'Track what you spend each week.' },
-  { asks: ['how do I start running?', 'tips for a new runner?'], body: 'Start with short, easy runs.', more: 'Add a few minutes each week.' },
-  { asks: ['how do I cook rice?', 'what is the rice ratio?'], body: 'Use two cups of water per cup of rice.', more: 'Let it rest for five minutes.' },
+  {
+    asks: ['how do I make tea?', 'tips for brewing tea?'],
+    body: 'Steep the tea in hot water for 3 minutes.',
+    more: 'Green tea likes cooler water.',
+  },
+  {
+    asks: ['how do I boil an egg?', 'how long to boil eggs?'],
+    body: 'Boil the egg for about 8 minutes.',
+    more: 'Cool it in cold water after.',
+  },
+  {
+    asks: ['how can I sleep better?', 'tips for better sleep?'],
+    body: 'Go to bed at the same time each night.',
+    more: 'Keep the room dark and cool.',
+  },
+  {
+    asks: ['how do I learn to code?', 'where do I start coding?'],
+    body: 'Start with small Python projects.',
+    more: 'Build something you will use.',
+  },
+  {
+    asks: ['how do I water a cactus?', 'how often to water cacti?'],
+    body: 'Water a cactus about once a month.',
+    more: 'Let the soil dry out first.',
+  },
+  {
+    asks: ['how do I save money?', 'tips to save money?'],
+    body: 'Set aside a part of each paycheck.',
+    more: 'Track what you spend each week.',
+  },
+  {
+    asks: ['how do I start running?', 'tips for a new runner?'],
+    body: 'Start with short, easy runs.',
+    more: 'Add a few minutes each week.',
+  },
+  {
+    asks: ['how do I cook rice?', 'what is the rice ratio?'],
+    body: 'Use two cups of water per cup of rice.',
+    more: 'Let it rest for five minutes.',
+  },
   { asks: ['how do I focus better?', 'tips to stay focused?'], body: 'Work in 25 minute blocks.', more: 'Put your phone in another room.' },
-  { asks: ['how do I clean a pan?', 'how to clean a burnt pan?'], body: 'Soak the pan in warm soapy water.', more: 'Baking soda helps with stains.' },
-  { asks: ['how do I learn Spanish?', 'tips for learning Spanish?'], body: 'Practice a little every day.', more: 'Watch shows with subtitles.' },
-  { asks: ['how do I write a resume?', 'tips for my resume?'], body: 'Keep your resume to one page.', more: 'List results, not just duties.' },
-  { asks: ['what is a black hole?', 'explain black holes?'], body: 'It is a place where gravity traps light.', more: 'It forms when a big star dies.' },
-  { asks: ['why is the sky blue?', 'what makes the sky blue?'], body: 'Air scatters blue light the most.', more: 'Sunsets are red for the same reason.' },
-  { asks: ['what is a prime number?', 'define a prime number?'], body: 'It has no divisors but 1 and itself.', more: 'Seven and eleven are primes.' },
-  { asks: ['how do plants grow?', 'what do plants need?'], body: 'Plants need light, water and soil.', more: 'They turn light into sugar.' },
-  { asks: ['how do I make coffee?', 'tips for good coffee?'], body: 'Use fresh beans and hot water.', more: 'Grind them just before brewing.' },
-  { asks: ['how do I stretch?', 'a simple stretch routine?'], body: 'Hold each stretch for 30 seconds.', more: 'Breathe slowly as you hold it.' },
-  { asks: ['how do I bake bread?', 'tips for baking bread?'], body: 'Let the dough rise for an hour.', more: 'Bake it until the crust is brown.' },
-  { asks: ['how do I fix a flat tire?', 'my bike tire is flat?'], body: 'Patch the tube or put in a new one.', more: 'Check the tire for sharp bits.' },
+  {
+    asks: ['how do I clean a pan?', 'how to clean a burnt pan?'],
+    body: 'Soak the pan in warm soapy water.',
+    more: 'Baking soda helps with stains.',
+  },
+  {
+    asks: ['how do I learn Spanish?', 'tips for learning Spanish?'],
+    body: 'Practice a little every day.',
+    more: 'Watch shows with subtitles.',
+  },
+  {
+    asks: ['how do I write a resume?', 'tips for my resume?'],
+    body: 'Keep your resume to one page.',
+    more: 'List results, not just duties.',
+  },
+  {
+    asks: ['what is a black hole?', 'explain black holes?'],
+    body: 'It is a place where gravity traps light.',
+    more: 'It forms when a big star dies.',
+  },
+  {
+    asks: ['why is the sky blue?', 'what makes the sky blue?'],
+    body: 'Air scatters blue light the most.',
+    more: 'Sunsets are red for the same reason.',
+  },
+  {
+    asks: ['what is a prime number?', 'define a prime number?'],
+    body: 'It has no divisors but 1 and itself.',
+    more: 'Seven and eleven are primes.',
+  },
+  {
+    asks: ['how do plants grow?', 'what do plants need?'],
+    body: 'Plants need light, water and soil.',
+    more: 'They turn light into sugar.',
+  },
+  {
+    asks: ['how do I make coffee?', 'tips for good coffee?'],
+    body: 'Use fresh beans and hot water.',
+    more: 'Grind them just before brewing.',
+  },
+  {
+    asks: ['how do I stretch?', 'a simple stretch routine?'],
+    body: 'Hold each stretch for 30 seconds.',
+    more: 'Breathe slowly as you hold it.',
+  },
+  {
+    asks: ['how do I bake bread?', 'tips for baking bread?'],
+    body: 'Let the dough rise for an hour.',
+    more: 'Bake it until the crust is brown.',
+  },
+  {
+    asks: ['how do I fix a flat tire?', 'my bike tire is flat?'],
+    body: 'Patch the tube or put in a new one.',
+    more: 'Check the tire for sharp bits.',
+  },
   { asks: ['what is gravity?', 'explain gravity?'], body: 'Gravity pulls masses toward each other.', more: 'It keeps the moon in orbit.' },
-  { asks: ['how do I meditate?', 'tips for meditation?'], body: 'Sit still and follow your breath.', more: 'Start with five minutes a day.' },
-  { asks: ['how do I grow tomatoes?', 'tips for tomato plants?'], body: 'Give tomatoes full sun and water.', more: 'Tie them to a stake as they grow.' },
-  { asks: ['how do I learn guitar?', 'tips for a guitar beginner?'], body: 'Learn three chords and practice daily.', more: 'Play songs you already love.' },
+  {
+    asks: ['how do I meditate?', 'tips for meditation?'],
+    body: 'Sit still and follow your breath.',
+    more: 'Start with five minutes a day.',
+  },
+  {
+    asks: ['how do I grow tomatoes?', 'tips for tomato plants?'],
+    body: 'Give tomatoes full sun and water.',
+    more: 'Tie them to a stake as they grow.',
+  },
+  {
+    asks: ['how do I learn guitar?', 'tips for a guitar beginner?'],
+    body: 'Learn three chords and practice daily.',
+    more: 'Play songs you already love.',
+  },
   { asks: ['what is a noun?', 'define a noun?'], body: 'A noun names a person, place or thing.', more: 'Dog and city are nouns.' },
-  { asks: ['how do I remove a stain?', 'how to clean a stain?'], body: 'Blot the stain with cold water.', more: 'Do not rub it into the cloth.' },
+  {
+    asks: ['how do I remove a stain?', 'how to clean a stain?'],
+    body: 'Blot the stain with cold water.',
+    more: 'Do not rub it into the cloth.',
+  },
   { asks: ['how do I make pasta?', 'how long to cook pasta?'], body: 'Boil pasta in salted water.', more: 'Taste it after eight minutes.' },
   { asks: ['how do I pack light?', 'tips for packing light?'], body: 'Pack clothes that all match.', more: 'Roll them to save space.' },
   { asks: ['what is photosynthesis?', 'explain photosynthesis?'], body: 'Plants make food from light.', more: 'They give off oxygen too.' },
   { asks: ['how do I stay calm?', 'tips to calm down?'], body: 'Take a few slow, deep breaths.', more: 'Count to four on each breath.' },
-  { asks: ['how do I read faster?', 'tips for faster reading?'], body: 'Read in chunks, not word by word.', more: 'Skim the headings first.' },
+  {
+    asks: ['how do I read faster?', 'tips for faster reading?'],
+    body: 'Read in chunks, not word by word.',
+    more: 'Skim the headings first.',
+  },
   { asks: ['how do I make friends?', 'tips to meet people?'], body: 'Join a club that you enjoy.', more: 'Ask people about themselves.' },
   { asks: ['what is an atom?', 'explain atoms?'], body: 'An atom is a tiny unit of matter.', more: 'It has a nucleus and electrons.' },
-  { asks: ['how do I draw a face?', 'tips for drawing faces?'], body: 'Start with an oval and guide lines.', more: 'Eyes sit halfway down the head.' },
-  { asks: ['how do I wake up early?', 'tips for waking early?'], body: 'Move your bedtime earlier bit by bit.', more: 'Get light soon after you wake.' },
-  { asks: ['how do I cook an omelet?', 'tips for an omelet?'], body: 'Whisk two eggs and cook on low heat.', more: 'Fold it when the top is set.' },
+  {
+    asks: ['how do I draw a face?', 'tips for drawing faces?'],
+    body: 'Start with an oval and guide lines.',
+    more: 'Eyes sit halfway down the head.',
+  },
+  {
+    asks: ['how do I wake up early?', 'tips for waking early?'],
+    body: 'Move your bedtime earlier bit by bit.',
+    more: 'Get light soon after you wake.',
+  },
+  {
+    asks: ['how do I cook an omelet?', 'tips for an omelet?'],
+    body: 'Whisk two eggs and cook on low heat.',
+    more: 'Fold it when the top is set.',
+  },
 ];
 
 export const NAMES = ['Sam', 'Alex', 'Maya', 'Leo', 'Nina', 'Omar', 'Ruth', 'Ivan', 'Zoe', 'Ben', 'Lia', 'Tom', 'Ana', 'Raj', 'Eve', 'Kai'];
@@ -70,7 +178,12 @@ export const CASUAL_MARKERS = /!|\b(?:hey|oh|easy|good one|gonna|yeah|cool)\b/i;
 /** Hint / instruction phrasings per property, including what the embedded judge derives from a correction. */
 export const INSTRUCTIONS = {
   short: ['Keep it short.', 'Be brief.', 'Keep the answer short. Keep it short, please.', 'Keep the answer short.', 'One sentence only.'],
-  question: ['End with a question.', "You didn't end with a question. End with a question.", 'Always end with a question.', 'Finish with a question.'],
+  question: [
+    'End with a question.',
+    "You didn't end with a question. End with a question.",
+    'Always end with a question.',
+    'Finish with a question.',
+  ],
   greet: ['Greet me by name.', 'You forgot to greet me by name. Greet me by name.', 'Say hi to me by name.', 'Use my name.'],
   noEmoji: ['No emoji.', "Don't use emoji.", 'Please no emoji.', 'Do not add emoji.'],
   formal: ['Be formal.', 'Use a more formal tone. Be formal.', 'Use a formal tone.', 'Be polite and formal.'],

@@ -1,12 +1,6 @@
 // Public surface of trainer/: what the gateway, processors and CLI may use.
 export { selectBackend, selectedBackend, BACKEND_ORDER, type BackendName, type SelectBackendOptions } from './backend.ts';
-export {
-  renderPrompt,
-  type ChatMessage,
-  type ChatRole,
-  type RenderPromptOptions,
-  type RenderedPrompt,
-} from './chat-template.ts';
+export { renderPrompt, type ChatMessage, type ChatRole, type RenderPromptOptions, type RenderedPrompt } from './chat-template.ts';
 export {
   CHECKPOINT_FORMAT,
   checkpointPath,
@@ -19,14 +13,7 @@ export {
   type SavedCheckpoint,
   type TensorEntry,
 } from './checkpoint.ts';
-export {
-  generate,
-  scoreTokens,
-  mulberry32,
-  type FinishReason,
-  type GenerateOptions,
-  type GeneratedToken,
-} from './generate.ts';
+export { generate, scoreTokens, mulberry32, type FinishReason, type GenerateOptions, type GeneratedToken } from './generate.ts';
 export {
   DEFAULT_MODEL_CONFIG,
   TransformerModel,
@@ -41,8 +28,28 @@ export { BYTE_VOCAB, ByteTokenizer, SPECIAL_TOKENS, StreamDecoder, type SpecialT
 export { WeightStore, initCheckpoint, SHIPPED_BASE_DIR, type InitCheckpointOptions, type WeightVersionRef } from './weight-store.ts';
 export * from './losses/index.ts';
 export { AdamW, type AdamWOptions } from './adamw.ts';
-export { corpus, TOPICS, NAMES, INSTRUCTIONS, PROPERTIES, BASE_RATES, HINT_HEADER, type Exchange, type Property, type ReplyStyle, type Topic } from './corpus.ts';
-export { pretrain, sampleReplies, exchangeIds, lossCurveSvg, BASE_MODEL_CONFIG, type PretrainOptions, type PretrainResult } from './pretrain.ts';
+export {
+  corpus,
+  TOPICS,
+  NAMES,
+  INSTRUCTIONS,
+  PROPERTIES,
+  BASE_RATES,
+  HINT_HEADER,
+  type Exchange,
+  type Property,
+  type ReplyStyle,
+  type Topic,
+} from './corpus.ts';
+export {
+  pretrain,
+  sampleReplies,
+  exchangeIds,
+  lossCurveSvg,
+  BASE_MODEL_CONFIG,
+  type PretrainOptions,
+  type PretrainResult,
+} from './pretrain.ts';
 export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 export { startLearner, lastPublishedVersion, LEARNER_LR, type LearnerHandle, type LearnerOptions, type LearnerStats } from './learner.ts';

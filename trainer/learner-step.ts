@@ -90,10 +90,25 @@ interface Packed {
 
 /** Samples → right-padded [B, T] arrays; response token i of a sample sits at target position P−1+i. */
 export function packBatch(items: StepSample[], contextLength: number): Packed {
-  const ok = items.filter(({ sample: s }) => s.tokens.length <= contextLength && s.tokens.length === s.promptLength + s.responseLength && s.promptLength >= 1);
+  const ok = items.filter(
+    ({ sample: s }) => s.tokens.length <= contextLength && s.tokens.length === s.promptLength + s.responseLength && s.promptLength >= 1,
+  );
   const T = Math.max(1, ...ok.map(({ sample: s }) => s.tokens.length - 1));
   const K = Math.max(0, ...ok.map(({ sample: s }) => s.teacherTopK?.[0]?.ids.length ?? 0));
-  const p: Packed = { x: [], y: [], mask: [], rollout: [], teacher: [], hasTeacher: [], reward: [], weight: [], stale: [], topK: K > 0 ? { ids: [], lps: [], has: [] } : null, samples: [], skipped: items.length - ok.length };
+  const p: Packed = {
+    x: [],
+    y: [],
+    mask: [],
+    rollout: [],
+    teacher: [],
+    hasTeacher: [],
+    reward: [],
+    weight: [],
+    stale: [],
+    topK: K > 0 ? { ids: [], lps: [], has: [] } : null,
+    samples: [],
+    skipped: items.length - ok.length,
+  };
   for (const { sample: s, stale } of ok) {
     const row = (fill: number): number[] => new Array<number>(T).fill(fill);
     const x = row(0);
@@ -117,7 +132,8 @@ export function packBatch(items: StepSample[], contextLength: number): Packed {
     p.mask.push(mask);
     p.rollout.push(rollout);
     p.teacher.push(teacher);
-    const hasTopK = K > 0 && s.teacherTopK !== null && s.teacherTopK.length === s.responseLength && s.teacherTopK.every((e) => e.ids.length === K);
+    const hasTopK =
+      K > 0 && s.teacherTopK !== null && s.teacherTopK.length === s.responseLength && s.teacherTopK.every((e) => e.ids.length === K);
     p.hasTeacher.push(s.teacherLogprobs !== null && !hasTopK ? 1 : 0);
     p.reward.push(s.reward);
     p.weight.push(s.weight);
@@ -149,9 +165,27 @@ function pickLogprobs(logits: tf.Tensor3D, targets: tf.Tensor2D, vocab: number, 
 }
 
 /** One PPO/OPD step on `items`; returns the batch's metrics. The model's weights are updated in place. */
-export async function learnerStep(model: TransformerModel, optimizer: AdamW, items: StepSample[], opts: LearnerStepOptions = {}): Promise<StepMetrics> {
+export async function learnerStep(
+  model: TransformerModel,
+  optimizer: AdamW,
+  items: StepSample[],
+  opts: LearnerStepOptions = {},
+): Promise<StepMetrics> {
   const p = packBatch(items, model.config.contextLength);
-  const empty: StepMetrics = { loss: 0, lossAfter: 0, meanReward: 0, kl: 0, klRef: 0, clipFraction: 0, logprobDrift: 0, entropy: 0, gradNorm: 0, samples: 0, tokens: 0, skipped: p.skipped };
+  const empty: StepMetrics = {
+    loss: 0,
+    lossAfter: 0,
+    meanReward: 0,
+    kl: 0,
+    klRef: 0,
+    clipFraction: 0,
+    logprobDrift: 0,
+    entropy: 0,
+    gradNorm: 0,
+    samples: 0,
+    tokens: 0,
+    skipped: p.skipped,
+  };
   const trained = p.mask.map((r) => r.reduce((a, b) => a + b, 0));
   const tokens = trained.reduce((a, b) => a + b, 0);
   if (p.samples.length === 0 || tokens === 0) return { ...empty, samples: 0 };
@@ -207,7 +241,11 @@ export async function learnerStep(model: TransformerModel, optimizer: AdamW, ite
     const surrogate = (logits: tf.Tensor3D, logp: tf.Tensor2D): { total: tf.Scalar; clip: tf.Scalar } => {
       const pg = ppoClippedLoss({ logp, logpOld: oldLp, advantages: adv, mask, clipLow: opts.clipLow, clipHigh: opts.clipHigh });
       let total: tf.Scalar = pg.loss;
-      if (tk) total = tf.add(total, tf.mul(wOpd, topKReverseKl({ studentLogits: logits, teacherTopKIds: tk.ids, teacherTopKLogprobs: tk.lps, mask: tk.mask }).loss));
+      if (tk)
+        total = tf.add(
+          total,
+          tf.mul(wOpd, topKReverseKl({ studentLogits: logits, teacherTopKIds: tk.ids, teacherTopKLogprobs: tk.lps, mask: tk.mask }).loss),
+        );
       return { total, clip: pg.clipFraction };
     };
     const { value, grads } = tf.variableGrads(() => {

@@ -220,7 +220,17 @@ class Learner {
     this.steps = from === 0 ? 0 : published && from === publishedVersion ? published.metrics.steps : (manifest.metrics?.steps ?? 0);
     this.baseModel = published?.baseModel ?? manifest.baseModel ?? `${this.modelId}@v0`;
     metrics.version.set({ model: this.modelId }, this.version);
-    this.log.info({ modelId: this.modelId, version: from, nextVersion: this.nextVersion, steps: this.steps, samplesTopic: this.samplesTopic, groupId: this.groupId }, 'learner resumed');
+    this.log.info(
+      {
+        modelId: this.modelId,
+        version: from,
+        nextVersion: this.nextVersion,
+        steps: this.steps,
+        samplesTopic: this.samplesTopic,
+        groupId: this.groupId,
+      },
+      'learner resumed',
+    );
 
     this.producer = kafka.producer({
       transactionalId: `${this.groupId}.${this.o.instanceId ?? '0'}`,
@@ -230,7 +240,13 @@ class Learner {
       transactionTimeout: 60000,
     });
     await this.producer.connect(); // fences a predecessor and aborts what it left open
-    this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, maxWaitTimeInMs: 200, sessionTimeout: 30000, heartbeatInterval: 3000 });
+    this.consumer = kafka.consumer({
+      groupId: this.groupId,
+      readUncommitted: false,
+      maxWaitTimeInMs: 200,
+      sessionTimeout: 30000,
+      heartbeatInterval: 3000,
+    });
     this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
       this.assignment = this.onAssignment(e.payload.memberAssignment[this.samplesTopic] ?? []);
     });
@@ -263,7 +279,15 @@ class Learner {
             }
             this.batcher.add(sample, { partition: batch.partition, offset });
           } catch (err) {
-            this.pendingDlq.push({ key: m.key?.toString('utf8') ?? '', value: deadLetter({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value }, err, 'learner', 1) });
+            this.pendingDlq.push({
+              key: m.key?.toString('utf8') ?? '',
+              value: deadLetter(
+                { topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value },
+                err,
+                'learner',
+                1,
+              ),
+            });
             st.done.add(offset);
             this.counts.deadLettered++;
           }
@@ -331,7 +355,12 @@ class Learner {
     let m: StepMetrics | null = null;
     if (batch.length > 0) {
       const end = metrics.stepSeconds.startTimer({ model: this.modelId });
-      m = await learnerStep(this.model!, this.optimizer, batch.map((b) => ({ sample: b.sample, stale: b.stale })), this.o.step);
+      m = await learnerStep(
+        this.model!,
+        this.optimizer,
+        batch.map((b) => ({ sample: b.sample, stale: b.stale })),
+        this.o.step,
+      );
       end();
       if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length);
     }
@@ -355,7 +384,10 @@ class Learner {
       metrics.drift.set({ model: this.modelId }, m.logprobDrift);
       metrics.kl.set({ model: this.modelId }, m.kl);
       metrics.clip.set({ model: this.modelId }, m.clipFraction);
-      this.log.info({ version: published.version, ...published.metrics, lossAfter: m.lossAfter, gradNorm: m.gradNorm }, 'published weight version');
+      this.log.info(
+        { version: published.version, ...published.metrics, lossAfter: m.lossAfter, gradNorm: m.gradNorm },
+        'published weight version',
+      );
       this.o.onVersion?.(published);
     }
     metrics.buffered.set({ model: this.modelId }, this.batcher.size);
@@ -411,13 +443,21 @@ class Learner {
     const txn = await this.producer.transaction();
     try {
       const messages: Array<{ topic: string; messages: Array<{ key: string; value: Buffer }> }> = [];
-      if (wv) messages.push({ topic: this.o.codecs.topic('weights'), messages: [{ key: wv.modelId, value: await this.o.codecs.of('weights').encode(wv) }] });
+      if (wv)
+        messages.push({
+          topic: this.o.codecs.topic('weights'),
+          messages: [{ key: wv.modelId, value: await this.o.codecs.of('weights').encode(wv) }],
+        });
       if (dlq.length > 0) {
         const codec = this.o.codecs.of('dlq');
-        messages.push({ topic: codec.topic, messages: await Promise.all(dlq.map(async (d) => ({ key: d.key, value: await codec.encode(d.value) }))) });
+        messages.push({
+          topic: codec.topic,
+          messages: await Promise.all(dlq.map(async (d) => ({ key: d.key, value: await codec.encode(d.value) }))),
+        });
       }
       if (messages.length > 0) await txn.sendBatch({ acks: -1, topicMessages: messages });
-      if (offsets.length > 0) await txn.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.samplesTopic, partitions: offsets }] });
+      if (offsets.length > 0)
+        await txn.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.samplesTopic, partitions: offsets }] });
       await txn.commit();
       this.counts.transactions++;
     } catch (err) {

@@ -74,7 +74,9 @@ export async function pretrain(opts: PretrainOptions): Promise<PretrainResult> {
   const peak = opts.lr ?? 3e-3;
   const maxSteps = opts.maxSteps ?? 3000;
   const budgetS = (opts.maxMinutes ?? 12) * 60;
-  const model = opts.from ? (await loadCheckpoint(opts.from)).model : TransformerModel.init({ ...BASE_MODEL_CONFIG, ...opts.config, vocabSize: tok.vocabSize }, seed);
+  const model = opts.from
+    ? (await loadCheckpoint(opts.from)).model
+    : TransformerModel.init({ ...BASE_MODEL_CONFIG, ...opts.config, vocabSize: tok.vocabSize }, seed);
   const config = model.config;
   const opt = new AdamW({ lr: peak, weightDecay: 0.01, maxGradNorm: 1 });
   const stream = corpus({ seed });
@@ -123,7 +125,10 @@ export async function pretrain(opts: PretrainOptions): Promise<PretrainResult> {
       tokens += s.length - 1;
     }
     const warm = 20;
-    const lr = step < warm ? (peak * (step + 1)) / warm : peak * (0.1 + 0.45 * (1 + Math.cos((Math.PI * (step - warm)) / Math.max(1, totalSteps - warm))));
+    const lr =
+      step < warm
+        ? (peak * (step + 1)) / warm
+        : peak * (0.1 + 0.45 * (1 + Math.cos((Math.PI * (step - warm)) / Math.max(1, totalSteps - warm))));
     const x = tf.tensor2d(input, undefined, 'int32');
     const y = tf.tensor2d(target, undefined, 'int32');
     const m = tf.tensor2d(mask, undefined, 'float32');
@@ -164,13 +169,18 @@ export async function pretrain(opts: PretrainOptions): Promise<PretrainResult> {
 }
 
 /** A few generations of a model, for a pretraining report. */
-export async function sampleReplies(model: TransformerModel, prompts: ChatMessage[][], opts: { temperature?: number; seed?: number } = {}): Promise<string[]> {
+export async function sampleReplies(
+  model: TransformerModel,
+  prompts: ChatMessage[][],
+  opts: { temperature?: number; seed?: number } = {},
+): Promise<string[]> {
   const tok = new ByteTokenizer();
   const out: string[] = [];
   for (const [i, messages] of prompts.entries()) {
     const ids = renderPrompt(tok, messages, { maxPromptTokens: Math.floor(model.config.contextLength * 0.6) }).ids;
     let text = '';
-    for await (const t of generate(model, ids, { maxTokens: 120, temperature: opts.temperature ?? 0.7, seed: (opts.seed ?? 0) + i })) text += t.text;
+    for await (const t of generate(model, ids, { maxTokens: 120, temperature: opts.temperature ?? 0.7, seed: (opts.seed ?? 0) + i }))
+      text += t.text;
     out.push(text);
   }
   return out;
@@ -185,11 +195,16 @@ export function lossCurveSvg(rows: Array<{ step: number; loss: number }>, title 
   const maxY = Math.ceil(Math.max(1, ...rows.map((r) => r.loss)));
   const x = (v: number): number => m.l + (v / maxX) * (W - m.l - m.r);
   const y = (v: number): number => m.t + (1 - v / maxY) * (H - m.t - m.b);
-  const line = (pts: Array<{ step: number; loss: number }>): string => pts.map((p, i) => `${i ? 'L' : 'M'}${x(p.step).toFixed(1)},${y(p.loss).toFixed(1)}`).join(' ');
+  const line = (pts: Array<{ step: number; loss: number }>): string =>
+    pts.map((p, i) => `${i ? 'L' : 'M'}${x(p.step).toFixed(1)},${y(p.loss).toFixed(1)}`).join(' ');
   const smooth = rows.map((r, i) => {
     const w = rows.slice(Math.max(0, i - 19), i + 1);
     return { step: r.step, loss: w.reduce((a, b) => a + b.loss, 0) / w.length };
   });
-  const ticks = Array.from({ length: maxY + 1 }, (_, v) => `<line x1="${m.l}" x2="${W - m.r}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`).join('');
+  const ticks = Array.from(
+    { length: maxY + 1 },
+    (_, v) =>
+      `<line x1="${m.l}" x2="${W - m.r}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`,
+  ).join('');
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12"><rect width="${W}" height="${H}" fill="white"/>${ticks}<text x="${m.l}" y="24" font-size="14" font-weight="bold">${title}</text><path d="${line(rows)}" fill="none" stroke="#9ecae1"/><path d="${line(smooth)}" fill="none" stroke="#08519c" stroke-width="2"/><text x="${W / 2}" y="${H - 8}" text-anchor="middle">step (${rows.length} steps; dark: mean of the last 20)</text></svg>\n`;
 }

@@ -26,14 +26,27 @@ export interface SampleManyOptions {
  * backends a step of k rows costs little more than a step of one, so the evaluation's held-out
  * scoring is several times faster than k calls of `generate`.
  */
-export async function sampleMany(model: TransformerModel, promptIds: readonly number[], k: number, opts: SampleManyOptions = {}): Promise<SampledReply[]> {
+export async function sampleMany(
+  model: TransformerModel,
+  promptIds: readonly number[],
+  k: number,
+  opts: SampleManyOptions = {},
+): Promise<SampledReply[]> {
   const tok = new ByteTokenizer();
   const budget = Math.min(opts.maxTokens ?? 120, model.config.contextLength - promptIds.length);
   const temperature = opts.temperature ?? 1;
   const rand = mulberry32(opts.seed ?? 0);
-  const out: Array<{ ids: number[]; logprobs: number[]; done: boolean }> = Array.from({ length: k }, () => ({ ids: [], logprobs: [], done: false }));
+  const out: Array<{ ids: number[]; logprobs: number[]; done: boolean }> = Array.from({ length: k }, () => ({
+    ids: [],
+    logprobs: [],
+    done: false,
+  }));
   let cache: KvCache | null = null;
-  let input = tf.tensor2d(Array.from({ length: k }, () => Array.from(promptIds)), [k, promptIds.length], 'int32');
+  let input = tf.tensor2d(
+    Array.from({ length: k }, () => Array.from(promptIds)),
+    [k, promptIds.length],
+    'int32',
+  );
   try {
     for (let n = 0; n < budget; n++) {
       const step = model.forwardWithCache(input, cache);

@@ -23,34 +23,69 @@ export function register(program: Command): void {
     .option('--loss-csv <file>', 'write the loss curve here')
     .option('--from <dir>', 'continue from this checkpoint folder')
     .option('--backend <name>', 'force a tfjs backend (wasm, cpu, tensorflow, tensorflow-gpu)')
-    .action(async (f: { out?: string; modelId: string; minutes: string; steps: string; batch: string; lr: string; seed: string; lossCsv?: string; backend?: string; from?: string }) => {
-      const config = loadConfig();
-      const logger = createLogger('pretrain', config.logLevel);
-      await selectBackend(f.backend as BackendName | undefined, { logger });
-      const res = await pretrain({
-        weightsDir: f.out ?? config.weightsDir,
-        modelId: f.modelId,
-        maxMinutes: Number(f.minutes),
-        maxSteps: Number(f.steps),
-        batchSize: Number(f.batch),
-        lr: Number(f.lr),
-        seed: Number(f.seed),
-        lossCsv: f.lossCsv,
-        from: f.from,
-        onProgress: (p) => logger.info(p, 'pretraining'),
-      });
-      if (f.lossCsv) {
-        const rows = (await readFile(f.lossCsv, 'utf8')).trim().split('\n').slice(1).map((l) => l.split(',').map(Number)).map(([step, , loss]) => ({ step, loss }));
-        await writeFile(f.lossCsv.replace(/\.csv$/, '') + '.svg', lossCurveSvg(rows));
-      }
-      const { model } = await loadCheckpoint(res.checkpoint.uri);
-      const samples = await sampleReplies(model, [
-        [{ role: 'user', content: 'how do I make tea?' }],
-        [{ role: 'user', content: "Sam here. Tips for better sleep?\n\n[user's hint / instruction]\nGreet me by name." }],
-        [{ role: 'system', content: 'End with a question.' }, { role: 'user', content: 'what is gravity?' }],
-        [{ role: 'user', content: "how do I save money?\n\n[user's hint / instruction]\nKeep it short." }],
-      ]);
-      model.dispose();
-      process.stdout.write(JSON.stringify({ uri: res.checkpoint.uri, steps: res.steps, seconds: Math.round(res.seconds), firstLoss: res.firstLoss, finalLoss: res.finalLoss, tokens: res.tokens, samples }, null, 2) + '\n');
-    });
+    .action(
+      async (f: {
+        out?: string;
+        modelId: string;
+        minutes: string;
+        steps: string;
+        batch: string;
+        lr: string;
+        seed: string;
+        lossCsv?: string;
+        backend?: string;
+        from?: string;
+      }) => {
+        const config = loadConfig();
+        const logger = createLogger('pretrain', config.logLevel);
+        await selectBackend(f.backend as BackendName | undefined, { logger });
+        const res = await pretrain({
+          weightsDir: f.out ?? config.weightsDir,
+          modelId: f.modelId,
+          maxMinutes: Number(f.minutes),
+          maxSteps: Number(f.steps),
+          batchSize: Number(f.batch),
+          lr: Number(f.lr),
+          seed: Number(f.seed),
+          lossCsv: f.lossCsv,
+          from: f.from,
+          onProgress: (p) => logger.info(p, 'pretraining'),
+        });
+        if (f.lossCsv) {
+          const rows = (await readFile(f.lossCsv, 'utf8'))
+            .trim()
+            .split('\n')
+            .slice(1)
+            .map((l) => l.split(',').map(Number))
+            .map(([step, , loss]) => ({ step, loss }));
+          await writeFile(f.lossCsv.replace(/\.csv$/, '') + '.svg', lossCurveSvg(rows));
+        }
+        const { model } = await loadCheckpoint(res.checkpoint.uri);
+        const samples = await sampleReplies(model, [
+          [{ role: 'user', content: 'how do I make tea?' }],
+          [{ role: 'user', content: "Sam here. Tips for better sleep?\n\n[user's hint / instruction]\nGreet me by name." }],
+          [
+            { role: 'system', content: 'End with a question.' },
+            { role: 'user', content: 'what is gravity?' },
+          ],
+          [{ role: 'user', content: "how do I save money?\n\n[user's hint / instruction]\nKeep it short." }],
+        ]);
+        model.dispose();
+        process.stdout.write(
+          JSON.stringify(
+            {
+              uri: res.checkpoint.uri,
+              steps: res.steps,
+              seconds: Math.round(res.seconds),
+              firstLoss: res.firstLoss,
+              finalLoss: res.finalLoss,
+              tokens: res.tokens,
+              samples,
+            },
+            null,
+            2,
+          ) + '\n',
+        );
+      },
+    );
 }

@@ -45,7 +45,9 @@ export function register(program: Command): void {
       const logger = createLogger('trainer', config.logLevel);
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       logger.info({ backend, forced: f.backend ?? null }, 'trainer backend');
-      const endpoints = endpointsOf(resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }));
+      const endpoints = endpointsOf(
+        resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
+      );
       const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-trainer-${f.instance}` });
       const naming = { prefix: config.topicPrefix };
       await ensureTopics(kafka, { naming });
@@ -80,16 +82,21 @@ export function register(program: Command): void {
             void metricsRegistry.metrics().then((text) => res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text));
           }).listen(port, config.host)
         : null;
-      process.stdout.write(`turnstream train is running (model ${handle.stats().version >= 0 ? `v${handle.stats().version}` : ''}, backend ${backend})\n`);
+      process.stdout.write(
+        `turnstream train is running (model ${handle.stats().version >= 0 ? `v${handle.stats().version}` : ''}, backend ${backend})\n`,
+      );
       let stopping = false;
       const stop = (): void => {
         if (stopping) return;
         stopping = true;
         server?.close();
-        void handle.stop().then(() => process.exit(0), (err: unknown) => {
-          process.stderr.write(`turnstream train: stop failed: ${(err as Error).message}\n`);
-          process.exit(1);
-        });
+        void handle.stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            process.stderr.write(`turnstream train: stop failed: ${(err as Error).message}\n`);
+            process.exit(1);
+          },
+        );
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);

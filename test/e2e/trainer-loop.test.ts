@@ -32,7 +32,10 @@ after(async () => {
   await home?.cleanup();
 });
 
-async function chat(messages: Array<{ role: string; content: string }>, session: string): Promise<{ text: string; turnId: string; status: number }> {
+async function chat(
+  messages: Array<{ role: string; content: string }>,
+  session: string,
+): Promise<{ text: string; turnId: string; status: number }> {
   const res = await fetch(`${g.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-session-id': session, 'x-user-id': `user-${session}` },
@@ -66,7 +69,10 @@ test('chat traffic → samples → WeightVersion → the gateway serves it, no r
       history.push({ role: 'assistant', content: r.text });
     }
   }
-  assert.ok(statuses.every((x) => x === 200), `every request answered: ${statuses.join(',')}`);
+  assert.ok(
+    statuses.every((x) => x === 200),
+    `every request answered: ${statuses.join(',')}`,
+  );
 
   // 4 sessions × 2 judged pairs = 8 RL samples → at least one version.
   const t0 = Date.now();

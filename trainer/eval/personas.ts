@@ -25,7 +25,8 @@ export async function loadPersonas(file = DEFAULT_PERSONAS_FILE): Promise<Person
   const parsed = JSON.parse(await readFile(file, 'utf8')) as { personas?: Persona[] };
   const list = parsed.personas ?? [];
   for (const p of list) {
-    if (!PROPERTIES.includes(p.preference)) throw new Error(`persona ${p.id}: unknown preference ${p.preference}; expected one of ${PROPERTIES.join(', ')}`);
+    if (!PROPERTIES.includes(p.preference))
+      throw new Error(`persona ${p.id}: unknown preference ${p.preference}; expected one of ${PROPERTIES.join(', ')}`);
     if (!p.corrections?.length || !p.thanks?.length) throw new Error(`persona ${p.id}: needs corrections and thanks`);
   }
   if (list.length === 0) throw new Error(`${file} has no personas`);

@@ -11,7 +11,14 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway } from '../../gateway/index.ts';
-import { createEmbeddedJudge, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler, type TrainMethod } from '../../processors/index.ts';
+import {
+  createEmbeddedJudge,
+  loadTeacher,
+  startJudge,
+  startSampleBuilder,
+  startSessionAssembler,
+  type TrainMethod,
+} from '../../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { mulberry32 } from '../generate.ts';
 import { LEARNER_LR, startLearner } from '../learner.ts';
@@ -42,7 +49,12 @@ interface ChatResult {
   version: number;
 }
 
-async function chat(url: string, messages: Array<{ role: string; content: string }>, headers: Record<string, string>, maxTokens = 120): Promise<ChatResult> {
+async function chat(
+  url: string,
+  messages: Array<{ role: string; content: string }>,
+  headers: Record<string, string>,
+  maxTokens = 120,
+): Promise<ChatResult> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -50,7 +62,11 @@ async function chat(url: string, messages: Array<{ role: string; content: string
   });
   if (res.status !== 200) throw new Error(`gateway answered ${res.status}: ${await res.text()}`);
   const body = (await res.json()) as { choices: Array<{ message: { content: string | null } }> };
-  return { text: body.choices[0].message.content ?? '', turnId: res.headers.get('x-turn-id') ?? '', version: Number(res.headers.get('x-policy-version') ?? -1) };
+  return {
+    text: body.choices[0].message.content ?? '',
+    turnId: res.headers.get('x-turn-id') ?? '',
+    version: Number(res.headers.get('x-policy-version') ?? -1),
+  };
 }
 
 export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
@@ -89,9 +105,21 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
         const modelId = `eval-${persona.id}-s${seed}`;
         await cp(join(weightsDir, baseModelId, 'v0'), join(weightsDir, modelId, 'v0'), { recursive: true });
         const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
-        const gw = createGateway({ port: 0, home, logger, builtin: { weightsDir, modelId, initIfEmpty: false }, kafka: { brokers: opts.brokers, registryUrl: opts.registryUrl, naming } });
+        const gw = createGateway({
+          port: 0,
+          home,
+          logger,
+          builtin: { weightsDir, modelId, initIfEmpty: false },
+          kafka: { brokers: opts.brokers, registryUrl: opts.registryUrl, naming },
+        });
         const url = await gw.start();
-        const learner = await startLearner({ ...common, weightsDir, modelId, batch: { batchSize: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 }, optimizer: { lr: o.lr } });
+        const learner = await startLearner({
+          ...common,
+          weightsDir,
+          modelId,
+          batch: { batchSize: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
+          optimizer: { lr: o.lr },
+        });
         await learner.ready;
         const rand = mulberry32(seed * 1_000_003 + persona.name.charCodeAt(0));
         const scores: RunResult['scores'] = [];
@@ -101,7 +129,11 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           let version = -1;
           for (const [j, topic] of heldOut.entries()) {
             for (let r = 0; r < o.heldOutSamples; r++) {
-              const res = await chat(url, [{ role: 'user', content: personaPrompt(persona, topic, j) }], { 'x-turn-type': 'side', 'x-user-id': 'eval-scorer', 'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}` });
+              const res = await chat(url, [{ role: 'user', content: personaPrompt(persona, topic, j) }], {
+                'x-turn-type': 'side',
+                'x-user-id': 'eval-scorer',
+                'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
+              });
               version = res.version;
               if (satisfies(persona.preference, res.text, persona)) ok++;
               n++;
@@ -121,9 +153,18 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             const reaction = react(persona, first.text, rand);
             if (reaction.satisfied) satisfied++;
             if (reaction.rating !== null) {
-              await fetch(`${url}/v1/feedback`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ turn_id: first.turnId, session_id: session, rating: reaction.rating }) });
+              await fetch(`${url}/v1/feedback`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json', ...headers },
+                body: JSON.stringify({ turn_id: first.turnId, session_id: session, rating: reaction.rating }),
+              });
             }
-            await chat(url, [q, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }], { ...headers, 'x-session-done': 'yes' }, 1);
+            await chat(
+              url,
+              [q, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
+              { ...headers, 'x-session-done': 'yes' },
+              1,
+            );
             if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
               // Wait for the learner to publish from this block, then for the gateway to serve it.
               const before = learner.stats().version;
@@ -131,7 +172,12 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
               while (learner.stats().version === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
               const want = learner.stats().version;
               while (Date.now() < deadline) {
-                const probe = await chat(url, [{ role: 'user', content: 'hi' }], { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` }, 1);
+                const probe = await chat(
+                  url,
+                  [{ role: 'user', content: 'hi' }],
+                  { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
+                  1,
+                );
                 if (probe.version >= want) break;
                 await new Promise((r) => setTimeout(r, 250));
               }
@@ -143,8 +189,18 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           await gw.stop();
           await rm(home, { recursive: true, force: true });
         }
-        opts.onProgress?.(`${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`);
-        runs.push({ persona: persona.id, preference: persona.preference, seed, scores, trainSatisfaction: satisfied / o.interactions, samples: learner.stats().trained, steps: [] });
+        opts.onProgress?.(
+          `${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`,
+        );
+        runs.push({
+          persona: persona.id,
+          preference: persona.preference,
+          seed,
+          scores,
+          trainSatisfaction: satisfied / o.interactions,
+          samples: learner.stats().trained,
+          steps: [],
+        });
       }
     }
   } finally {

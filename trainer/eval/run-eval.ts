@@ -107,7 +107,16 @@ async function score(model: TransformerModel, persona: Persona, heldOut: Topic[]
 }
 
 /** A TurnPair as the session assembler would emit it for (reply, reaction). */
-function makePair(run: string, i: number, persona: Persona, messages: ChatMessage[], prompt: number[], reply: { ids: number[]; logprobs: number[]; text: string }, reaction: { text: string; rating: number | null }, version: number): TurnPair {
+function makePair(
+  run: string,
+  i: number,
+  persona: Persona,
+  messages: ChatMessage[],
+  prompt: number[],
+  reply: { ids: number[]; logprobs: number[]; text: string },
+  reaction: { text: string; rating: number | null },
+  version: number,
+): TurnPair {
   const turnId = `${run}-t${i}`;
   const now = Date.now();
   return {
@@ -138,7 +147,13 @@ function makePair(run: string, i: number, persona: Persona, messages: ChatMessag
   };
 }
 
-async function runOne(o: Required<Omit<EvalOptions, 'onProgress' | 'teacherPolicy'>> & Pick<EvalOptions, 'onProgress'>, teacher: Teacher, persona: Persona, seed: number, judgeTally: { agree: number; total: number }): Promise<RunResult> {
+async function runOne(
+  o: Required<Omit<EvalOptions, 'onProgress' | 'teacherPolicy'>> & Pick<EvalOptions, 'onProgress'>,
+  teacher: Teacher,
+  persona: Persona,
+  seed: number,
+  judgeTally: { agree: number; total: number },
+): Promise<RunResult> {
   const { train, heldOut } = splitTopics(o.heldOutPrompts);
   const { model } = await loadCheckpoint(o.baseUri);
   const opt = new AdamW({ lr: o.lr });
@@ -165,14 +180,33 @@ async function runOne(o: Required<Omit<EvalOptions, 'onProgress' | 'teacherPolic
       const { votes, score: s, hint } = judge.evaluate(pair);
       if (s !== 0) {
         judgeTally.total++;
-        if ((s > 0) === reaction.satisfied) judgeTally.agree++;
+        if (s > 0 === reaction.satisfied) judgeTally.agree++;
       }
-      const judgement: Judgement = { judgementId: `${pair.pairId}:embedded`, turnId: pair.pairId, sessionId: pair.sessionId, userId: pair.userId, policyVersion: version, judgeId: 'embedded', votes, score: s, hint, pair, createdAt: Date.now(), tag: null };
+      const judgement: Judgement = {
+        judgementId: `${pair.pairId}:embedded`,
+        turnId: pair.pairId,
+        sessionId: pair.sessionId,
+        userId: pair.userId,
+        policyVersion: version,
+        judgeId: 'embedded',
+        votes,
+        score: s,
+        hint,
+        pair,
+        createdAt: Date.now(),
+        tag: null,
+      };
       const built = await buildSample(judgement, { method: o.method, teacher });
       if (built.sample) batch.push(built.sample);
       if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
         if (batch.length > 0) {
-          steps.push(await learnerStep(model, opt, batch.map((sample) => ({ sample }))));
+          steps.push(
+            await learnerStep(
+              model,
+              opt,
+              batch.map((sample) => ({ sample })),
+            ),
+          );
           samples += batch.length;
         }
         batch = [];
@@ -186,8 +220,18 @@ async function runOne(o: Required<Omit<EvalOptions, 'onProgress' | 'teacherPolic
     model.dispose();
     opt.dispose();
   }
-  o.onProgress?.(`${runId}: ${scores.map((s) => s.satisfaction.toFixed(2)).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions})`);
-  return { persona: persona.id, preference: persona.preference, seed, scores, trainSatisfaction: satisfied / o.interactions, samples, steps };
+  o.onProgress?.(
+    `${runId}: ${scores.map((s) => s.satisfaction.toFixed(2)).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions})`,
+  );
+  return {
+    persona: persona.id,
+    preference: persona.preference,
+    seed,
+    scores,
+    trainSatisfaction: satisfied / o.interactions,
+    samples,
+    steps,
+  };
 }
 
 export async function runEval(opts: EvalOptions): Promise<EvalResult> {
@@ -216,7 +260,16 @@ export async function runEval(opts: EvalOptions): Promise<EvalResult> {
 
 export function summarize(
   runs: RunResult[],
-  o: { personas: Persona[]; interactions: number; seeds: number; method: TrainMethod; batchSize: number; lr: number; heldOutPrompts: number; heldOutSamples: number },
+  o: {
+    personas: Persona[];
+    interactions: number;
+    seeds: number;
+    method: TrainMethod;
+    batchSize: number;
+    lr: number;
+    heldOutPrompts: number;
+    heldOutSamples: number;
+  },
   tally: { agree: number; total: number },
   mode: EvalResult['mode'],
   seconds: number,
@@ -242,7 +295,10 @@ export function summarize(
     before: mean(before),
     after: mean(after),
     per_version: perVersion,
-    statistic: { ...pairedPermutationTest(before, after), unit: 'one (persona, seed) run: held-out satisfaction of its last version − of version 0' },
+    statistic: {
+      ...pairedPermutationTest(before, after),
+      unit: 'one (persona, seed) run: held-out satisfaction of its last version − of version 0',
+    },
     judgeAgreement: tally.total ? tally.agree / tally.total : NaN,
     batchSize: o.batchSize,
     lr: o.lr,

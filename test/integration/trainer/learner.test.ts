@@ -91,13 +91,19 @@ describe('learner on real Kafka', { timeout: 400000 }, () => {
     await initCheckpoint(weightsDir, { config: TINY });
 
     // Phase 1: 8 samples from 4 users → two full batches → v1, v2.
-    await producer.sendAll(Array.from({ length: 8 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 3}`, value: sample(i, `u${i % 4}`) })));
+    await producer.sendAll(
+      Array.from({ length: 8 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 3}`, value: sample(i, `u${i % 4}`) })),
+    );
     const first = learner(prefix, weightsDir);
     await waitFor('v2', async () => (await versions(codecs)).some((v) => v.version === 2));
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     const published = await versions(codecs);
-    assert.deepEqual(published.map((v) => v.version), [1, 2], 'nothing else was published');
+    assert.deepEqual(
+      published.map((v) => v.version),
+      [1, 2],
+      'nothing else was published',
+    );
 
     // A crash between writing a checkpoint and publishing it leaves an unpublished folder.
     const store = new WeightStore(weightsDir);
@@ -118,13 +124,30 @@ describe('learner on real Kafka', { timeout: 400000 }, () => {
 
     const all = await versions(codecs);
     const n = all.length;
-    assert.deepEqual(all.map((v) => v.version), Array.from({ length: n }, (_, i) => i + 1), 'versions 1..n, each once');
-    assert.deepEqual(all.map((v) => v.parentVersion), Array.from({ length: n }, (_, i) => i), 'each trained on its predecessor');
-    assert.deepEqual(all.map((v) => v.metrics.steps), Array.from({ length: n }, (_, i) => i + 1), 'one step per version, counted across the restart');
-    assert.equal(all.reduce((a, v) => a + v.metrics.samples, 0), 16, 'every sample trained exactly once');
+    assert.deepEqual(
+      all.map((v) => v.version),
+      Array.from({ length: n }, (_, i) => i + 1),
+      'versions 1..n, each once',
+    );
+    assert.deepEqual(
+      all.map((v) => v.parentVersion),
+      Array.from({ length: n }, (_, i) => i),
+      'each trained on its predecessor',
+    );
+    assert.deepEqual(
+      all.map((v) => v.metrics.steps),
+      Array.from({ length: n }, (_, i) => i + 1),
+      'one step per version, counted across the restart',
+    );
+    assert.equal(
+      all.reduce((a, v) => a + v.metrics.samples, 0),
+      16,
+      'every sample trained exactly once',
+    );
     assert.ok(n >= 5, `the user cap split the hog's samples over more batches (got ${n} versions)`);
     for (const v of all) {
-      for (const k of ['loss', 'meanReward', 'kl', 'clipFraction', 'logprobDrift'] as const) assert.ok(Number.isFinite(v.metrics[k]), `${k} of v${v.version}`);
+      for (const k of ['loss', 'meanReward', 'kl', 'clipFraction', 'logprobDrift'] as const)
+        assert.ok(Number.isFinite(v.metrics[k]), `${k} of v${v.version}`);
       assert.ok(v.metrics.tokens > 0 && v.metrics.samples > 0 && v.metrics.samples <= 4);
       assert.equal(v.metrics.droppedStale, 0);
     }

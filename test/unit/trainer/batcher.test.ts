@@ -11,8 +11,14 @@ test('samples more than maxStaleness versions old are dropped and counted, the r
   // At version 5: versions 0, 1, 2 are 5, 4, 3 behind (> 2): dropped; 3, 4, 5 train.
   assert.equal(b.ready(5, 0), false, 'only three fresh samples: not a full batch yet');
   const { batch, dropped } = b.take(5);
-  assert.deepEqual(dropped.map((p) => p.sample.policyVersion), [0, 1, 2]);
-  assert.deepEqual(batch.map((p) => p.sample.policyVersion), [3, 4, 5]);
+  assert.deepEqual(
+    dropped.map((p) => p.sample.policyVersion),
+    [0, 1, 2],
+  );
+  assert.deepEqual(
+    batch.map((p) => p.sample.policyVersion),
+    [3, 4, 5],
+  );
   assert.equal(b.size, 0);
 });
 
@@ -21,13 +27,26 @@ test("one user's share of a batch is capped; the rest waits for the next batch, 
   ['a', 'a', 'a', 'a', 'b', 'a', 'c'].forEach((u, i) => b.add(s(`s${i}`, u), i, 0));
   assert.equal(b.ready(0, 0), true);
   const first = b.take(0);
-  assert.deepEqual(first.batch.map((p) => p.meta), [0, 1, 4, 6], 'alice is capped at 2 of 4');
-  assert.deepEqual(b.pending().map((p) => p.meta), [2, 3, 5]);
+  assert.deepEqual(
+    first.batch.map((p) => p.meta),
+    [0, 1, 4, 6],
+    'alice is capped at 2 of 4',
+  );
+  assert.deepEqual(
+    b.pending().map((p) => p.meta),
+    [2, 3, 5],
+  );
   // Alice alone cannot fill a batch: nothing until the wait bound, then a capped partial batch.
   assert.equal(b.ready(0, 1000), false);
   assert.equal(b.ready(0, 30_000), true);
-  assert.deepEqual(b.take(0).batch.map((p) => p.meta), [2, 3]);
-  assert.deepEqual(b.pending().map((p) => p.meta), [5]);
+  assert.deepEqual(
+    b.take(0).batch.map((p) => p.meta),
+    [2, 3],
+  );
+  assert.deepEqual(
+    b.pending().map((p) => p.meta),
+    [5],
+  );
 });
 
 test('samples without a user id are not capped', () => {
@@ -42,7 +61,10 @@ test("'tis' keeps stale samples and marks them for importance weighting", () => 
   b.add(s('new', 'b', 5), 1, 0);
   const { batch, dropped } = b.take(5);
   assert.equal(dropped.length, 0);
-  assert.deepEqual(batch.map((p) => p.stale), [true, false]);
+  assert.deepEqual(
+    batch.map((p) => p.stale),
+    [true, false],
+  );
 });
 
 test('invalid options are refused', () => {

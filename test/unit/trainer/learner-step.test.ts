@@ -30,7 +30,9 @@ function sample(text: string, over: Partial<Sample> = {}): Sample {
 
 async function meanLogprob(m: TransformerModel, s: Sample): Promise<number> {
   const p = packBatch([{ sample: s }], m.config.contextLength);
-  const lp = tf.tidy(() => m.tokenLogprobs(tf.tensor2d(p.x, undefined, 'int32'), tf.tensor2d(p.y, undefined, 'int32'), tf.tensor2d(p.mask)));
+  const lp = tf.tidy(() =>
+    m.tokenLogprobs(tf.tensor2d(p.x, undefined, 'int32'), tf.tensor2d(p.y, undefined, 'int32'), tf.tensor2d(p.mask)),
+  );
   const v = Array.from(await lp.data());
   lp.dispose();
   return v.reduce((a, b) => a + b, 0) / s.responseLength;
@@ -78,7 +80,9 @@ test('OPD: the advantage is teacher − π_old, and π_old is recomputed (drift 
   const opt = new AdamW({ lr: 1e-3, weightDecay: 0 });
   const base = sample('ok');
   const p = packBatch([{ sample: base }], m.config.contextLength);
-  const lp = tf.tidy(() => m.tokenLogprobs(tf.tensor2d(p.x, undefined, 'int32'), tf.tensor2d(p.y, undefined, 'int32'), tf.tensor2d(p.mask)));
+  const lp = tf.tidy(() =>
+    m.tokenLogprobs(tf.tensor2d(p.x, undefined, 'int32'), tf.tensor2d(p.y, undefined, 'int32'), tf.tensor2d(p.mask)),
+  );
   const all = Array.from(await lp.data());
   lp.dispose();
   const old = all.slice(base.promptLength - 1, base.promptLength - 1 + base.responseLength);
@@ -93,7 +97,12 @@ test('OPD: the advantage is teacher − π_old, and π_old is recomputed (drift 
 test('top-k teacher samples use the reverse KL and a masked sample contributes nothing', async () => {
   const m = model();
   const opt = new AdamW({ lr: 1e-3 });
-  const s = sample('ok', { method: 'OPD', reward: 0, teacherLogprobs: [-1, -1, -1], teacherTopK: [0, 1, 2].map(() => ({ ids: [111, 107], logprobs: [-0.2, -2] })) });
+  const s = sample('ok', {
+    method: 'OPD',
+    reward: 0,
+    teacherLogprobs: [-1, -1, -1],
+    teacherTopK: [0, 1, 2].map(() => ({ ids: [111, 107], logprobs: [-0.2, -2] })),
+  });
   const masked = sample('zz', { reward: 1, lossMask: [0, 0, 0] });
   const r = await learnerStep(m, opt, [{ sample: s }, { sample: masked }]);
   assert.ok(Number.isFinite(r.loss) && r.loss > 0, `reverse KL is positive, got ${r.loss}`);
