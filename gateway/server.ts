@@ -173,7 +173,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         const modelId = b.modelId ?? 'turnstream-tiny';
         if ((b.initIfEmpty ?? true) && !(await new WeightStore(b.weightsDir).latest(modelId))) {
           const ref = await initCheckpoint(b.weightsDir, { modelId, config: b.initConfig });
-          logger.info({ modelId, uri: ref.uri }, 'weight store was empty: created version 0 (random init)');
+          logger.info({ modelId, uri: ref.uri }, b.initConfig ? 'weight store was empty: created version 0 (random init)' : 'weight store was empty: installed the shipped base checkpoint as version 0');
         }
         const p = await policies.loadInitial();
         logger.info({ modelId: p.modelId, version: p.version }, 'policy loaded');

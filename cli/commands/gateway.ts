@@ -68,17 +68,17 @@ export function register(program: Command): void {
 
   program
     .command('init-weights')
-    .description('create version 0 (random init) of the built-in model if the weight store has none')
+    .description('create version 0 of the built-in model if the weight store has none: the shipped pretrained base, or a random init with --seed')
     .option('--model-id <id>', 'model id', 'turnstream-tiny')
-    .option('--seed <n>', 'seed of the random init', '0')
-    .action(async (flags: { modelId: string; seed: string }) => {
+    .option('--seed <n>', 'random init with this seed instead of the shipped base')
+    .action(async (flags: { modelId: string; seed?: string }) => {
       const config = loadConfig();
       const latest = await new WeightStore(config.weightsDir).latest(flags.modelId);
       if (latest) {
         process.stdout.write(`${flags.modelId} already has version ${latest.version} at ${latest.uri}\n`);
         return;
       }
-      const ref = await initCheckpoint(config.weightsDir, { modelId: flags.modelId, seed: Number(flags.seed) });
+      const ref = await initCheckpoint(config.weightsDir, { modelId: flags.modelId, ...(flags.seed !== undefined ? { seed: Number(flags.seed) } : {}) });
       process.stdout.write(`created ${flags.modelId} v0 at ${ref.uri} (sha256 ${ref.sha256})\n`);
     });
 }
