@@ -27,7 +27,7 @@ describe('Avro codecs against the real registry', () => {
     // Version 1 of Turn lacked two fields that the current schema adds with defaults.
     const old = JSON.parse(JSON.stringify(TOPICS.turns.schema()));
     old.fields = old.fields.filter((f: { name: string }) => f.name !== 'promptTruncatedTokens' && f.name !== 'sessionDone');
-    const oldId = await client.register(subject, { schemaType: 'AVRO', schema: JSON.stringify(old) });
+    const oldId = await client.register(subject, { schemaType: 'AVRO', schema: JSON.stringify(old) }, false);
     const codecs = await createEventCodecs({ registryUrl, naming: { prefix } });
     const { promptTruncatedTokens: _a, sessionDone: _b, ...v1 } = exampleTurn({ latencyMs: 77 });
     const header = Buffer.alloc(5);
@@ -45,7 +45,7 @@ describe('Avro codecs against the real registry', () => {
     const client = createRegistryClient({ url: registryUrl });
     const breaking = JSON.parse(JSON.stringify(TOPICS.turns.schema()));
     breaking.fields.push({ name: 'mandatoryNewField', type: 'string' }); // no default: old records unreadable
-    await assert.rejects(client.register(valueSubject(topicName('turns', { prefix })), { schemaType: 'AVRO', schema: JSON.stringify(breaking) }));
+    await assert.rejects(client.register(valueSubject(topicName('turns', { prefix })), { schemaType: 'AVRO', schema: JSON.stringify(breaking) }, false));
     await assert.rejects(codecs.of('turns').encode({ ...exampleTurn(), turnType: 'SOMETIMES' } as never), (e: Error & { code?: string }) => {
       assert.equal(e.code, 'TS_ERR_INVALID_INPUT');
       assert.match(e.message, /turnType/);
