@@ -28,8 +28,10 @@ import { readToEnd } from '../streams/topic-reader.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
-import { learnerStep, type LearnerStepOptions, type StepMetrics } from './learner-step.ts';
+import { weighByConsensus } from './consensus-weighting.ts';
+import { learnerStep, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 import type { TransformerModel } from './model.ts';
+import { UserConsensus, type UserConsensusOptions } from './user-consensus.ts';
 import { initCheckpoint, WeightStore } from './weight-store.ts';
 
 /**
@@ -61,6 +63,13 @@ export interface LearnerOptions {
   batch?: BatcherOptions;
   /** Loss weights and regularizers. */
   step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
+  /**
+   * Weight each sample's loss by its user's agreement with the other users (ALGORITHMS.md §7,
+   * trainer/consensus-weighting.ts). `turnstream train --no-consensus`, `TRAIN_CONSENSUS=0` @default true
+   */
+  consensus?: boolean;
+  /** Priors and thresholds of the consensus. */
+  consensusOptions?: UserConsensusOptions;
   /** AdamW settings. @default { lr: LEARNER_LR, betas 0.9/0.98, weightDecay 0.1, maxGradNorm 1 } */
   optimizer?: Partial<AdamWOptions>;
   /** Buffered samples before the consumer pauses. @default 4 × batch size */
@@ -105,6 +114,8 @@ const metrics = {
   drift: gauge('turnstream_trainer_logprob_drift', 'Mean |rollout − recomputed| log-prob of the last batch', ['model']),
   kl: gauge('turnstream_trainer_kl', 'KL(π_old ‖ π_new) of the last step', ['model']),
   clip: gauge('turnstream_trainer_clip_fraction', 'Clip fraction of the last step', ['model']),
+  userWeight: gauge('turnstream_trainer_user_weight', "A user's consensus weight (agreement with the other users)", ['model', 'user']),
+  conflicts: gauge('turnstream_trainer_user_conflicts', 'Pairs of users who disagree on most comparable turns', ['model']),
   buffered: gauge('turnstream_trainer_buffered_samples', 'Samples waiting for a batch', ['model']),
   stepSeconds: histogram('turnstream_trainer_step_seconds', 'Training step time', ['model'], [0.1, 0.5, 1, 2, 5, 10, 30, 60]),
 };
@@ -146,6 +157,7 @@ class Learner {
   private readonly store: WeightStore;
   private readonly batcher: SampleBatcher<Origin>;
   private readonly optimizer: AdamW;
+  private readonly consensus: UserConsensus | null;
   private readonly groupId: string;
   private readonly parts = new Map<number, PartitionState>();
   private readonly pendingDlq: Array<{ key: string; value: DeadLetter }> = [];
@@ -178,6 +190,7 @@ class Learner {
     this.store = new WeightStore(options.weightsDir);
     this.batcher = new SampleBatcher<Origin>(options.batch);
     this.optimizer = new AdamW({ lr: LEARNER_LR, ...options.optimizer });
+    this.consensus = options.consensus === false ? null : new UserConsensus(options.consensusOptions);
     const prefix = options.codecs.naming.prefix ?? '';
     this.groupId = options.groupId ?? `${prefix}turnstream.learner.${this.modelId}${options.samplesTag ? `.${options.samplesTag}` : ''}`;
     this.closed.catch(() => undefined);
@@ -355,12 +368,9 @@ class Learner {
     let m: StepMetrics | null = null;
     if (batch.length > 0) {
       const end = metrics.stepSeconds.startTimer({ model: this.modelId });
-      m = await learnerStep(
-        this.model!,
-        this.optimizer,
-        batch.map((b) => ({ sample: b.sample, stale: b.stale })),
-        this.o.step,
-      );
+      let items: StepSample[] = batch.map((b) => ({ sample: b.sample, stale: b.stale }));
+      if (this.consensus) items = this.weigh(items);
+      m = await learnerStep(this.model!, this.optimizer, items, this.o.step);
       end();
       if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length);
     }
@@ -391,6 +401,17 @@ class Learner {
       this.o.onVersion?.(published);
     }
     metrics.buffered.set({ model: this.modelId }, this.batcher.size);
+  }
+
+  /** Consensus weights for a batch; per-user weights and conflicts go to the logs and metrics. */
+  private weigh(items: StepSample[]): StepSample[] {
+    const { items: weighed } = weighByConsensus(this.consensus!, items);
+    const stats = this.consensus!.stats();
+    const conflicts = this.consensus!.conflicts();
+    for (const u of stats) metrics.userWeight.set({ model: this.modelId, user: u.userId }, u.weight);
+    metrics.conflicts.set({ model: this.modelId }, conflicts.length);
+    this.log.info({ users: stats, conflicts }, 'user consensus');
+    return weighed;
   }
 
   private async writeCheckpoint(m: StepMetrics, droppedStale: number): Promise<WeightVersion> {

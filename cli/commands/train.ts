@@ -23,6 +23,8 @@ interface TrainFlags {
   maxStaleness?: string;
   maxUserShare?: string;
   lr?: string;
+  /** false with --no-consensus. */
+  consensus: boolean;
   instance: string;
 }
 
@@ -38,6 +40,7 @@ export function register(program: Command): void {
     .option('--max-staleness <n>', 'drop samples more than n versions old (TRAIN_MAX_STALENESS, default 2)')
     .option('--max-user-share <x>', "cap of one user's share of a batch (TRAIN_MAX_USER_SHARE, default 0.5)")
     .option('--lr <x>', `learning rate (TRAIN_LR, default ${LEARNER_LR})`)
+    .option('--no-consensus', "don't weight users' feedback by their agreement with the others (TRAIN_CONSENSUS=0)")
     .option('--instance <id>', 'instance id (part of the transactional id)', '0')
     .action(async (f: TrainFlags) => {
       const config = loadConfig();
@@ -71,6 +74,7 @@ export function register(program: Command): void {
           maxWaitMs: num(env.TRAIN_MAX_WAIT_MS, 30_000),
         },
         optimizer: { lr: num(f.lr ?? env.TRAIN_LR, LEARNER_LR) },
+        consensus: f.consensus && !['0', 'false', 'no', 'off'].includes((env.TRAIN_CONSENSUS ?? '').toLowerCase()),
         step: { klCoef: num(env.TRAIN_KL_COEF, 0), entropyCoef: num(env.TRAIN_ENTROPY_COEF, 0) },
         logger,
       });

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AdamW } from '../../../trainer/adamw.ts';
+import { lastUserMessage, ratedTurnOf, weighByConsensus } from '../../../trainer/consensus-weighting.ts';
+import { learnerStep, packBatch, type StepSample } from '../../../trainer/learner-step.ts';
+import { TransformerModel } from '../../../trainer/model.ts';
+import { renderPrompt } from '../../../trainer/chat-template.ts';
+import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
+import { UserConsensus } from '../../../trainer/user-consensus.ts';
+import type { Sample } from '../../../schemas/index.ts';
+import { exampleSample } from '../../support/fixtures.ts';
+import { TINY } from './helpers.ts';
+
+const tok = new ByteTokenizer();
+
+function sample(userId: string, ask: string, reply: string, reward: number): Sample {
+  const prompt = [tok.bos, tok.user, ...tok.encode(ask), tok.end, tok.assistant];
+  const resp = [...tok.encode(reply), tok.end];
+  return exampleSample({
+    userId,
+    tokens: [...prompt, ...resp],
+    promptLength: prompt.length,
+    responseLength: resp.length,
+    lossMask: resp.map(() => 1),
+    rolloutLogprobs: resp.map(() => -5),
+    teacherLogprobs: null,
+    teacherTopK: null,
+    method: 'RL',
+    reward,
+    weight: 1,
+  });
+}
+
+test('lastUserMessage: the last user segment of a rendered multi-turn prompt', () => {
+  const { ids } = renderPrompt(
+    tok,
+    [
+      { role: 'system', content: 'be nice' },
+      { role: 'user', content: 'first question' },
+      { role: 'assistant', content: 'an answer' },
+      { role: 'user', content: 'What is a prime?' },
+    ],
+    { maxPromptTokens: 200 },
+  );
+  assert.equal(lastUserMessage(ids), 'What is a prime?');
+  const t = ratedTurnOf(sample('u', 'hello there', 'Hi! How are you?', 0.7));
+  assert.deepEqual(t, { userId: 'u', prompt: 'hello there', response: 'Hi! How are you?', reward: 1 });
+});
+
+test('an adversary contradicting three agreeing users gets a lower effective weight in the step', async () => {
+  const asks = ['what is a prime', 'why is the sky blue', 'how do magnets work'];
+  const items: StepSample[] = [];
+  for (const [j, ask] of asks.entries()) {
+    const reply = `Here is the answer number ${j}. Does that help?`;
+    for (const u of ['ann', 'bob', 'cat']) items.push({ sample: sample(u, ask, reply, 1) });
+    items.push({ sample: sample('eve', ask, reply, -1) });
+  }
+  const consensus = new UserConsensus();
+  const { items: weighed, factors } = weighByConsensus(consensus, items);
+  // The weights the step packs (and multiplies its advantages by).
+  const used = packBatch(weighed, 1000).weight;
+  const by = (u: string) => used.filter((_, i) => weighed[i].sample.userId === u);
+  const eve = by('eve');
+  assert.equal(eve.length, 3);
+  for (const u of ['ann', 'bob', 'cat']) for (const w of by(u)) for (const e of eve) assert.ok(e < w, `eve ${e} < ${u} ${w}`);
+  assert.ok(Math.max(...eve) < 0.6, `eve's weight ${eve[0]} (3 disagreements on a 4:1 prior: 4/8)`);
+  assert.deepEqual(factors, used);
+  const stats = Object.fromEntries(consensus.stats().map((s) => [s.userId, s]));
+  assert.equal(stats.eve.disagreements, 3);
+  assert.ok(consensus.conflicts().some((c) => c.users.includes('eve')));
+  // The step runs on the weighted batch.
+  const model = TransformerModel.init({ ...TINY, contextLength: 96, vocabSize: tok.vocabSize }, 3);
+  const opt = new AdamW({ lr: 1e-3 });
+  const m = await learnerStep(model, opt, weighed);
+  assert.equal(m.samples, items.length);
+  model.dispose();
+  opt.dispose();
+});

@@ -1,0 +1,56 @@
+/**
+ * Consensus weighting of a training batch (ALGORITHMS.md §7, "many users, one model"): every
+ * sample is folded into a `UserConsensus` as `{ userId, prompt: the last user message of its
+ * prompt, response, reward sign }`, and its loss weight becomes `sample.weight × w(user)`, where
+ * `w` is the user's agreement-with-the-others weight AFTER the whole batch was observed (so a
+ * contradiction inside one batch already counts for that batch). The batcher's per-user share cap
+ * is independent of this and still applies.
+ */
+import type { Sample } from '../schemas/index.ts';
+import type { StepSample } from './learner-step.ts';
+import { ByteTokenizer } from './tokenizer.ts';
+import type { UserConsensus } from './user-consensus.ts';
+
+const tok = new ByteTokenizer();
+
+/**
+ * The last user message of a prompt rendered by the chat template
+ * (`<|bos|>` (`<|role|>` content `<|end|>`)* `<|assistant|>`); the whole decoded prompt when it
+ * has no user segment.
+ */
+export function lastUserMessage(promptIds: readonly number[]): string {
+  const user = tok.special('<|user|>');
+  const end = tok.special('<|end|>');
+  const start = promptIds.lastIndexOf(user);
+  if (start < 0) return tok.decode(promptIds, { skipSpecial: true });
+  let stop = promptIds.indexOf(end, start + 1);
+  if (stop < 0) stop = promptIds.length;
+  return tok.decode(promptIds.slice(start + 1, stop), { skipSpecial: true });
+}
+
+/** The sample's turn as the consensus sees it. */
+export function ratedTurnOf(sample: Sample): { userId: string | null; prompt: string; response: string; reward: number } {
+  return {
+    userId: sample.userId,
+    prompt: lastUserMessage(sample.tokens.slice(0, sample.promptLength)),
+    response: tok.decode(sample.tokens.slice(sample.promptLength), { skipSpecial: true }),
+    reward: Math.sign(sample.reward),
+  };
+}
+
+export interface WeighedBatch {
+  /** The step's items, each sample's `weight` multiplied by its user's consensus weight. */
+  items: StepSample[];
+  /** The consensus factor applied to each item (1 for all when weighting is off). */
+  factors: number[];
+}
+
+/** Observes the batch, then scales each sample's weight by its user's consensus weight. */
+export function weighByConsensus(consensus: UserConsensus, items: readonly StepSample[]): WeighedBatch {
+  for (const it of items) consensus.observe(ratedTurnOf(it.sample));
+  const factors = items.map((it) => consensus.weight(it.sample.userId));
+  return {
+    items: items.map((it, i) => ({ ...it, sample: { ...it.sample, weight: it.sample.weight * factors[i] } })),
+    factors,
+  };
+}
