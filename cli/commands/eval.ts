@@ -13,6 +13,7 @@ import { initCheckpoint, LEARNER_LR, loadPolicy, selectBackend, type BackendName
 import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../trainer/eval/personas.ts';
 import { toCsv, toSvg } from '../../trainer/eval/report.ts';
 import { runPipelineEval } from '../../trainer/eval/pipeline.ts';
+import { runMultiUserEval } from '../../trainer/eval/multi-user.ts';
 import { runEval, type EvalResult } from '../../trainer/eval/run-eval.ts';
 import { loadConfig } from '../config.ts';
 
@@ -31,6 +32,9 @@ interface EvalFlags {
   only?: string;
   backend?: string;
   pipeline?: boolean;
+  users?: string;
+  adversaryRate: string;
+  maxUserShare: string;
 }
 
 export function register(program: Command): void {
@@ -42,7 +46,7 @@ export function register(program: Command): void {
     .option('--seeds <k>', 'seeds per persona', '3')
     .option('--json', 'print one JSON object')
     .option('--method <m>', 'combined | rl | opd', 'combined')
-    .option('--batch-size <n>', 'interactions per learner step', '4')
+    .option('--batch-size <n>', 'interactions per learner step (samples per step with --users: default 8)', '4')
     .option('--lr <x>', `learning rate (default ${LEARNER_LR})`)
     .option('--held-out <n>', 'held-out prompts', '8')
     .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
@@ -51,6 +55,9 @@ export function register(program: Command): void {
     .option('--out <dir>', 'folder for eval.csv, eval.svg, eval.json', '.turnstream/eval')
     .option('--backend <name>', 'force a tfjs backend')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
+    .option('--users <k>', 'many users, one model: k users sharing a preference + 1 adversary, consensus on vs off (ALGORITHMS.md §7)')
+    .option('--adversary-rate <n>', 'with --users: how many times as often as each other user the adversary talks', '1')
+    .option('--max-user-share <x>', "with --users: the batcher's per-user cap", '0.25')
     .action(async (f: EvalFlags) => {
       const config = loadConfig();
       // stdout carries only the result (one JSON object with --json): progress and logs go to stderr.
@@ -58,6 +65,44 @@ export function register(program: Command): void {
       if (!['combined', 'rl', 'opd'].includes(f.method)) throw new Error(`--method must be combined, rl or opd (got ${f.method})`);
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
+      if (f.users) {
+        const base = await initCheckpoint(config.weightsDir);
+        const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+        const res = await runMultiUserEval({
+          baseUri: base.uri,
+          teacherPolicy,
+          users: Number(f.users),
+          interactions: Number(f.interactions),
+          seeds: Number(f.seeds),
+          adversaryRate: Number(f.adversaryRate),
+          maxUserShare: Number(f.maxUserShare),
+          batchSize: f.batchSize === '4' ? 8 : Number(f.batchSize),
+          method: f.method as 'combined' | 'rl' | 'opd',
+          lr: f.lr ? Number(f.lr) : undefined,
+          heldOutPrompts: Number(f.heldOut),
+          heldOutSamples: Number(f.heldOutSamples),
+          onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
+        });
+        teacherPolicy.dispose();
+        const out = resolve(f.out);
+        await mkdir(out, { recursive: true });
+        await writeFile(join(out, 'eval-users.json'), JSON.stringify(res, null, 2) + '\n');
+        if (f.json) {
+          const { runs, ...summary } = res;
+          process.stdout.write(
+            JSON.stringify({ ...summary, runs: runs.map(({ users, conflicts, ...r }) => ({ ...r, conflicts: conflicts.length })) }) + '\n',
+          );
+        } else {
+          const b = res.baseline_no_consensus;
+          process.stdout.write(
+            `${res.users} users ("ends with a question") + ${res.adversaries} adversary, ${res.interactions} interactions each, ${res.seeds} seeds\n` +
+              `consensus on : held-out ${res.before.toFixed(3)} → ${res.after.toFixed(3)}, adversary share ${res.adversary_share.toFixed(3)} (cap ${res.maxUserShare}), weight ${res.adversary_weight.toFixed(3)} (others ${res.others_weight.toFixed(3)}), loss-weight share ${res.adversary_weight_share.toFixed(3)}\n` +
+              `consensus off: held-out ${b.before.toFixed(3)} → ${b.after.toFixed(3)}, adversary share ${b.adversary_share.toFixed(3)}, weight ${b.adversary_weight.toFixed(3)}, loss-weight share ${b.adversary_weight_share.toFixed(3)}\n` +
+              `wrote ${join(out, 'eval-users.json')} (${Math.round(res.seconds)} s)\n`,
+          );
+        }
+        return;
+      }
       let personas = await loadPersonas(resolve(f.personas));
       if (f.only) personas = personas.filter((p) => f.only!.split(',').includes(p.id));
       // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).

@@ -88,12 +88,12 @@ function toEvent(m: ChatMessage): EventMessage {
   return { role: m.role, content: m.content, name: null, toolCallId: null, toolCalls: [] };
 }
 
-function promptIds(model: TransformerModel, messages: ChatMessage[]): number[] {
+export function promptIds(model: TransformerModel, messages: ChatMessage[]): number[] {
   return renderPrompt(tok, messages, { maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4) }).ids;
 }
 
 /** Share of held-out replies that satisfy the persona. */
-async function score(model: TransformerModel, persona: Persona, heldOut: Topic[], samples: number, seed: number): Promise<number> {
+export async function score(model: TransformerModel, persona: Persona, heldOut: Topic[], samples: number, seed: number): Promise<number> {
   let ok = 0;
   let n = 0;
   for (const [j, topic] of heldOut.entries()) {
@@ -107,7 +107,7 @@ async function score(model: TransformerModel, persona: Persona, heldOut: Topic[]
 }
 
 /** A TurnPair as the session assembler would emit it for (reply, reaction). */
-function makePair(
+export function makePair(
   run: string,
   i: number,
   persona: Persona,

@@ -1,0 +1,285 @@
+/**
+ * "Many users, one model" (ALGORITHMS.md §7), in-process: K simulated users who share one hidden
+ * preference (replies that end with a question) and one adversarial user with the opposite one
+ * (pleased by replies that do NOT end with a question, correcting the others) all talk to ONE
+ * model. Their turns go through the pipeline's judge and sample builder, into the learner's
+ * batcher (per-user share cap) and, with `consensus`, the learner's consensus weighting
+ * (trainer/consensus-weighting.ts), then the learner step. Every run is done twice with the same
+ * seed — consensus on and off — so the weighting's effect is measured side by side.
+ *
+ * Measured: the shared preference's held-out satisfaction before/after; the adversary's share of
+ * the trained samples, its mean effective consensus weight and its share of the total loss weight.
+ */
+import type { Judgement } from '../../schemas/index.ts';
+import { buildSample, createEmbeddedJudge, createPolicyTeacher, type Teacher, type TrainMethod } from '../../processors/index.ts';
+import { AdamW } from '../adamw.ts';
+import { SampleBatcher } from '../batcher.ts';
+import type { ChatMessage } from '../chat-template.ts';
+import { loadCheckpoint } from '../checkpoint.ts';
+import { ratedTurnOf, weighByConsensus } from '../consensus-weighting.ts';
+import { mulberry32 } from '../generate.ts';
+import { learnerStep, type StepSample } from '../learner-step.ts';
+import { LEARNER_LR } from '../learner.ts';
+import type { PolicyHandle } from '../policy.ts';
+import { sampleMany } from '../sample-many.ts';
+import { UserConsensus, type Conflict, type UserStats } from '../user-consensus.ts';
+import { personaPrompt, satisfies, splitTopics, type Persona } from './personas.ts';
+import { makePair, promptIds, score } from './run-eval.ts';
+import { mean } from './stats.ts';
+
+export interface MultiUserEvalOptions {
+  baseUri: string;
+  teacherPolicy: PolicyHandle;
+  /** Users sharing the preference. @default 3 */
+  users?: number;
+  /** Interactions per user (the adversary's included). @default 24 */
+  interactions?: number;
+  /** How many times as often as each other user the adversary talks. @default 1 */
+  adversaryRate?: number;
+  /** @default 2 */
+  seeds?: number;
+  /** Samples per learner step. @default 8 */
+  batchSize?: number;
+  /** The batcher's per-user cap. @default 0.25 */
+  maxUserShare?: number;
+  /** @default 'combined' */
+  method?: TrainMethod;
+  /** @default LEARNER_LR */
+  lr?: number;
+  /** @default 8 */
+  heldOutPrompts?: number;
+  /** @default 4 */
+  heldOutSamples?: number;
+  onProgress?: (line: string) => void;
+}
+
+export interface MultiUserRun {
+  seed: number;
+  consensus: boolean;
+  before: number;
+  after: number;
+  steps: number;
+  trained: number;
+  adversaryTrained: number;
+  /** Adversary samples left waiting under the cap when the run ended. */
+  adversaryCapped: number;
+  adversaryShare: number;
+  /** Mean consensus factor of the adversary's trained samples (1 with consensus off). */
+  adversaryWeight: number;
+  /** Mean consensus factor of the other users' trained samples. */
+  othersWeight: number;
+  /** Adversary's share of the summed loss weight. */
+  adversaryWeightShare: number;
+  /** What the users themselves were satisfied with during the run. */
+  trainSatisfaction: Record<string, number>;
+  users: UserStats[];
+  conflicts: Conflict[];
+}
+
+export interface MultiUserArm {
+  before: number;
+  after: number;
+  adversary_share: number;
+  adversary_weight: number;
+  others_weight: number;
+  adversary_weight_share: number;
+}
+
+export interface MultiUserEvalResult extends MultiUserArm {
+  users: number;
+  adversaries: number;
+  interactions: number;
+  seeds: number;
+  preference: 'question';
+  batchSize: number;
+  maxUserShare: number;
+  lr: number;
+  method: TrainMethod;
+  baseline_no_consensus: MultiUserArm;
+  seconds: number;
+  runs: MultiUserRun[];
+}
+
+export const ADVERSARY_ID = 'adversary';
+
+function sharedPersona(i: number): Persona {
+  return {
+    id: `quinn-${i + 1}`,
+    name: `Quinn${i + 1}`,
+    preference: 'question',
+    description: 'wants every reply to end with a question back to them',
+    corrections: [
+      "You didn't end with a question. Please end with a question.",
+      'You forgot to ask me something. Please end with a question.',
+    ],
+    thanks: ["Thanks, that's great!", 'Nice, thank you!', 'Great, thanks.'],
+  };
+}
+
+const adversary: Persona = {
+  id: ADVERSARY_ID,
+  name: 'Ada',
+  preference: 'question',
+  description: 'wants replies that do NOT end with a question (the opposite of the others)',
+  corrections: ["Don't ask me questions. Just answer, no question at the end.", 'Stop ending with a question. Just answer.'],
+  thanks: ["Thanks, that's great!", 'Nice, thank you!', 'Great, thanks.'],
+};
+
+/** The user's reaction: the adversary is satisfied exactly when the others are not. */
+function reactAs(p: Persona, reply: string, rand: () => number, ratingRate = 0.25) {
+  const ends = satisfies('question', reply, p);
+  const ok = p.id === ADVERSARY_ID ? !ends : ends;
+  const list = ok ? p.thanks : p.corrections;
+  const text = list[Math.floor(rand() * list.length)];
+  const rating = rand() < ratingRate ? (ok ? 1 : -1) : null;
+  return { satisfied: ok, text, rating };
+}
+
+type O = Required<Omit<MultiUserEvalOptions, 'onProgress' | 'teacherPolicy'>> & Pick<MultiUserEvalOptions, 'onProgress'>;
+
+async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean): Promise<MultiUserRun> {
+  const { train, heldOut } = splitTopics(o.heldOutPrompts);
+  const { model } = await loadCheckpoint(o.baseUri);
+  const opt = new AdamW({ lr: o.lr });
+  const judge = createEmbeddedJudge({ mode: o.method });
+  const consensus = new UserConsensus();
+  const batcher = new SampleBatcher<null>({
+    batchSize: o.batchSize,
+    maxUserShare: o.maxUserShare,
+    maxStaleness: 1e9,
+    maxWaitMs: Number.POSITIVE_INFINITY,
+  });
+  const rand = mulberry32(seed * 1_000_003 + 7);
+  const people = Array.from({ length: o.users }, (_, i) => sharedPersona(i));
+  const probe = sharedPersona(0);
+  const satisfied: Record<string, { ok: number; n: number }> = {};
+  let version = 0;
+  let steps = 0;
+  const trained: Array<{ user: string | null; factor: number; weight: number }> = [];
+  const step = async (items: StepSample[]): Promise<void> => {
+    if (items.length === 0) return;
+    const w = consensusOn ? weighByConsensus(consensus, items) : { items, factors: items.map(() => 1) };
+    if (!consensusOn) for (const it of items) consensus.observe(ratedTurnOf(it.sample)); // stats only, not applied
+    await learnerStep(model, opt, w.items);
+    w.items.forEach((it, i) => trained.push({ user: it.sample.userId, factor: w.factors[i], weight: it.sample.weight }));
+    version++;
+    steps++;
+  };
+  try {
+    const before = await score(model, probe, heldOut, o.heldOutSamples, seed);
+    const schedule: Persona[] = [];
+    for (let r = 0; r < o.interactions; r++) {
+      schedule.push(...people);
+      for (let a = 0; a < o.adversaryRate; a++) schedule.push(adversary);
+    }
+    for (const [i, p] of schedule.entries()) {
+      const topic = train[Math.floor(rand() * train.length)];
+      const messages: ChatMessage[] = [{ role: 'user', content: personaPrompt(p, topic, Math.floor(rand() * 4)) }];
+      const prompt = promptIds(model, messages);
+      const [reply] = await sampleMany(model, prompt, 1, { seed: Math.floor(rand() * 2 ** 31) });
+      const reaction = reactAs(p, reply.text, rand);
+      const s = (satisfied[p.id] ??= { ok: 0, n: 0 });
+      s.n++;
+      if (reaction.satisfied) s.ok++;
+      const pair = makePair(`mu-${seed}-${consensusOn ? 'c' : 'n'}`, i, p, messages, prompt, reply, reaction, version);
+      const { votes, score: js, hint } = judge.evaluate(pair);
+      const judgement: Judgement = {
+        judgementId: `${pair.pairId}:embedded`,
+        turnId: pair.pairId,
+        sessionId: pair.sessionId,
+        userId: pair.userId,
+        policyVersion: version,
+        judgeId: 'embedded',
+        votes,
+        score: js,
+        hint,
+        pair,
+        createdAt: Date.now(),
+        tag: null,
+      };
+      const built = await buildSample(judgement, { method: o.method, teacher });
+      if (built.sample) batcher.add(built.sample, null);
+      while (batcher.ready(version)) await step(batcher.take(version).batch.map((b) => ({ sample: b.sample })));
+    }
+    // The tail: one last (partial, capped) batch; what the cap still holds back stays untrained.
+    await step(batcher.take(version).batch.map((b) => ({ sample: b.sample })));
+    const adversaryCapped = batcher.pending().filter((p) => p.sample.userId === ADVERSARY_ID).length;
+    const after = await score(model, probe, heldOut, o.heldOutSamples, seed);
+    const adv = trained.filter((t) => t.user === ADVERSARY_ID);
+    const others = trained.filter((t) => t.user !== ADVERSARY_ID);
+    const totalW = trained.reduce((a, t) => a + t.weight, 0);
+    const run: MultiUserRun = {
+      seed,
+      consensus: consensusOn,
+      before,
+      after,
+      steps,
+      trained: trained.length,
+      adversaryTrained: adv.length,
+      adversaryCapped,
+      adversaryShare: adv.length / Math.max(1, trained.length),
+      adversaryWeight: adv.length ? mean(adv.map((t) => t.factor)) : NaN,
+      othersWeight: others.length ? mean(others.map((t) => t.factor)) : NaN,
+      adversaryWeightShare: totalW ? adv.reduce((a, t) => a + t.weight, 0) / totalW : NaN,
+      trainSatisfaction: Object.fromEntries(Object.entries(satisfied).map(([k, v]) => [k, v.ok / v.n])),
+      users: consensus.stats(),
+      conflicts: consensus.conflicts(),
+    };
+    o.onProgress?.(
+      `seed ${seed} consensus ${consensusOn ? 'on ' : 'off'}: ${before.toFixed(2)} → ${after.toFixed(2)}, ${steps} steps, adversary ${adv.length}/${trained.length} samples (${adversaryCapped} capped), weight ${run.adversaryWeight.toFixed(3)} vs others ${run.othersWeight.toFixed(3)}, conflicts ${run.conflicts.length}`,
+    );
+    return run;
+  } finally {
+    model.dispose();
+    opt.dispose();
+  }
+}
+
+function arm(runs: MultiUserRun[]): MultiUserArm {
+  return {
+    before: mean(runs.map((r) => r.before)),
+    after: mean(runs.map((r) => r.after)),
+    adversary_share: mean(runs.map((r) => r.adversaryShare)),
+    adversary_weight: mean(runs.map((r) => r.adversaryWeight)),
+    others_weight: mean(runs.map((r) => r.othersWeight)),
+    adversary_weight_share: mean(runs.map((r) => r.adversaryWeightShare)),
+  };
+}
+
+export async function runMultiUserEval(opts: MultiUserEvalOptions): Promise<MultiUserEvalResult> {
+  const t0 = Date.now();
+  const o: O = {
+    baseUri: opts.baseUri,
+    users: opts.users ?? 3,
+    interactions: opts.interactions ?? 24,
+    adversaryRate: opts.adversaryRate ?? 1,
+    seeds: opts.seeds ?? 2,
+    batchSize: opts.batchSize ?? 8,
+    maxUserShare: opts.maxUserShare ?? 0.25,
+    method: opts.method ?? 'combined',
+    lr: opts.lr ?? LEARNER_LR,
+    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOutSamples: opts.heldOutSamples ?? 4,
+    onProgress: opts.onProgress,
+  };
+  const teacher = createPolicyTeacher(opts.teacherPolicy);
+  const runs: MultiUserRun[] = [];
+  for (let seed = 1; seed <= o.seeds; seed++) {
+    for (const on of [true, false]) runs.push(await runOne(o, teacher, seed, on));
+  }
+  return {
+    users: o.users,
+    adversaries: 1,
+    interactions: o.interactions,
+    seeds: o.seeds,
+    preference: 'question',
+    ...arm(runs.filter((r) => r.consensus)),
+    baseline_no_consensus: arm(runs.filter((r) => !r.consensus)),
+    batchSize: o.batchSize,
+    maxUserShare: o.maxUserShare,
+    lr: o.lr,
+    method: o.method,
+    seconds: (Date.now() - t0) / 1000,
+    runs,
+  };
+}
