@@ -35,6 +35,7 @@ interface EvalFlags {
   users?: string;
   adversaryRate: string;
   maxUserShare: string;
+  sharedRate: string;
 }
 
 export function register(program: Command): void {
@@ -58,6 +59,7 @@ export function register(program: Command): void {
     .option('--users <k>', 'many users, one model: k users sharing a preference + 1 adversary, consensus on vs off (ALGORITHMS.md §7)')
     .option('--adversary-rate <n>', 'with --users: how many times as often as each other user the adversary talks', '1')
     .option('--max-user-share <x>', "with --users: the batcher's per-user cap", '0.25')
+    .option('--shared-rate <p>', 'with --users: probability that one other user also reacts to a reply (shared thread)', '0')
     .action(async (f: EvalFlags) => {
       const config = loadConfig();
       // stdout carries only the result (one JSON object with --json): progress and logs go to stderr.
@@ -76,6 +78,7 @@ export function register(program: Command): void {
           seeds: Number(f.seeds),
           adversaryRate: Number(f.adversaryRate),
           maxUserShare: Number(f.maxUserShare),
+          sharedRate: Number(f.sharedRate),
           batchSize: f.batchSize === '4' ? 8 : Number(f.batchSize),
           method: f.method as 'combined' | 'rl' | 'opd',
           lr: f.lr ? Number(f.lr) : undefined,

@@ -38,6 +38,12 @@ export interface MultiUserEvalOptions {
   adversaryRate?: number;
   /** @default 2 */
   seeds?: number;
+  /**
+   * Probability that one other user (the adversary included) also sees a reply and reacts to it
+   * (a shared thread): the only way two users rate the same turn, which the consensus compares.
+   * @default 0
+   */
+  sharedRate?: number;
   /** Samples per learner step. @default 8 */
   batchSize?: number;
   /** The batcher's per-user cap. @default 0.25 */
@@ -93,6 +99,7 @@ export interface MultiUserEvalResult extends MultiUserArm {
   preference: 'question';
   batchSize: number;
   maxUserShare: number;
+  sharedRate: number;
   lr: number;
   method: TrainMethod;
   baseline_no_consensus: MultiUserArm;
@@ -177,28 +184,36 @@ async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean
       const messages: ChatMessage[] = [{ role: 'user', content: personaPrompt(p, topic, Math.floor(rand() * 4)) }];
       const prompt = promptIds(model, messages);
       const [reply] = await sampleMany(model, prompt, 1, { seed: Math.floor(rand() * 2 ** 31) });
-      const reaction = reactAs(p, reply.text, rand);
-      const s = (satisfied[p.id] ??= { ok: 0, n: 0 });
-      s.n++;
-      if (reaction.satisfied) s.ok++;
-      const pair = makePair(`mu-${seed}-${consensusOn ? 'c' : 'n'}`, i, p, messages, prompt, reply, reaction, version);
-      const { votes, score: js, hint } = judge.evaluate(pair);
-      const judgement: Judgement = {
-        judgementId: `${pair.pairId}:embedded`,
-        turnId: pair.pairId,
-        sessionId: pair.sessionId,
-        userId: pair.userId,
-        policyVersion: version,
-        judgeId: 'embedded',
-        votes,
-        score: js,
-        hint,
-        pair,
-        createdAt: Date.now(),
-        tag: null,
-      };
-      const built = await buildSample(judgement, { method: o.method, teacher });
-      if (built.sample) batcher.add(built.sample, null);
+      const reactors: Persona[] = [p];
+      // A shared thread: now and then one other user (the adversary included) sees the same reply and reacts too.
+      if (rand() < o.sharedRate) {
+        const others = [...people, adversary].filter((q) => q.id !== p.id);
+        reactors.push(others[Math.floor(rand() * others.length)]);
+      }
+      for (const [k, q] of reactors.entries()) {
+        const reaction = reactAs(q, reply.text, rand);
+        const s = (satisfied[q.id] ??= { ok: 0, n: 0 });
+        s.n++;
+        if (reaction.satisfied) s.ok++;
+        const pair = makePair(`mu-${seed}-${consensusOn ? 'c' : 'n'}-${k}`, i, q, messages, prompt, reply, reaction, version);
+        const { votes, score: js, hint } = judge.evaluate(pair);
+        const judgement: Judgement = {
+          judgementId: `${pair.pairId}:embedded`,
+          turnId: pair.pairId,
+          sessionId: pair.sessionId,
+          userId: pair.userId,
+          policyVersion: version,
+          judgeId: 'embedded',
+          votes,
+          score: js,
+          hint,
+          pair,
+          createdAt: Date.now(),
+          tag: null,
+        };
+        const built = await buildSample(judgement, { method: o.method, teacher });
+        if (built.sample) batcher.add(built.sample, null);
+      }
       while (batcher.ready(version)) await step(batcher.take(version).batch.map((b) => ({ sample: b.sample })));
     }
     // The tail: one last (partial, capped) batch; what the cap still holds back stays untrained.
@@ -253,6 +268,7 @@ export async function runMultiUserEval(opts: MultiUserEvalOptions): Promise<Mult
     users: opts.users ?? 3,
     interactions: opts.interactions ?? 24,
     adversaryRate: opts.adversaryRate ?? 1,
+    sharedRate: opts.sharedRate ?? 0,
     seeds: opts.seeds ?? 2,
     batchSize: opts.batchSize ?? 8,
     maxUserShare: opts.maxUserShare ?? 0.25,
@@ -277,6 +293,7 @@ export async function runMultiUserEval(opts: MultiUserEvalOptions): Promise<Mult
     baseline_no_consensus: arm(runs.filter((r) => !r.consensus)),
     batchSize: o.batchSize,
     maxUserShare: o.maxUserShare,
+    sharedRate: o.sharedRate,
     lr: o.lr,
     method: o.method,
     seconds: (Date.now() - t0) / 1000,
