@@ -93,7 +93,10 @@ export function register(program: Command): void {
         if (f.json) {
           const { runs, ...summary } = res;
           process.stdout.write(
-            JSON.stringify({ ...summary, runs: runs.map(({ users, conflicts, ...r }) => ({ ...r, conflicts: conflicts.length })) }) + '\n',
+            JSON.stringify({
+              ...summary,
+              runs: runs.map(({ users: _users, conflicts, ...r }) => ({ ...r, conflicts: conflicts.length })),
+            }) + '\n',
           );
         } else {
           const b = res.baseline_no_consensus;
