@@ -86,7 +86,7 @@ function printSummary(s: ReplaySummary): void {
     `  samples     ${s.samples.total} by method ${JSON.stringify(s.samples.byMethod)}, by reward ${JSON.stringify(s.samples.byReward)}, ${s.samples.masked} masked`,
   );
   w(`  dead letters ${s.deadLetters.total} ${JSON.stringify(s.deadLetters.byStage)}`);
-  if (s.overshoot > 0) w(`  note: the assembler read ${s.overshoot} records past --to before it stopped`);
+  if (s.skippedPastEnd > 0) w(`  ${s.skippedPastEnd} records after --to were fetched and left out`);
   w(`  topics: ${Object.values(s.topics).join(', ')}`);
 }
 

@@ -9,14 +9,14 @@
  * 1. session assembler: its group starts at the range's start (set before it joins); it is done
  *    when its committed offsets reach the range's end on the turns and feedback topics. It then
  *    runs a little longer (quiet + expiry interval) so that sessions left open at the end of the
- *    history are closed by the idle timeout (history is older than the timeout, and a caught-up
+ *    history are closed by the idle timeout and pairs held for the feedback grace period are
+ *    released (history is older than both, and a caught-up
  *    assembler's clock is the wall clock), and is stopped, which finishes and commits its work.
  * 2. judge: done when it has consumed the (now final) tagged pairs topic to its end.
  * 3. sample builder: likewise on the tagged judgements topic.
  *
- * Precision of `--to`: the runtime has no record filter, so the assembler may consume records
- * that follow the range's end in the log before it is stopped (at most what it had fetched; only
- * when such records exist). They are counted as `overshoot` in the summary.
+ * `--to` is exact: the assembler's consumer drops records at or after the range's end before the
+ * runtime sees them (see bounded-kafka.ts), and pauses the partition.
  *
  * Resuming: the resolved range is kept in a plan file; running the same replay again (same tag)
  * reuses it and the groups continue from their committed offsets.
@@ -34,15 +34,8 @@ import {
   type Logger,
   type ProcessorHandle,
 } from '../../streams/index.ts';
-import {
-  committedOffsets,
-  readPlan,
-  resolvePlan,
-  seedGroup,
-  writePlan,
-  type Bound,
-  type TopicRange,
-} from './replay-range.ts';
+import { boundedKafka } from './bounded-kafka.ts';
+import { committedOffsets, readPlan, resolvePlan, seedGroup, writePlan, type Bound, type TopicRange } from './replay-range.ts';
 
 export interface ReplayOptions {
   kafka: Kafka;
@@ -97,8 +90,8 @@ export interface ReplaySummary {
   resumed: boolean;
   interrupted: boolean;
   range: { turns: number; feedback: number };
-  /** Records after the range's end the assembler consumed before it was stopped. */
-  overshoot: number;
+  /** Records after the range's end that the assembler fetched and dropped (never processed). */
+  skippedPastEnd: number;
   topics: Record<'pairs' | 'judgements' | 'samples' | 'dlq', string>;
   pairs: { total: number; byEnd: Record<string, number> };
   judgements: { total: number; byScore: Record<string, number>; judgeIds: string[] };
@@ -131,17 +124,16 @@ async function highs(admin: Admin, topic: string): Promise<Record<number, string
 async function progressOf(
   admin: Admin,
   s: StageRun,
-): Promise<{ consumed: number; total: number; reached: (tolerance: boolean) => boolean; overshoot: number }> {
+): Promise<{ consumed: number; total: number; reached: (tolerance: boolean) => boolean }> {
   if (!s.ranges) {
     // Upstream still running: show the input as it grows.
     const h = await highs(admin, s.inputTopic);
     const c = await committedOffsets(admin, s.groupId, s.inputTopic);
     const consumed = sum(Object.entries(h).map(([p, hi]) => Math.min(Number(hi), Math.max(0, Number(c.get(Number(p)) ?? -1n)))));
-    return { consumed, total: sum(Object.values(h).map(Number)), reached: () => false, overshoot: 0 };
+    return { consumed, total: sum(Object.values(h).map(Number)), reached: () => false };
   }
   let consumed = 0;
   let total = 0;
-  let overshoot = 0;
   const perPartition: Array<{ c: bigint; end: bigint }> = [];
   for (const r of s.ranges) {
     const c = await committedOffsets(admin, s.groupId, r.topic);
@@ -153,13 +145,12 @@ async function progressOf(
       const at = committed < 0n ? start : committed;
       consumed += Number((at < start ? start : at > end ? end : at) - start);
       total += Number(end - start);
-      if (at > end) overshoot += Number(at - end);
       perPartition.push({ c: at, end });
     }
   }
   // Tolerance: the last entry of a partition may be a transaction marker, never delivered.
   const reached = (tolerance: boolean) => perPartition.every(({ c, end }) => c >= end || (tolerance && c >= end - 1n));
-  return { consumed, total, reached, overshoot };
+  return { consumed, total, reached };
 }
 
 export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
@@ -204,14 +195,23 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
 
     const common = { kafka: o.kafka, codecs, concurrency: o.concurrency };
     const child = (name: string) => log.child({ stage: name });
+    const ends = new Map<string, Map<number, bigint>>();
+    for (const r of [plan.turns, plan.feedback]) ends.set(r.topic, new Map(Object.entries(r.end).map(([p, e]) => [Number(p), BigInt(e)])));
+    const bounded = boundedKafka(o.kafka, ends);
     const assembler = await startSessionAssembler({
       ...common,
+      kafka: bounded.kafka,
       logger: child('session-assembler'),
       idleTimeoutMs: o.assembler?.idleTimeoutMs,
       endPolicy: o.assembler?.endPolicy,
       tag: o.tag,
       quietMs,
       expireIntervalMs,
+      releaseIntervalMs: expireIntervalMs,
+      // Never forget closed sessions during a replay: history is older than any retention, and
+      // the live service's clean-up (a day after a session's last activity) would run in the same
+      // tick that releases its last held pairs, which are then lost (reported to its owner).
+      closedRetentionMs: Number.MAX_SAFE_INTEGER,
     });
     handles.push(assembler);
     const judge = await startJudge({ ...common, logger: child('judge'), judge: o.judge, judgeUntrainable: o.judgeUntrainable ?? true });
@@ -257,7 +257,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       },
     ];
     const outputOf: Record<StageName, TopicId> = { 'session-assembler': 'pairs', judge: 'judgements', 'sample-builder': 'samples' };
-    let overshoot = 0;
+    let skippedPastEnd = 0;
     let interrupted = false;
     // A stage that dies (fatal Kafka error) ends the replay with its error; a clean stop does not.
     const failed = Promise.race(handles.map((h) => h.closed.then(() => new Promise<never>(() => undefined))));
@@ -292,7 +292,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
           if (t - s.reachedAt >= linger && (i === 0 || stats.inFlight === 0)) {
             await s.handle.stop(600_000);
             s.done = true;
-            if (i === 0) overshoot = p.overshoot;
+            if (i === 0) skippedPastEnd = bounded.skipped();
             log.info({ stage: s.name, ms: t - t0 }, 'stage caught up with the range; stopped');
             const next = stages[i + 1];
             if (next) {
@@ -329,7 +329,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
           ),
         ),
       },
-      overshoot,
+      skippedPastEnd,
       topics: {
         pairs: codecs.topic('pairs'),
         judgements: codecs.topic('judgements'),

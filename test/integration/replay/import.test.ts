@@ -22,9 +22,9 @@ async function read<K extends 'turns' | 'feedback'>(
   f: Family,
   id: K,
 ): Promise<Array<{ value: K extends 'turns' ? Turn : Feedback; timestamp: number }>> {
-  const out: Array<{ value: any; timestamp: number }> = [];
+  const out: Array<{ value: never; timestamp: number }> = [];
   await readToEnd(f.kafka, f.codecs.topic(id), async (r) => {
-    if (r.value) out.push({ value: structuredClone(await f.codecs.of(id).decode(r.value)), timestamp: r.timestamp });
+    if (r.value) out.push({ value: structuredClone(await f.codecs.of(id).decode(r.value)) as never, timestamp: r.timestamp });
   });
   return out;
 }

@@ -1,0 +1,143 @@
+// Replay throughput: historical turns re-derived per second (session assembler → embedded judge →
+// sample builder into tagged topics, from the range's start until all three stages have caught
+// up and stopped), against a baseline in the same run: a raw read of the same turns (decode only).
+//   turnstream bench replay [--json] [--turns 5000] [--turns-per-session 10]
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BenchArgs } from '../cli/commands/bench.ts';
+import { stackUp } from '../infra/index.ts';
+import { createEmbeddedJudge } from '../processors/index.ts';
+import { parseBound, runReplay } from '../processors/replay/index.ts';
+import type { ChatMessage, Turn } from '../schemas/index.ts';
+import { createEventCodecs, createKafka, createLogger, ensureTopics, EventProducer, parseBrokers, readToEnd } from '../streams/index.ts';
+
+export interface ReplayBenchResult {
+  turns: number;
+  sessions: number;
+  /** Turns re-derived per second, end to end (including group joins and the end-of-range wait). */
+  turns_per_s: number;
+  seconds: number;
+  pairs: number;
+  judgements: number;
+  samples: number;
+  /** The same turns read and decoded straight from the topic. */
+  baseline_turns_per_s: number;
+  baseline_seconds: number;
+  /** turns_per_s / baseline_turns_per_s. */
+  ratio: number;
+  judge: string;
+}
+
+const int = (v: string | undefined, d: number): number => (v && Number.isFinite(Number(v)) && Number(v) > 0 ? Math.floor(Number(v)) : d);
+const msg = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
+const REPLIES = ['Thanks, that works 👍', "No, that's too long.", 'ok', 'Great, perfect!', 'That is wrong, try again.'];
+
+/** Gateway-style tokenized sessions: user replies that the embedded judge scores +1, −1 or 0. */
+function history(prefix: string, turns: number, perSession: number, t0: number): Turn[] {
+  const out: Turn[] = [];
+  for (let s = 0; out.length < turns; s++) {
+    const sessionId = `${prefix}s${s}`;
+    const h: ChatMessage[] = [msg('system', 'Be brief.')];
+    for (let i = 0; i < perSession && out.length < turns; i++) {
+      h.push(msg('user', i === 0 ? 'hello' : REPLIES[(s + i) % REPLIES.length]));
+      const n = out.length;
+      out.push({
+        turnId: `${prefix}t${n}`,
+        sessionId,
+        sessionSource: 'HEADER',
+        userId: `u${s % 7}`,
+        turnType: 'MAIN',
+        sessionDone: i === perSession - 1,
+        requestedAt: t0 + n * 10,
+        completedAt: t0 + n * 10 + 5,
+        model: 'turnstream-tiny',
+        policyModelId: 'turnstream-tiny',
+        policyVersion: 0,
+        requestMessages: [...h],
+        toolsJson: null,
+        response: { content: `reply ${i}`, toolCalls: [], finishReason: 'stop' },
+        promptTokenIds: Array.from({ length: 16 }, (_, k) => (k * 7 + n) % 256),
+        responseTokenIds: [72, 105, 33, 10],
+        responseLogprobs: [-0.5, -0.25, -1, -0.1],
+        tokenized: true,
+        promptTruncatedTokens: 0,
+        sampling: { temperature: 0.7, topP: 1, maxTokens: 64, seed: null, stop: [] },
+        usage: { promptTokens: 16, completionTokens: 4, totalTokens: 20 },
+        latencyMs: 5,
+        gatewayId: 'bench',
+      });
+      h.push(msg('assistant', `reply ${i}`));
+    }
+  }
+  return out;
+}
+
+export async function run(args: BenchArgs): Promise<ReplayBenchResult> {
+  const { config, progress } = args;
+  const turns = int(args.options.turns, 5000);
+  const perSession = int(args.options['turns-per-session'], 10);
+  const stack = await stackUp({
+    home: config.home,
+    kafkaBrokers: config.kafkaBrokers,
+    schemaRegistryUrl: config.schemaRegistryUrl,
+    clickhouseUrl: config.clickhouseUrl,
+  });
+  const prefix = `bench-replay-${randomBytes(3).toString('hex')}.`;
+  const kafka = createKafka({ brokers: parseBrokers(stack.brokers), clientId: 'bench-replay' });
+  await ensureTopics(kafka, { naming: { prefix }, partitions: 6 });
+  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
+  // History from a day ago: idle timeouts and feedback grace are long past, as for real history.
+  const data = history(prefix, turns, perSession, Date.now() - 24 * 3600_000);
+  progress(`producing ${turns} turns to ${codecs.topic('turns')}`);
+  const producer = new EventProducer(kafka, codecs);
+  await producer.connect();
+  for (let i = 0; i < data.length; i += 500)
+    await producer.sendAll(data.slice(i, i + 500).map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
+  await producer.disconnect();
+
+  progress('baseline: raw read of the turns (decode only)');
+  const b0 = performance.now();
+  let read = 0;
+  await readToEnd(kafka, codecs.topic('turns'), async (r) => {
+    if (r.value) {
+      await codecs.of('turns').decode(r.value);
+      read++;
+    }
+  });
+  const baselineSeconds = (performance.now() - b0) / 1000;
+  if (read !== turns) throw new Error(`baseline read ${read} of ${turns} turns`);
+
+  progress('replay: session assembler → embedded judge → sample builder');
+  const judge = createEmbeddedJudge({ mode: 'rl' });
+  const r0 = performance.now();
+  const summary = await runReplay({
+    kafka,
+    registryUrl: stack.registryUrl,
+    prefix,
+    tag: 'bench',
+    from: parseBound('0'),
+    judge,
+    samples: { method: 'rl' },
+    planFile: join(mkdtempSync(join(tmpdir(), 'bench-replay-')), 'plan.json'),
+    logger: createLogger('replay', 'warn'),
+  });
+  const seconds = (performance.now() - r0) / 1000;
+  const sessions = Math.ceil(turns / perSession);
+  if (summary.pairs.total !== turns) throw new Error(`replay gave ${summary.pairs.total} pairs for ${turns} turns`);
+  const round = (x: number) => Math.round(x * 10) / 10;
+  return {
+    turns,
+    sessions,
+    turns_per_s: round(turns / seconds),
+    seconds: round(seconds),
+    pairs: summary.pairs.total,
+    judgements: summary.judgements.total,
+    samples: summary.samples.total,
+    baseline_turns_per_s: round(turns / baselineSeconds),
+    baseline_seconds: round(baselineSeconds),
+    ratio: Math.round((turns / seconds / (turns / baselineSeconds)) * 1000) / 1000,
+    judge: judge.id,
+  };
+}
