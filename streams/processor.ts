@@ -122,6 +122,28 @@ interface Output {
 
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
+/** Bytes of outputs per send within a transaction (well under the broker's 1 MiB default). */
+const MAX_SEND_BYTES = 512 * 1024;
+
+/** Consecutive runs of `outputs` of at most `max` bytes each (a bigger single output alone). */
+function chunksOf(outputs: Output[], max: number): Output[][] {
+  const chunks: Output[][] = [];
+  let chunk: Output[] = [];
+  let size = 0;
+  for (const o of outputs) {
+    const n = (o.value?.length ?? 0) + Buffer.byteLength(o.key) + 70; // + record overhead
+    if (chunk.length > 0 && size + n > max) {
+      chunks.push(chunk);
+      chunk = [];
+      size = 0;
+    }
+    chunk.push(o);
+    size += n;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
 const metrics = {
   consumed: counter('turnstream_processor_records_in_total', 'Records consumed', ['processor', 'topic']),
   produced: counter('turnstream_processor_records_out_total', 'Records produced', ['processor', 'topic']),
@@ -155,6 +177,7 @@ class ProcessorRuntime<S> {
   private readonly abort = new AbortController();
   private commitTimer: NodeJS.Timeout | undefined;
   private punctuateTimer: NodeJS.Timeout | undefined;
+  private resumeCheck: NodeJS.Immediate | undefined;
   private commitChain: Promise<void> = Promise.resolve();
   private rebalancing = false;
   private stopping = false;
@@ -216,7 +239,10 @@ class ProcessorRuntime<S> {
     await this.producer.connect();
     await consumer.connect();
     for (const id of this.o.inputs) await consumer.subscribe({ topic: this.o.codecs.topic(id), fromBeginning: this.o.fromBeginning ?? true });
-    await consumer.run({ eachBatchAutoResolve: true, partitionsConsumedConcurrently: 1, eachBatch: (p) => this.onBatch(p) });
+    // autoCommit off: offsets commit only in our transactions. kafkajs would otherwise commit the
+    // resolved end of each batch on stop and on rebalance, records still in flight included, and
+    // the next owner would skip them.
+    await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, partitionsConsumedConcurrently: 1, eachBatch: (p) => this.onBatch(p) });
     if (this.o.punctuate) {
       const { intervalMs } = this.o.punctuate;
       this.punctuateTimer = setInterval(() => void this.runPunctuate(), intervalMs);
@@ -378,6 +404,19 @@ class ProcessorRuntime<S> {
   }
 
   private afterTask(): void {
+    // The pool counts a task as in flight until just after it returns, and fast tasks all reach
+    // this point before any of them is counted out: decide on resuming once they are.
+    if (this.paused.size > 0 && !this.resumeCheck) {
+      this.resumeCheck = setImmediate(() => {
+        this.resumeCheck = undefined;
+        this.maybeResume();
+      });
+    }
+    this.maybeResume();
+    this.scheduleCommit();
+  }
+
+  private maybeResume(): void {
     if (!this.pool.full && this.paused.size > 0 && this.pool.inFlight <= this.pool.concurrency / 2) {
       const list = [...this.paused.values()];
       this.paused.clear();
@@ -386,7 +425,6 @@ class ProcessorRuntime<S> {
       metrics.paused.set({ processor: this.o.name }, 0);
     }
     metrics.inFlight.set({ processor: this.o.name }, this.pool.inFlight);
-    this.scheduleCommit();
   }
 
   private scheduleCommit(): void {
@@ -418,9 +456,11 @@ class ProcessorRuntime<S> {
     const end = metrics.commitSeconds.startTimer({ processor: this.o.name });
     const txn = await this.producer.transaction();
     try {
-      if (outputs.length > 0) {
+      // Several sends of bounded size in the one transaction: a backlog's outputs in one record
+      // batch would exceed the broker's message.max.bytes (1 MiB) and be refused for ever.
+      for (const chunk of chunksOf(outputs, MAX_SEND_BYTES)) {
         const byTopic = new Map<string, Message[]>();
-        for (const o of outputs) {
+        for (const o of chunk) {
           const list = byTopic.get(o.topic) ?? [];
           list.push({ key: o.key, value: o.value });
           byTopic.set(o.topic, list);
@@ -510,6 +550,7 @@ class ProcessorRuntime<S> {
   private async shutdown(graceMs: number): Promise<void> {
     this.stopping = true;
     if (this.punctuateTimer) clearInterval(this.punctuateTimer);
+    if (this.resumeCheck) clearImmediate(this.resumeCheck);
     await this.consumer.stop().catch(() => undefined);
     const drained = await Promise.race([this.pool.drain().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceMs))]);
     if (!drained) this.abort.abort();
