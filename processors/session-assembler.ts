@@ -125,6 +125,8 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
             next = step.state;
             out.push(...step.pairs);
           } else if (now - next.lastActivityAt >= closedRetentionMs && next.held.length === 0 && next.earlyFeedback.length === 0) {
+            // Pairs released in this very tick still go out before the session is forgotten.
+            emitPairs({ state: next, pairs: out }, (k, p) => ctx.emit('pairs', k, p));
             ctx.state.delete(key);
             continue;
           }

@@ -116,4 +116,26 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       await g.close();
     }
   });
+  it('old history: pairs released in the tick that forgets a closed session still go out', async () => {
+    const g = await family('closed-retention');
+    try {
+      const twoDaysAgo = Date.now() - 2 * 24 * 3600 * 1000;
+      const d = conversation('D', ['q1', 'q2'], (i) => ({ sessionDone: i === 1, requestedAt: twoDaysAgo + i * 10, completedAt: twoDaysAgo + i * 10 + 5 }));
+      await g.producer.sendAll(d.map((t) => ({ id: 'turns' as const, key: 'D', value: t })));
+      // Event time is two days old, so when the clock falls back to wall time the held pairs'
+      // grace and the closed session's retention pass in the same punctuator tick.
+      const h = await startSessionAssembler({ kafka: g.kafka, codecs: g.codecs, feedbackGraceMs: 300, closedRetentionMs: 1000, quietMs: 500, expireIntervalMs: 200 });
+      await h.ready;
+      try {
+        await waitFor('both pairs of the closed session', async () => (await readAll(g, 'pairs')).length >= 2, 30_000);
+      } finally {
+        await h.stop();
+      }
+      const pairs = (await readAll(g, 'pairs')).sort((x, y) => x.turn.mainTurnIndex - y.turn.mainTurnIndex);
+      assert.deepEqual(pairs.map((p) => p.pairId), d.map((t) => t.turnId));
+      assert.deepEqual(pairs.map((p) => p.endMarker), [null, 'SESSION_DONE']);
+    } finally {
+      await g.close();
+    }
+  });
 });
