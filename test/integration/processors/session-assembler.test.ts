@@ -70,6 +70,30 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
     }
   });
 
+  it('a large backlog goes through: fast handlers resume paused partitions, big transactions are split under the broker limit', async () => {
+    const g = await family('assembler-backlog');
+    try {
+      const long = 'Context. '.repeat(250); // ~2 KB in every request: session states of 20+ KB
+      const sessions = Array.from({ length: 120 }, (_, s) => conversation(`bl${s}`, Array.from({ length: 10 }, (_, i) => `${long} question ${i}`), (i) => ({ sessionDone: i === 9 })));
+      const events = sessions.flat().map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t }));
+      for (let i = 0; i < events.length; i += 20) await g.producer.sendAll(events.slice(i, i + 20));
+      const h = await startSessionAssembler({ kafka: g.kafka, codecs: g.codecs, feedbackGraceMs: 0 });
+      await h.ready;
+      try {
+        await waitFor('1200 pairs', async () => (await readAll(g, 'pairs')).length >= 1200, 90_000);
+        await sleep(1000);
+        const pairs = await readAll(g, 'pairs');
+        assert.equal(pairs.length, 1200);
+        assert.equal(new Set(pairs.map((p) => p.pairId)).size, 1200);
+        assert.equal(h.stats().pausedPartitions, 0);
+      } finally {
+        await h.stop();
+      }
+    } finally {
+      await g.close();
+    }
+  });
+
   it('nothing lost in a backlog: a 👎 produced after the next turn, or before its own turn, still ends up in the pair', async () => {
     const g = await family('late-feedback');
     try {

@@ -1,0 +1,215 @@
+// The processing pipeline's throughput and latency: session-assembler → judge (the embedded judge:
+// instant, no model server) → sample-builder, each a transactional processor on real Kafka, with
+// their default options (the feedback grace period included). Against a baseline in the same run,
+// on the same broker and the same records: a raw kafkajs consume → produce passthrough.
+//   turnstream bench pipeline [--json] [--sessions 2000] [--turns 10] [--live-sessions 60] [--grace-ms 5000]
+//
+// - turns_per_s: a backlog of sessions × turns main turns, from the processors' first join until
+//   every sample is visible (read_committed). Heartbeats after the backlog move stream time past
+//   the grace period, so the last pairs are not left waiting for the "caught up" wall clock.
+// - latency_ms: live traffic (two-turn sessions, 10 sessions/s): from producing the turn that
+//   makes a pair ready (the session's second, ending, turn) to its sample being visible. The
+//   feedback grace period (held pairs wait for late 👍/👎) is part of it by design.
+// - raw_msgs_per_s: the same backlog's records read and re-produced (acks=all) by plain kafkajs.
+import { randomBytes } from 'node:crypto';
+import type { Kafka } from 'kafkajs';
+import type { BenchArgs } from '../cli/commands/bench.ts';
+import { stackUp } from '../infra/index.ts';
+import { createEmbeddedJudge, DEFAULT_FEEDBACK_GRACE_MS, startJudge, startSampleBuilder, startSessionAssembler } from '../processors/index.ts';
+import type { Turn } from '../schemas/index.ts';
+import { createEventCodecs, createKafka, createLogger, ensureTopics, EventProducer, parseBrokers, partitioner, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
+import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
+
+export interface PipelineBenchResult {
+  turns: number;
+  samples: number;
+  /** Main turns per second through the three processors (backlog). */
+  turns_per_s: number;
+  seconds: number;
+  /** Live traffic: turn event produced → its sample visible. */
+  latency_ms: { p50: number; p99: number; max: number; n: number };
+  feedback_grace_ms: number;
+  /** The same records through a plain kafkajs consumer → producer. */
+  raw_msgs_per_s: number;
+  raw_seconds: number;
+  /** turns_per_s / raw_msgs_per_s. */
+  ratio: number;
+  mean_turn_bytes: number;
+  partitions: number;
+}
+
+const int = (v: string | undefined, d: number): number => (v !== undefined && Number.isFinite(Number(v)) && Number(v) >= 0 ? Math.floor(Number(v)) : d);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PARTITIONS = 3;
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/** Follows the samples topic (read_committed): when each sample's turn became visible. */
+async function watchSamples(kafka: Kafka, topic: string, prefix: string): Promise<{ seen: Map<string, number>; stop: () => Promise<void> }> {
+  const seen = new Map<string, number>();
+  const consumer = kafka.consumer({ groupId: `${prefix}bench-watch`, readUncommitted: false, maxWaitTimeInMs: 20 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      const now = Date.now();
+      for (const m of batch.messages) {
+        // The sample id is `<turnId>:<METHOD>` and sits early in the record: find it without decoding.
+        const id = /([0-9a-f-]{36}):COMBINED/.exec(m.value?.toString('latin1') ?? '')?.[1];
+        if (id && !seen.has(id)) seen.set(id, now);
+      }
+    },
+  });
+  return { seen, stop: () => consumer.disconnect() };
+}
+
+/** Plain kafkajs: read `count` records of `from` and produce them to `to` (acks=all). */
+async function passthrough(kafka: Kafka, from: string, to: string, count: number, prefix: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic: to, numPartitions: PARTITIONS, replicationFactor: 1 }] });
+  await admin.disconnect();
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: partitioner });
+  const consumer = kafka.consumer({ groupId: `${prefix}bench-raw`, maxWaitTimeInMs: 20 });
+  await producer.connect();
+  await consumer.connect();
+  await consumer.subscribe({ topic: from, fromBeginning: true });
+  let forwarded = 0;
+  let t0 = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await consumer.run({
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      t0 ||= performance.now();
+      await producer.send({ topic: to, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
+      for (const m of batch.messages) resolveOffset(m.offset);
+      await heartbeat();
+      forwarded += batch.messages.length;
+      if (forwarded >= count) done();
+    },
+  });
+  await finished;
+  const seconds = (performance.now() - t0) / 1000;
+  await consumer.disconnect();
+  await producer.disconnect();
+  return seconds;
+}
+
+export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
+  const { config, progress } = args;
+  const sessions = int(args.options.sessions, 2000);
+  const turnsPerSession = Math.max(2, int(args.options.turns, 10));
+  const liveSessions = int(args.options['live-sessions'], 60);
+  const graceMs = int(args.options['grace-ms'], DEFAULT_FEEDBACK_GRACE_MS);
+  // The local stack (reused when it runs), or the endpoints the configuration names.
+  const endpoints = await stackUp({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl, clickhouseUrl: config.clickhouseUrl });
+  const prefix = `bench-pipeline-${randomBytes(3).toString('hex')}.`;
+  const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: 'bench-pipeline', logger: createLogger('kafka', 'error') });
+  await ensureTopics(kafka, { naming: { prefix }, partitions: PARTITIONS });
+  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
+  const producer = new EventProducer(kafka, codecs);
+  await producer.connect();
+  const send = async (turns: Turn[]) => {
+    const events: OutgoingEvent[] = turns.map((t) => ({ id: 'turns', key: t.sessionId, value: t }));
+    for (let i = 0; i < events.length; i += 500) await producer.sendAll(events.slice(i, i + 500));
+  };
+
+  // The backlog: history that ended an hour ago, turns 100 ms apart across sessions.
+  const stepMs = 100;
+  const start = Date.now() - 3600_000 - sessions * turnsPerSession * stepMs;
+  const backlog: Turn[] = [];
+  for (let s = 0; s < sessions; s++) backlog.push(...syntheticSession(`b${s}`, turnsPerSession, (i) => start + (i * sessions + s) * stepMs));
+  backlog.sort((x, y) => x.requestedAt - y.requestedAt);
+  const total = backlog.length;
+  const lastAt = backlog[total - 1].completedAt;
+  progress(`producing a backlog of ${total} turns (${sessions} sessions × ${turnsPerSession}) to ${prefix}*`);
+  await send(backlog);
+  // Heartbeats on many keys (so on every partition) put stream time past the last grace period.
+  await send(Array.from({ length: 8 * PARTITIONS }, (_, k) => heartbeat(`hb${k}`, lastAt + graceMs + 1000)));
+  const bytes = (await Promise.all(backlog.slice(0, 200).map((t) => codecs.of('turns').encode(t)))).reduce((n, b) => n + b.length, 0) / Math.min(200, total);
+
+  // Baseline: the same records, consumed and re-produced by plain kafkajs.
+  progress('baseline: raw kafkajs consume → produce of the same records');
+  const rawCount = total + 8 * PARTITIONS;
+  const rawSeconds = await passthrough(kafka, codecs.topic('turns'), `${prefix}bench-raw-out`, rawCount, prefix);
+  const rawRate = rawCount / rawSeconds;
+
+  // The pipeline, on the backlog.
+  const watch = await watchSamples(kafka, codecs.topic('samples'), prefix);
+  const logger = createLogger('bench', 'warn');
+  const common = { kafka, codecs, logger };
+  progress('pipeline: session-assembler → embedded judge → sample-builder on the backlog');
+  const handles: ProcessorHandle[] = [];
+  let seconds: number;
+  let latencies: number[] = [];
+  try {
+    handles.push(
+      await startSessionAssembler({ ...common, feedbackGraceMs: graceMs }),
+      await startJudge({ ...common, judge: createEmbeddedJudge() }),
+      await startSampleBuilder({ ...common, method: 'combined' }),
+    );
+    await Promise.all(handles.map((h) => h.ready));
+    const t0 = performance.now();
+    let lastReport = t0;
+    while (watch.seen.size < total) {
+      if (performance.now() - t0 > 600_000) throw new Error(`only ${watch.seen.size} of ${total} samples after 10 min`);
+      if (performance.now() - lastReport > 5000) {
+        const st = handles.map((h) => h.stats()).map((x) => `${x.consumed}→${x.produced} (in flight ${x.inFlight}, paused ${x.pausedPartitions}, dlq ${x.deadLettered})`);
+        progress(`  ${watch.seen.size}/${total} samples; assembler ${st[0]}, judge ${st[1]}, builder ${st[2]}`);
+        lastReport = performance.now();
+      }
+      await sleep(20);
+    }
+    seconds = (performance.now() - t0) / 1000;
+
+    // Live traffic: each tick starts a session and ends the previous one (its two pairs ready).
+    progress(`latency: ${liveSessions} live two-turn sessions, 10 per second`);
+    const made = new Map<string, number>();
+    const live = Array.from({ length: liveSessions }, (_, s) => `l${s}`);
+    const turnsOf = new Map<string, Turn[]>();
+    const tickMs = 100;
+    const ticks = liveSessions + 1 + Math.ceil((graceMs + 2000) / tickMs);
+    for (let k = 0; k < ticks; k++) {
+      const now = Date.now();
+      const out: Turn[] = [];
+      if (k < liveSessions) {
+        const t = syntheticSession(live[k], 2, (i) => now + i);
+        turnsOf.set(live[k], t);
+        out.push(t[0]);
+      }
+      if (k >= 1 && k <= liveSessions) out.push(turnsOf.get(live[k - 1])![1]);
+      // After the measured sessions: heartbeats only, so stream time keeps moving as it does live.
+      else if (k > liveSessions) out.push(heartbeat(`hb-live${k % (8 * PARTITIONS)}`, now));
+      await send(out);
+      const sentAt = Date.now();
+      if (k >= 1 && k <= liveSessions) for (const t of turnsOf.get(live[k - 1])!) made.set(t.turnId, sentAt);
+      await sleep(Math.max(0, tickMs - (Date.now() - now)));
+    }
+    const deadline = Date.now() + 60_000;
+    while ([...made.keys()].some((id) => !watch.seen.has(id)) && Date.now() < deadline) await sleep(50);
+    latencies = [...made].filter(([id]) => watch.seen.has(id)).map(([id, at]) => watch.seen.get(id)! - at);
+    if (latencies.length < made.size) throw new Error(`${made.size - latencies.length} live samples never became visible`);
+  } finally {
+    await Promise.all(handles.map((h) => h.stop().catch(() => undefined)));
+    await watch.stop();
+    await producer.disconnect();
+  }
+  latencies.sort((x, y) => x - y);
+  const rate = total / seconds;
+  return {
+    turns: total,
+    samples: total,
+    turns_per_s: Math.round(rate),
+    seconds: Number(seconds.toFixed(2)),
+    latency_ms: { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, n: latencies.length },
+    feedback_grace_ms: graceMs,
+    raw_msgs_per_s: Math.round(rawRate),
+    raw_seconds: Number(rawSeconds.toFixed(2)),
+    ratio: Number((rate / rawRate).toFixed(4)),
+    mean_turn_bytes: Math.round(bytes),
+    partitions: PARTITIONS,
+  };
+}
