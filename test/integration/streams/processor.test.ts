@@ -97,7 +97,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     const { codecs, producer, prefix } = await family('rt-kill9');
     const ids = await produceTurns(producer, 8, 50);
     const child = () =>
-      spawn(process.execPath, ['--import', 'tsx', 'test/support/counting-processor.ts', stack.brokers, stack.registryUrl, prefix, '10'], {
+      spawn(process.execPath, ['--import', 'tsx', 'test/support/counting-processor.ts', stack.brokers, stack.registryUrl, prefix, '40'], {
         cwd: REPO_ROOT,
         stdio: ['ignore', 'pipe', 'inherit'],
       });
