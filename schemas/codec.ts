@@ -82,6 +82,7 @@ export class AvroCodec<T> implements Codec<T> {
       if (writerId === this.schemaId) return this.type.fromBuffer(body) as T;
       return this.type.fromBuffer(body, await this.resolverFor(writerId)) as T;
     } catch (err) {
+      if (err instanceof TurnstreamError) throw err;
       throw new TurnstreamError(ErrorCodes.DECODE, `cannot decode a ${TOPICS[this.id].base} record: ${(err as Error).message}`, {
         cause: err,
         retriable: false,
@@ -92,10 +93,26 @@ export class AvroCodec<T> implements Codec<T> {
   private resolverFor(writerId: number): Promise<avro.Resolver> {
     let r = this.resolvers.get(writerId);
     if (!r) {
-      r = this.client.getBySubjectAndId(valueSubject(this.topic), writerId).then((info) => {
-        const writer = avro.Type.forSchema(JSON.parse(info.schema) as avro.Schema);
-        return this.type.createResolver(writer);
-      });
+      r = this.client.getBySubjectAndId(valueSubject(this.topic), writerId).then(
+        (info) => {
+          const writer = avro.Type.forSchema(JSON.parse(info.schema) as avro.Schema);
+          return this.type.createResolver(writer);
+        },
+        (err: unknown) => {
+          // The registry said the id does not exist: the record is undecodable. Anything else
+          // (registry down, a 5xx) is transient, and the record is retried, not dead-lettered.
+          const status = (err as { status?: number }).status;
+          if (status !== undefined && status >= 400 && status < 500) {
+            throw new TurnstreamError(ErrorCodes.DECODE, `cannot decode a ${TOPICS[this.id].base} record: writer schema ${writerId}: ${(err as Error).message}`, {
+              cause: err,
+              retriable: false,
+            });
+          }
+          throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `schema registry unavailable while resolving writer schema ${writerId}: ${(err as Error).message}`, {
+            cause: err,
+          });
+        },
+      );
       // A failed lookup (registry down) is retried on the next record, not cached.
       r.catch(() => this.resolvers.delete(writerId));
       this.resolvers.set(writerId, r);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import avro from 'avsc';
-import { createRegistryClient, TOPICS, topicName, valueSubject } from '../../../schemas/index.ts';
+import { AvroCodec, createRegistryClient, TOPICS, topicName, valueSubject, type Turn } from '../../../schemas/index.ts';
 import { createEventCodecs } from '../../../streams/index.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
@@ -53,5 +53,23 @@ describe('Avro codecs against the real registry', () => {
     });
     await assert.rejects(codecs.of('turns').decode(Buffer.from('{"json":true}')), (e: Error & { code?: string }) => e.code === 'TS_ERR_DECODE');
     await assert.rejects(codecs.of('turns').decode(Buffer.from([0, 0, 0, 0, 1, 255])), (e: Error & { code?: string }) => e.code === 'TS_ERR_DECODE');
+  });
+});
+
+describe('Avro codecs when the registry is unreachable', () => {
+  it('a record from another writer schema is retriable (UNAVAILABLE), not dead-lettered as undecodable', async () => {
+    // Our own schema id decodes without the registry; another writer id needs a lookup, and
+    // with the registry gone that lookup fails in transit.
+    const down = createRegistryClient({ url: 'http://127.0.0.1:1/apis/ccompat/v7', maxRetries: 0 });
+    const codec = new AvroCodec<Turn>(down, 'turns', 'turnstream.turns.v1', 1);
+    const own = await codec.encode(exampleTurn());
+    assert.equal((await codec.decode(own)).turnId, exampleTurn().turnId);
+    const foreign = Buffer.from(own);
+    foreign.writeInt32BE(999999, 1);
+    await assert.rejects(codec.decode(foreign), (e: Error & { code?: string; retriable?: boolean }) => {
+      assert.equal(e.code, 'TS_ERR_UNAVAILABLE');
+      assert.equal(e.retriable, true);
+      return true;
+    });
   });
 });
