@@ -113,7 +113,6 @@ export function register(program: Command): void {
       if (f.only) personas = personas.filter((p) => f.only!.split(',').includes(p.id));
       // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).
       const base = await initCheckpoint(config.weightsDir);
-      const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
       const common = {
         personas,
         interactions: Number(f.interactions),
@@ -137,22 +136,14 @@ export function register(program: Command): void {
           baseWeightsDir: config.weightsDir,
         });
       } else {
-        result = await runEval({
-          personas,
-          baseUri: base.uri,
-          teacherPolicy,
-          interactions: Number(f.interactions),
-          seeds: Number(f.seeds),
-          method: f.method as 'combined' | 'rl' | 'opd',
-          batchSize: Number(f.batchSize),
-          lr: f.lr ? Number(f.lr) : undefined,
-          heldOutPrompts: Number(f.heldOut),
-          heldOutSamples: Number(f.heldOutSamples),
-          evalEvery: Number(f.evalEvery),
-          onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
-        });
+        // The frozen base is the OPD teacher of the in-process loop (the pipeline's sample builder loads its own).
+        const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+        try {
+          result = await runEval({ ...common, baseUri: base.uri, teacherPolicy, evalEvery: Number(f.evalEvery) });
+        } finally {
+          teacherPolicy.dispose();
+        }
       }
-      teacherPolicy.dispose();
       const out = resolve(f.out);
       await mkdir(out, { recursive: true });
       await writeFile(join(out, 'eval.csv'), toCsv(result));
