@@ -89,8 +89,10 @@ test('Kafka cut mid-traffic: every request answered, every turn on the topic exa
     const got = events.map((e) => e.value.turnId);
     assert.equal(got.length, ids.length, 'no duplicates');
     assert.deepEqual(new Set(got), new Set(ids));
-    // Same session, one partition: the order of the calls is kept.
-    assert.deepEqual(got, ids);
+    // Same session, one partition: calls made one after another keep their order; the five
+    // concurrent ones are captured as they complete, in any order, after all of those.
+    assert.deepEqual(got.slice(0, 15), ids.slice(0, 15));
+    assert.deepEqual(new Set(got.slice(15)), new Set(ids.slice(15)));
   } finally {
     await collector.stop();
     await gw.stop();
