@@ -28,8 +28,10 @@ export async function readToEnd(kafka: Kafka, topic: string, onRecord: (r: RawRe
   const admin = kafka.admin();
   await admin.connect();
   let targets: Map<number, bigint>;
+  let others: number[];
   try {
     const offsets = await admin.fetchTopicOffsets(topic);
+    others = offsets.map((o) => o.partition).filter((p) => options.partitions && !options.partitions.has(p));
     targets = new Map(
       offsets
         .filter((o) => (!options.partitions || options.partitions.has(o.partition)) && BigInt(o.high) > BigInt(o.low))
@@ -66,6 +68,8 @@ export async function readToEnd(kafka: Kafka, topic: string, onRecord: (r: RawRe
         lastProgress = Date.now();
       },
     });
+    // The throwaway group owns every partition; fetch only the ones asked for.
+    if (others.length > 0) consumer.pause([{ topic, partitions: others }]);
     const started = Date.now();
     const idleMs = options.idleMs ?? 1500;
     const timeoutMs = options.timeoutMs ?? 120000;
