@@ -3,12 +3,22 @@
  * records the prompt ids it actually used (after the policy's truncation, never an error),
  * every generated id (the final `<|end|>` included) and its log-prob, so the trainer never
  * re-tokenizes. Tools are accepted but not rendered: this small model answers in text.
+ *
+ * With `logprobs: true` the client gets those same numbers: each token's log-prob under the
+ * policy's own distribution (temperature 1, before temperature and top-p reshape it for
+ * sampling; vLLM's default `raw_logprobs` reports the same kind), equal to the Turn's
+ * `responseLogprobs`: a confidence of the model itself, meaningful also at temperature 0, where
+ * the distribution sampled from would give every token log-prob 0. `top_logprobs` lists the N most
+ * likely tokens of that same distribution at each step. Every generated token is reported, so
+ * `logprobs.content` has `usage.completion_tokens` entries, including the tokens of a stop string
+ * and the final `<|end|>`, which are not in the text. Streaming then sends one chunk per token.
  */
 import { randomInt } from 'node:crypto';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import type { ChatMessage as PolicyMessage } from '../trainer/index.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
+import { tokenLogprob, type TokenLogprob } from './logprobs.ts';
 import type { PolicyRegistry } from './policy-registry.ts';
 
 export interface BuiltinEngineOptions {
@@ -62,15 +72,20 @@ export class BuiltinEngine implements Engine {
       };
       const ids: number[] = [];
       const logprobs: number[] = [];
+      // Built only when asked: no per-token objects and no top-N search otherwise.
+      const content: TokenLogprob[] | null = req.logprobs ? [] : null;
+      const topLogprobs = req.logprobs ? (req.topLogprobs ?? 0) : 0;
       let text = '';
       let finish: string = 'length';
-      for await (const tok of policy.generate(promptIds, { ...sampling, signal: call.signal })) {
+      for await (const tok of policy.generate(promptIds, { ...sampling, topLogprobs, signal: call.signal })) {
         ids.push(tok.id);
         logprobs.push(tok.logprob);
-        if (tok.text) {
-          text += tok.text;
-          call.onDelta?.({ content: tok.text });
-        }
+        text += tok.text;
+        if (content) {
+          const entry = tokenLogprob(policy.tokenizer, tok.id, tok.logprob, tok.top);
+          content.push(entry);
+          call.onDelta?.({ content: tok.text, logprobs: { content: [entry], refusal: null } });
+        } else if (tok.text) call.onDelta?.({ content: tok.text });
         if (tok.finishReason) finish = tok.finishReason;
       }
       return {
@@ -82,6 +97,7 @@ export class BuiltinEngine implements Engine {
         promptTokenIds: promptIds,
         responseTokenIds: ids,
         responseLogprobs: logprobs,
+        logprobs: content ? { content, refusal: null } : null,
         tokenized: true,
         promptTruncatedTokens: truncatedTokens,
         promptTokens: promptIds.length,

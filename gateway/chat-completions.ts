@@ -1,7 +1,8 @@
 /**
  * `POST /v1/chat/completions`, non-streaming and streaming. Streaming sends real SSE deltas as
  * the engine produces them, a final chunk with the finish reason, a usage chunk when
- * `stream_options.include_usage`, then `data: [DONE]`. Every response id is
+ * `stream_options.include_usage`, then `data: [DONE]`. With `logprobs: true` the answer (or each
+ * chunk) carries the engine's `logprobs`, else `logprobs: null`. Every response id is
  * `chatcmpl-<turnId>` and every response carries `X-Turn-Id` (and `X-Session-Id`), so the
  * client can send feedback about the turn.
  */
@@ -169,7 +170,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: ChatRouteDep
       created: Math.floor(r.requestedAt / 1000),
       model: r.model,
       system_fingerprint: `${res.policyModelId}-v${res.policyVersion}`,
-      choices: [{ index: 0, message: messageOf(res), logprobs: null, finish_reason: res.finishReason }],
+      choices: [{ index: 0, message: messageOf(res), logprobs: r.req.logprobs ? res.logprobs : null, finish_reason: res.finishReason }],
       usage: usageOf(res),
     };
   });
@@ -192,9 +193,9 @@ async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r:
   const write = (payload: unknown): void => {
     if (!raw.destroyed) raw.write(sseFrame(payload));
   };
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null, logprobs: unknown = null) => ({
     ...base,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    choices: [{ index: 0, delta, logprobs, finish_reason: finish }],
     ...usageNull,
   });
   write(chunk({ role: 'assistant', content: '' }));
@@ -210,7 +211,7 @@ async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r:
         const delta: Record<string, unknown> = {};
         if (d.content !== undefined) delta.content = d.content;
         if (d.toolCalls) delta.tool_calls = d.toolCalls;
-        write(chunk(delta));
+        write(chunk(delta, null, (r.req.logprobs && d.logprobs) || null));
       },
     });
     if (firstAt) deps.metrics.timeToFirstToken.observe({ engine: deps.engine.kind }, (firstAt - r.requestedAt) / 1000);

@@ -10,6 +10,9 @@ import { flattenContent } from './content.ts';
 /** Body fields turnstream understands that are not OpenAI's: stripped before an upstream sees them. */
 export const NON_STANDARD_FIELDS = ['session_id', 'turn_type', 'session_done'] as const;
 
+/** Most alternatives per position a request may ask for (`top_logprobs`), as OpenAI. */
+export const MAX_TOP_LOGPROBS = 20;
+
 export const KNOWN_ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
 export interface ChatRequestLimits {
@@ -35,6 +38,10 @@ export interface ChatRequest {
   maxTokens: number | null;
   stop: string[];
   seed: number | null;
+  /** OpenAI `logprobs`: the client wants each answer token's log-prob back. */
+  logprobs: boolean;
+  /** OpenAI `top_logprobs` (0..20, only with `logprobs`): alternatives per position. */
+  topLogprobs: number | null;
   /** OpenAI `user`. */
   user: string | null;
   /** Body fallbacks of the X-Session-Id / X-Turn-Type / X-Session-Done headers. */
@@ -54,6 +61,33 @@ function optNumber(body: Record<string, unknown>, key: string, min: number, max:
   if (integer && !Number.isInteger(v)) throw invalidInput(`${key} must be an integer`, key);
   if (v < min || v > max) throw invalidInput(`${key} must be between ${min} and ${max}, got ${v}`, key);
   return v;
+}
+
+/** JSON's name for the type of `v`, as OpenAI's "got a string instead" messages use. */
+function jsonType(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'an integer' : 'a decimal';
+  return `a ${typeof v}`;
+}
+
+/** `logprobs` and `top_logprobs`, validated with OpenAI's messages. */
+function parseLogprobs(body: Record<string, unknown>): { logprobs: boolean; topLogprobs: number | null } {
+  const lp = body.logprobs;
+  if (lp !== undefined && lp !== null && typeof lp !== 'boolean') {
+    throw invalidInput(`Invalid type for 'logprobs': expected a boolean, but got ${jsonType(lp)} instead.`, 'logprobs');
+  }
+  const top = body.top_logprobs;
+  if (top === undefined || top === null) return { logprobs: lp === true, topLogprobs: null };
+  if (typeof top !== 'number' || !Number.isInteger(top)) {
+    throw invalidInput(`Invalid type for 'top_logprobs': expected an integer, but got ${jsonType(top)} instead.`, 'top_logprobs');
+  }
+  if (top < 0) throw invalidInput(`Invalid 'top_logprobs': integer below minimum value. Expected a value >= 0, but got ${top} instead.`, 'top_logprobs');
+  if (top > MAX_TOP_LOGPROBS) {
+    throw invalidInput(`Invalid 'top_logprobs': integer above maximum value. Expected a value <= ${MAX_TOP_LOGPROBS}, but got ${top} instead.`, 'top_logprobs');
+  }
+  if (lp !== true) throw invalidInput("Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is given.", 'top_logprobs');
+  return { logprobs: true, topLogprobs: top };
 }
 
 function parseToolCalls(v: unknown, param: string): ToolCall[] {
@@ -121,6 +155,7 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
   const maxCompletion = optNumber(body, 'max_completion_tokens', 1, maxTokensLimit, true);
   const maxTokens = maxCompletion ?? optNumber(body, 'max_tokens', 1, maxTokensLimit, true);
   const seed = optNumber(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true);
+  const { logprobs, topLogprobs } = parseLogprobs(body);
 
   let stop: string[] = [];
   if (typeof body.stop === 'string') stop = [body.stop];
@@ -161,6 +196,8 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
     maxTokens,
     stop,
     seed,
+    logprobs,
+    topLogprobs,
     user: typeof body.user === 'string' && body.user ? body.user : null,
     bodySessionId: typeof body.session_id === 'string' && body.session_id ? body.session_id : null,
     bodyTurnType: typeof body.turn_type === 'string' && body.turn_type ? body.turn_type : null,

@@ -4,6 +4,7 @@
  */
 import type { ChatMessage, ToolCall } from '../schemas/index.ts';
 import type { ChatRequest } from './chat-request.ts';
+import type { ChoiceLogprobs } from './logprobs.ts';
 
 /** A piece of the answer, as an OpenAI streaming `delta`. */
 export interface Delta {
@@ -14,6 +15,8 @@ export interface Delta {
     type?: 'function';
     function: { name?: string; arguments?: string };
   }>;
+  /** The chunk's `logprobs` for the client; only when the request asked for `logprobs`. */
+  logprobs?: ChoiceLogprobs;
 }
 
 export interface EngineCallOptions {
@@ -35,6 +38,11 @@ export interface EngineResult {
   responseTokenIds: number[];
   /** One per response token, or empty when the engine gave none. */
   responseLogprobs: number[];
+  /**
+   * `choices[0].logprobs` for the client: set only when the request asked for `logprobs`
+   * (an engine may fetch log-probs for the Turn without the client asking; those stay here).
+   */
+  logprobs: ChoiceLogprobs | null;
   /** The engine gave token ids (false: not trainable by token-level methods). */
   tokenized: boolean;
   promptTruncatedTokens: number;

@@ -5,11 +5,16 @@
  * It asks for `logprobs: true` and records what comes back; token ids are recorded only when
  * the upstream returns them (vLLM's `return_token_ids` → `token_ids` / `prompt_token_ids`, or
  * `token_id:<n>` tokens), otherwise the Turn has `tokenized = false`.
+ *
+ * A client's own `logprobs` / `top_logprobs` reach the upstream as sent, and the upstream's
+ * `logprobs` (of the answer, or of each chunk) come back to that client unchanged. When only the
+ * gateway asked (for the Turn), the client's answer has `logprobs: null`, as it requested.
  */
 import type { ToolCall } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
+import type { ChoiceLogprobs } from './logprobs.ts';
 import { readSseData } from './sse.ts';
 
 export interface ProxyEngineOptions {
@@ -45,6 +50,10 @@ interface Acc {
   promptIds: number[] | null;
   promptTokens: number;
   completionTokens: number;
+  /** The client asked for `logprobs`: the upstream's go back to it. */
+  forwardLogprobs: boolean;
+  /** The upstream's `choices[0].logprobs` of a non-streamed answer, as received. */
+  clientLogprobs: ChoiceLogprobs | null;
 }
 
 const TOKEN_ID = /^token_id:(\d+)$/;
@@ -113,6 +122,8 @@ export class ProxyEngine implements Engine {
       promptIds: null,
       promptTokens: 0,
       completionTokens: 0,
+      forwardLogprobs: req.logprobs,
+      clientLogprobs: null,
     };
     try {
       if (req.stream && (res.headers.get('content-type') ?? '').includes('text/event-stream') && res.body) {
@@ -166,11 +177,12 @@ export class ProxyEngine implements Engine {
     if (choice.finish_reason) acc.finishReason = choice.finish_reason;
     const d = choice.delta ?? {};
     const out: Delta = {};
+    if (acc.forwardLogprobs && choice.logprobs) out.logprobs = choice.logprobs;
     if (typeof d.content === 'string' && d.content) {
       acc.content += d.content;
       acc.sawContent = true;
       out.content = d.content;
-    }
+    } else if (typeof d.content === 'string' && out.logprobs) out.content = d.content;
     if (Array.isArray(d.tool_calls)) {
       out.toolCalls = [];
       for (const tc of d.tool_calls) {
@@ -188,7 +200,7 @@ export class ProxyEngine implements Engine {
         });
       }
     }
-    if (out.content !== undefined || out.toolCalls) onDelta?.(out);
+    if (out.content !== undefined || out.toolCalls || out.logprobs) onDelta?.(out);
   }
 
   private absorbMessage(acc: Acc, json: Record<string, any>, onDelta?: (d: Delta) => void): void {
@@ -201,6 +213,7 @@ export class ProxyEngine implements Engine {
     if (Array.isArray(choice.prompt_token_ids)) acc.promptIds = choice.prompt_token_ids;
     if (Array.isArray(choice.token_ids)) acc.responseIds = choice.token_ids;
     this.absorbLogprobs(acc, choice.logprobs);
+    if (acc.forwardLogprobs) acc.clientLogprobs = choice.logprobs ?? null;
     acc.finishReason = choice.finish_reason ?? 'stop';
     const msg = choice.message ?? {};
     if (typeof msg.content === 'string') {
@@ -216,7 +229,8 @@ export class ProxyEngine implements Engine {
     if (acc.toolCalls.length) {
       delta.toolCalls = acc.toolCalls.map((t, index) => ({ index, id: t.id, type: 'function' as const, function: { name: t.name, arguments: t.arguments } }));
     }
-    if (delta.content !== undefined || delta.toolCalls) onDelta?.(delta);
+    if (acc.clientLogprobs) delta.logprobs = acc.clientLogprobs;
+    if (delta.content !== undefined || delta.toolCalls || delta.logprobs) onDelta?.(delta);
   }
 
   private result(acc: Acc, req: ChatRequest): EngineResult {
@@ -232,6 +246,7 @@ export class ProxyEngine implements Engine {
       promptTokenIds: tokenized ? acc.promptIds! : [],
       responseTokenIds: tokenized ? responseIds! : [],
       responseLogprobs: acc.logprobs,
+      logprobs: acc.clientLogprobs,
       tokenized,
       promptTruncatedTokens: 0,
       promptTokens: acc.promptTokens,

@@ -34,6 +34,12 @@ export interface GenerateOptions {
    * @default a ByteTokenizer
    */
   tokenizer?: ByteTokenizer;
+  /**
+   * Also report the `topLogprobs` most likely tokens of each step (`GeneratedToken.top`); 0 adds
+   * nothing and costs nothing.
+   * @default 0
+   */
+  topLogprobs?: number;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -52,6 +58,11 @@ export interface GeneratedToken {
    * string and without special tokens.
    */
   text: string;
+  /**
+   * The `topLogprobs` most likely ids of this step with their log-probs (temperature 1, like
+   * `logprob`), most likely first (ties: lower id first). Only when `topLogprobs` > 0.
+   */
+  top?: Array<{ id: number; logprob: number }>;
   /** Set on the last token only. */
   finishReason?: FinishReason;
 }
@@ -103,6 +114,21 @@ export function sampleToken(logp: Float64Array, temperature: number, topP: numbe
     if (r < 0) return i;
   }
   return keep[keep.length - 1];
+}
+
+/** The `k` largest entries of `logp`, largest first (ties: lower id first); O(V·k), no sort of V. */
+export function topK(logp: ArrayLike<number>, k: number): Array<{ id: number; logprob: number }> {
+  const out: Array<{ id: number; logprob: number }> = [];
+  if (k <= 0) return out;
+  for (let id = 0; id < logp.length; id++) {
+    const v = logp[id];
+    if (out.length === k && !(v > out[k - 1].logprob)) continue;
+    let at = out.length;
+    while (at > 0 && v > out[at - 1].logprob) at--;
+    out.splice(at, 0, { id, logprob: v });
+    if (out.length > k) out.pop();
+  }
+  return out;
 }
 
 const defaultTokenizer = new ByteTokenizer();
@@ -160,6 +186,8 @@ export async function* generate(
   if (!Number.isInteger(maxTokens) || maxTokens < 0) throw invalidInput('maxTokens must be an integer ≥ 0', 'maxTokens');
   if (!(temperature >= 0)) throw invalidInput('temperature must be ≥ 0', 'temperature');
   if (!(topP > 0 && topP <= 1)) throw invalidInput('topP must be in (0, 1]', 'topP');
+  const topLogprobs = opts.topLogprobs ?? 0;
+  if (!Number.isInteger(topLogprobs) || topLogprobs < 0) throw invalidInput('topLogprobs must be an integer ≥ 0', 'topLogprobs');
   const stops = (opts.stop ?? []).filter((s) => s.length > 0);
   const rand = mulberry32(opts.seed ?? Math.floor(Math.random() * 2 ** 32));
   const budget = Math.min(maxTokens, model.config.contextLength - promptIds.length);
@@ -189,6 +217,7 @@ export async function* generate(
       const logp = logSoftmaxRow(logits);
       const id = sampleToken(logp, temperature, topP, rand);
       const token: GeneratedToken = { id, logprob: logp[id], text: '' };
+      if (topLogprobs > 0) token.top = topK(logp, topLogprobs);
       if (id === tokenizer.end || id === tokenizer.eos) {
         token.text = pending + decoder.flush();
         token.finishReason = 'stop';

@@ -1,6 +1,6 @@
 /**
  * The official `openai` npm client against the gateway (built-in tiny model), streaming and
- * not, with the turns it produced read back from Kafka.
+ * not, log-probs included, with the turns it produced read back from Kafka.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -108,4 +108,40 @@ test('models, bad key, and a bad request through the client surface as OpenAI er
     assert.equal((err as InstanceType<typeof OpenAI.BadRequestError>).param, 'messages');
     return true;
   });
+});
+
+test('logprobs / top_logprobs: the client parses them, streamed and not, and they match the Turn', async () => {
+  const { data, response } = await client.chat.completions
+    .create({ model: 'turnstream-tiny', messages: [{ role: 'user', content: 'How sure are you?' }], max_tokens: 8, seed: 11, logprobs: true, top_logprobs: 4 })
+    .withResponse();
+  const content = data.choices[0].logprobs?.content;
+  assert.ok(content, 'choices[0].logprobs.content');
+  assert.equal(data.choices[0].logprobs!.refusal, null);
+  assert.equal(content.length, data.usage!.completion_tokens);
+  for (const e of content) {
+    assert.equal(typeof e.token, 'string');
+    assert.ok(e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 4);
+  }
+  const turnId = response.headers.get('x-turn-id');
+  const t = (await turns.waitFor(3, 30_000, 0)).find((ev) => ev.value.turnId === turnId)!.value;
+  assert.deepEqual(content.map((e) => Math.fround(e.logprob)), t.responseLogprobs);
+
+  const stream = await client.chat.completions.create({
+    model: 'turnstream-tiny',
+    messages: [{ role: 'user', content: 'How sure are you?' }],
+    max_tokens: 8,
+    seed: 11,
+    logprobs: true,
+    top_logprobs: 4,
+    stream: true,
+  });
+  const streamed: OpenAI.ChatCompletionTokenLogprob[] = [];
+  for await (const c of stream) streamed.push(...(c.choices[0]?.logprobs?.content ?? []));
+  assert.deepEqual(streamed, content, 'the same seed streams the same tokens and numbers');
+
+  await assert.rejects(
+    client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }], top_logprobs: 3 }),
+    (err: unknown) => err instanceof OpenAI.BadRequestError && err.param === 'top_logprobs',
+  );
 });

@@ -49,6 +49,9 @@ test('every bad input gets a 400 in OpenAI error shape, and the server keeps ans
     [{ ...ok, temperature: -1 }, 'temperature'],
     [{ ...ok, temperature: '0.5' }, 'temperature'],
     [{ ...ok, stop: 5 }, 'stop'],
+    [{ ...ok, logprobs: true, top_logprobs: 21 }, 'top_logprobs'],
+    [{ ...ok, top_logprobs: 2 }, 'top_logprobs'],
+    [{ ...ok, logprobs: 'yes' }, 'logprobs'],
   ];
   for (const [body, param] of cases) {
     const r = await post('/v1/chat/completions', body);

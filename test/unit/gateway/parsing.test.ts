@@ -51,6 +51,14 @@ const bad: Array<[string, unknown, string | undefined]> = [
   ['tools not a list', { ...base, tools: {} }, 'tools'],
   ['model a number', { ...base, model: 7 }, 'model'],
   ['seed fractional', { ...base, seed: 0.5 }, 'seed'],
+  ['logprobs a string', { ...base, logprobs: 'true' }, 'logprobs'],
+  ['logprobs a number', { ...base, logprobs: 1 }, 'logprobs'],
+  ['top_logprobs above 20', { ...base, logprobs: true, top_logprobs: 21 }, 'top_logprobs'],
+  ['top_logprobs negative', { ...base, logprobs: true, top_logprobs: -1 }, 'top_logprobs'],
+  ['top_logprobs fractional', { ...base, logprobs: true, top_logprobs: 2.5 }, 'top_logprobs'],
+  ['top_logprobs a string', { ...base, logprobs: true, top_logprobs: '5' }, 'top_logprobs'],
+  ['top_logprobs without logprobs', { ...base, top_logprobs: 5 }, 'top_logprobs'],
+  ['top_logprobs with logprobs false', { ...base, logprobs: false, top_logprobs: 0 }, 'top_logprobs'],
 ];
 for (const [name, body, param] of bad) {
   test(`400 for ${name}`, () => {
@@ -60,6 +68,26 @@ for (const [name, body, param] of bad) {
     );
   });
 }
+
+test('logprobs and top_logprobs: defaults, accepted range, OpenAI-style messages, passed on to an upstream as sent', () => {
+  const none = parseChatRequest(base);
+  assert.equal(none.logprobs, false);
+  assert.equal(none.topLogprobs, null);
+  assert.equal(parseChatRequest({ ...base, logprobs: null, top_logprobs: null }).logprobs, false);
+  for (const n of [0, 1, 20]) {
+    const r = parseChatRequest({ ...base, logprobs: true, top_logprobs: n });
+    assert.equal(r.logprobs, true);
+    assert.equal(r.topLogprobs, n);
+    assert.equal(r.upstreamBody.top_logprobs, n);
+    assert.equal(r.upstreamBody.logprobs, true);
+  }
+  assert.equal(parseChatRequest({ ...base, logprobs: true }).topLogprobs, null);
+  assert.throws(() => parseChatRequest({ ...base, logprobs: true, top_logprobs: 21 }), {
+    message: "Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got 21 instead.",
+  });
+  assert.throws(() => parseChatRequest({ ...base, logprobs: 'yes' }), { message: "Invalid type for 'logprobs': expected a boolean, but got a string instead." });
+  assert.throws(() => parseChatRequest({ ...base, top_logprobs: 3 }), /'logprobs' must be set to true/);
+});
 
 test('truthy values: 1/true/yes/on in any case; garbage is an error', () => {
   for (const v of ['1', 'true', 'YES', 'On', true, 1]) assert.equal(parseTruthy(v), true, String(v));

@@ -1,7 +1,9 @@
 /**
  * Proxy mode against a small fake upstream started here: tools and tool calls pass through
  * (streamed tool-call deltas included), turnstream's body fields never reach the upstream,
- * log-probs are asked for and recorded, and token ids only when the upstream gives them.
+ * log-probs are asked for and recorded, and token ids only when the upstream gives them; a
+ * client's own logprobs request passes through and is answered with the upstream's log-probs,
+ * unchanged, while the ones only the gateway asked for never reach the client.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -9,6 +11,15 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
+
+/** What the fake upstream returns as `logprobs.content` (with a vendor field, to show it is passed on as is). */
+function upstreamLogprobs(withIds: boolean, top: number): Array<Record<string, unknown>> {
+  const alt = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)] });
+  return [
+    { token: withIds ? 'token_id:11' : 'Hel', logprob: -0.1, bytes: [72, 101, 108], top_logprobs: [alt('Hel', -0.1), alt('Hi', -2.5), alt('Hey', -3)].slice(0, top), vendor_rank: 1 },
+    { token: withIds ? 'token_id:12' : 'lo', logprob: -0.2, bytes: [108, 111], top_logprobs: [alt('lo', -0.2), alt('p', -1.9), alt('!', -4)].slice(0, top), vendor_rank: 1 },
+  ];
+}
 
 let upstream: Server;
 let seen: Array<Record<string, unknown>> = [];
@@ -35,7 +46,7 @@ before(async () => {
     }
     const wantTool = last.includes('tool');
     const withIds = last.includes('ids');
-    const lp = [{ token: withIds ? 'token_id:11' : 'Hel', logprob: -0.1 }, { token: withIds ? 'token_id:12' : 'lo', logprob: -0.2 }];
+    const lp = upstreamLogprobs(withIds, body.top_logprobs ?? 0);
     if (!body.stream) {
       res.setHeader('content-type', 'application/json');
       return void res.end(
@@ -160,4 +171,53 @@ test('streamed text and an upstream 400 surface correctly', async () => {
   await assert.rejects(client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'fail' }] }), (e: unknown) => e instanceof OpenAI.BadRequestError && /bad tool schema/.test(e.message));
   const models = await client.models.list();
   assert.deepEqual(models.data.map((m) => m.id), ['up-model']);
+});
+
+test("logprobs the client asks for pass through both ways unchanged; the gateway's own are not shown", async () => {
+  const asked = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'hi' }], logprobs: true, top_logprobs: 2 });
+  assert.equal(seen.at(-1)!.logprobs, true);
+  assert.equal(seen.at(-1)!.top_logprobs, 2, 'top_logprobs reaches the upstream');
+  assert.deepEqual(asked.choices[0].logprobs, { content: upstreamLogprobs(false, 2) }, "the upstream's logprobs, unchanged");
+  const t = (await outboxTurns()).find((x) => `chatcmpl-${x.turnId}` === asked.id);
+  assert.deepEqual(t.responseLogprobs, [-0.1, -0.2], 'still captured');
+
+  for (const extra of [{}, { logprobs: false }]) {
+    const plain = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'hi' }], ...extra });
+    assert.equal(seen.at(-1)!.logprobs, true, 'the gateway still asks, for the Turn');
+    assert.ok(!('top_logprobs' in seen.at(-1)!));
+    assert.equal(plain.choices[0].logprobs, null, 'but the client did not ask');
+    const pt = (await outboxTurns()).find((x) => `chatcmpl-${x.turnId}` === plain.id);
+    assert.deepEqual(pt.responseLogprobs, [-0.1, -0.2]);
+  }
+});
+
+test("streamed: each chunk carries the upstream's logprobs when asked, and null when not", async () => {
+  const collect = async (body: Record<string, unknown>) => {
+    const stream = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'hi' }], stream: true, ...body } as OpenAI.ChatCompletionCreateParamsStreaming);
+    const entries: unknown[] = [];
+    let chunksWithLogprobs = 0;
+    let text = '';
+    for await (const c of stream) {
+      text += c.choices[0]?.delta?.content ?? '';
+      const lp = c.choices[0]?.logprobs;
+      if (lp) {
+        chunksWithLogprobs++;
+        entries.push(...(lp.content ?? []));
+      }
+    }
+    return { entries, chunksWithLogprobs, text };
+  };
+  const asked = await collect({ logprobs: true, top_logprobs: 3 });
+  assert.equal(seen.at(-1)!.top_logprobs, 3);
+  assert.equal(asked.text, 'Hello');
+  assert.deepEqual(asked.entries, upstreamLogprobs(false, 3));
+  assert.equal(asked.chunksWithLogprobs, 2, 'one upstream chunk, one client chunk');
+  const t = (await outboxTurns()).at(-1);
+  assert.deepEqual(t.responseLogprobs, [-0.1, -0.2]);
+
+  const plain = await collect({});
+  assert.equal(seen.at(-1)!.logprobs, true);
+  assert.equal(plain.text, 'Hello');
+  assert.equal(plain.chunksWithLogprobs, 0, 'the log-probs the gateway asked for stay in the Turn');
+  assert.deepEqual((await outboxTurns()).at(-1).responseLogprobs, [-0.1, -0.2]);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { generate, mulberry32, sampleToken, scoreTokens, type GeneratedToken, type GenerateOptions } from '../../../trainer/generate.ts';
+import { generate, logSoftmaxRow, mulberry32, sampleToken, scoreTokens, topK, type GeneratedToken, type GenerateOptions } from '../../../trainer/generate.ts';
 import { TransformerModel } from '../../../trainer/model.ts';
 import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
 import { TINY, close } from './helpers.ts';
@@ -149,6 +149,7 @@ test('generation leaks no tensors, also when the consumer stops early', async ()
   const before = tf.memory().numTensors;
   await collect({ maxTokens: 8, seed: 2 });
   for await (const _ of generate(model, prompt, { maxTokens: 8, seed: 3 })) break;
+  await collect({ maxTokens: 8, seed: 4, topLogprobs: 20 });
   await scoreTokens(model, prompt, [1, 2, 3]);
   assert.equal(tf.memory().numTensors, before);
 });
@@ -158,6 +159,31 @@ test('bad prompts and options are input errors', async () => {
   await assert.rejects(collect({}, new Array(TINY.contextLength).fill(1)), { code: 'TS_ERR_INVALID_INPUT' });
   await assert.rejects(collect({ topP: 0 }), { code: 'TS_ERR_INVALID_INPUT' });
   await assert.rejects(collect({}, [9999]), { code: 'TS_ERR_INVALID_INPUT' });
+});
+
+test('topLogprobs: the N most likely ids of each step at temperature 1, sorted; same tokens as without; absent unless asked', async () => {
+  const bias = new Array(tok.vocabSize).fill(-20);
+  [3, 1, 2, 0.5, 0].forEach((b, i) => (bias[97 + i] = b)); // a > c > b > d > e
+  const m = scriptedModel(bias);
+  const expected = logSoftmaxRow(bias);
+  const plain = await collect({ maxTokens: 4, seed: 9, temperature: 0.5 }, prompt, m);
+  const out = await collect({ maxTokens: 4, seed: 9, temperature: 0.5, topLogprobs: 3 }, prompt, m);
+  assert.deepEqual(out.map(({ top: _, ...t }) => t), plain, 'asking for alternatives does not change the sampling');
+  assert.ok(plain.every((t) => t.top === undefined));
+  for (const t of out) {
+    assert.deepEqual(t.top!.map((x) => x.id), [97, 99, 98]);
+    t.top!.forEach((x) => close(x.logprob, expected[x.id], 1e-4));
+    const same = t.top!.find((x) => x.id === t.id);
+    if (same) assert.equal(same.logprob, t.logprob, 'the sampled id has the same log-prob in both places');
+  }
+  await assert.rejects(collect({ topLogprobs: 1.5 }), { code: 'TS_ERR_INVALID_INPUT' });
+  m.dispose();
+});
+
+test('topK: largest first, ties by lower id, k beyond the vocabulary', () => {
+  assert.deepEqual(topK([-1, -3, -0.5, -1, -2], 3), [{ id: 2, logprob: -0.5 }, { id: 0, logprob: -1 }, { id: 3, logprob: -1 }]);
+  assert.deepEqual(topK([-1, -2], 5).map((x) => x.id), [0, 1]);
+  assert.deepEqual(topK([-1], 0), []);
 });
 
 test('top-p keeps only the nucleus', () => {
