@@ -1,8 +1,16 @@
 /**
- * The real services for integration and e2e tests. With KAFKA_BROKERS, SCHEMA_REGISTRY_URL
- * and CLICKHOUSE_URL set (a CI service, a docker-compose stack from infra/docker-compose.yml),
- * those are used and only health-checked; otherwise the native stack under
- * `<repo>/.turnstream` is started on the default ports, or reused when it runs already.
+ * The real services for integration and e2e tests. Which ones (`TURNSTREAM_TEST_STACK`):
+ *
+ * - endpoints given — KAFKA_BROKERS, SCHEMA_REGISTRY_URL and CLICKHOUSE_URL all set (a CI
+ *   service, a docker-compose stack from infra/docker-compose.yml): those are used and only
+ *   health-checked; nothing starts, whatever the mode;
+ * - `native`: the native stack under `<repo>/.turnstream` is started on the default ports, or
+ *   reused when it runs already (a service whose endpoint is given is only health-checked);
+ * - `containers`: Kafka, the registry and ClickHouse in containers (test/support/containers.ts),
+ *   one set per test process (kept and shared with TESTCONTAINERS_REUSE_ENABLE=true); an
+ *   error when no Docker engine answers;
+ * - `auto` (the default): `containers` when a Docker engine answers `GET /_ping` within 1.5 s,
+ *   else `native`. With no Docker socket on disk the check costs a few `stat`s.
  *
  * The native stack is shared by every test file (a cold start costs ~30 s), so a test run
  * does not stop it; `.ci/run` stops what it started, and `turnstream infra down` does by hand.
@@ -10,17 +18,78 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../cli/config.ts';
-import { stackUp, type StackEndpoints } from '../../infra/index.ts';
+import { clickhouseVersion, kafkaHealthy, registryHealthy, stackUp, type StackEndpoints } from '../../infra/index.ts';
+import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { detectDockerEngine, noDockerEngineError, startContainers, type DockerEngine, type DockerProbe } from './containers.ts';
 
 /** The repository root (test/support/../..). */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export type TestStackMode = 'auto' | 'native' | 'containers';
+
+/** Endpoints given in the environment; each one given is used instead of starting that service. */
+export interface GivenEndpoints {
+  kafkaBrokers: string | undefined;
+  schemaRegistryUrl: string | undefined;
+  clickhouseUrl: string | undefined;
+}
+
+/** What provides the services that are not given. */
+export type StackSelection =
+  | { provider: 'given'; reason: string }
+  | { provider: 'native'; reason: string }
+  | { provider: 'containers'; engine: DockerEngine; reason: string };
+
+/** `TURNSTREAM_TEST_STACK`, checked: unset or empty is `auto`. */
+export function parseTestStackMode(value: string | undefined): TestStackMode {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '') return 'auto';
+  if (v === 'auto' || v === 'native' || v === 'containers') return v;
+  throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `TURNSTREAM_TEST_STACK must be auto, native or containers, not "${value}"`, {
+    param: 'TURNSTREAM_TEST_STACK',
+  });
+}
+
+/**
+ * Chooses the stack. All three endpoints given → `given`, and no engine is looked for. Else
+ * `native` and `containers` are taken at their word (`containers` without an engine is an
+ * error), and `auto` asks `detect` (a Docker engine within a short bound).
+ */
+export async function selectTestStack(
+  mode: TestStackMode,
+  given: GivenEndpoints,
+  detect: () => Promise<DockerProbe> = () => detectDockerEngine(),
+): Promise<StackSelection> {
+  if (given.kafkaBrokers && given.schemaRegistryUrl && given.clickhouseUrl) {
+    return { provider: 'given', reason: 'KAFKA_BROKERS, SCHEMA_REGISTRY_URL and CLICKHOUSE_URL are set' };
+  }
+  if (mode === 'native') return { provider: 'native', reason: 'TURNSTREAM_TEST_STACK=native' };
+  const probe = await detect();
+  if (probe.engine) {
+    return {
+      provider: 'containers',
+      engine: probe.engine,
+      reason: `Docker engine at ${probe.engine.dockerHost} (TURNSTREAM_TEST_STACK=${mode})`,
+    };
+  }
+  if (mode === 'containers') throw noDockerEngineError(probe);
+  return { provider: 'native', reason: 'no Docker engine answers (TURNSTREAM_TEST_STACK=auto)' };
+}
 
 let stack: Promise<StackEndpoints> | undefined;
 
 /** Endpoints of a healthy Kafka, Schema Registry (ccompat URL) and ClickHouse. */
 export function ensureStack(): Promise<{ brokers: string; registryUrl: string; clickhouseUrl: string }> {
   stack ??= (async () => {
+    // loadConfig also loads `.env` into process.env, so the two switches below may come from there.
     const config = loadConfig(process.env, REPO_ROOT);
+    const given: GivenEndpoints = {
+      kafkaBrokers: config.kafkaBrokers,
+      schemaRegistryUrl: config.schemaRegistryUrl,
+      clickhouseUrl: config.clickhouseUrl,
+    };
+    const selection = await selectTestStack(parseTestStackMode(process.env.TURNSTREAM_TEST_STACK), given);
+    if (selection.provider === 'containers') return containerStack(selection, given, process.env.TESTCONTAINERS_REUSE_ENABLE === 'true');
     const result = await stackUp({
       home: config.home,
       kafkaBrokers: config.kafkaBrokers,
@@ -36,6 +105,42 @@ export function ensureStack(): Promise<{ brokers: string; registryUrl: string; c
     return { brokers: result.brokers, registryUrl: result.registryUrl, clickhouseUrl: result.clickhouseUrl };
   })();
   return stack;
+}
+
+/** Containers for what is not given; what is given is health-checked, as `stackUp` does. */
+async function containerStack(
+  selection: Extract<StackSelection, { provider: 'containers' }>,
+  given: GivenEndpoints,
+  reuse: boolean,
+): Promise<StackEndpoints> {
+  process.stderr.write(`# stack: containers, ${selection.reason}\n`);
+  const checks: Array<Promise<void>> = [];
+  const check = (name: string, where: string, ok: () => Promise<boolean>): void => {
+    checks.push(
+      ok().then((up) => {
+        if (!up) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${name} at ${where} (given, so not started here) does not answer`);
+      }),
+    );
+  };
+  if (given.kafkaBrokers) check('Kafka', given.kafkaBrokers, () => kafkaHealthy(given.kafkaBrokers as string));
+  if (given.schemaRegistryUrl) check('Schema Registry', given.schemaRegistryUrl, () => registryHealthy(given.schemaRegistryUrl as string));
+  if (given.clickhouseUrl) {
+    check('ClickHouse', given.clickhouseUrl, async () => (await clickhouseVersion(given.clickhouseUrl as string)) !== undefined);
+  }
+  // Given endpoints first (a few seconds at most), so a dead one fails before any container starts.
+  await Promise.all(checks);
+  const started = await startContainers({
+    engine: selection.engine,
+    services: { kafka: !given.kafkaBrokers, registry: !given.schemaRegistryUrl, clickhouse: !given.clickhouseUrl },
+    // testcontainers' own switch, opted into: keep the containers for the next test file and run.
+    reuse,
+    onProgress: (m) => process.stderr.write(`# stack containers: ${m}\n`),
+  });
+  return {
+    brokers: given.kafkaBrokers ?? (started.brokers as string),
+    registryUrl: given.schemaRegistryUrl ?? (started.registryUrl as string),
+    clickhouseUrl: given.clickhouseUrl ?? (started.clickhouseUrl as string),
+  };
 }
 
 /**
