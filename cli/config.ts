@@ -1,9 +1,137 @@
 /**
  * The one place that reads the environment (and a `.env` file). Everything else receives
- * typed options. Every value has a default that works on one machine.
+ * typed options. Every value has a default that works on one machine; a value that is not
+ * allowed (not a number, out of range, not one of the choices) fails the start with one
+ * TS_ERR_INVALID_INPUT error listing every bad variable, its value and what is allowed.
  */
 import { config as loadDotenv } from 'dotenv';
 import { resolve } from 'node:path';
+import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+
+/** The gateway service (`turnstream gateway`). */
+export interface GatewayConfig {
+  /** Listen port; 0 = any free port. `PORT` @default 30000 */
+  port: number;
+  /** `key` or `key:userId`, comma separated; empty = no auth. `TURNSTREAM_API_KEYS` @default [] */
+  apiKeys: string[];
+  /** Turn type assumed when a request says none. `DEFAULT_TURN_TYPE` (main|side) @default 'main' */
+  defaultTurnType: 'main' | 'side';
+  /** Largest request body in bytes. `GATEWAY_BODY_LIMIT_BYTES` @default undefined = the gateway's 4 MiB */
+  bodyLimitBytes: number | undefined;
+  /** Bound on one generation (504 after it). `GATEWAY_GENERATION_TIMEOUT_MS` @default undefined = the gateway's 300000 */
+  generationTimeoutMs: number | undefined;
+}
+
+/** An upstream OpenAI-compatible engine the gateway proxies to instead of the built-in model. */
+export interface UpstreamConfig {
+  /** Unset = the built-in tfjs policy. `UPSTREAM_BASE_URL` @default undefined */
+  baseUrl: string | undefined;
+  /** `UPSTREAM_API_KEY` @default undefined */
+  apiKey: string | undefined;
+  /** `UPSTREAM_MODEL` @default undefined */
+  model: string | undefined;
+}
+
+/** What every stream processor shares (`turnstream process …`). */
+export interface ProcessorConfig {
+  /** Records worked on at once per instance. `PROCESSOR_CONCURRENCY` @default undefined = the processor's 64 */
+  concurrency: number | undefined;
+  /**
+   * How soon a dead instance's partitions move to the others (the consumer group session
+   * timeout). `PROCESSOR_SESSION_TIMEOUT_MS` @default undefined = the processor's 30000
+   */
+  sessionTimeoutMs: number | undefined;
+}
+
+/** The session assembler. */
+export interface SessionConfig {
+  /** A session with no turn for this long is closed. `SESSION_IDLE_TIMEOUT_MS` @default 1_800_000 */
+  idleTimeoutMs: number;
+  /** The last turn of a closed session: a masked sample or none. `SESSION_END_POLICY` (masked|drop) @default 'masked' */
+  endPolicy: 'masked' | 'drop';
+  /**
+   * How long, in stream time, a ready pair waits for a late 👍/👎. `FEEDBACK_GRACE_MS`
+   * @default undefined = the assembler's DEFAULT_FEEDBACK_GRACE_MS (5000)
+   */
+  feedbackGraceMs: number | undefined;
+}
+
+/** The judge (also the live defaults of `turnstream replay`). */
+export interface JudgeConfig {
+  /** OpenAI-compatible judge endpoint; unset = the embedded judge. `JUDGE_BASE_URL` @default undefined */
+  baseUrl: string | undefined;
+  /** `JUDGE_MODEL` @default 'judge' */
+  model: string;
+  /** `JUDGE_API_KEY` @default undefined */
+  apiKey: string | undefined;
+  /** Process-reward votes per pair. `JUDGE_VOTES` @default 3 */
+  votes: number;
+  /** Hint votes per pair (OPD and combined). `JUDGE_HINT_VOTES` @default 1 */
+  hintVotes: number;
+  /** Bound on one judge call. `JUDGE_TIMEOUT_MS` @default 60000 */
+  timeoutMs: number;
+}
+
+/** The teacher of the sample builder (OPD and combined). */
+export interface TeacherConfig {
+  /**
+   * An engine that scores given tokens. `TEACHER_BASE_URL`
+   * @default undefined = the upstream engine when one is set, else the built-in base checkpoint
+   */
+  baseUrl: string | undefined;
+  /** `TEACHER_MODEL` @default undefined = `UPSTREAM_MODEL`, else 'teacher' */
+  model: string | undefined;
+  /** `TEACHER_API_KEY` @default undefined = `UPSTREAM_API_KEY` when the upstream engine is the teacher */
+  apiKey: string | undefined;
+  /** Teacher top-k log-probs per position; 0 = none. `TEACHER_TOP_K` @default 0 */
+  topK: number;
+}
+
+/** Where analytics lives in ClickHouse (sink, report, dashboard). The URL is `clickhouseUrl`. */
+export interface ClickhouseConfig {
+  /** `CLICKHOUSE_DATABASE` @default 'turnstream' */
+  database: string;
+  /** `CLICKHOUSE_USER` @default undefined = ClickHouse's default user */
+  username: string | undefined;
+  /** `CLICKHOUSE_PASSWORD` @default undefined */
+  password: string | undefined;
+  /** Prefix of every table. `CLICKHOUSE_TABLE_PREFIX` @default '' */
+  tablePrefix: string;
+}
+
+/** The ClickHouse sink (`turnstream sink`). */
+export interface SinkConfig {
+  /** Consumer group. `SINK_GROUP_ID` @default `<topicPrefix>turnstream-clickhouse-sink` */
+  groupId: string;
+  /** Rows per insert. `SINK_BATCH_ROWS` @default 500 */
+  batchRows: number;
+  /** A partial batch is inserted after this long. `SINK_FLUSH_MS` @default 500 */
+  flushMs: number;
+}
+
+/** The learner (`turnstream train`); its flags override these. */
+export interface TrainConfig {
+  /** Samples per step. `TRAIN_BATCH_SIZE` (`--batch-size`) @default 16 */
+  batchSize: number;
+  /** Samples more than this many versions old are stale. `TRAIN_MAX_STALENESS` (`--max-staleness`) @default 2 */
+  maxStaleness: number;
+  /** What happens to stale samples: dropped, or kept with truncated importance sampling. `TRAIN_STALENESS` (drop|tis) @default 'drop' */
+  staleness: 'drop' | 'tis';
+  /** One user's largest share of a batch, in (0, 1]. `TRAIN_MAX_USER_SHARE` (`--max-user-share`) @default 0.5 */
+  maxUserShare: number;
+  /** A smaller batch is trained once its oldest sample waited this long. `TRAIN_MAX_WAIT_MS` @default 30000 */
+  maxWaitMs: number;
+  /** Learning rate. `TRAIN_LR` (`--lr`) @default undefined = the learner's LEARNER_LR (1e-3) */
+  lr: number | undefined;
+  /** Weight users' feedback by their agreement with the others. `TRAIN_CONSENSUS` (`--no-consensus`) @default true */
+  consensus: boolean;
+  /** KL(π‖π_ref) coefficient. `TRAIN_KL_COEF` @default 0 */
+  klCoef: number;
+  /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
+  entropyCoef: number;
+  /** Port of the learner's Prometheus `/metrics`; 0 = off. `TRAINER_METRICS_PORT` @default 0 */
+  metricsPort: number;
+}
 
 export interface TurnstreamConfig {
   /** Kafka bootstrap servers; when unset the local stack is started. `KAFKA_BROKERS` */
@@ -14,76 +142,224 @@ export interface TurnstreamConfig {
   clickhouseUrl: string | undefined;
   /** Folder of the local stack's downloads, data and logs. `TURNSTREAM_HOME` @default ./.turnstream */
   home: string;
-  /** Gateway port. `PORT` @default 30000 */
-  port: number;
-  /** Gateway bind address. `HOST` @default 127.0.0.1 */
+  /** Java of the local stack's Kafka and registry. `JAVA_HOME` @default undefined = `java` on the PATH */
+  javaHome: string | undefined;
+  /** Address every service listens on (gateway, dashboard, trainer metrics). `HOST` @default 127.0.0.1 */
   host: string;
-  /** `key` or `key:userId`, comma separated; empty = no auth. `TURNSTREAM_API_KEYS` */
-  apiKeys: string[];
-  /** OpenAI-compatible judge endpoint; unset = embedded judge. `JUDGE_BASE_URL` */
-  judgeBaseUrl: string | undefined;
-  /** `JUDGE_MODEL` @default judge */
-  judgeModel: string;
-  /** `JUDGE_API_KEY` */
-  judgeApiKey: string | undefined;
-  /** Votes per pair. `JUDGE_VOTES` @default 3 */
-  judgeVotes: number;
-  /** Upstream OpenAI-compatible engine; unset = the built-in tfjs policy. `UPSTREAM_BASE_URL` */
-  upstreamBaseUrl: string | undefined;
-  /** `UPSTREAM_API_KEY` */
-  upstreamApiKey: string | undefined;
-  /** `UPSTREAM_MODEL` */
-  upstreamModel: string | undefined;
   /** Weight store folder. `TURNSTREAM_WEIGHTS_DIR` @default <home>/weights */
   weightsDir: string;
-  /** Session idle timeout in ms. `SESSION_IDLE_TIMEOUT_MS` @default 1_800_000 */
-  sessionIdleTimeoutMs: number;
-  /** Turn type assumed when a request says none. `DEFAULT_TURN_TYPE` @default main */
-  defaultTurnType: 'main' | 'side';
-  /** Training method of the sample builder. `TRAIN_METHOD` @default combined */
+  /** Model id of the built-in policy and the learner. `TURNSTREAM_MODEL_ID` @default undefined = 'turnstream-tiny' */
+  modelId: string | undefined;
+  /** Training method of the judge and the sample builder. `TRAIN_METHOD` (rl|opd|combined) @default 'combined' */
   trainMethod: 'rl' | 'opd' | 'combined';
-  /** pino level. `LOG_LEVEL` @default info */
+  /** pino level. `LOG_LEVEL` (fatal|error|warn|info|debug|trace|silent) @default 'info' */
   logLevel: string;
   /** Topic name prefix (tests isolate themselves with it). `TURNSTREAM_TOPIC_PREFIX` @default '' */
   topicPrefix: string;
-  /** Raw environment, for options a service adds later (read only here). */
-  env: Readonly<Record<string, string | undefined>>;
+  gateway: GatewayConfig;
+  upstream: UpstreamConfig;
+  processor: ProcessorConfig;
+  session: SessionConfig;
+  judge: JudgeConfig;
+  teacher: TeacherConfig;
+  clickhouse: ClickhouseConfig;
+  sink: SinkConfig;
+  train: TrainConfig;
 }
 
-const num = (v: string | undefined, d: number): number => {
-  if (v === undefined || v.trim() === '') return d;
-  const n = Number(v);
-  if (!Number.isFinite(n)) throw new Error(`expected a number, got "${v}"`);
-  return n;
-};
+/** What a numeric setting allows. */
+export interface NumberRule {
+  /** Whole numbers only. @default false */
+  integer?: boolean;
+  /** Smallest allowed value, inclusive. */
+  min?: number;
+  /** Values must be greater than this. */
+  above?: number;
+  /** Largest allowed value, inclusive. */
+  max?: number;
+}
 
-/** Reads the configuration from `env` (process.env by default) and `.env`. */
+/** "an integer >= 1", "a number > 0 and <= 1". */
+export function describeRule(rule: NumberRule): string {
+  const bounds = [
+    rule.above !== undefined ? `> ${rule.above}` : '',
+    rule.min !== undefined ? `>= ${rule.min}` : '',
+    rule.max !== undefined ? `<= ${rule.max}` : '',
+  ].filter(Boolean);
+  return `${rule.integer ? 'an integer' : 'a number'}${bounds.length ? ` ${bounds.join(' and ')}` : ''}`;
+}
+
+const fits = (n: number, r: NumberRule): boolean =>
+  Number.isFinite(n) &&
+  (!r.integer || Number.isInteger(n)) &&
+  (r.min === undefined || n >= r.min) &&
+  (r.above === undefined || n > r.above) &&
+  (r.max === undefined || n <= r.max);
+
+const TRUE = ['1', 'true', 'yes', 'on'];
+const FALSE = ['0', 'false', 'no', 'off'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Reads named raw values (environment variables, or a command's flags) into typed ones and
+ * collects every problem, so one error can name them all. Unset or blank = the default.
+ */
+export class SettingsReader {
+  private readonly problems: Array<{ name: string; message: string }> = [];
+
+  constructor(private readonly source: Readonly<Record<string, string | undefined>>) {}
+
+  private raw(name: string): string | undefined {
+    const v = this.source[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  private problem(name: string, value: string, allowed: string): void {
+    this.problems.push({ name, message: `${name}=${JSON.stringify(value)}: expected ${allowed}` });
+  }
+
+  /** A number within `rule`, or undefined when unset. */
+  optionalNumber(name: string, rule: NumberRule): number | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (fits(n, rule)) return n;
+    this.problem(name, v, describeRule(rule));
+    return undefined;
+  }
+
+  /** A number within `rule`, or `fallback` when unset (or bad, with the problem recorded). */
+  number(name: string, fallback: number, rule: NumberRule): number {
+    return this.optionalNumber(name, rule) ?? fallback;
+  }
+
+  /** One of `choices`, case-insensitive. */
+  oneOf<T extends string>(name: string, fallback: T, choices: readonly T[]): T {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const lower = v.toLowerCase();
+    if ((choices as readonly string[]).includes(lower)) return lower as T;
+    this.problem(name, v, `one of ${choices.join(', ')}`);
+    return fallback;
+  }
+
+  /** 1/true/yes/on or 0/false/no/off. */
+  boolean(name: string, fallback: boolean): boolean {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (TRUE.includes(v.toLowerCase())) return true;
+    if (FALSE.includes(v.toLowerCase())) return false;
+    this.problem(name, v, `one of ${[...TRUE, ...FALSE].join(', ')}`);
+    return fallback;
+  }
+
+  /**
+   * Throws one non-retriable TS_ERR_INVALID_INPUT naming every problem (its `param` is the first
+   * bad name); returns `value` when there is none.
+   */
+  done<T>(value: T, what = 'invalid configuration'): T {
+    if (this.problems.length === 0) return value;
+    throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `${what}: ${this.problems.map((p) => p.message).join('; ')}`, {
+      param: this.problems[0].name,
+      retriable: false,
+    });
+  }
+}
+
+/** The rules of the settings a command's flags can also set (so both are checked alike). */
+export const RULES = {
+  port: { integer: true, min: 0, max: 65535 },
+  trainBatchSize: { integer: true, min: 1 },
+  trainMaxStaleness: { integer: true, min: 0 },
+  trainMaxUserShare: { above: 0, max: 1 },
+  trainLr: { above: 0 },
+  version: { integer: true, min: 0 },
+} as const satisfies Record<string, NumberRule>;
+
+/**
+ * Reads the configuration from `env` (process.env by default) and `.env`.
+ * @throws TurnstreamError TS_ERR_INVALID_INPUT (not retriable) naming every bad variable
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): TurnstreamConfig {
   if (env === process.env) loadDotenv({ path: resolve(cwd, '.env'), quiet: true } as never);
+  const r = new SettingsReader(env);
   const home = resolve(cwd, env.TURNSTREAM_HOME ?? '.turnstream');
-  const turnType = (env.DEFAULT_TURN_TYPE ?? 'main').toLowerCase();
-  const method = (env.TRAIN_METHOD ?? 'combined').toLowerCase();
-  return {
+  const topicPrefix = env.TURNSTREAM_TOPIC_PREFIX ?? '';
+  const positive = { above: 0 };
+  const nonNegative = { min: 0 };
+  const count = { integer: true, min: 1 };
+  return r.done({
     kafkaBrokers: env.KAFKA_BROKERS || undefined,
     schemaRegistryUrl: env.SCHEMA_REGISTRY_URL || undefined,
     clickhouseUrl: env.CLICKHOUSE_URL || undefined,
     home,
-    port: num(env.PORT, 30000),
+    javaHome: env.JAVA_HOME || undefined,
     host: env.HOST ?? '127.0.0.1',
-    apiKeys: (env.TURNSTREAM_API_KEYS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    judgeBaseUrl: env.JUDGE_BASE_URL || undefined,
-    judgeModel: env.JUDGE_MODEL ?? 'judge',
-    judgeApiKey: env.JUDGE_API_KEY || undefined,
-    judgeVotes: num(env.JUDGE_VOTES, 3),
-    upstreamBaseUrl: env.UPSTREAM_BASE_URL || undefined,
-    upstreamApiKey: env.UPSTREAM_API_KEY || undefined,
-    upstreamModel: env.UPSTREAM_MODEL || undefined,
     weightsDir: resolve(cwd, env.TURNSTREAM_WEIGHTS_DIR ?? resolve(home, 'weights')),
-    sessionIdleTimeoutMs: num(env.SESSION_IDLE_TIMEOUT_MS, 30 * 60 * 1000),
-    defaultTurnType: turnType === 'side' ? 'side' : 'main',
-    trainMethod: method === 'rl' || method === 'opd' ? method : 'combined',
-    logLevel: env.LOG_LEVEL ?? 'info',
-    topicPrefix: env.TURNSTREAM_TOPIC_PREFIX ?? '',
-    env: { ...env },
-  };
+    modelId: env.TURNSTREAM_MODEL_ID || undefined,
+    trainMethod: r.oneOf('TRAIN_METHOD', 'combined', ['rl', 'opd', 'combined']),
+    logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+    topicPrefix,
+    gateway: {
+      port: r.number('PORT', 30000, RULES.port),
+      apiKeys: (env.TURNSTREAM_API_KEYS ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+      defaultTurnType: r.oneOf('DEFAULT_TURN_TYPE', 'main', ['main', 'side']),
+      bodyLimitBytes: r.optionalNumber('GATEWAY_BODY_LIMIT_BYTES', count),
+      generationTimeoutMs: r.optionalNumber('GATEWAY_GENERATION_TIMEOUT_MS', positive),
+    },
+    upstream: {
+      baseUrl: env.UPSTREAM_BASE_URL || undefined,
+      apiKey: env.UPSTREAM_API_KEY || undefined,
+      model: env.UPSTREAM_MODEL || undefined,
+    },
+    processor: {
+      concurrency: r.optionalNumber('PROCESSOR_CONCURRENCY', count),
+      sessionTimeoutMs: r.optionalNumber('PROCESSOR_SESSION_TIMEOUT_MS', count),
+    },
+    session: {
+      idleTimeoutMs: r.number('SESSION_IDLE_TIMEOUT_MS', 30 * 60 * 1000, positive),
+      endPolicy: r.oneOf('SESSION_END_POLICY', 'masked', ['masked', 'drop']),
+      feedbackGraceMs: r.optionalNumber('FEEDBACK_GRACE_MS', nonNegative),
+    },
+    judge: {
+      baseUrl: env.JUDGE_BASE_URL || undefined,
+      model: env.JUDGE_MODEL ?? 'judge',
+      apiKey: env.JUDGE_API_KEY || undefined,
+      votes: r.number('JUDGE_VOTES', 3, count),
+      hintVotes: r.number('JUDGE_HINT_VOTES', 1, count),
+      timeoutMs: r.number('JUDGE_TIMEOUT_MS', 60_000, positive),
+    },
+    teacher: {
+      baseUrl: env.TEACHER_BASE_URL || undefined,
+      model: env.TEACHER_MODEL || undefined,
+      apiKey: env.TEACHER_API_KEY || undefined,
+      topK: r.number('TEACHER_TOP_K', 0, { integer: true, min: 0 }),
+    },
+    clickhouse: {
+      database: env.CLICKHOUSE_DATABASE || 'turnstream',
+      username: env.CLICKHOUSE_USER || undefined,
+      password: env.CLICKHOUSE_PASSWORD || undefined,
+      tablePrefix: env.CLICKHOUSE_TABLE_PREFIX ?? '',
+    },
+    sink: {
+      groupId: env.SINK_GROUP_ID || `${topicPrefix}turnstream-clickhouse-sink`,
+      batchRows: r.number('SINK_BATCH_ROWS', 500, count),
+      flushMs: r.number('SINK_FLUSH_MS', 500, positive),
+    },
+    train: {
+      batchSize: r.number('TRAIN_BATCH_SIZE', 16, RULES.trainBatchSize),
+      maxStaleness: r.number('TRAIN_MAX_STALENESS', 2, RULES.trainMaxStaleness),
+      staleness: r.oneOf('TRAIN_STALENESS', 'drop', ['drop', 'tis']),
+      maxUserShare: r.number('TRAIN_MAX_USER_SHARE', 0.5, RULES.trainMaxUserShare),
+      maxWaitMs: r.number('TRAIN_MAX_WAIT_MS', 30_000, nonNegative),
+      lr: r.optionalNumber('TRAIN_LR', RULES.trainLr),
+      consensus: r.boolean('TRAIN_CONSENSUS', true),
+      klCoef: r.number('TRAIN_KL_COEF', 0, nonNegative),
+      entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
+      metricsPort: r.number('TRAINER_METRICS_PORT', 0, RULES.port),
+    },
+  });
 }

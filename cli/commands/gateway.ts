@@ -12,12 +12,17 @@ import type { Command } from 'commander';
 import { createGateway } from '../../gateway/index.ts';
 import { createLogger, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, WeightStore } from '../../trainer/index.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
+import { orExitOnInvalidSettings } from './invalid-settings.ts';
 
 const DEFAULT_BROKERS = '127.0.0.1:9092';
 const DEFAULT_REGISTRY = 'http://127.0.0.1:8081/apis/ccompat/v7';
 
-const optNum = (v: string | undefined): number | undefined => (v && Number.isFinite(Number(v)) ? Number(v) : undefined);
+/** The gateway's listen address: `--port` / `--host` over PORT / HOST. */
+export function gatewayAddress(config: TurnstreamConfig, flags: { port?: string; host?: string }): { port: number; host: string } {
+  const r = new SettingsReader({ '--port': flags.port });
+  return r.done({ port: r.number('--port', config.gateway.port, RULES.port), host: flags.host ?? config.host }, 'invalid flags');
+}
 
 export function register(program: Command): void {
   program
@@ -28,24 +33,22 @@ export function register(program: Command): void {
     .action(async (flags: { port?: string; host?: string }) => {
       const config = loadConfig();
       const logger = createLogger('gateway', config.logLevel);
-      const env = config.env;
       const gw = createGateway({
-        port: flags.port ? Number(flags.port) : config.port,
-        host: flags.host ?? config.host,
+        ...orExitOnInvalidSettings(() => gatewayAddress(config, flags)),
         home: config.home,
         logger,
-        apiKeys: config.apiKeys,
-        defaultTurnType: config.defaultTurnType,
-        bodyLimitBytes: optNum(env.GATEWAY_BODY_LIMIT_BYTES),
-        generationTimeoutMs: optNum(env.GATEWAY_GENERATION_TIMEOUT_MS),
+        apiKeys: config.gateway.apiKeys,
+        defaultTurnType: config.gateway.defaultTurnType,
+        bodyLimitBytes: config.gateway.bodyLimitBytes,
+        generationTimeoutMs: config.gateway.generationTimeoutMs,
         kafka: {
           brokers: parseBrokers(config.kafkaBrokers ?? DEFAULT_BROKERS),
           registryUrl: config.schemaRegistryUrl ?? DEFAULT_REGISTRY,
           naming: { prefix: config.topicPrefix },
         },
-        ...(config.upstreamBaseUrl
-          ? { upstream: { baseUrl: config.upstreamBaseUrl, apiKey: config.upstreamApiKey, model: config.upstreamModel } }
-          : { builtin: { weightsDir: config.weightsDir, modelId: env.TURNSTREAM_MODEL_ID || undefined } }),
+        ...(config.upstream.baseUrl
+          ? { upstream: { baseUrl: config.upstream.baseUrl, apiKey: config.upstream.apiKey, model: config.upstream.model } }
+          : { builtin: { weightsDir: config.weightsDir, modelId: config.modelId } }),
       });
       const url = await gw.start();
       process.stdout.write(`gateway listening on ${url}  (OpenAI base URL: ${url}/v1)\n`);

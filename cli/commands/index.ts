@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
+import { loadConfig } from '../config.ts';
 import { register as bench } from './bench.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as evaluate } from './eval.ts';
 import { register as gateway } from './gateway.ts';
+import { orExitOnInvalidSettings } from './invalid-settings.ts';
 import { register as importHistory } from './import.ts';
 import { register as infra } from './infra.ts';
 import { register as pretrain } from './pretrain.ts';
@@ -13,8 +15,18 @@ import { register as sink } from './sink.ts';
 import { register as train } from './train.ts';
 import { register as up } from './up.ts';
 
-/** Every sub-command's `register`, in the order `turnstream --help` lists them. */
+/**
+ * Checks the configuration before any command runs, so a bad variable ends the command at once
+ * with one line naming every problem (exit code 2) rather than a stack trace from deep inside it.
+ * `--help` runs no action and so works whatever the environment holds.
+ */
+export function checkConfig(program: Command): void {
+  program.hook('preAction', () => void orExitOnInvalidSettings(() => loadConfig()));
+}
+
+/** Every sub-command's `register`, in the order `turnstream --help` lists them (after the configuration check). */
 export const commands: Array<(program: Command) => void> = [
+  checkConfig,
   up,
   infra,
   gateway,

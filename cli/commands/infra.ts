@@ -46,7 +46,7 @@ function withStackFlags(cmd: Command): Command {
 /** Flags and environment (KAFKA_BROKERS, SCHEMA_REGISTRY_URL, CLICKHOUSE_URL, JAVA_HOME) to options. */
 function stackOptions(flags: InfraFlags, onProgress?: (p: StackProgress) => void): StackOptions {
   const config = loadConfig();
-  const javaHome = config.env.JAVA_HOME;
+  const javaHome = config.javaHome;
   return {
     home: flags.home ?? config.home,
     host: flags.host,

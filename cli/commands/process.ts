@@ -4,26 +4,20 @@
  */
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createJudge, DEFAULT_FEEDBACK_GRACE_MS, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler, type EndPolicy } from '../../processors/index.ts';
+import { createJudge, DEFAULT_FEEDBACK_GRACE_MS, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler } from '../../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers, type ProcessorHandle } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
 export const PROCESSORS = ['session-assembler', 'judge', 'sample-builder'] as const;
 export type ProcessorName = (typeof PROCESSORS)[number];
 
-const num = (v: string | undefined, d: number): number => (v === undefined || v === '' ? d : Number(v));
-
 /**
- * Starts one processor from the configuration. Options beyond `TurnstreamConfig`'s fields come
- * from its raw env: `SESSION_END_POLICY` (masked|drop), `FEEDBACK_GRACE_MS` (how long, in stream
- * time, a ready pair waits for late 👍/👎; default 5000), `JUDGE_HINT_VOTES`, `JUDGE_TIMEOUT_MS`,
- * `TEACHER_BASE_URL` / `TEACHER_MODEL` / `TEACHER_API_KEY` (an engine that scores given tokens;
- * default: the upstream engine when one is configured, else the built-in base checkpoint),
- * `TEACHER_TOP_K`, `PROCESSOR_CONCURRENCY`, `PROCESSOR_SESSION_TIMEOUT_MS` (how soon a dead
- * instance's partitions move to the others; default 30000).
+ * Starts one processor from the configuration: `config.processor` for every processor,
+ * `config.session` for the assembler, `config.judge` for the judge, `config.teacher` for the
+ * sample builder (its teacher defaults to the upstream engine when one is configured, else the
+ * built-in base checkpoint).
  */
 export async function startProcessorFromConfig(name: ProcessorName, config: TurnstreamConfig, instanceId = '0'): Promise<ProcessorHandle> {
-  const env = config.env;
   const endpoints = endpointsOf(resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }));
   const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-${name}-${instanceId}` });
   const naming = { prefix: config.topicPrefix };
@@ -35,46 +29,36 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
     codecs,
     instanceId,
     logger,
-    concurrency: env.PROCESSOR_CONCURRENCY ? Number(env.PROCESSOR_CONCURRENCY) : undefined,
-    sessionTimeoutMs: env.PROCESSOR_SESSION_TIMEOUT_MS ? Number(env.PROCESSOR_SESSION_TIMEOUT_MS) : undefined,
+    concurrency: config.processor.concurrency,
+    sessionTimeoutMs: config.processor.sessionTimeoutMs,
   };
   if (name === 'session-assembler') {
-    const endPolicy = (env.SESSION_END_POLICY ?? 'masked').toLowerCase();
-    if (endPolicy !== 'masked' && endPolicy !== 'drop') throw new Error(`SESSION_END_POLICY must be masked or drop, got ${endPolicy}`);
-    const feedbackGraceMs = num(env.FEEDBACK_GRACE_MS, DEFAULT_FEEDBACK_GRACE_MS);
-    if (!(feedbackGraceMs >= 0)) throw new Error(`FEEDBACK_GRACE_MS must be a number of milliseconds >= 0, got ${env.FEEDBACK_GRACE_MS}`);
-    return startSessionAssembler({ ...common, idleTimeoutMs: config.sessionIdleTimeoutMs, endPolicy: endPolicy as EndPolicy, feedbackGraceMs });
+    return startSessionAssembler({
+      ...common,
+      idleTimeoutMs: config.session.idleTimeoutMs,
+      endPolicy: config.session.endPolicy,
+      feedbackGraceMs: config.session.feedbackGraceMs ?? DEFAULT_FEEDBACK_GRACE_MS,
+    });
   }
   if (name === 'judge') {
-    const judge = createJudge({
-      baseUrl: config.judgeBaseUrl,
-      model: config.judgeModel,
-      apiKey: config.judgeApiKey,
-      votes: config.judgeVotes,
-      hintVotes: num(env.JUDGE_HINT_VOTES, 1),
-      timeoutMs: num(env.JUDGE_TIMEOUT_MS, 60_000),
-      mode: config.trainMethod,
-    });
+    const judge = createJudge({ ...config.judge, mode: config.trainMethod });
     logger.info({ judge: judge.id, mode: config.trainMethod }, 'judge selected');
     return startJudge({ ...common, judge });
   }
-  const teacherUrl = env.TEACHER_BASE_URL || config.upstreamBaseUrl;
-  const teacher =
-    config.trainMethod === 'rl'
-      ? undefined
-      : await loadTeacher({
-          weightsDir: config.weightsDir,
-          logger,
-          upstream: teacherUrl
-            ? {
-                baseUrl: teacherUrl,
-                model: env.TEACHER_MODEL || config.upstreamModel || 'teacher',
-                apiKey: env.TEACHER_API_KEY || (env.TEACHER_BASE_URL ? undefined : config.upstreamApiKey),
-              }
-            : undefined,
-        });
+  const teacher = config.trainMethod === 'rl' ? undefined : await loadTeacher({ weightsDir: config.weightsDir, logger, upstream: teacherUpstream(config) });
   if (teacher) logger.info({ teacher: teacher.id }, 'teacher loaded');
-  return startSampleBuilder({ ...common, method: config.trainMethod, teacher, topK: num(env.TEACHER_TOP_K, 0) });
+  return startSampleBuilder({ ...common, method: config.trainMethod, teacher, topK: config.teacher.topK });
+}
+
+/** The teacher engine: TEACHER_* when set, else the upstream engine (with its key), else none (the built-in base). */
+export function teacherUpstream(config: TurnstreamConfig): { baseUrl: string; model: string; apiKey: string | undefined } | undefined {
+  const baseUrl = config.teacher.baseUrl || config.upstream.baseUrl;
+  if (!baseUrl) return undefined;
+  return {
+    baseUrl,
+    model: config.teacher.model || config.upstream.model || 'teacher',
+    apiKey: config.teacher.apiKey || (config.teacher.baseUrl ? undefined : config.upstream.apiKey),
+  };
 }
 
 export function register(program: Command): void {

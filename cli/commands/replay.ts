@@ -13,24 +13,22 @@ import { loadReplayConfig, parseBound, runReplay, type ReplayConfig, type Replay
 import { createKafka, createLogger, parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
-const num = (v: string | undefined, d: number): number => (v === undefined || v === '' ? d : Number(v));
-
 /** The judge a replay uses: the config file's settings over the live ones. */
 export function replayJudge(config: TurnstreamConfig, file: ReplayConfig): Judge {
   const j = file.judge ?? {};
   const mode = j.mode ?? file.samples?.method ?? config.trainMethod;
-  const baseUrl = j.baseUrl !== undefined ? j.baseUrl : config.judgeBaseUrl;
+  const baseUrl = j.baseUrl !== undefined ? j.baseUrl : config.judge.baseUrl;
   if (!baseUrl) return createEmbeddedJudge({ mode, id: j.id });
   return createLlmJudge({
     baseUrl,
-    model: j.model ?? config.judgeModel,
-    apiKey: j.apiKey ?? config.judgeApiKey,
+    model: j.model ?? config.judge.model,
+    apiKey: j.apiKey ?? config.judge.apiKey,
     mode,
-    votes: j.votes ?? config.judgeVotes,
-    hintVotes: j.hintVotes ?? num(config.env.JUDGE_HINT_VOTES, 1),
+    votes: j.votes ?? config.judge.votes,
+    hintVotes: j.hintVotes ?? config.judge.hintVotes,
     temperature: j.temperature,
     maxTokens: j.maxTokens,
-    timeoutMs: j.timeoutMs ?? num(config.env.JUDGE_TIMEOUT_MS, 60_000),
+    timeoutMs: j.timeoutMs ?? config.judge.timeoutMs,
     retries: j.retries,
     id: j.id,
   });
@@ -137,7 +135,7 @@ export function register(program: Command): void {
         to,
         judge: replayJudge(config, file),
         judgeUntrainable: file.judge?.judgeUntrainable ?? true,
-        assembler: { idleTimeoutMs: file.session?.idleTimeoutMs ?? config.sessionIdleTimeoutMs, endPolicy: file.session?.endPolicy },
+        assembler: { idleTimeoutMs: file.session?.idleTimeoutMs ?? config.session.idleTimeoutMs, endPolicy: file.session?.endPolicy ?? config.session.endPolicy },
         samples: await replaySamples(config, file),
         concurrency: file.concurrency,
         planFile: resolve(config.home, 'replays', `${config.topicPrefix}${flags.tag}.json`),

@@ -1,8 +1,7 @@
 /**
  * `turnstream sink [--instance id] [--dashboard [port]]`: every topic into ClickHouse. Run
- * several instances to share the partitions. Options beyond TurnstreamConfig come from its
- * raw env: `CLICKHOUSE_DATABASE` (turnstream), `CLICKHOUSE_USER`, `CLICKHOUSE_PASSWORD`,
- * `CLICKHOUSE_TABLE_PREFIX`, `SINK_BATCH_ROWS` (500), `SINK_FLUSH_MS` (500), `SINK_GROUP_ID`.
+ * several instances to share the partitions. Settings: `config.clickhouse` (where) and
+ * `config.sink` (consumer group, batch size, flush interval).
  */
 import type { Command } from 'commander';
 import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
@@ -11,22 +10,15 @@ import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors
 import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
-const num = (v: string | undefined, d: number): number => {
-  if (v === undefined || v === '') return d;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`expected a positive number, got "${v}"`);
-  return n;
-};
-
 /** Where analytics lives, from the configuration (used by sink, report and dashboard). */
 export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions {
   const endpoints = endpointsOf(resolveStackOptions({ home: config.home, clickhouseUrl: config.clickhouseUrl }));
   return {
     url: endpoints.clickhouseUrl,
-    database: config.env.CLICKHOUSE_DATABASE || 'turnstream',
-    username: config.env.CLICKHOUSE_USER || undefined,
-    password: config.env.CLICKHOUSE_PASSWORD || undefined,
-    tablePrefix: config.env.CLICKHOUSE_TABLE_PREFIX ?? '',
+    database: config.clickhouse.database,
+    username: config.clickhouse.username,
+    password: config.clickhouse.password,
+    tablePrefix: config.clickhouse.tablePrefix,
   };
 }
 
@@ -43,9 +35,9 @@ export async function startSinkFromConfig(config: TurnstreamConfig, instanceId =
     kafka,
     codecs,
     analytics: analyticsFromConfig(config),
-    groupId: config.env.SINK_GROUP_ID || `${config.topicPrefix}turnstream-clickhouse-sink`,
-    batchRows: num(config.env.SINK_BATCH_ROWS, 500),
-    flushIntervalMs: num(config.env.SINK_FLUSH_MS, 500),
+    groupId: config.sink.groupId,
+    batchRows: config.sink.batchRows,
+    flushIntervalMs: config.sink.flushMs,
     logger: createLogger('clickhouse-sink', config.logLevel),
   });
 }

@@ -1,18 +1,15 @@
 /**
  * `turnstream train`: the learner service (trainer/learner.ts). Consumes samples, trains one step
  * per batch, publishes each version with the consumed offsets in one Kafka transaction.
- * Options beyond the flags come from the environment: TRAIN_BATCH_SIZE, TRAIN_MAX_STALENESS,
- * TRAIN_STALENESS (drop|tis), TRAIN_MAX_USER_SHARE, TRAIN_MAX_WAIT_MS, TRAIN_LR, TRAIN_KL_COEF,
- * TRAIN_ENTROPY_COEF, TRAINER_METRICS_PORT (Prometheus /metrics; unset = off).
+ * Settings come from `config.train` (TRAIN_*, TRAINER_METRICS_PORT); the flags override them.
  */
 import { createServer } from 'node:http';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, metricsRegistry, parseBrokers } from '../../streams/index.ts';
 import { LEARNER_LR, selectBackend, startLearner, type BackendName, type StalenessMode } from '../../trainer/index.ts';
-import { loadConfig } from '../config.ts';
-
-const num = (v: string | undefined, d: number): number => (v === undefined || v === '' ? d : Number(v));
+import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
+import { orExitOnInvalidSettings } from './invalid-settings.ts';
 
 interface TrainFlags {
   samplesTag?: string;
@@ -26,6 +23,38 @@ interface TrainFlags {
   /** false with --no-consensus. */
   consensus: boolean;
   instance: string;
+}
+
+/**
+ * The learner's settings: `--batch-size`, `--max-staleness`, `--max-user-share`, `--lr` and
+ * `--no-consensus` over `config.train`; `--model-id` over TURNSTREAM_MODEL_ID. Bad flag values
+ * throw one TS_ERR_INVALID_INPUT naming each flag, as bad variables do.
+ */
+export function trainSettings(
+  config: TurnstreamConfig,
+  f: Omit<TrainFlags, 'instance' | 'backend' | 'samplesTag'>,
+): TrainConfig & { modelId: string | undefined; fromVersion: number | undefined } {
+  const t = config.train;
+  const r = new SettingsReader({
+    '--batch-size': f.batchSize,
+    '--max-staleness': f.maxStaleness,
+    '--max-user-share': f.maxUserShare,
+    '--lr': f.lr,
+    '--from-version': f.fromVersion,
+  });
+  return r.done(
+    {
+      ...t,
+      batchSize: r.number('--batch-size', t.batchSize, RULES.trainBatchSize),
+      maxStaleness: r.number('--max-staleness', t.maxStaleness, RULES.trainMaxStaleness),
+      maxUserShare: r.number('--max-user-share', t.maxUserShare, RULES.trainMaxUserShare),
+      lr: r.optionalNumber('--lr', RULES.trainLr) ?? t.lr,
+      consensus: f.consensus && t.consensus,
+      modelId: f.modelId ?? config.modelId,
+      fromVersion: r.optionalNumber('--from-version', RULES.version),
+    },
+    'invalid flags',
+  );
 }
 
 export function register(program: Command): void {
@@ -44,7 +73,7 @@ export function register(program: Command): void {
     .option('--instance <id>', 'instance id (part of the transactional id)', '0')
     .action(async (f: TrainFlags) => {
       const config = loadConfig();
-      const env = config.env;
+      const s = orExitOnInvalidSettings(() => trainSettings(config, f));
       const logger = createLogger('trainer', config.logLevel);
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       logger.info({ backend, forced: f.backend ?? null }, 'trainer backend');
@@ -56,30 +85,28 @@ export function register(program: Command): void {
       await ensureTopics(kafka, { naming });
       if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
       const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
-      const staleness = (env.TRAIN_STALENESS ?? 'drop') as StalenessMode;
-      if (staleness !== 'drop' && staleness !== 'tis') throw new Error(`TRAIN_STALENESS must be drop or tis, got ${staleness}`);
       const handle = await startLearner({
         kafka,
         codecs,
         weightsDir: config.weightsDir,
-        modelId: f.modelId ?? (env.TURNSTREAM_MODEL_ID || undefined),
+        modelId: s.modelId,
         samplesTag: f.samplesTag,
-        fromVersion: f.fromVersion !== undefined ? Number(f.fromVersion) : undefined,
+        fromVersion: s.fromVersion,
         instanceId: f.instance,
         batch: {
-          batchSize: num(f.batchSize ?? env.TRAIN_BATCH_SIZE, 16),
-          maxStaleness: num(f.maxStaleness ?? env.TRAIN_MAX_STALENESS, 2),
-          staleness,
-          maxUserShare: num(f.maxUserShare ?? env.TRAIN_MAX_USER_SHARE, 0.5),
-          maxWaitMs: num(env.TRAIN_MAX_WAIT_MS, 30_000),
+          batchSize: s.batchSize,
+          maxStaleness: s.maxStaleness,
+          staleness: s.staleness satisfies StalenessMode,
+          maxUserShare: s.maxUserShare,
+          maxWaitMs: s.maxWaitMs,
         },
-        optimizer: { lr: num(f.lr ?? env.TRAIN_LR, LEARNER_LR) },
-        consensus: f.consensus && !['0', 'false', 'no', 'off'].includes((env.TRAIN_CONSENSUS ?? '').toLowerCase()),
-        step: { klCoef: num(env.TRAIN_KL_COEF, 0), entropyCoef: num(env.TRAIN_ENTROPY_COEF, 0) },
+        optimizer: { lr: s.lr ?? LEARNER_LR },
+        consensus: s.consensus,
+        step: { klCoef: s.klCoef, entropyCoef: s.entropyCoef },
         logger,
       });
       await handle.ready;
-      const port = env.TRAINER_METRICS_PORT ? Number(env.TRAINER_METRICS_PORT) : 0;
+      const port = s.metricsPort;
       const server = port
         ? createServer((req, res) => {
             if (req.url !== '/metrics') return void res.writeHead(404).end();

@@ -56,7 +56,7 @@ export function register(program: Command): void {
       await ensureTopics(kafka, { naming: { prefix: config.topicPrefix } });
       await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix: config.topicPrefix } });
 
-      const gatewayUrl = `http://${config.host}:${config.port}`;
+      const gatewayUrl = `http://${config.host}:${config.gateway.port}`;
       const only = flags.only?.split(',').map((s) => s.trim());
       const specs = services(program, gatewayUrl, Number(flags.dashboardPort)).filter((s) => !only || only.includes(s.name));
       const sup = new Supervisor({

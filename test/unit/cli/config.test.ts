@@ -1,0 +1,262 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { describeRule, loadConfig, SettingsReader } from '../../../cli/config.ts';
+import { TurnstreamError } from '../../../streams/errors.ts';
+
+const CWD = mkdtempSync(join(tmpdir(), 'config-'));
+const load = (env: Record<string, string>) => loadConfig(env, CWD);
+
+/** The error loadConfig throws for `env`. */
+function rejection(env: Record<string, string>): TurnstreamError {
+  try {
+    load(env);
+  } catch (err) {
+    assert.ok(err instanceof TurnstreamError, `a TurnstreamError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('gives every setting a default that works on one machine', () => {
+    const c = load({});
+    assert.deepEqual(c, {
+      kafkaBrokers: undefined,
+      schemaRegistryUrl: undefined,
+      clickhouseUrl: undefined,
+      home: resolve(CWD, '.turnstream'),
+      javaHome: undefined,
+      host: '127.0.0.1',
+      weightsDir: resolve(CWD, '.turnstream', 'weights'),
+      modelId: undefined,
+      trainMethod: 'combined',
+      logLevel: 'info',
+      topicPrefix: '',
+      gateway: { port: 30000, apiKeys: [], defaultTurnType: 'main', bodyLimitBytes: undefined, generationTimeoutMs: undefined },
+      upstream: { baseUrl: undefined, apiKey: undefined, model: undefined },
+      processor: { concurrency: undefined, sessionTimeoutMs: undefined },
+      session: { idleTimeoutMs: 1_800_000, endPolicy: 'masked', feedbackGraceMs: undefined },
+      judge: { baseUrl: undefined, model: 'judge', apiKey: undefined, votes: 3, hintVotes: 1, timeoutMs: 60_000 },
+      teacher: { baseUrl: undefined, model: undefined, apiKey: undefined, topK: 0 },
+      clickhouse: { database: 'turnstream', username: undefined, password: undefined, tablePrefix: '' },
+      sink: { groupId: 'turnstream-clickhouse-sink', batchRows: 500, flushMs: 500 },
+      train: {
+        batchSize: 16,
+        maxStaleness: 2,
+        staleness: 'drop',
+        maxUserShare: 0.5,
+        maxWaitMs: 30_000,
+        lr: undefined,
+        consensus: true,
+        klCoef: 0,
+        entropyCoef: 0,
+        metricsPort: 0,
+      },
+    });
+  });
+
+  it('blank values count as unset', () => {
+    const c = load({ PORT: '', TRAIN_BATCH_SIZE: '  ', TRAIN_METHOD: '', GATEWAY_BODY_LIMIT_BYTES: '' });
+    assert.equal(c.gateway.port, 30000);
+    assert.equal(c.train.batchSize, 16);
+    assert.equal(c.trainMethod, 'combined');
+    assert.equal(c.gateway.bodyLimitBytes, undefined);
+  });
+
+  it('reads the shared settings', () => {
+    const c = load({
+      KAFKA_BROKERS: 'k:9092',
+      SCHEMA_REGISTRY_URL: 'http://r:8081',
+      CLICKHOUSE_URL: 'http://c:8123',
+      TURNSTREAM_HOME: '/srv/ts',
+      JAVA_HOME: '/opt/jdk',
+      HOST: '0.0.0.0',
+      TURNSTREAM_MODEL_ID: 'mine',
+      TRAIN_METHOD: 'OPD',
+      LOG_LEVEL: 'warn',
+      TURNSTREAM_TOPIC_PREFIX: 't1.',
+    });
+    assert.equal(c.kafkaBrokers, 'k:9092');
+    assert.equal(c.schemaRegistryUrl, 'http://r:8081');
+    assert.equal(c.clickhouseUrl, 'http://c:8123');
+    assert.equal(c.home, '/srv/ts');
+    assert.equal(c.weightsDir, '/srv/ts/weights', 'the weight store follows the home');
+    assert.equal(c.javaHome, '/opt/jdk');
+    assert.equal(c.host, '0.0.0.0');
+    assert.equal(c.modelId, 'mine');
+    assert.equal(c.trainMethod, 'opd', 'choices are case-insensitive');
+    assert.equal(c.logLevel, 'warn');
+    assert.equal(c.topicPrefix, 't1.');
+    assert.equal(c.sink.groupId, 't1.turnstream-clickhouse-sink', 'the sink group follows the topic prefix');
+    assert.equal(load({ TURNSTREAM_WEIGHTS_DIR: 'w' }).weightsDir, resolve(CWD, 'w'));
+  });
+
+  it('reads the gateway and upstream settings', () => {
+    const c = load({
+      PORT: '0',
+      TURNSTREAM_API_KEYS: ' a:alice, b ,,',
+      DEFAULT_TURN_TYPE: 'side',
+      GATEWAY_BODY_LIMIT_BYTES: '1048576',
+      GATEWAY_GENERATION_TIMEOUT_MS: '5000',
+      UPSTREAM_BASE_URL: 'http://up/v1',
+      UPSTREAM_API_KEY: 'sk',
+      UPSTREAM_MODEL: 'big',
+    });
+    assert.deepEqual(c.gateway, {
+      port: 0,
+      apiKeys: ['a:alice', 'b'],
+      defaultTurnType: 'side',
+      bodyLimitBytes: 1_048_576,
+      generationTimeoutMs: 5000,
+    });
+    assert.deepEqual(c.upstream, { baseUrl: 'http://up/v1', apiKey: 'sk', model: 'big' });
+  });
+
+  it('reads the processor, session, judge and teacher settings', () => {
+    const c = load({
+      PROCESSOR_CONCURRENCY: '8',
+      PROCESSOR_SESSION_TIMEOUT_MS: '7000',
+      SESSION_IDLE_TIMEOUT_MS: '60000',
+      SESSION_END_POLICY: 'Drop',
+      FEEDBACK_GRACE_MS: '0',
+      JUDGE_BASE_URL: 'http://j/v1',
+      JUDGE_MODEL: 'qwen',
+      JUDGE_API_KEY: 'jk',
+      JUDGE_VOTES: '5',
+      JUDGE_HINT_VOTES: '2',
+      JUDGE_TIMEOUT_MS: '1500',
+      TEACHER_BASE_URL: 'http://t/v1',
+      TEACHER_MODEL: 'teach',
+      TEACHER_API_KEY: 'tk',
+      TEACHER_TOP_K: '20',
+    });
+    assert.deepEqual(c.processor, { concurrency: 8, sessionTimeoutMs: 7000 });
+    assert.deepEqual(c.session, { idleTimeoutMs: 60_000, endPolicy: 'drop', feedbackGraceMs: 0 });
+    assert.deepEqual(c.judge, { baseUrl: 'http://j/v1', model: 'qwen', apiKey: 'jk', votes: 5, hintVotes: 2, timeoutMs: 1500 });
+    assert.deepEqual(c.teacher, { baseUrl: 'http://t/v1', model: 'teach', apiKey: 'tk', topK: 20 });
+  });
+
+  it('reads the ClickHouse and sink settings', () => {
+    const c = load({
+      CLICKHOUSE_DATABASE: 'analytics',
+      CLICKHOUSE_USER: 'u',
+      CLICKHOUSE_PASSWORD: 'p',
+      CLICKHOUSE_TABLE_PREFIX: 'x_',
+      SINK_GROUP_ID: 'my-sink',
+      SINK_BATCH_ROWS: '100',
+      SINK_FLUSH_MS: '250',
+    });
+    assert.deepEqual(c.clickhouse, { database: 'analytics', username: 'u', password: 'p', tablePrefix: 'x_' });
+    assert.deepEqual(c.sink, { groupId: 'my-sink', batchRows: 100, flushMs: 250 });
+  });
+
+  it('reads the learner settings', () => {
+    const c = load({
+      TRAIN_BATCH_SIZE: '4',
+      TRAIN_MAX_STALENESS: '100',
+      TRAIN_STALENESS: 'tis',
+      TRAIN_MAX_USER_SHARE: '1',
+      TRAIN_MAX_WAIT_MS: '1500',
+      TRAIN_LR: '3e-4',
+      TRAIN_CONSENSUS: 'off',
+      TRAIN_KL_COEF: '0.1',
+      TRAIN_ENTROPY_COEF: '0.01',
+      TRAINER_METRICS_PORT: '9464',
+    });
+    assert.deepEqual(c.train, {
+      batchSize: 4,
+      maxStaleness: 100,
+      staleness: 'tis',
+      maxUserShare: 1,
+      maxWaitMs: 1500,
+      lr: 3e-4,
+      consensus: false,
+      klCoef: 0.1,
+      entropyCoef: 0.01,
+      metricsPort: 9464,
+    });
+    for (const on of ['1', 'true', 'YES', 'on']) assert.equal(load({ TRAIN_CONSENSUS: on }).train.consensus, true, on);
+    for (const off of ['0', 'false', 'no', 'OFF']) assert.equal(load({ TRAIN_CONSENSUS: off }).train.consensus, false, off);
+  });
+
+  const bad: Array<[string, string, RegExp]> = [
+    ['PORT', '70000', /an integer >= 0 and <= 65535/],
+    ['PORT', 'http', /an integer >= 0 and <= 65535/],
+    ['TRAIN_METHOD', 'ppo', /one of rl, opd, combined/],
+    ['DEFAULT_TURN_TYPE', 'aside', /one of main, side/],
+    ['LOG_LEVEL', 'verbose', /one of fatal, error, warn, info, debug, trace, silent/],
+    ['GATEWAY_BODY_LIMIT_BYTES', '4MiB', /an integer >= 1/],
+    ['GATEWAY_GENERATION_TIMEOUT_MS', '-1', /a number > 0/],
+    ['PROCESSOR_CONCURRENCY', '0', /an integer >= 1/],
+    ['PROCESSOR_SESSION_TIMEOUT_MS', '1.5', /an integer >= 1/],
+    ['SESSION_IDLE_TIMEOUT_MS', '0', /a number > 0/],
+    ['SESSION_END_POLICY', 'keep', /one of masked, drop/],
+    ['FEEDBACK_GRACE_MS', '-5', /a number >= 0/],
+    ['JUDGE_VOTES', '0', /an integer >= 1/],
+    ['JUDGE_HINT_VOTES', 'two', /an integer >= 1/],
+    ['JUDGE_TIMEOUT_MS', '-100', /a number > 0/],
+    ['TEACHER_TOP_K', '-1', /an integer >= 0/],
+    ['SINK_BATCH_ROWS', '0', /an integer >= 1/],
+    ['SINK_FLUSH_MS', '0', /a number > 0/],
+    ['TRAIN_BATCH_SIZE', 'abc', /an integer >= 1/],
+    ['TRAIN_BATCH_SIZE', '0', /an integer >= 1/],
+    ['TRAIN_MAX_STALENESS', '-1', /an integer >= 0/],
+    ['TRAIN_STALENESS', 'keep', /one of drop, tis/],
+    ['TRAIN_MAX_USER_SHARE', '0', /a number > 0 and <= 1/],
+    ['TRAIN_MAX_USER_SHARE', '1.5', /a number > 0 and <= 1/],
+    ['TRAIN_MAX_WAIT_MS', '-1', /a number >= 0/],
+    ['TRAIN_LR', '0', /a number > 0/],
+    ['TRAIN_LR', 'Infinity', /a number > 0/],
+    ['TRAIN_CONSENSUS', 'maybe', /one of 1, true, yes, on, 0, false, no, off/],
+    ['TRAIN_KL_COEF', '-0.1', /a number >= 0/],
+    ['TRAIN_ENTROPY_COEF', 'NaN', /a number >= 0/],
+    ['TRAINER_METRICS_PORT', '65536', /an integer >= 0 and <= 65535/],
+  ];
+  for (const [name, value, allowed] of bad) {
+    it(`rejects ${name}=${value}, naming the variable, the value and what is allowed`, () => {
+      const err = rejection({ [name]: value });
+      assert.equal(err.code, 'TS_ERR_INVALID_INPUT');
+      assert.equal(err.retriable, false, 'a bad configuration does not get better by retrying');
+      assert.equal(err.param, name);
+      assert.ok(err.message.includes(`${name}=${JSON.stringify(value)}`), err.message);
+      assert.match(err.message, allowed);
+    });
+  }
+
+  it('names every bad variable in one error', () => {
+    const err = rejection({ TRAIN_BATCH_SIZE: 'abc', JUDGE_VOTES: '0', TRAIN_METHOD: 'ppo', PORT: '8080' });
+    assert.equal(err.message.split('; ').length, 3, err.message);
+    for (const name of ['TRAIN_BATCH_SIZE', 'JUDGE_VOTES', 'TRAIN_METHOD']) assert.ok(err.message.includes(name), err.message);
+    assert.ok(!err.message.includes('PORT'), 'a good value is not reported');
+  });
+
+  it('reads a .env file only for process.env', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'config-dotenv-'));
+    writeFileSync(join(cwd, '.env'), 'TRAIN_BATCH_SIZE=abc\n');
+    assert.equal(loadConfig({}, cwd).train.batchSize, 16);
+  });
+});
+
+describe('SettingsReader', () => {
+  it('describes each rule the way the errors say it', () => {
+    assert.equal(describeRule({ integer: true, min: 1 }), 'an integer >= 1');
+    assert.equal(describeRule({ above: 0, max: 1 }), 'a number > 0 and <= 1');
+    assert.equal(describeRule({}), 'a number');
+  });
+
+  it('reads flags too, with the label given', () => {
+    const r = new SettingsReader({ '--batch-size': '8', '--lr': 'fast' });
+    const v = { batchSize: r.number('--batch-size', 16, { integer: true, min: 1 }), lr: r.optionalNumber('--lr', { above: 0 }) };
+    assert.throws(
+      () => r.done(v, 'invalid flags'),
+      (err: TurnstreamError) => {
+        assert.equal(err.message, 'invalid flags: --lr="fast": expected a number > 0');
+        assert.equal(err.param, '--lr');
+        return true;
+      },
+    );
+  });
+});
