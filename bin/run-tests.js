@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: finds test files under test/<suite>/ and runs them with node:test through tsx.
 // Integration and e2e suites need the local stack; they ensure it in test/support/stack.ts.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -21,7 +21,31 @@ if (files.length === 0) {
   console.error(`no test files found in ${suites.join(', ')}`);
   process.exit(1);
 }
+const env = { KAFKAJS_NO_PARTITIONER_WARNING: '1', LOG_LEVEL: 'warn', ...process.env, NODE_ENV: 'test' };
+
+// Every test file runs in a process of its own. The native stack is shared between them by its
+// ports; containers are not, so when the tests would run on containers they are started here,
+// once for the whole run, and handed to every file as given endpoints (and removed at the end).
+let containers;
+if (suites.some((s) => s !== 'unit')) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  const { startRunContainers } = await import('../test/support/stack.ts');
+  try {
+    containers = await startRunContainers();
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(1);
+  }
+  if (containers) Object.assign(env, containers.env);
+}
+
 // --test-force-exit: a file whose tests are done but which left a handle open must not stall the run.
 const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-force-exit', '--test-reporter=spec', ...files];
-const res = spawnSync(process.execPath, args, { stdio: 'inherit', env: { KAFKAJS_NO_PARTITIONER_WARNING: '1', LOG_LEVEL: 'warn', ...process.env, NODE_ENV: 'test' } });
-process.exit(res.status ?? 1);
+const child = spawn(process.execPath, args, { stdio: 'inherit', env });
+const forward = (sig) => child.kill(sig);
+process.on('SIGINT', forward);
+process.on('SIGTERM', forward);
+const status = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+if (containers) await containers.stop().catch((err) => console.error(`# stack containers: ${err.message}`));
+process.exit(status);

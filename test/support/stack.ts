@@ -107,12 +107,31 @@ export function ensureStack(): Promise<{ brokers: string; registryUrl: string; c
   return stack;
 }
 
+/**
+ * For `npm test` (bin/run-tests.js), before any test file starts: when the tests would run on
+ * containers, starts them once for the whole run and returns the endpoints to hand to every
+ * test process as given ones (each file is a process of its own and would otherwise start its
+ * own three containers). Undefined when the native stack or given endpoints are used: those
+ * are shared already.
+ */
+export async function startRunContainers(): Promise<{ env: Record<string, string>; stop: () => Promise<void> } | undefined> {
+  const config = loadConfig(process.env, REPO_ROOT);
+  const given: GivenEndpoints = { kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl, clickhouseUrl: config.clickhouseUrl };
+  const selection = await selectTestStack(parseTestStackMode(process.env.TURNSTREAM_TEST_STACK), given);
+  if (selection.provider !== 'containers') return undefined;
+  const started = await containerStack(selection, given, process.env.TESTCONTAINERS_REUSE_ENABLE === 'true');
+  return {
+    env: { KAFKA_BROKERS: started.brokers, SCHEMA_REGISTRY_URL: started.registryUrl, CLICKHOUSE_URL: started.clickhouseUrl },
+    stop: started.stop,
+  };
+}
+
 /** Containers for what is not given; what is given is health-checked, as `stackUp` does. */
 async function containerStack(
   selection: Extract<StackSelection, { provider: 'containers' }>,
   given: GivenEndpoints,
   reuse: boolean,
-): Promise<StackEndpoints> {
+): Promise<StackEndpoints & { stop: () => Promise<void> }> {
   process.stderr.write(`# stack: containers, ${selection.reason}\n`);
   const checks: Array<Promise<void>> = [];
   const check = (name: string, where: string, ok: () => Promise<boolean>): void => {
@@ -140,6 +159,7 @@ async function containerStack(
     brokers: given.kafkaBrokers ?? (started.brokers as string),
     registryUrl: given.schemaRegistryUrl ?? (started.registryUrl as string),
     clickhouseUrl: given.clickhouseUrl ?? (started.clickhouseUrl as string),
+    stop: () => started.stop(),
   };
 }
 
