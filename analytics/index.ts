@@ -2,8 +2,8 @@
 export { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
 export { AnalyticsStore } from './store.ts';
 export { tableNames, TABLE_IDS, type TableId, type Tables } from './tables.ts';
-export { migrate, MIGRATIONS, type Migration, type MigrationResult } from './migrations.ts';
-export { toRow, TABLE_OF, type MappedRow, type Row, type SourcePosition } from './rows.ts';
+export { migrate, MIGRATIONS, REPLAY_KEYS, type Migration, type MigrationResult } from './migrations.ts';
+export { toRow, TABLE_OF, REPLAY_TABLES, type MappedRow, type Row, type SourcePosition } from './rows.ts';
 export { sqlString, sqlNumber } from './sql.ts';
 export { funnel, type Funnel } from './queries/funnel.ts';
 export { rewardByVersion, type VersionReward } from './queries/reward-by-version.ts';
@@ -15,5 +15,6 @@ export { sessionStats, type SessionStats, type SessionStatsOptions } from './que
 export { dlqByReason, type DlqReason } from './queries/dlq-by-reason.ts';
 export type { QueryScope } from './queries/scope.ts';
 export { overview, type Overview, type OverviewOptions } from './overview.ts';
-export { formatReport } from './report.ts';
+export { buildReport, formatComparison, formatReport, type ReportOptions } from './report.ts';
+export { compareRuns, type CompareRunsOptions, type RunComparison, type RunStats } from './queries/compare-runs.ts';
 export { buildDashboardApp, startDashboard, type DashboardHandle, type DashboardOptions } from './dashboard/server.ts';

@@ -4,16 +4,20 @@
  * both accept: no DateTime64, no LowCardinality, no `ADD COLUMN IF NOT EXISTS`, no query
  * parameters. Timestamps are epoch milliseconds in UInt64 columns (`*_ms`).
  *
- * Every event table is a ReplacingMergeTree ordered by the event's deterministic id, so a
- * re-delivered event collapses into one row; queries read with FINAL.
+ * Every event table is a ReplacingMergeTree ordered by the event's deterministic id (and, for
+ * the tables a replay writes to, its replay tag: version 2), so a re-delivered event collapses
+ * into one row; queries read with FINAL.
  */
-import type { Tables } from './tables.ts';
 import type { AnalyticsStore } from './store.ts';
+import type { TableId, Tables } from './tables.ts';
 
 export interface Migration {
   version: number;
   name: string;
+  /** Idempotent DDL, run in order. */
   statements(t: Tables): string[];
+  /** Steps that need to look at the server first (run after `statements`); must be idempotent too. */
+  apply?(store: AnalyticsStore): Promise<void>;
 }
 
 const ENGINE = (id: string): string => `ENGINE = ReplacingMergeTree() ORDER BY ${id}`;
@@ -68,7 +72,73 @@ export const MIGRATIONS: readonly Migration[] = [
       ) ${ENGINE('dlq_id')}`,
     ],
   },
+  {
+    version: 2,
+    name: 'replay_tag in the key of the derived tables',
+    statements: () => [],
+    apply: async (store) => {
+      for (const [table, id] of REPLAY_KEYS) await addReplayTag(store, table, id);
+    },
+  },
 ];
+
+/**
+ * The tables a replay writes to, with their event id. Their rows carry `replay_tag` (the tag
+ * of the topic the sink read them from; '' = live), and the ReplacingMergeTree key is
+ * `(id, replay_tag)`: a replay re-derives the same ids (a pair's id is its turn's id), and a
+ * replayed row must sit beside the live one, not replace it.
+ */
+export const REPLAY_KEYS: ReadonlyArray<readonly [TableId, string]> = [
+  ['pairs', 'pair_id'],
+  ['judgements', 'judgement_id'],
+  ['samples', 'sample_id'],
+  ['dlq', 'dlq_id'],
+];
+
+/** The table's columns, in order (system.columns has no `position` on 18.16). */
+async function columnsOf(store: AnalyticsStore, table: TableId): Promise<string[]> {
+  return (await store.rows<{ name: string }>(`DESCRIBE TABLE ${store.tables[table]}`)).map((c) => c.name);
+}
+
+/**
+ * Adds `replay_tag` to a table and to the end of its sorting key, in one ALTER: metadata
+ * only, no copy, nothing inserted meanwhile is lost, and existing rows (all live until now)
+ * read '' and keep their order. Both 18.16 and current servers accept it only for a column
+ * added in the same ALTER *without* a DEFAULT expression, so the column takes String's own
+ * default, ''. The primary index stays `id`; rows now collapse per (id, replay_tag).
+ *
+ * Rows a sink stored from a tagged topic family before this version (only possible by giving
+ * the sink a tagged family's codecs) have `tag` ≠ '' but `replay_tag` = '': they are copied
+ * under their tag and the stale copies deleted, so they do not pass for live rows.
+ */
+async function addReplayTag(store: AnalyticsStore, table: TableId, id: string): Promise<void> {
+  const t = store.tables[table];
+  if (!(await columnsOf(store, table)).includes('replay_tag')) {
+    try {
+      await store.command(`ALTER TABLE ${t} ADD COLUMN replay_tag String, MODIFY ORDER BY (${id}, replay_tag)`);
+    } catch (err) {
+      // Another service migrating at the same time added it first (no IF NOT EXISTS on 18.16).
+      if (!(await columnsOf(store, table)).includes('replay_tag')) throw err;
+    }
+  }
+  const all = await columnsOf(store, table);
+  if (!all.includes('tag')) return;
+  const [legacy] = await store.rows<{ n: number }>(`SELECT count() AS n FROM ${t} WHERE tag != '' AND replay_tag = ''`);
+  if (Number(legacy?.n ?? 0) === 0) return;
+  const columns = all.filter((c) => c !== 'replay_tag').map((c) => `\`${c}\``);
+  // No `tag AS replay_tag`: ClickHouse would substitute the alias into the WHERE clause.
+  await store.command(
+    `INSERT INTO ${t} (${columns.join(', ')}, replay_tag) SELECT ${columns.join(', ')}, tag FROM ${t} FINAL WHERE tag != '' AND replay_tag = ''`,
+  );
+  await store.command(`ALTER TABLE ${t} DELETE WHERE tag != '' AND replay_tag = ''`);
+  // The delete is a mutation, done in the background (18.16 cannot wait for it): wait here a
+  // while, so the stale copies are gone before the first live query. Harmless if it is slower.
+  for (let i = 0; i < 100; i++) {
+    const [left] = await store.rows<{ n: number }>(`SELECT count() AS n FROM ${t} WHERE tag != '' AND replay_tag = ''`);
+    if (Number(left?.n ?? 0) === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 export interface MigrationResult {
   /** Versions applied by this call. */
@@ -92,6 +162,7 @@ export async function migrate(store: AnalyticsStore, migrations: readonly Migrat
     if (done.has(m.version)) continue;
     // Statements are idempotent (IF NOT EXISTS), so two services migrating at once agree.
     for (const sql of m.statements(t)) await store.command(sql);
+    await m.apply?.(store);
     await store.insert(t.migrations, [{ version: m.version, name: m.name, applied_at: Math.floor(Date.now() / 1000) }]);
     applied.push(m.version);
   }

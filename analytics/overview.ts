@@ -12,6 +12,8 @@ import type { AnalyticsStore } from './store.ts';
 
 export interface Overview {
   generated_at_ms: number;
+  /** The replay tag shown; '' (or absent) = the live pipeline. Turns, feedback and weights are shared. */
+  tag?: string;
   funnel: Funnel;
   reward_by_version: VersionReward[];
   reward_over_time: RewardPoint[];
@@ -36,10 +38,11 @@ export async function overview(store: AnalyticsStore, o: OverviewOptions = {}): 
     latencyPercentiles(store),
     userStats(store, o),
     sessionStats(store, o),
-    dlqByReason(store),
+    dlqByReason(store, o),
   ]);
   return {
     generated_at_ms: Date.now(),
+    tag: o.tag ?? '',
     funnel: f,
     reward_by_version: rv,
     reward_over_time: rt,

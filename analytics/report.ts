@@ -1,5 +1,10 @@
-/** The terminal rendering of `turnstream report`: the funnel and the learning curve. */
-import type { Overview } from './overview.ts';
+/**
+ * `turnstream report`: the funnel and the learning curve of the live pipeline or of one replay
+ * (`--tag`), or two runs side by side (`--compare`), as text or JSON.
+ */
+import { overview, type Overview } from './overview.ts';
+import { compareRuns, type RunComparison, type RunStats } from './queries/compare-runs.ts';
+import type { AnalyticsStore } from './store.ts';
 
 const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
 const lpad = (s: string, n: number): string => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
@@ -17,6 +22,10 @@ export function bar(value: number, max: number, width: number): string {
 export function formatReport(o: Overview, width = 40): string {
   const lines: string[] = [];
   const f = o.funnel;
+  if (o.tag) {
+    lines.push(`Replay "${o.tag}" (pairs, judgements, samples and dead letters of this tag; turns and weights are shared)`);
+    lines.push('');
+  }
   const stages: Array<[string, number]> = [
     ['turns', f.turns],
     ['main', f.main],
@@ -63,4 +72,63 @@ export function formatReport(o: Overview, width = 40): string {
       lines.push(`  ${pad(d.stage, 18)} ${pad(d.code, 22)} ${lpad(String(d.count), 6)}  ${d.last_message.slice(0, 60)}`);
   }
   return lines.join('\n');
+}
+
+const runName = (tag: string): string => (tag === '' ? 'live' : tag);
+
+/** Two runs side by side: counts, score distribution and agreement on the turns both judged. */
+export function formatComparison(c: RunComparison): string {
+  const share = (n: number, of: number): string => (of > 0 ? `${((100 * n) / of).toFixed(1)}%` : '—');
+  const rows: Array<[string, (r: RunStats) => string]> = [
+    ['pairs', (r) => String(r.pairs)],
+    ['judged', (r) => String(r.judged)],
+    ['judgements', (r) => String(r.judgements)],
+    ['samples', (r) => String(r.samples)],
+    ['score +1', (r) => `${r.positive} (${share(r.positive, r.judgements)})`],
+    ['score 0', (r) => `${r.neutral} (${share(r.neutral, r.judgements)})`],
+    ['score -1', (r) => `${r.negative} (${share(r.negative, r.judgements)})`],
+    ['mean score', (r) => fmt(r.mean_score)],
+    ['mean reward', (r) => fmt(r.mean_reward)],
+    ['judges', (r) => r.judge_ids.join(',') || '—'],
+  ];
+  const w = Math.max(16, runName(c.a.tag).length + 2, runName(c.b.tag).length + 2);
+  const lines = [
+    `Comparison: ${runName(c.a.tag)} vs ${runName(c.b.tag)}`,
+    `  ${pad('', 12)} ${lpad(runName(c.a.tag), w)} ${lpad(runName(c.b.tag), w)}`,
+  ];
+  for (const [name, get] of rows) lines.push(`  ${pad(name, 12)} ${lpad(get(c.a), w)} ${lpad(get(c.b), w)}`);
+  lines.push('');
+  lines.push(
+    `  judged in both: ${c.both_judged}, same score: ${c.same_score}${c.agreement === null ? '' : ` (agreement ${fmt(c.agreement, 3)})`}`,
+  );
+  return lines.join('\n');
+}
+
+export interface ReportOptions {
+  /** Replay tag to report on; '' = the live pipeline. @default '' */
+  tag?: string;
+  /**
+   * Another run's tag ('' = the live pipeline): print `tag` vs this run instead of the overview,
+   * so `{ compare: 'x' }` is live vs replay x and `{ tag: 'x', compare: 'y' }` replay x vs y.
+   * @default undefined (no comparison)
+   */
+  compare?: string;
+  /** One JSON object instead of text. @default false */
+  json?: boolean;
+  /** Bar width in cells. @default 40 */
+  width?: number;
+}
+
+/**
+ * The report as printed: the overview of one run (`tag`), or with `compare` the comparison of
+ * `tag` and `compare`. The store's tables must exist (run `migrate` first).
+ */
+export async function buildReport(store: AnalyticsStore, o: ReportOptions = {}): Promise<string> {
+  const tag = o.tag ?? '';
+  if (o.compare !== undefined) {
+    const c = await compareRuns(store, { a: tag, b: o.compare });
+    return o.json ? JSON.stringify(c) : formatComparison(c);
+  }
+  const ov = await overview(store, { tag });
+  return o.json ? JSON.stringify(ov) : formatReport(ov, o.width);
 }

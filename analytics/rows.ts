@@ -5,6 +5,7 @@
  */
 import type { DeadLetter, Feedback, Judgement, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../schemas/index.ts';
 import { invalidInput } from '../streams/errors.ts';
+import { REPLAY_KEYS } from './migrations.ts';
 import type { TableId } from './tables.ts';
 
 /** Where a record was read; every row carries it. */
@@ -12,6 +13,12 @@ export interface SourcePosition {
   topic: string;
   partition: number;
   offset: string;
+  /**
+   * Replay tag of the topic the record was read from ('' = the live pipeline). Stored as
+   * `replay_tag` in the tables a replay writes to, where it is part of the row's key.
+   * @default ''
+   */
+  replayTag?: string;
 }
 
 export type Row = Record<string, string | number>;
@@ -202,6 +209,9 @@ export const TABLE_OF: Partial<Record<TopicId, TableId>> = {
   dlq: 'dlq',
 };
 
+/** Tables whose rows carry `replay_tag` (migration 2): what a replay re-derives. */
+export const REPLAY_TABLES: ReadonlySet<TableId> = new Set(REPLAY_KEYS.map(([table]) => table));
+
 /** Maps one decoded event of topic `id` to its row; throws TS_ERR_INVALID_INPUT when it cannot. */
 export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Date.now()): MappedRow {
   const table = TABLE_OF[id];
@@ -232,5 +242,6 @@ export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Dat
     default:
       throw invalidInput(`topic ${id} is not stored in analytics`);
   }
+  if (REPLAY_TABLES.has(table)) row.replay_tag = at.replayTag ?? '';
   return { table, row: { ...row, ...source(at, now) } };
 }

@@ -94,7 +94,7 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   json('/api/latency', () => latencyPercentiles(store));
   json('/api/users', (q) => userStats(store, { ...scope, limit: limitOf(q) }));
   json('/api/sessions', (q) => sessionStats(store, { ...scope, limit: limitOf(q), userId: q.user }));
-  json('/api/dlq', () => dlqByReason(store));
+  json('/api/dlq', () => dlqByReason(store, scope));
   app.get('/healthz', async (_req, reply) => {
     const ok = await store.ping();
     return reply.code(ok ? 200 : 503).send({ ok, clickhouse: store.options.url });

@@ -1,6 +1,6 @@
 /** Dead letters grouped by the stage that gave up and the error code, newest message kept. */
 import type { AnalyticsStore } from '../store.ts';
-import { int } from './scope.ts';
+import { int, tagFilter, type QueryScope } from './scope.ts';
 
 export interface DlqReason {
   stage: string;
@@ -12,11 +12,12 @@ export interface DlqReason {
   last_message: string;
 }
 
-export async function dlqByReason(store: AnalyticsStore): Promise<DlqReason[]> {
+/** Dead letters of the live pipeline, or of one replay's tagged DLQ topic (`scope.tag`). */
+export async function dlqByReason(store: AnalyticsStore, scope: QueryScope = {}): Promise<DlqReason[]> {
   const rows = await store.rows<Record<string, unknown>>(`
     SELECT stage, code, count() AS n, groupUniqArray(topic) AS topics, max(failed_at_ms) AS last_at,
       argMax(message, failed_at_ms) AS last_message
-    FROM ${store.tables.dlq} FINAL GROUP BY stage, code ORDER BY n DESC, stage, code`);
+    FROM ${store.tables.dlq} FINAL WHERE ${tagFilter(scope)} GROUP BY stage, code ORDER BY n DESC, stage, code`);
   return rows.map((r) => ({
     stage: String(r.stage),
     code: String(r.code),

@@ -2,12 +2,16 @@
 import { sqlString } from '../sql.ts';
 
 export interface QueryScope {
-  /** Replay tag of pairs, judgements and samples; '' = the live pipeline. @default '' */
+  /** Replay tag of pairs, judgements, samples and dead letters; '' = the live pipeline. @default '' */
   tag?: string;
 }
 
-/** `tag = '…'` for the derived tables. */
-export const tagFilter = (scope: QueryScope = {}): string => `tag = ${sqlString(scope.tag ?? '')}`;
+/**
+ * `replay_tag = '…'` for the tables a replay writes to. `replay_tag` is the tag of the topic
+ * the row was read from and part of the row's key (migration 2), so a live row and a replayed
+ * row of the same id are two rows, each counted in its own scope only.
+ */
+export const tagFilter = (scope: QueryScope = {}): string => `replay_tag = ${sqlString(scope.tag ?? '')}`;
 
 /** ClickHouse returns null for aggregates over no rows (and NaN); this keeps numbers or null. */
 export const num = (v: unknown): number | null => (v === null || v === undefined || Number.isNaN(Number(v)) ? null : Number(v));

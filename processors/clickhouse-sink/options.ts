@@ -16,6 +16,21 @@ export interface ClickhouseSinkOptions {
   groupId?: string;
   /** Which topics. @default SINK_TOPICS (all but session-state) */
   topics?: readonly TopicId[];
+  /**
+   * Replays to store too: the tagged topics of each tag (`<prefix>turnstream.replay.<tag>.*`,
+   * those of `topics` a replay re-derives: pairs, judgements, samples, dlq), or `'all'` for
+   * every tag. Rows carry the tag in `replay_tag`; live queries leave them out. Tagged topics
+   * are always read from their beginning (a replay's whole output is new).
+   * @default [] (the live topics only)
+   */
+  replayTags?: readonly string[] | 'all';
+  /**
+   * With `replayTags`: how often to look for tagged topics created since the consumer joined
+   * (a replay started later), in ms. A new topic makes the sink flush, commit and rejoin with
+   * it (kafkajs resolves a subscription once, when the consumer joins). 0 = never look again.
+   * @default 10000
+   */
+  replayDiscoveryMs?: number;
   /** Insert when this many rows are buffered. @default 500 */
   batchRows?: number;
   /** …or when the oldest buffered row is this old, in ms. @default 500 */

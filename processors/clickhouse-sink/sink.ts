@@ -7,16 +7,29 @@
  * keyed by event id: a record delivered twice (crash before commit, rebalance, offset
  * reset) collapses into one row.
  *
+ * With `replayTags` it also follows the tagged topics of replays (matched against the
+ * cluster's topics when it joins, and looked for again every `replayDiscoveryMs`: a new one
+ * makes it flush, commit and rejoin). Each row carries its topic's tag (`replay_tag`, part of
+ * the row's key), so a replayed pair never replaces the live pair of the same id.
+ *
  * A record that cannot be decoded or mapped goes to the DLQ with its reason; a record of
  * the DLQ itself that fails is counted and skipped (dead-lettering it would loop).
  */
-import type { KafkaMessage } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload, KafkaMessage } from 'kafkajs';
 import { AnalyticsStore, migrate, toRow, TABLE_OF } from '../../analytics/index.ts';
-import type { TopicId } from '../../schemas/index.ts';
-import { createLogger, deadLetter, ErrorCodes, EventProducer, toTurnstreamError, TurnstreamError } from '../../streams/index.ts';
+import {
+  createLogger,
+  deadLetter,
+  ErrorCodes,
+  EventProducer,
+  toTurnstreamError,
+  TurnstreamError,
+  type EventCodecs,
+} from '../../streams/index.ts';
 import { backoffMs } from './backoff.ts';
 import { sinkMetrics } from './metrics.ts';
 import { SINK_TOPICS, type ClickhouseSinkOptions } from './options.ts';
+import { isDerived, ReplayTopics, type ReplayTopic } from './replay-topics.ts';
 import { RowBuffer, splitPartitionKey, type Drained } from './row-buffer.ts';
 
 export interface SinkStats {
@@ -34,6 +47,10 @@ export interface SinkStats {
   /** Offsets committed (partition commits). */
   commits: number;
   lastError: string | undefined;
+  /** Topics the consumer is subscribed to (live, then replay-tagged). */
+  topics: string[];
+  /** Times the consumer rejoined to pick up new replay topics. */
+  rejoins: number;
 }
 
 export interface ClickhouseSinkHandle {
@@ -59,7 +76,16 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   const log = o.logger ?? createLogger(stage);
   const store = new AnalyticsStore(o.analytics);
   const ids = (o.topics ?? SINK_TOPICS).filter((id) => TABLE_OF[id] !== undefined);
-  const topics = ids.map((id) => o.codecs.topic(id));
+  const prefix = o.codecs.naming.prefix ?? '';
+  const familyTag = o.codecs.naming.tag ?? '';
+  /** The family's own topics (live, unless its codecs carry a tag) → id and tag. */
+  const family = new Map<string, ReplayTopic>(
+    ids.map((id) => [o.codecs.topic(id), { id, tag: isDerived(id, prefix) ? familyTag : '' }] as const),
+  );
+  const replayTags = o.replayTags ?? [];
+  const replay = replayTags === 'all' || replayTags.length > 0 ? new ReplayTopics(prefix, ids, replayTags) : undefined;
+  const routeOf = (topic: string): ReplayTopic | undefined => family.get(topic) ?? replay?.match(topic);
+  const discoveryMs = o.replayDiscoveryMs ?? 10000;
   const batchRows = o.batchRows ?? 500;
   const flushIntervalMs = o.flushIntervalMs ?? 500;
   const maxBuffered = o.maxBufferedRows ?? 20 * batchRows;
@@ -67,13 +93,18 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   const retryMaxMs = o.retryMaxMs ?? 5000;
   const groupId = o.groupId ?? 'turnstream-clickhouse-sink';
 
-  const consumer = o.kafka.consumer({
-    groupId,
-    readUncommitted: false,
-    maxWaitTimeInMs: 100,
-    sessionTimeout: o.sessionTimeoutMs ?? 30000,
-    heartbeatInterval: 3000,
-  });
+  const newConsumer = (): Consumer =>
+    o.kafka.consumer({
+      groupId,
+      readUncommitted: false,
+      maxWaitTimeInMs: 100,
+      sessionTimeout: o.sessionTimeoutMs ?? 30000,
+      heartbeatInterval: 3000,
+    });
+  let consumer: Consumer | undefined;
+  /** What `consumer` is subscribed to. */
+  let topics: string[] = [...family.keys()];
+  let admin: Admin | undefined;
   const producer = new EventProducer(o.kafka, o.codecs);
   const buffer = new RowBuffer();
   const stats: SinkStats = {
@@ -87,6 +118,8 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     paused: false,
     commits: 0,
     lastError: undefined,
+    topics: [],
+    rejoins: 0,
   };
 
   let stopping = false;
@@ -94,6 +127,11 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   let retryAt = 0;
   let flushChain: Promise<void> = Promise.resolve();
   let ticker: NodeJS.Timeout | undefined;
+  let discoveryTimer: NodeJS.Timeout | undefined;
+  let discovering: Promise<void> = Promise.resolve();
+  let discoveryBusy = false;
+  /** The old consumer left the group and a new one has yet to join. */
+  let rejoinPending = false;
   const pausedBy = new Set<'clickhouse' | 'buffer'>();
 
   const setPaused = (reason: 'clickhouse' | 'buffer', on: boolean): void => {
@@ -103,8 +141,8 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     const now = pausedBy.size > 0;
     if (was === now) return;
     const list = topics.map((topic) => ({ topic }));
-    if (now) consumer.pause(list);
-    else consumer.resume(list);
+    if (now) consumer?.pause(list);
+    else consumer?.resume(list);
     stats.paused = now;
     sinkMetrics.paused.set(now ? 1 : 0);
     log.info({ reason, paused: now }, now ? 'fetching paused' : 'fetching resumed');
@@ -114,6 +152,7 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     if (offsets.size === 0) return;
     const list = [...offsets].map(([key, next]) => ({ ...splitPartitionKey(key), offset: next.toString() }));
     try {
+      if (!consumer) throw new Error('no consumer');
       await consumer.commitOffsets(list);
       stats.commits += list.length;
     } catch (err) {
@@ -181,7 +220,25 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     if (buffer.size >= batchRows || buffer.age() >= flushIntervalMs || failedAttempts > 0) void flush();
   };
 
-  const sendToDlq = async (id: TopicId, topic: string, partition: number, m: KafkaMessage, err: unknown): Promise<void> => {
+  /** Codecs of a tagged family, built (and its schemas registered) on first use. */
+  const tagCodecs = new Map<string, Promise<EventCodecs>>();
+  const codecsOf = async (tag: string): Promise<EventCodecs> => {
+    if (tag === familyTag) return o.codecs;
+    let c = tagCodecs.get(tag);
+    if (!c) {
+      c = o.codecs.withNaming({ prefix, tag });
+      tagCodecs.set(tag, c);
+      c.catch(() => tagCodecs.delete(tag));
+    }
+    try {
+      return await c;
+    } catch (err) {
+      // The registry, not the record: retry the batch.
+      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `codecs of replay "${tag}" unavailable: ${(err as Error).message}`, { cause: err });
+    }
+  };
+
+  const sendToDlq = async (id: ReplayTopic['id'], topic: string, partition: number, m: KafkaMessage, err: unknown): Promise<void> => {
     const e = toTurnstreamError(err);
     if (id === 'dlq') {
       // Dead-lettering a dead letter would feed it back to us: count it and move on.
@@ -197,7 +254,8 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     log.warn({ topic, partition, offset: m.offset, code: e.code, err: e.message }, 'record dead-lettered');
   };
 
-  const accept = async (id: TopicId, topic: string, partition: number, m: KafkaMessage): Promise<void> => {
+  const accept = async (route: ReplayTopic, topic: string, partition: number, m: KafkaMessage): Promise<void> => {
+    const { id, tag } = route;
     stats.consumed++;
     if (!m.value) {
       // Tombstones (compacted topics) carry no event.
@@ -206,8 +264,9 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       return;
     }
     let value: unknown;
+    const codecs = await codecsOf(tag);
     try {
-      value = await o.codecs.of(id).decode(m.value);
+      value = await codecs.of(id).decode(m.value);
     } catch (err) {
       // The registry being unreachable is not the record's fault: retry the batch.
       if (isTransient(err))
@@ -215,11 +274,90 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       return sendToDlq(id, topic, partition, m, err);
     }
     try {
-      const { table, row } = toRow(id, value, { topic, partition, offset: m.offset });
+      const { table, row } = toRow(id, value, { topic, partition, offset: m.offset, replayTag: tag });
       buffer.add(table, row);
     } catch (err) {
       return sendToDlq(id, topic, partition, m, err);
     }
+  };
+
+  const eachBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> => {
+    const route = routeOf(batch.topic);
+    for (const m of batch.messages) {
+      if (!isRunning() || isStale()) return;
+      if (route) await accept(route, batch.topic, batch.partition, m);
+      else {
+        stats.skipped++;
+        sinkMetrics.skipped.inc({ reason: 'unknown_topic' });
+      }
+      // Resolved = fetched past; committed only once its row is stored (flushOnce).
+      buffer.cover(batch.topic, batch.partition, m.offset);
+      resolveOffset(m.offset);
+    }
+    stats.buffered = buffer.size;
+    sinkMetrics.buffered.set(buffer.size);
+    await heartbeat();
+    // Backpressure: past maxBuffered, fetching pauses until a flush catches up.
+    if (buffer.size >= maxBuffered) setPaused('buffer', true);
+    maybeFlush();
+  };
+
+  /** The replay topics that exist now, sorted. */
+  const replayTopics = async (): Promise<string[]> =>
+    admin && replay ? (await admin.listTopics()).filter((t) => !family.has(t) && replay.match(t)).sort() : [];
+
+  /** Connects a consumer subscribed to `list` and resolves once it has joined the group. */
+  const join = async (list: string[]): Promise<void> => {
+    const c = newConsumer();
+    consumer = c;
+    topics = list;
+    stats.topics = [...list];
+    const joined = new Promise<void>((resolve) => {
+      c.on(c.events.GROUP_JOIN, () => resolve());
+    });
+    await c.connect();
+    const live = list.filter((t) => family.has(t));
+    const tagged = list.filter((t) => !family.has(t));
+    if (live.length > 0) await c.subscribe({ topics: live, fromBeginning: o.fromBeginning ?? true });
+    // A replay's topics are its output, all new: read them whole whatever fromBeginning says.
+    if (tagged.length > 0) await c.subscribe({ topics: tagged, fromBeginning: true });
+    await c.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch });
+    if (pausedBy.size > 0) c.pause(list.map((topic) => ({ topic })));
+    await joined;
+  };
+
+  /**
+   * Looks for replay topics created since the consumer joined. kafkajs fixes a subscription
+   * when the consumer joins, so a new topic means: stop fetching, store and commit what is
+   * buffered, leave, and join again with it. Records fetched meanwhile are re-delivered at
+   * worst, and collapse by key. Skipped while ClickHouse is down (the flush would fail).
+   */
+  const discover = async (): Promise<void> => {
+    if (stopping || !consumer || pausedBy.size > 0) return;
+    const found = await replayTopics();
+    const fresh = found.filter((t) => !topics.includes(t));
+    if ((fresh.length === 0 && !rejoinPending) || stopping) return;
+    if (!rejoinPending) {
+      log.info({ topics: fresh }, 'new replay topics; rejoining to follow them');
+      const old = consumer;
+      old.pause(topics.map((topic) => ({ topic })));
+      await flushChain.catch(() => undefined);
+      retryAt = 0;
+      await flush();
+      if (pausedBy.size > 0) return; // the flush failed: fetching stays paused until ClickHouse is back
+      rejoinPending = true;
+      await old.disconnect().catch((err) => log.warn({ err: (err as Error).message }, 'consumer disconnect failed'));
+    }
+    if (stopping) return;
+    try {
+      await join([...family.keys(), ...found]);
+    } catch (err) {
+      // Kafka unreachable: the next look tries again (nothing is fetched meanwhile).
+      await consumer?.disconnect().catch(() => undefined);
+      throw err;
+    }
+    rejoinPending = false;
+    stats.rejoins++;
   };
 
   const ready = (async () => {
@@ -239,33 +377,21 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       }
     }
     await producer.connect();
-    const joined = new Promise<void>((resolve) => {
-      consumer.on(consumer.events.GROUP_JOIN, () => resolve());
-    });
-    await consumer.connect();
-    await consumer.subscribe({ topics, fromBeginning: o.fromBeginning ?? true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        const id = o.codecs.idOf(batch.topic) as TopicId;
-        for (const m of batch.messages) {
-          if (!isRunning() || isStale()) return;
-          await accept(id, batch.topic, batch.partition, m);
-          // Resolved = fetched past; committed only once its row is stored (flushOnce).
-          buffer.cover(batch.topic, batch.partition, m.offset);
-          resolveOffset(m.offset);
-        }
-        stats.buffered = buffer.size;
-        sinkMetrics.buffered.set(buffer.size);
-        await heartbeat();
-        // Backpressure: past maxBuffered, fetching pauses until a flush catches up.
-        if (buffer.size >= maxBuffered) setPaused('buffer', true);
-        maybeFlush();
-      },
-    });
+    if (replay) {
+      admin = o.kafka.admin();
+      await admin.connect();
+      topics = [...family.keys(), ...(await replayTopics())];
+    }
+    await join(topics);
     ticker = setInterval(maybeFlush, Math.max(10, Math.min(100, Math.floor(flushIntervalMs / 4))));
-    await joined;
+    if (replay && discoveryMs > 0 && !stopping)
+      discoveryTimer = setInterval(() => {
+        if (discoveryBusy) return;
+        discoveryBusy = true;
+        discovering = discover()
+          .catch((err) => log.warn({ err: (err as Error).message }, 'replay topic discovery failed'))
+          .finally(() => void (discoveryBusy = false));
+      }, discoveryMs);
     log.info({ groupId, topics }, 'clickhouse sink running');
   })();
   ready.catch(() => undefined);
@@ -273,23 +399,27 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   return {
     ready,
     store,
-    stats: () => ({ ...stats, buffered: buffer.size }),
+    stats: () => ({ ...stats, buffered: buffer.size, topics: [...stats.topics] }),
     async stop() {
       stopping = true;
+      if (discoveryTimer) clearInterval(discoveryTimer);
       await ready.catch(() => undefined);
+      if (discoveryTimer) clearInterval(discoveryTimer);
+      await discovering.catch(() => undefined);
       if (ticker) clearInterval(ticker);
       // Stop fetching, then store what is buffered (one attempt: what is not stored is
       // not committed, so it is read again by the next instance).
       try {
-        consumer.pause(topics.map((topic) => ({ topic })));
+        consumer?.pause(topics.map((topic) => ({ topic })));
       } catch {
         // never ran (start failed): nothing is fetched
       }
       await flushChain.catch(() => undefined);
       retryAt = 0;
       await flush();
-      await consumer.disconnect().catch((err) => log.warn({ err: (err as Error).message }, 'consumer disconnect failed'));
+      await consumer?.disconnect().catch((err) => log.warn({ err: (err as Error).message }, 'consumer disconnect failed'));
       await producer.disconnect().catch(() => undefined);
+      await admin?.disconnect().catch(() => undefined);
       await store.close();
     },
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatReport, sqlString, type Overview } from '../../../analytics/index.ts';
+import { formatComparison, formatReport, sqlString, type Overview, type RunStats } from '../../../analytics/index.ts';
 
 const overview: Overview = {
   generated_at_ms: 0,
@@ -57,6 +57,38 @@ describe('turnstream report (terminal)', () => {
     assert.match(line('v0'), /-0\.500 .* █{5}$/);
     assert.match(line('v1'), /0\.500 .* █{15}$/);
     assert.match(text, /judge\s+TS_ERR_JUDGE_FAILED\s+3/);
+  });
+});
+
+describe('turnstream report --tag / comparison (terminal)', () => {
+  it('names the replay a report is about', () => {
+    assert.doesNotMatch(formatReport(overview), /Replay/);
+    assert.match(formatReport({ ...overview, tag: 'judge-b' }).split('\n')[0], /^Replay "judge-b"/);
+  });
+
+  it('puts two runs side by side: counts, score distribution, agreement', () => {
+    const run = (tag: string, pos: number, neg: number): RunStats => ({
+      tag,
+      pairs: 10,
+      judgements: pos + neg,
+      judged: pos + neg,
+      samples: pos + neg,
+      positive: pos,
+      neutral: 0,
+      negative: neg,
+      mean_score: (pos - neg) / (pos + neg),
+      mean_reward: null,
+      judge_ids: [tag === '' ? 'embedded' : 'llm'],
+    });
+    const text = formatComparison({ a: run('', 6, 4), b: run('judge-b', 3, 7), both_judged: 10, same_score: 7, agreement: 0.7 });
+    const line = (name: string): string => text.split('\n').find((l) => l.trim().startsWith(name)) ?? '';
+    assert.match(text.split('\n')[0], /live vs judge-b/);
+    assert.match(line('pairs'), /^\s+pairs\s+10\s+10$/);
+    assert.match(line('score +1'), /6 \(60\.0%\)\s+3 \(30\.0%\)$/);
+    assert.match(line('score -1'), /4 \(40\.0%\)\s+7 \(70\.0%\)$/);
+    assert.match(line('mean score'), /0\.200\s+-0\.400$/);
+    assert.match(line('judges'), /embedded\s+llm$/);
+    assert.match(text, /judged in both: 10, same score: 7 \(agreement 0\.700\)/);
   });
 });
 

@@ -31,6 +31,16 @@ describe('events → analytics rows', () => {
     }
   });
 
+  it("tags the rows a replay re-derives with the topic's replay tag (part of their key), not the others", () => {
+    const tagged = { ...at, replayTag: 'judge-b' };
+    for (const id of ['pairs', 'judgements', 'samples', 'dlq'] as const) {
+      const ev = { pairs: examplePair, judgements: exampleJudgement, samples: exampleSample, dlq: exampleDeadLetter }[id]();
+      assert.equal(toRow(id, ev, tagged).row.replay_tag, 'judge-b', id);
+      assert.equal(toRow(id, ev, at).row.replay_tag, '', `${id} read from a live topic`);
+    }
+    assert.equal('replay_tag' in toRow('turns', exampleTurn(), tagged).row, false, 'turns are shared, never replayed');
+  });
+
   it('flattens what the analytics need', () => {
     const t = toRow('turns', exampleTurn({ userId: null, latencyMs: 250 }), at);
     assert.equal(t.table, 'turns');
