@@ -85,11 +85,11 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
       let step: AssemblerStep;
       if (record.topicId === 'turns') {
         const turn = record.value as Turn;
-        clock.observe(`${record.topicId}:${record.partition}`, turn.completedAt, Date.now());
+        clock.observe(`${record.topicId}:${record.partition}`, turn.completedAt, Date.now(), record.lag, Number(record.offset));
         step = applyTurn(prev, turn, opts);
       } else {
         const fb = record.value as Feedback;
-        clock.observe(`${record.topicId}:${record.partition}`, fb.createdAt, Date.now());
+        clock.observe(`${record.topicId}:${record.partition}`, fb.createdAt, Date.now(), record.lag, Number(record.offset));
         step = applyFeedback(prev, fb, opts);
         if (!step.ignored && prev && step.state.held !== prev.held) metrics.lateAttached.inc();
       }

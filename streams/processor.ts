@@ -36,6 +36,12 @@ export interface InputRecord<V = unknown> {
   key: string;
   value: V;
   timestamp: number;
+  /**
+   * Records after this one in its partition when it was fetched (high watermark − offset − 1;
+   * transaction markers count, so the last record of a transaction shows 1). > 1 means the
+   * consumer is reading a backlog.
+   */
+  lag: number;
 }
 
 export interface StateAccess<S> {
@@ -315,7 +321,8 @@ class ProcessorRuntime<S> {
       this.counts.consumed++;
       metrics.consumed.inc({ processor: this.o.name, topic });
       const key = m.key ? m.key.toString('utf8') : '';
-      void this.pool.submit(key, () => this.process(topicId, topic, partition, m, key, tracker));
+      const lag = Math.max(0, Number(BigInt(batch.highWatermark) - offset - 1n));
+      void this.pool.submit(key, () => this.process(topicId, topic, partition, m, key, tracker, lag));
     }
     if (this.pool.full && !this.paused.has(k)) {
       this.paused.set(k, { topic, partition });
@@ -332,6 +339,7 @@ class ProcessorRuntime<S> {
     m: EachBatchPayload['batch']['messages'][number],
     key: string,
     tracker: OffsetTracker<Output>,
+    lag: number,
   ): Promise<void> {
     const offset = BigInt(m.offset);
     const raw = { topic, partition, offset: m.offset, key: m.key, value: m.value };
@@ -342,7 +350,7 @@ class ProcessorRuntime<S> {
     try {
       if (m.value === null) throw new TurnstreamError(ErrorCodes.DECODE, 'record has no value (tombstone)', { retriable: false });
       const value = await this.o.codecs.of(topicId).decode(m.value);
-      const record: InputRecord = { topicId, topic, partition, offset: m.offset, key, value, timestamp: Number(m.timestamp) };
+      const record: InputRecord = { topicId, topic, partition, offset: m.offset, key, value, timestamp: Number(m.timestamp), lag };
       await pRetry(
         async () => {
           attempts++;

@@ -58,7 +58,7 @@ partition. Without --to: the history as it is when the replay starts.
                "mode": "rl|opd|combined", "votes": 3, "hintVotes": 1, "temperature": 0.6,
                "maxTokens": 1024, "timeoutMs": 60000, "retries": 2, "id": "…",
                "judgeUntrainable": true},
-   "session": {"idleTimeoutMs": 1800000, "endPolicy": "masked|drop"},
+   "session": {"idleTimeoutMs": 1800000, "endPolicy": "masked|drop", "feedbackGraceMs": 5000},
    "samples": {"method": "rl|opd|combined", "maskedEndSamples": true, "topK": 0,
                "teacher": "none" (default) | "policy" | {"baseUrl", "model", "apiKey"}},
    "concurrency": 64}
@@ -135,7 +135,7 @@ export function register(program: Command): void {
         to,
         judge: replayJudge(config, file),
         judgeUntrainable: file.judge?.judgeUntrainable ?? true,
-        assembler: { idleTimeoutMs: file.session?.idleTimeoutMs ?? config.session.idleTimeoutMs, endPolicy: file.session?.endPolicy ?? config.session.endPolicy },
+        assembler: { idleTimeoutMs: file.session?.idleTimeoutMs ?? config.session.idleTimeoutMs, endPolicy: file.session?.endPolicy ?? config.session.endPolicy, feedbackGraceMs: file.session?.feedbackGraceMs ?? config.session.feedbackGraceMs },
         samples: await replaySamples(config, file),
         concurrency: file.concurrency,
         planFile: resolve(config.home, 'replays', `${config.topicPrefix}${flags.tag}.json`),

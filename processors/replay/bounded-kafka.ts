@@ -35,9 +35,12 @@ export function boundedKafka(kafka: Kafka, ends: EndOffsets): BoundedKafka {
           if (messages.length < payload.batch.messages.length || BigInt(payload.batch.lastOffset()) >= end - 1n) {
             consumer.pause([{ topic, partitions: [partition] }]);
           }
-          if (messages.length === payload.batch.messages.length) return eachBatch(payload);
+          // The range's end is the end of the stream for this consumer: its lag counts to there.
+          const hw = BigInt(payload.batch.highWatermark);
+          if (messages.length === payload.batch.messages.length && hw <= end) return eachBatch(payload);
           const batch = Object.create(payload.batch) as Batch;
           Object.defineProperty(batch, 'messages', { value: messages });
+          Object.defineProperty(batch, 'highWatermark', { value: String(hw < end ? hw : end) });
           return eachBatch({ ...payload, batch });
         },
       });

@@ -13,7 +13,7 @@
  *       "id": "my-judge",                         // judge id in judgements (default llm:<model> / embedded)
  *       "judgeUntrainable": true                  // also judge untokenized (imported) turns; replay default true
  *     },
- *     "session": { "idleTimeoutMs": 1800000, "endPolicy": "masked" | "drop" },
+ *     "session": { "idleTimeoutMs": 1800000, "endPolicy": "masked" | "drop", "feedbackGraceMs": 5000 },
  *     "samples": {
  *       "method": "rl" | "opd" | "combined",
  *       "maskedEndSamples": true, "topK": 0,
@@ -42,7 +42,7 @@ export interface ReplayJudgeConfig {
 
 export interface ReplayConfig {
   judge?: ReplayJudgeConfig;
-  session?: { idleTimeoutMs?: number; endPolicy?: EndPolicy };
+  session?: { idleTimeoutMs?: number; endPolicy?: EndPolicy; feedbackGraceMs?: number };
   samples?: {
     method?: TrainMethod;
     maskedEndSamples?: boolean;
@@ -67,7 +67,7 @@ const SHAPE: Record<string, Record<string, string> | string> = {
     id: 'string',
     judgeUntrainable: 'boolean',
   },
-  session: { idleTimeoutMs: 'int>0', endPolicy: 'masked|drop' },
+  session: { idleTimeoutMs: 'int>0', endPolicy: 'masked|drop', feedbackGraceMs: 'int>=0' },
   samples: { method: 'rl|opd|combined', maskedEndSamples: 'boolean', topK: 'int>=0', teacher: 'teacher' },
   concurrency: 'int>0',
 };

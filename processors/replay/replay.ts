@@ -50,7 +50,7 @@ export interface ReplayOptions {
   judge: Judge;
   /** Judge untokenized (imported) turns too. @default true */
   judgeUntrainable?: boolean;
-  assembler?: Pick<SessionAssemblerOptions, 'idleTimeoutMs' | 'endPolicy'>;
+  assembler?: Pick<SessionAssemblerOptions, 'idleTimeoutMs' | 'endPolicy' | 'feedbackGraceMs'>;
   samples?: SampleBuilderOptions;
   /** Records in flight per stage. @default the runtime's */
   concurrency?: number;
@@ -204,6 +204,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       logger: child('session-assembler'),
       idleTimeoutMs: o.assembler?.idleTimeoutMs,
       endPolicy: o.assembler?.endPolicy,
+      feedbackGraceMs: o.assembler?.feedbackGraceMs,
       tag: o.tag,
       quietMs,
       expireIntervalMs,

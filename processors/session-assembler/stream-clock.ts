@@ -8,17 +8,39 @@
  * Before the first record, time stands still for `quietMs` from the first question: a restarted
  * consumer must read its backlog (the feedback for a held pair, the next turn of a session that
  * looks idle) before anything restored from its state falls due.
+ *
+ * A source whose last record was read with more records behind it (a backlog) has not caught
+ * up, however long its next record takes (backpressure, a slow transaction, a rebalance): it
+ * holds time back for up to `stallMs`, not just `quietMs`. The bound is there because a
+ * partition ending in an aborted transaction shows a lag that read_committed never delivers.
  */
 export class StreamClock {
-  private readonly sources = new Map<string | number, { eventTime: number; seenAt: number }>();
+  private readonly sources = new Map<string | number, { eventTime: number; seenAt: number; behind: boolean; offset: number }>();
 
-  /** @param quietMs how long without records means "caught up". @default 5000 */
-  constructor(private readonly quietMs = 5000) {}
+  /**
+   * @param quietMs how long without records means "caught up". @default 5000
+   * @param stallMs how long a source that was still behind may go without records before it counts as caught up. @default 60000
+   */
+  constructor(
+    private readonly quietMs = 5000,
+    private readonly stallMs = 60_000,
+  ) {}
 
-  /** Notes a record of `source` (e.g. `turns:3`) with event time `eventTime`, read at wall time `wallNow`. */
-  observe(source: string | number, eventTime: number, wallNow: number): void {
+  /**
+   * Notes a record of `source` (e.g. `turns:3`) with event time `eventTime`, read at wall time
+   * `wallNow`, at `offset` with `lag` records after it in its partition (1 is a transaction's end
+   * marker). Records of one partition are handled concurrently (by key), so whether the source is
+   * behind is taken from its furthest record, not its latest handled one.
+   */
+  observe(source: string | number, eventTime: number, wallNow: number, lag = 0, offset = Number.MAX_SAFE_INTEGER): void {
     const p = this.sources.get(source);
-    this.sources.set(source, { eventTime: Math.max(p?.eventTime ?? 0, eventTime), seenAt: wallNow });
+    const furthest = !p || offset >= p.offset;
+    this.sources.set(source, {
+      eventTime: Math.max(p?.eventTime ?? 0, eventTime),
+      seenAt: wallNow,
+      behind: furthest ? lag > 1 : p.behind,
+      offset: furthest ? offset : p.offset,
+    });
   }
 
   private firstAskedAt: number | undefined;
@@ -28,7 +50,7 @@ export class StreamClock {
     this.firstAskedAt ??= wallNow;
     if (this.sources.size === 0 && wallNow - this.firstAskedAt < this.quietMs) return Number.NEGATIVE_INFINITY;
     let t = wallNow;
-    for (const p of this.sources.values()) if (wallNow - p.seenAt < this.quietMs) t = Math.min(t, p.eventTime);
+    for (const p of this.sources.values()) if (wallNow - p.seenAt < (p.behind ? this.stallMs : this.quietMs)) t = Math.min(t, p.eventTime);
     return t;
   }
 }

@@ -38,4 +38,33 @@ describe('StreamClock (idle-timeout time)', () => {
     c.observe('feedback:0', 150_000, 1_000_000);
     assert.equal(c.now(1_000_001), 150_000);
   });
+
+  it('a source that was still behind holds time back through a stall longer than quietMs, up to stallMs', () => {
+    const c = new StreamClock(5000, 60_000);
+    c.observe('turns:0', 100_000, 1_000_000, 500); // 500 more records to read, then nothing for a while
+    c.observe('turns:1', 400_000, 1_000_000, 0);
+    assert.equal(c.now(1_030_000), 100_000);
+    assert.equal(c.now(1_059_999), 100_000);
+    assert.equal(c.now(1_060_000), 1_060_000);
+  });
+
+  it('lag 1 is the end marker of a transaction, not a backlog', () => {
+    const c = new StreamClock(5000, 60_000);
+    c.observe('turns:0', 100_000, 1_000_000, 1);
+    assert.equal(c.now(1_005_000), 1_005_000);
+  });
+
+  it('a source that catches up stops holding time back once quiet', () => {
+    const c = new StreamClock(5000, 60_000);
+    c.observe('turns:0', 100_000, 1_000_000, 50);
+    c.observe('turns:0', 120_000, 1_000_100, 0);
+    assert.equal(c.now(1_005_100), 1_005_100);
+  });
+
+  it('whether a source is behind comes from its furthest record, whatever order records are handled in', () => {
+    const c = new StreamClock(5000, 60_000);
+    c.observe('turns:0', 120_000, 1_000_000, 0, 10); // the last record, handled first (another key)
+    c.observe('turns:0', 100_000, 1_000_001, 8, 2); // an earlier one, handled after it
+    assert.equal(c.now(1_005_001), 1_005_001);
+  });
 });

@@ -31,7 +31,7 @@ describe('replay config file', () => {
         id: 'j',
         judgeUntrainable: false,
       },
-      session: { idleTimeoutMs: 1000, endPolicy: 'drop' },
+      session: { idleTimeoutMs: 1000, endPolicy: 'drop', feedbackGraceMs: 0 },
       samples: { method: 'combined', maskedEndSamples: false, topK: 5, teacher: { baseUrl: 'http://x/v1', model: 't' } },
       concurrency: 8,
     };
@@ -40,11 +40,12 @@ describe('replay config file', () => {
 
   it('names every problem: unknown settings (typos) and wrong values', () => {
     assert.throws(
-      () => validateReplayConfig({ judge: { votes: 0, modle: 'x' }, samples: { method: 'ppo' }, extra: 1 }),
+      () => validateReplayConfig({ judge: { votes: 0, modle: 'x' }, samples: { method: 'ppo' }, session: { feedbackGraceMs: -1 }, extra: 1 }),
       (err: Error) =>
         /judge\.votes: expected an integer > 0, got 0/.test(err.message) &&
         /judge\.modle: unknown setting/.test(err.message) &&
         /samples\.method: expected one of rl, opd, combined, got "ppo"/.test(err.message) &&
+        /session\.feedbackGraceMs: expected an integer >= 0, got -1/.test(err.message) &&
         /extra: unknown setting/.test(err.message),
     );
   });
