@@ -107,6 +107,13 @@ export interface SinkConfig {
   batchRows: number;
   /** A partial batch is inserted after this long. `SINK_FLUSH_MS` @default 500 */
   flushMs: number;
+  /**
+   * Replays to store too (`turnstream.replay.<tag>.*` topics): `all`, or tags separated by
+   * commas. `SINK_REPLAY_TAGS` @default none (the live pipeline only)
+   */
+  replayTags: readonly string[] | 'all';
+  /** With `all`: how often to look for new replay tags, ms; 0 = only at start. `SINK_REPLAY_DISCOVERY_MS` @default 10000 */
+  replayDiscoveryMs: number;
 }
 
 /** The learner (`turnstream train`); its flags override these. */
@@ -243,6 +250,20 @@ export class SettingsReader {
     return fallback;
   }
 
+  /**
+   * Replay tags: `all`, or a comma-separated list of tags (letters, digits, `-`, `_`, as
+   * `turnstream replay --tag` accepts). Unset = none.
+   */
+  replayTags(name: string): readonly string[] | 'all' {
+    const v = this.raw(name);
+    if (v === undefined) return [];
+    if (v.toLowerCase() === 'all') return 'all';
+    const tags = v.split(',').map((t) => t.trim()).filter(Boolean);
+    if (tags.length > 0 && tags.every((t) => /^[A-Za-z0-9_-]+$/.test(t))) return [...new Set(tags)];
+    this.problem(name, v, '"all" or tags (letters, digits, - and _) separated by commas');
+    return [];
+  }
+
   /** 1/true/yes/on or 0/false/no/off. */
   boolean(name: string, fallback: boolean): boolean {
     const v = this.raw(name);
@@ -348,6 +369,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       groupId: env.SINK_GROUP_ID || `${topicPrefix}turnstream-clickhouse-sink`,
       batchRows: r.number('SINK_BATCH_ROWS', 500, count),
       flushMs: r.number('SINK_FLUSH_MS', 500, positive),
+      replayTags: r.replayTags('SINK_REPLAY_TAGS'),
+      replayDiscoveryMs: r.number('SINK_REPLAY_DISCOVERY_MS', 10_000, nonNegative),
     },
     train: {
       batchSize: r.number('TRAIN_BATCH_SIZE', 16, RULES.trainBatchSize),

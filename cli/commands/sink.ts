@@ -8,7 +8,7 @@ import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts'
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/clickhouse-sink/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers } from '../../streams/index.ts';
-import { loadConfig, type TurnstreamConfig } from '../config.ts';
+import { loadConfig, SettingsReader, type TurnstreamConfig } from '../config.ts';
 
 /** Where analytics lives, from the configuration (used by sink, report and dashboard). */
 export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions {
@@ -23,7 +23,11 @@ export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions 
 }
 
 /** Starts the sink from the configuration (also for `turnstream up`). */
-export async function startSinkFromConfig(config: TurnstreamConfig, instanceId = '0'): Promise<ClickhouseSinkHandle> {
+export async function startSinkFromConfig(
+  config: TurnstreamConfig,
+  instanceId = '0',
+  replayTags: readonly string[] | 'all' = config.sink.replayTags,
+): Promise<ClickhouseSinkHandle> {
   const endpoints = endpointsOf(
     resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
   );
@@ -38,8 +42,17 @@ export async function startSinkFromConfig(config: TurnstreamConfig, instanceId =
     groupId: config.sink.groupId,
     batchRows: config.sink.batchRows,
     flushIntervalMs: config.sink.flushMs,
+    replayTags,
+    replayDiscoveryMs: config.sink.replayDiscoveryMs,
     logger: createLogger('clickhouse-sink', config.logLevel),
   });
+}
+
+/** `--replay-tags`, checked as `SINK_REPLAY_TAGS` is. */
+export function replayTagsFlag(value: string): readonly string[] | 'all' {
+  const r = new SettingsReader({ '--replay-tags': value });
+  const tags = r.replayTags('--replay-tags');
+  return r.done(tags, 'invalid flag');
 }
 
 export function register(program: Command): void {
@@ -48,9 +61,11 @@ export function register(program: Command): void {
     .description('store every topic in ClickHouse for analytics (idempotent, resumes after outages)')
     .option('--instance <id>', 'instance id, unique among sink instances', '0')
     .option('--dashboard [port]', 'also serve the analytics dashboard (default port 30001)')
-    .action(async (flags: { instance: string; dashboard?: string | boolean }) => {
+    .option('--replay-tags <all|a,b>', 'also store these replays (turnstream replay --tag …), or all of them (SINK_REPLAY_TAGS)')
+    .action(async (flags: { instance: string; dashboard?: string | boolean; replayTags?: string }) => {
       const config = loadConfig();
-      const sink = await startSinkFromConfig(config, flags.instance);
+      const replayTags = flags.replayTags === undefined ? config.sink.replayTags : replayTagsFlag(flags.replayTags);
+      const sink = await startSinkFromConfig(config, flags.instance, replayTags);
       await sink.ready;
       process.stdout.write(
         `turnstream sink (instance ${flags.instance}) is running → ${sink.store.options.url} database ${sink.store.options.database}\n`,

@@ -42,7 +42,7 @@ describe('loadConfig', () => {
       judge: { baseUrl: undefined, model: 'judge', apiKey: undefined, votes: 3, hintVotes: 1, timeoutMs: 60_000 },
       teacher: { baseUrl: undefined, model: undefined, apiKey: undefined, topK: 0 },
       clickhouse: { database: 'turnstream', username: undefined, password: undefined, tablePrefix: '' },
-      sink: { groupId: 'turnstream-clickhouse-sink', batchRows: 500, flushMs: 500 },
+      sink: { groupId: 'turnstream-clickhouse-sink', batchRows: 500, flushMs: 500, replayTags: [], replayDiscoveryMs: 10_000 },
       train: {
         batchSize: 16,
         maxStaleness: 2,
@@ -148,9 +148,12 @@ describe('loadConfig', () => {
       SINK_GROUP_ID: 'my-sink',
       SINK_BATCH_ROWS: '100',
       SINK_FLUSH_MS: '250',
+      SINK_REPLAY_TAGS: 'judge-b, judge_c,judge-b',
+      SINK_REPLAY_DISCOVERY_MS: '0',
     });
     assert.deepEqual(c.clickhouse, { database: 'analytics', username: 'u', password: 'p', tablePrefix: 'x_' });
-    assert.deepEqual(c.sink, { groupId: 'my-sink', batchRows: 100, flushMs: 250 });
+    assert.deepEqual(c.sink, { groupId: 'my-sink', batchRows: 100, flushMs: 250, replayTags: ['judge-b', 'judge_c'], replayDiscoveryMs: 0 });
+    assert.equal(load({ SINK_REPLAY_TAGS: 'ALL' }).sink.replayTags, 'all');
   });
 
   it('reads the learner settings', () => {
@@ -201,6 +204,9 @@ describe('loadConfig', () => {
     ['TEACHER_TOP_K', '-1', /an integer >= 0/],
     ['SINK_BATCH_ROWS', '0', /an integer >= 1/],
     ['SINK_FLUSH_MS', '0', /a number > 0/],
+    ['SINK_REPLAY_TAGS', 'a.b', /"all" or tags/],
+    ['SINK_REPLAY_TAGS', ',', /"all" or tags/],
+    ['SINK_REPLAY_DISCOVERY_MS', '-1', /a number >= 0/],
     ['TRAIN_BATCH_SIZE', 'abc', /an integer >= 1/],
     ['TRAIN_BATCH_SIZE', '0', /an integer >= 1/],
     ['TRAIN_MAX_STALENESS', '-1', /an integer >= 0/],

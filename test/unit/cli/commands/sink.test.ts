@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { analyticsFromConfig } from '../../../../cli/commands/sink.ts';
+import { analyticsFromConfig, replayTagsFlag } from '../../../../cli/commands/sink.ts';
 import { loadConfig } from '../../../../cli/config.ts';
 
 describe('turnstream sink / report / dashboard: where analytics lives', () => {
@@ -28,5 +28,11 @@ describe('turnstream sink / report / dashboard: where analytics lives', () => {
       password: 'p',
       tablePrefix: 'x_',
     });
+  });
+
+  it('--replay-tags: all, or a list of tags; anything else names the flag', () => {
+    assert.equal(replayTagsFlag('all'), 'all');
+    assert.deepEqual(replayTagsFlag('a,b-2'), ['a', 'b-2']);
+    assert.throws(() => replayTagsFlag('a b'), (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT' && /--replay-tags="a b"/.test(err.message));
   });
 });
