@@ -1,8 +1,12 @@
 /**
  * Creates every topic of the catalogue with its partitions, replication and cleanup
  * policy. Topics are created explicitly: KRaft brokers here run without auto-creation.
+ * Creation is retried while the broker answers that a just-created topic's partitions are not
+ * hosted yet (its metadata still propagating) or with another retriable error; a topic another
+ * process created meanwhile counts as created.
  */
 import type { Kafka } from 'kafkajs';
+import pRetry from 'p-retry';
 import { TOPICS, topicName, type TopicId, type TopicNaming } from '../schemas/index.ts';
 
 export interface TopicAdminOptions {
@@ -24,19 +28,31 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
     const wanted = ids.map((id) => ({ id, name: topicName(id, options.naming) }));
     const missing = wanted.filter((w) => !existing.has(w.name));
     if (missing.length > 0) {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map(({ id, name }) => ({
-          topic: name,
-          numPartitions: options.partitions ?? 6,
-          replicationFactor: options.replicationFactor ?? 1,
-          configEntries: [
-            { name: 'cleanup.policy', value: TOPICS[id].cleanup },
-            { name: 'retention.ms', value: String(TOPICS[id].retentionMs) },
-            ...(TOPICS[id].cleanup.includes('compact') ? [{ name: 'min.cleanable.dirty.ratio', value: '0.1' }] : []),
-          ],
-        })),
-      });
+      await pRetry(
+        () =>
+          admin.createTopics({
+            waitForLeaders: true,
+            topics: missing.map(({ id, name }) => ({
+              topic: name,
+              numPartitions: options.partitions ?? 6,
+              replicationFactor: options.replicationFactor ?? 1,
+              configEntries: [
+                { name: 'cleanup.policy', value: TOPICS[id].cleanup },
+                { name: 'retention.ms', value: String(TOPICS[id].retentionMs) },
+                ...(TOPICS[id].cleanup.includes('compact') ? [{ name: 'min.cleanable.dirty.ratio', value: '0.1' }] : []),
+              ],
+            })),
+          }),
+        {
+          retries: 6,
+          minTimeout: 200,
+          factor: 2,
+          shouldRetry: ({ error }) => {
+            const e = error as { retriable?: boolean; type?: string; originalError?: { type?: string } };
+            return e.retriable === true || [e.type, e.originalError?.type].includes('UNKNOWN_TOPIC_OR_PARTITION');
+          },
+        },
+      );
     }
     return wanted.map((w) => w.name);
   } finally {
