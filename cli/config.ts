@@ -20,6 +20,10 @@ export interface GatewayConfig {
   bodyLimitBytes: number | undefined;
   /** Bound on one generation (504 after it). `GATEWAY_GENERATION_TIMEOUT_MS` @default undefined = the gateway's 300000 */
   generationTimeoutMs: number | undefined;
+  /** Share session inference and feedback by turn id across gateway instances (follow the turns topic). `GATEWAY_SHARE_SESSIONS` @default true */
+  shareSessions: boolean;
+  /** How far back a starting gateway learns turns, ms. `GATEWAY_SESSION_SHARE_WINDOW_MS` @default 1800000 */
+  sessionShareWindowMs: number;
 }
 
 /** An upstream OpenAI-compatible engine the gateway proxies to instead of the built-in model. */
@@ -330,6 +334,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       defaultTurnType: r.oneOf('DEFAULT_TURN_TYPE', 'main', ['main', 'side']),
       bodyLimitBytes: r.optionalNumber('GATEWAY_BODY_LIMIT_BYTES', count),
       generationTimeoutMs: r.optionalNumber('GATEWAY_GENERATION_TIMEOUT_MS', positive),
+      shareSessions: r.boolean('GATEWAY_SHARE_SESSIONS', true),
+      sessionShareWindowMs: r.number('GATEWAY_SESSION_SHARE_WINDOW_MS', 30 * 60 * 1000, nonNegative),
     },
     upstream: {
       baseUrl: env.UPSTREAM_BASE_URL || undefined,

@@ -1,11 +1,11 @@
 /**
  * The gateway's link to Kafka: the outbox's sender (an idempotent, acks=all producer) and the
- * weights follower. Kafka being down at start is not an error: the connection (registry
+ * followers of the weights and turns topics. Kafka being down at start is not an error: the connection (registry
  * codecs, topics, producer) is retried by the outbox's backoff on every drain attempt, and
  * turns wait in the outbox meanwhile.
  */
 import type { Kafka } from 'kafkajs';
-import type { TopicId, TopicNaming, WeightVersion } from '../schemas/index.ts';
+import type { TopicId, TopicNaming, Turn, WeightVersion } from '../schemas/index.ts';
 import {
   createEventCodecs,
   createKafka,
@@ -42,7 +42,7 @@ export class KafkaLink {
   private codecs: EventCodecs | null = null;
   private producer: EventProducer | null = null;
   private connecting: Promise<EventProducer> | null = null;
-  private follower: Follower | null = null;
+  private readonly followers: Follower[] = [];
   private closed = false;
   /** The last send succeeded. */
   connected = false;
@@ -52,7 +52,14 @@ export class KafkaLink {
     private readonly logger: Logger,
     private readonly onState?: (connected: boolean) => void,
   ) {
-    this.kafka = opts.kafka ?? createKafka({ brokers: opts.brokers, clientId: opts.clientId ?? 'turnstream-gateway', logger: logger.child({ component: 'kafka' }), retries: 2 });
+    this.kafka =
+      opts.kafka ??
+      createKafka({
+        brokers: opts.brokers,
+        clientId: opts.clientId ?? 'turnstream-gateway',
+        logger: logger.child({ component: 'kafka' }),
+        retries: 2,
+      });
   }
 
   private setConnected(v: boolean): void {
@@ -114,15 +121,37 @@ export class KafkaLink {
    * background until Kafka is reachable.
    */
   followWeights(onVersion: (wv: WeightVersion) => Promise<void> | void): void {
+    this.follow('weights', (codecs) =>
+      followTopic(this.kafka, codecs, 'weights', { fromBeginning: true, logger: this.logger, onEvent: (wv) => onVersion(wv) }),
+    );
+  }
+
+  /**
+   * Follows the turns topic (a fresh group per gateway) from `windowMs` ago, so that this
+   * instance knows the turns every instance served: session inference and feedback by turn id
+   * then work behind a load balancer without affinity, and after a restart.
+   */
+  followTurns(onTurn: (turn: Turn) => void, windowMs: number): void {
+    this.follow('turns', (codecs) =>
+      followTopic(this.kafka, codecs, 'turns', {
+        fromBeginning: false,
+        startAt: Date.now() - windowMs,
+        logger: this.logger,
+        onEvent: (t) => onTurn(t),
+      }),
+    );
+  }
+
+  /** Starts a follower, retrying in the background until Kafka is reachable. */
+  private follow(what: TopicId, start: (codecs: EventCodecs) => Promise<Follower>): void {
     const attempt = async (delay: number): Promise<void> => {
       if (this.closed) return;
       try {
-        const codecs = await this.ensureCodecs();
-        const follower = await followTopic(this.kafka, codecs, 'weights', { fromBeginning: true, logger: this.logger, onEvent: (wv) => onVersion(wv) });
+        const follower = await start(await this.ensureCodecs());
         if (this.closed) await follower.stop();
-        else this.follower = follower;
+        else this.followers.push(follower);
       } catch (err) {
-        this.logger.warn({ err: (err as Error).message, retryInMs: delay }, 'cannot follow the weights topic yet');
+        this.logger.warn({ err: (err as Error).message, retryInMs: delay }, `cannot follow the ${what} topic yet`);
         setTimeout(() => void attempt(Math.min(delay * 2, 10_000)), delay).unref();
       }
     };
@@ -133,7 +162,7 @@ export class KafkaLink {
     this.closed = true;
     // A connect in flight (warm-up or drain) must not leave a producer behind.
     await this.connecting?.catch(() => undefined);
-    await this.follower?.stop().catch((err: unknown) => this.logger.warn({ err }, 'weights follower stop failed'));
+    await Promise.all(this.followers.map((f) => f.stop().catch((err: unknown) => this.logger.warn({ err }, 'follower stop failed'))));
     await this.producer?.disconnect().catch((err: unknown) => this.logger.warn({ err }, 'producer disconnect failed'));
   }
 }

@@ -55,6 +55,13 @@ export interface GatewayOptions {
   captureBoundMs?: number;
   /** Turns remembered for session inference (LRU). @default 10000 */
   sessionIndexSize?: number;
+  /**
+   * Session inference and feedback by turn id across gateway instances: follow the turns topic
+   * and remember every instance's turns, not only this one's (needs `kafka`). @default true
+   */
+  shareSessions?: boolean;
+  /** With `shareSessions`: on start, learn the turns of this last stretch of time, ms. @default 1800000 (30 min) */
+  sessionShareWindowMs?: number;
   /** How long `stop()` lets in-flight requests finish before aborting them. @default 10000 */
   stopGraceMs?: number;
   /** How long `stop()` tries to drain the outbox before leaving the rest on disk. @default 5000 */

@@ -166,6 +166,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
         outbox.setSender(link.send);
         link.warmUp();
+        const c = capture;
+        if (options.shareSessions ?? true) link.followTurns((t) => c.learn(t), options.sessionShareWindowMs ?? 30 * 60 * 1000);
       }
       if (policies && options.builtin) {
         const b = options.builtin;

@@ -8,9 +8,10 @@
  * and the user id when known. System/developer messages are left out: clients such as
  * OpenClaw rebuild their system prompt each turn (time, memory), which must not split a
  * session. Prefix hashes are computed incrementally (`Hash.copy()`), so a call costs one
- * pass over its history whatever its length. The index is an in-memory LRU per gateway
- * instance: after a restart, or behind a load balancer without affinity, a continued
- * conversation gets a new session (clients that care send X-Session-Id).
+ * pass over its history whatever its length. The index is an in-memory LRU; a gateway with
+ * Kafka also learns every instance's turns from the turns topic (the last 30 minutes on start),
+ * so behind a load balancer without affinity, or after a restart, a continued conversation
+ * keeps its session once its previous turn has reached Kafka (typically well under a second).
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { AssistantResponse, ChatMessage } from '../schemas/index.ts';

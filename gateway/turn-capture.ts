@@ -62,6 +62,16 @@ export class TurnCapture {
     return this.recent.get(turnId);
   }
 
+  /**
+   * Learns a turn served by any gateway instance (read back from the turns topic): its
+   * continuation for session inference, and its session for feedback by turn id.
+   */
+  learn(turn: Turn): void {
+    this.opts.index.remember(turn.sessionId, turn.requestMessages, turn.response, turn.userId);
+    this.recent.set(turn.turnId, turn.sessionId);
+    this.opts.metrics.sessionIndexSize.set(this.opts.index.size);
+  }
+
   /** Records a completed turn: remembers it for session inference, then appends it (bounded wait). */
   async capture(turn: Turn): Promise<void> {
     this.opts.index.remember(turn.sessionId, turn.requestMessages, turn.response, turn.userId);

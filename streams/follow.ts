@@ -13,6 +13,11 @@ export interface FollowOptions<K extends TopicId> {
   groupId?: string;
   /** @default true */
   fromBeginning?: boolean;
+  /**
+   * Start at the first event at or after this time (ms since the epoch) instead, in every
+   * partition; partitions with nothing that recent start at their end. @default undefined
+   */
+  startAt?: number;
   logger?: Logger;
   onEvent(value: TopicValues[K], meta: { key: string | null; partition: number; offset: string }): Promise<void> | void;
 }
@@ -21,7 +26,12 @@ export interface Follower {
   stop(): Promise<void>;
 }
 
-export async function followTopic<K extends TopicId>(kafka: Kafka, codecs: EventCodecs, id: K, options: FollowOptions<K>): Promise<Follower> {
+export async function followTopic<K extends TopicId>(
+  kafka: Kafka,
+  codecs: EventCodecs,
+  id: K,
+  options: FollowOptions<K>,
+): Promise<Follower> {
   const log = options.logger ?? createLogger(`follow-${id}`);
   const groupId = options.groupId ?? `turnstream-follow-${id}-${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, readUncommitted: false, maxWaitTimeInMs: 200 });
@@ -39,6 +49,19 @@ export async function followTopic<K extends TopicId>(kafka: Kafka, codecs: Event
       }
     },
   });
+  if (options.startAt !== undefined) {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const topic = codecs.topic(id);
+      for (const { partition, offset } of await admin.fetchTopicOffsetsByTimestamp(topic, options.startAt)) {
+        // -1: nothing at or after the time; the consumer is at the end already (fromBeginning false).
+        if (offset !== '-1') consumer.seek({ topic, partition, offset });
+      }
+    } finally {
+      await admin.disconnect();
+    }
+  }
   return {
     stop: async () => {
       await consumer.disconnect();

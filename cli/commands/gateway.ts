@@ -41,6 +41,8 @@ export function register(program: Command): void {
         defaultTurnType: config.gateway.defaultTurnType,
         bodyLimitBytes: config.gateway.bodyLimitBytes,
         generationTimeoutMs: config.gateway.generationTimeoutMs,
+        shareSessions: config.gateway.shareSessions,
+        sessionShareWindowMs: config.gateway.sessionShareWindowMs,
         kafka: {
           brokers: parseBrokers(config.kafkaBrokers ?? DEFAULT_BROKERS),
           registryUrl: config.schemaRegistryUrl ?? DEFAULT_REGISTRY,

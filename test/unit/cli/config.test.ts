@@ -35,7 +35,7 @@ describe('loadConfig', () => {
       trainMethod: 'combined',
       logLevel: 'info',
       topicPrefix: '',
-      gateway: { port: 30000, apiKeys: [], defaultTurnType: 'main', bodyLimitBytes: undefined, generationTimeoutMs: undefined },
+      gateway: { port: 30000, apiKeys: [], defaultTurnType: 'main', bodyLimitBytes: undefined, generationTimeoutMs: undefined, shareSessions: true, sessionShareWindowMs: 1_800_000 },
       upstream: { baseUrl: undefined, apiKey: undefined, model: undefined },
       processor: { concurrency: undefined, sessionTimeoutMs: undefined },
       session: { idleTimeoutMs: 1_800_000, endPolicy: 'masked', feedbackGraceMs: undefined },
@@ -101,6 +101,8 @@ describe('loadConfig', () => {
       DEFAULT_TURN_TYPE: 'side',
       GATEWAY_BODY_LIMIT_BYTES: '1048576',
       GATEWAY_GENERATION_TIMEOUT_MS: '5000',
+      GATEWAY_SHARE_SESSIONS: 'off',
+      GATEWAY_SESSION_SHARE_WINDOW_MS: '60000',
       UPSTREAM_BASE_URL: 'http://up/v1',
       UPSTREAM_API_KEY: 'sk',
       UPSTREAM_MODEL: 'big',
@@ -111,6 +113,8 @@ describe('loadConfig', () => {
       defaultTurnType: 'side',
       bodyLimitBytes: 1_048_576,
       generationTimeoutMs: 5000,
+      shareSessions: false,
+      sessionShareWindowMs: 60_000,
     });
     assert.deepEqual(c.upstream, { baseUrl: 'http://up/v1', apiKey: 'sk', model: 'big' });
   });
@@ -202,6 +206,8 @@ describe('loadConfig', () => {
     ['JUDGE_HINT_VOTES', 'two', /an integer >= 1/],
     ['JUDGE_TIMEOUT_MS', '-100', /a number > 0/],
     ['TEACHER_TOP_K', '-1', /an integer >= 0/],
+    ['GATEWAY_SHARE_SESSIONS', 'sometimes', /one of 1, true/],
+    ['GATEWAY_SESSION_SHARE_WINDOW_MS', '-1', /a number >= 0/],
     ['SINK_BATCH_ROWS', '0', /an integer >= 1/],
     ['SINK_FLUSH_MS', '0', /a number > 0/],
     ['SINK_REPLAY_TAGS', 'a.b', /"all" or tags/],

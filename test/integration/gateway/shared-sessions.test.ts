@@ -1,0 +1,137 @@
+/**
+ * Two gateway instances behind a load balancer without affinity: a conversation whose turns
+ * alternate between them keeps one session (inferred from the history), feedback naming only
+ * a turn id works on the instance that did not serve it, and a gateway started later learns
+ * the recent turns from the topic. With sharing off, each instance knows only its own turns.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from './support.ts';
+
+let stack: { brokers: string; registryUrl: string };
+const homes: Array<Awaited<ReturnType<typeof tempHome>>> = [];
+const gateways: StartedGateway[] = [];
+
+before(async () => {
+  stack = await ensureStack();
+});
+after(async () => {
+  for (const g of gateways) await g.gw.stop();
+  for (const h of homes) await h.cleanup();
+});
+
+type Msg = { role: string; content: string };
+
+async function chat(url: string, messages: Msg[]): Promise<{ turnId: string; sessionId: string; answer: string }> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages, max_tokens: 8, temperature: 0 }),
+  });
+  assert.equal(res.status, 200);
+  const body = (await res.json()) as { choices: Array<{ message: { content: string } }> };
+  return { turnId: res.headers.get('x-turn-id')!, sessionId: res.headers.get('x-session-id')!, answer: body.choices[0].message.content };
+}
+
+async function gateway(k: TestKafka, name: string, shareSessions: boolean): Promise<StartedGateway> {
+  const home = await tempHome(name);
+  homes.push(home);
+  const g = await startGateway({
+    home: home.dir,
+    gatewayId: name,
+    shareSessions,
+    kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
+    builtin: {
+      weightsDir: `${home.dir}/weights`,
+      initConfig: { contextLength: 256, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 },
+      followWeights: false,
+    },
+  });
+  gateways.push(g);
+  return g;
+}
+
+/** Waits until `turnId` has reached the topic and every instance had time to read it. */
+async function reached(c: TopicCollector<'turns'>, turnId: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!c.events.some((e) => e.value.turnId === turnId)) {
+    if (Date.now() > deadline) throw new Error(`turn ${turnId} never reached the topic`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+}
+
+test('a conversation alternating between two instances keeps its session; feedback by turn id works on either; a late instance learns recent turns', async () => {
+  const k = await testKafka(stack, uniquePrefix('gateway-shared-sessions'));
+  const collector = await TopicCollector.start(k.kafka, k.codecs, 'turns');
+  try {
+    const a = await gateway(k, 'gw-a', true);
+    const b = await gateway(k, 'gw-b', true);
+    const history: Msg[] = [{ role: 'user', content: 'hello there' }];
+    const t1 = await chat(a.url, history);
+    await reached(collector, t1.turnId);
+    history.push({ role: 'assistant', content: t1.answer }, { role: 'user', content: 'and then?' });
+    const t2 = await chat(b.url, history);
+    assert.equal(t2.sessionId, t1.sessionId, 'the second instance continues the session the first one started');
+    await reached(collector, t2.turnId);
+    history.push({ role: 'assistant', content: t2.answer }, { role: 'user', content: 'thanks' });
+    const t3 = await chat(a.url, history);
+    assert.equal(t3.sessionId, t1.sessionId);
+
+    const fb = await fetch(`${b.url}/v1/feedback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ turn_id: t1.turnId, rating: 1 }),
+    });
+    assert.equal(fb.status, 201, 'feedback naming a turn served by the other instance');
+    assert.equal(((await fb.json()) as { session_id: string }).session_id, t1.sessionId);
+
+    // An instance started now learns the last 30 minutes of turns from the topic.
+    await reached(collector, t3.turnId);
+    const c = await gateway(k, 'gw-c', true);
+    history.push({ role: 'assistant', content: t3.answer }, { role: 'user', content: 'one more' });
+    const deadline = Date.now() + 30_000;
+    let t4 = await chat(c.url, [...history]);
+    // Its follower joins in the background: until it has read the backlog, a call may start a new session.
+    while (t4.sessionId !== t1.sessionId && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      t4 = await chat(c.url, [...history]);
+    }
+    assert.equal(t4.sessionId, t1.sessionId, 'a gateway started later continues the session');
+
+    const events = await collector.waitFor(4, 30_000, 500);
+    const sources = new Map(events.map((e) => [e.value.turnId, e.value]));
+    assert.equal(sources.get(t1.turnId)!.sessionSource, 'GENERATED');
+    assert.equal(sources.get(t2.turnId)!.sessionSource, 'INFERRED');
+    assert.equal(sources.get(t2.turnId)!.gatewayId, 'gw-b');
+    assert.equal(sources.get(t3.turnId)!.sessionSource, 'INFERRED');
+  } finally {
+    await collector.stop();
+  }
+});
+
+test('with sharing off, an instance infers sessions only from the turns it served itself', async () => {
+  const k = await testKafka(stack, uniquePrefix('gateway-unshared-sessions'));
+  const collector = await TopicCollector.start(k.kafka, k.codecs, 'turns');
+  try {
+    const a = await gateway(k, 'gw-x', false);
+    const b = await gateway(k, 'gw-y', false);
+    const history: Msg[] = [{ role: 'user', content: 'hello there' }];
+    const t1 = await chat(a.url, history);
+    await reached(collector, t1.turnId);
+    history.push({ role: 'assistant', content: t1.answer }, { role: 'user', content: 'and then?' });
+    const t2 = await chat(b.url, history);
+    assert.notEqual(t2.sessionId, t1.sessionId);
+    const t3 = await chat(a.url, history);
+    assert.equal(t3.sessionId, t1.sessionId, 'the instance that served the turn still infers it');
+    const fb = await fetch(`${b.url}/v1/feedback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ turn_id: t1.turnId, rating: 1 }),
+    });
+    assert.equal(fb.status, 404);
+  } finally {
+    await collector.stop();
+  }
+});
