@@ -112,8 +112,8 @@ export interface SinkConfig {
   /** A partial batch is inserted after this long. `SINK_FLUSH_MS` @default 500 */
   flushMs: number;
   /**
-   * Replays to store too (`turnstream.replay.<tag>.*` topics): `all`, or tags separated by
-   * commas. `SINK_REPLAY_TAGS` @default none (the live pipeline only)
+   * Replays to store too (`turnstream.replay.<tag>.*` topics, each row under its tag): `all`,
+   * `none`, or tags separated by commas. `SINK_REPLAY_TAGS` @default 'all'
    */
   replayTags: readonly string[] | 'all';
   /** With `all`: how often to look for new replay tags, ms; 0 = only at start. `SINK_REPLAY_DISCOVERY_MS` @default 10000 */
@@ -255,16 +255,17 @@ export class SettingsReader {
   }
 
   /**
-   * Replay tags: `all`, or a comma-separated list of tags (letters, digits, `-`, `_`, as
-   * `turnstream replay --tag` accepts). Unset = none.
+   * Replay tags: `all`, `none`, or a comma-separated list of tags (letters, digits, `-`, `_`, as
+   * `turnstream replay --tag` accepts). Unset = `fallback`.
    */
-  replayTags(name: string): readonly string[] | 'all' {
+  replayTags(name: string, fallback: readonly string[] | 'all'): readonly string[] | 'all' {
     const v = this.raw(name);
-    if (v === undefined) return [];
+    if (v === undefined) return fallback;
     if (v.toLowerCase() === 'all') return 'all';
+    if (v.toLowerCase() === 'none') return [];
     const tags = v.split(',').map((t) => t.trim()).filter(Boolean);
     if (tags.length > 0 && tags.every((t) => /^[A-Za-z0-9_-]+$/.test(t))) return [...new Set(tags)];
-    this.problem(name, v, '"all" or tags (letters, digits, - and _) separated by commas');
+    this.problem(name, v, '"all", "none" or tags (letters, digits, - and _) separated by commas');
     return [];
   }
 
@@ -375,7 +376,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       groupId: env.SINK_GROUP_ID || `${topicPrefix}turnstream-clickhouse-sink`,
       batchRows: r.number('SINK_BATCH_ROWS', 500, count),
       flushMs: r.number('SINK_FLUSH_MS', 500, positive),
-      replayTags: r.replayTags('SINK_REPLAY_TAGS'),
+      replayTags: r.replayTags('SINK_REPLAY_TAGS', 'all'),
       replayDiscoveryMs: r.number('SINK_REPLAY_DISCOVERY_MS', 10_000, nonNegative),
     },
     train: {

@@ -51,7 +51,7 @@ export async function startSinkFromConfig(
 /** `--replay-tags`, checked as `SINK_REPLAY_TAGS` is. */
 export function replayTagsFlag(value: string): readonly string[] | 'all' {
   const r = new SettingsReader({ '--replay-tags': value });
-  const tags = r.replayTags('--replay-tags');
+  const tags = r.replayTags('--replay-tags', []);
   return r.done(tags, 'invalid flag');
 }
 
@@ -61,7 +61,7 @@ export function register(program: Command): void {
     .description('store every topic in ClickHouse for analytics (idempotent, resumes after outages)')
     .option('--instance <id>', 'instance id, unique among sink instances', '0')
     .option('--dashboard [port]', 'also serve the analytics dashboard (default port 30001)')
-    .option('--replay-tags <all|a,b>', 'also store these replays (turnstream replay --tag …), or all of them (SINK_REPLAY_TAGS)')
+    .option('--replay-tags <all|a,b>', 'replays to store as well: all (the default), none, or a,b (SINK_REPLAY_TAGS)')
     .action(async (flags: { instance: string; dashboard?: string | boolean; replayTags?: string }) => {
       const config = loadConfig();
       const replayTags = flags.replayTags === undefined ? config.sink.replayTags : replayTagsFlag(flags.replayTags);

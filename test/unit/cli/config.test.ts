@@ -35,14 +35,22 @@ describe('loadConfig', () => {
       trainMethod: 'combined',
       logLevel: 'info',
       topicPrefix: '',
-      gateway: { port: 30000, apiKeys: [], defaultTurnType: 'main', bodyLimitBytes: undefined, generationTimeoutMs: undefined, shareSessions: true, sessionShareWindowMs: 1_800_000 },
+      gateway: {
+        port: 30000,
+        apiKeys: [],
+        defaultTurnType: 'main',
+        bodyLimitBytes: undefined,
+        generationTimeoutMs: undefined,
+        shareSessions: true,
+        sessionShareWindowMs: 1_800_000,
+      },
       upstream: { baseUrl: undefined, apiKey: undefined, model: undefined },
       processor: { concurrency: undefined, sessionTimeoutMs: undefined },
       session: { idleTimeoutMs: 1_800_000, endPolicy: 'masked', feedbackGraceMs: undefined },
       judge: { baseUrl: undefined, model: 'judge', apiKey: undefined, votes: 3, hintVotes: 1, timeoutMs: 60_000 },
       teacher: { baseUrl: undefined, model: undefined, apiKey: undefined, topK: 0 },
       clickhouse: { database: 'turnstream', username: undefined, password: undefined, tablePrefix: '' },
-      sink: { groupId: 'turnstream-clickhouse-sink', batchRows: 500, flushMs: 500, replayTags: [], replayDiscoveryMs: 10_000 },
+      sink: { groupId: 'turnstream-clickhouse-sink', batchRows: 500, flushMs: 500, replayTags: 'all', replayDiscoveryMs: 10_000 },
       train: {
         batchSize: 16,
         maxStaleness: 2,
@@ -156,8 +164,15 @@ describe('loadConfig', () => {
       SINK_REPLAY_DISCOVERY_MS: '0',
     });
     assert.deepEqual(c.clickhouse, { database: 'analytics', username: 'u', password: 'p', tablePrefix: 'x_' });
-    assert.deepEqual(c.sink, { groupId: 'my-sink', batchRows: 100, flushMs: 250, replayTags: ['judge-b', 'judge_c'], replayDiscoveryMs: 0 });
+    assert.deepEqual(c.sink, {
+      groupId: 'my-sink',
+      batchRows: 100,
+      flushMs: 250,
+      replayTags: ['judge-b', 'judge_c'],
+      replayDiscoveryMs: 0,
+    });
     assert.equal(load({ SINK_REPLAY_TAGS: 'ALL' }).sink.replayTags, 'all');
+    assert.deepEqual(load({ SINK_REPLAY_TAGS: 'none' }).sink.replayTags, []);
   });
 
   it('reads the learner settings', () => {
@@ -196,8 +211,8 @@ describe('loadConfig', () => {
     ['DEFAULT_TURN_TYPE', 'aside', /one of main, side/],
     ['LOG_LEVEL', 'verbose', /one of fatal, error, warn, info, debug, trace, silent/],
     ['GATEWAY_BODY_LIMIT_BYTES', '4MiB', /an integer >= 1/],
-    ['GATEWAY_GENERATION_TIMEOUT_MS', '-1', /a number > 0/],
-    ['PROCESSOR_CONCURRENCY', '0', /an integer >= 1/],
+    ['SINK_REPLAY_TAGS', 'a.b', /"all", "none" or tags/],
+    ['SINK_REPLAY_TAGS', ',', /"all", "none" or tags/],
     ['PROCESSOR_SESSION_TIMEOUT_MS', '1.5', /an integer >= 1/],
     ['SESSION_IDLE_TIMEOUT_MS', '0', /a number > 0/],
     ['SESSION_END_POLICY', 'keep', /one of masked, drop/],
@@ -210,8 +225,8 @@ describe('loadConfig', () => {
     ['GATEWAY_SESSION_SHARE_WINDOW_MS', '-1', /a number >= 0/],
     ['SINK_BATCH_ROWS', '0', /an integer >= 1/],
     ['SINK_FLUSH_MS', '0', /a number > 0/],
-    ['SINK_REPLAY_TAGS', 'a.b', /"all" or tags/],
-    ['SINK_REPLAY_TAGS', ',', /"all" or tags/],
+    ['SINK_REPLAY_TAGS', 'a.b', /"all", "none" or tags/],
+    ['SINK_REPLAY_TAGS', ',', /"all", "none" or tags/],
     ['SINK_REPLAY_DISCOVERY_MS', '-1', /a number >= 0/],
     ['TRAIN_BATCH_SIZE', 'abc', /an integer >= 1/],
     ['TRAIN_BATCH_SIZE', '0', /an integer >= 1/],

@@ -32,6 +32,7 @@ describe('turnstream sink / report / dashboard: where analytics lives', () => {
 
   it('--replay-tags: all, or a list of tags; anything else names the flag', () => {
     assert.equal(replayTagsFlag('all'), 'all');
+    assert.deepEqual(replayTagsFlag('none'), []);
     assert.deepEqual(replayTagsFlag('a,b-2'), ['a', 'b-2']);
     assert.throws(() => replayTagsFlag('a b'), (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT' && /--replay-tags="a b"/.test(err.message));
   });
