@@ -15,9 +15,25 @@ import { randomBytes } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import { stackUp } from '../infra/index.ts';
-import { createEmbeddedJudge, DEFAULT_FEEDBACK_GRACE_MS, startJudge, startSampleBuilder, startSessionAssembler } from '../processors/index.ts';
+import {
+  createEmbeddedJudge,
+  DEFAULT_FEEDBACK_GRACE_MS,
+  startJudge,
+  startSampleBuilder,
+  startSessionAssembler,
+} from '../processors/index.ts';
 import type { Turn } from '../schemas/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, EventProducer, parseBrokers, partitioner, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
+import {
+  createEventCodecs,
+  createKafka,
+  createLogger,
+  ensureTopics,
+  EventProducer,
+  parseBrokers,
+  type OutgoingEvent,
+  type ProcessorHandle,
+} from '../streams/index.ts';
+import { intOption, quantile, rawPassthrough, sleep } from './kafka-baseline.ts';
 import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
 
 export interface PipelineBenchResult {
@@ -38,17 +54,14 @@ export interface PipelineBenchResult {
   partitions: number;
 }
 
-const int = (v: string | undefined, d: number): number => (v !== undefined && Number.isFinite(Number(v)) && Number(v) >= 0 ? Math.floor(Number(v)) : d);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PARTITIONS = 3;
 
-function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-}
-
 /** Follows the samples topic (read_committed): when each sample's turn became visible. */
-async function watchSamples(kafka: Kafka, topic: string, prefix: string): Promise<{ seen: Map<string, number>; stop: () => Promise<void> }> {
+async function watchSamples(
+  kafka: Kafka,
+  topic: string,
+  prefix: string,
+): Promise<{ seen: Map<string, number>; stop: () => Promise<void> }> {
   const seen = new Map<string, number>();
   const consumer = kafka.consumer({ groupId: `${prefix}bench-watch`, readUncommitted: false, maxWaitTimeInMs: 20 });
   await consumer.connect();
@@ -66,48 +79,25 @@ async function watchSamples(kafka: Kafka, topic: string, prefix: string): Promis
   return { seen, stop: () => consumer.disconnect() };
 }
 
-/** Plain kafkajs: read `count` records of `from` and produce them to `to` (acks=all). */
-async function passthrough(kafka: Kafka, from: string, to: string, count: number, prefix: string): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic: to, numPartitions: PARTITIONS, replicationFactor: 1 }] });
-  await admin.disconnect();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: partitioner });
-  const consumer = kafka.consumer({ groupId: `${prefix}bench-raw`, maxWaitTimeInMs: 20 });
-  await producer.connect();
-  await consumer.connect();
-  await consumer.subscribe({ topic: from, fromBeginning: true });
-  let forwarded = 0;
-  let t0 = 0;
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
-  await consumer.run({
-    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-      t0 ||= performance.now();
-      await producer.send({ topic: to, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
-      for (const m of batch.messages) resolveOffset(m.offset);
-      await heartbeat();
-      forwarded += batch.messages.length;
-      if (forwarded >= count) done();
-    },
-  });
-  await finished;
-  const seconds = (performance.now() - t0) / 1000;
-  await consumer.disconnect();
-  await producer.disconnect();
-  return seconds;
-}
-
 export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
   const { config, progress } = args;
-  const sessions = int(args.options.sessions, 2000);
-  const turnsPerSession = Math.max(2, int(args.options.turns, 10));
-  const liveSessions = int(args.options['live-sessions'], 60);
-  const graceMs = int(args.options['grace-ms'], DEFAULT_FEEDBACK_GRACE_MS);
+  const sessions = intOption(args.options.sessions, 2000);
+  const turnsPerSession = Math.max(2, intOption(args.options.turns, 10));
+  const liveSessions = intOption(args.options['live-sessions'], 60);
+  const graceMs = intOption(args.options['grace-ms'], DEFAULT_FEEDBACK_GRACE_MS);
   // The local stack (reused when it runs), or the endpoints the configuration names.
-  const endpoints = await stackUp({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl, clickhouseUrl: config.clickhouseUrl });
+  const endpoints = await stackUp({
+    home: config.home,
+    kafkaBrokers: config.kafkaBrokers,
+    schemaRegistryUrl: config.schemaRegistryUrl,
+    clickhouseUrl: config.clickhouseUrl,
+  });
   const prefix = `bench-pipeline-${randomBytes(3).toString('hex')}.`;
-  const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: 'bench-pipeline', logger: createLogger('kafka', 'error') });
+  const kafka = createKafka({
+    brokers: parseBrokers(endpoints.brokers),
+    clientId: 'bench-pipeline',
+    logger: createLogger('kafka', 'error'),
+  });
   await ensureTopics(kafka, { naming: { prefix }, partitions: PARTITIONS });
   const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
   const producer = new EventProducer(kafka, codecs);
@@ -121,7 +111,8 @@ export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
   const stepMs = 100;
   const start = Date.now() - 3600_000 - sessions * turnsPerSession * stepMs;
   const backlog: Turn[] = [];
-  for (let s = 0; s < sessions; s++) backlog.push(...syntheticSession(`b${s}`, turnsPerSession, (i) => start + (i * sessions + s) * stepMs));
+  for (let s = 0; s < sessions; s++)
+    backlog.push(...syntheticSession(`b${s}`, turnsPerSession, (i) => start + (i * sessions + s) * stepMs));
   backlog.sort((x, y) => x.requestedAt - y.requestedAt);
   const total = backlog.length;
   const lastAt = backlog[total - 1].completedAt;
@@ -129,12 +120,21 @@ export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
   await send(backlog);
   // Heartbeats on many keys (so on every partition) put stream time past the last grace period.
   await send(Array.from({ length: 8 * PARTITIONS }, (_, k) => heartbeat(`hb${k}`, lastAt + graceMs + 1000)));
-  const bytes = (await Promise.all(backlog.slice(0, 200).map((t) => codecs.of('turns').encode(t)))).reduce((n, b) => n + b.length, 0) / Math.min(200, total);
+  const bytes =
+    (await Promise.all(backlog.slice(0, 200).map((t) => codecs.of('turns').encode(t)))).reduce((n, b) => n + b.length, 0) /
+    Math.min(200, total);
 
   // Baseline: the same records, consumed and re-produced by plain kafkajs.
   progress('baseline: raw kafkajs consume → produce of the same records');
   const rawCount = total + 8 * PARTITIONS;
-  const rawSeconds = await passthrough(kafka, codecs.topic('turns'), `${prefix}bench-raw-out`, rawCount, prefix);
+  const rawSeconds = await rawPassthrough(
+    kafka,
+    codecs.topic('turns'),
+    `${prefix}bench-raw-out`,
+    rawCount,
+    `${prefix}bench-raw`,
+    PARTITIONS,
+  );
   const rawRate = rawCount / rawSeconds;
 
   // The pipeline, on the backlog.
@@ -157,7 +157,9 @@ export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
     while (watch.seen.size < total) {
       if (performance.now() - t0 > 600_000) throw new Error(`only ${watch.seen.size} of ${total} samples after 10 min`);
       if (performance.now() - lastReport > 5000) {
-        const st = handles.map((h) => h.stats()).map((x) => `${x.consumed}→${x.produced} (in flight ${x.inFlight}, paused ${x.pausedPartitions}, dlq ${x.deadLettered})`);
+        const st = handles
+          .map((h) => h.stats())
+          .map((x) => `${x.consumed}→${x.produced} (in flight ${x.inFlight}, paused ${x.pausedPartitions}, dlq ${x.deadLettered})`);
         progress(`  ${watch.seen.size}/${total} samples; assembler ${st[0]}, judge ${st[1]}, builder ${st[2]}`);
         lastReport = performance.now();
       }

@@ -53,6 +53,11 @@ export interface GatewayOptions {
   maxTokensLimit?: number;
   /** Longest wait for the outbox append before answering. @default 200 */
   captureBoundMs?: number;
+  /**
+   * Record every call as a Turn event. Off, the gateway only serves (nothing to learn from, and
+   * `/v1/feedback` answers 503); `turnstream bench gateway` measures what capture costs. @default true
+   */
+  capture?: boolean;
   /** Turns remembered for session inference (LRU). @default 10000 */
   sessionIndexSize?: number;
   /**

@@ -161,7 +161,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       started = true;
       outbox = await Outbox.open({ dir: outboxDir, logger: logger.child({ component: 'outbox' }) });
       metrics.outboxDepth.set(outbox.depth);
-      capture = new TurnCapture({ outbox, index, metrics, logger, boundMs: options.captureBoundMs });
+      capture = new TurnCapture({ outbox, index, metrics, logger, boundMs: options.captureBoundMs, enabled: options.capture ?? true });
       if (options.kafka) {
         link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
         outbox.setSender(link.send);

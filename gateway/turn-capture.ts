@@ -16,6 +16,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Feedback, Turn } from '../schemas/index.ts';
+import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import type { Logger } from '../streams/logger.ts';
 import type { Outbox } from '../streams/outbox.ts';
 import { Lru } from './lru.ts';
@@ -44,6 +45,8 @@ export interface TurnCaptureOptions {
   boundMs?: number;
   /** Recent turn → session entries, for feedback by turn id. @default 10000 */
   recentTurns?: number;
+  /** Append events to the outbox; off, turns are only remembered for session inference. @default true */
+  enabled?: boolean;
 }
 
 export class TurnCapture {
@@ -77,11 +80,14 @@ export class TurnCapture {
     this.opts.index.remember(turn.sessionId, turn.requestMessages, turn.response, turn.userId);
     this.recent.set(turn.turnId, turn.sessionId);
     this.opts.metrics.sessionIndexSize.set(this.opts.index.size);
+    if (this.opts.enabled === false) return;
     this.opts.metrics.turnsCaptured.inc({ turn_type: turn.turnType, session_source: turn.sessionSource });
     await this.bounded(this.opts.outbox.append('turns', turn.sessionId, turn), { turnId: turn.turnId });
   }
 
   async captureFeedback(fb: Feedback): Promise<void> {
+    if (this.opts.enabled === false)
+      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'this gateway runs with capture off: feedback is not recorded');
     await this.bounded(this.opts.outbox.append('feedback', fb.sessionId, fb), { feedbackId: fb.feedbackId });
   }
 

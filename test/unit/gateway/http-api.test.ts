@@ -18,7 +18,11 @@ after(async () => {
 });
 
 const auth = { authorization: 'Bearer sk-1' };
-async function post(path: string, body: string | object, headers: Record<string, string> = {}): Promise<{ status: number; json: any; headers: Headers }> {
+async function post(
+  path: string,
+  body: string | object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: any; headers: Headers }> {
   const res = await fetch(`${g.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...auth, ...headers },
@@ -81,7 +85,14 @@ test('auth: 401 in OpenAI shape; health, readiness and metrics are public', asyn
   assert.equal(body.kafka, false);
   assert.equal(body.outbox, true);
   const metrics = await (await fetch(`${g.url}/metrics`)).text();
-  for (const name of ['turnstream_gateway_requests_total', 'turnstream_gateway_request_duration_seconds', 'turnstream_gateway_tokens_total', 'turnstream_gateway_turns_captured_total', 'turnstream_gateway_outbox_depth', 'turnstream_gateway_policy_version']) {
+  for (const name of [
+    'turnstream_gateway_requests_total',
+    'turnstream_gateway_request_duration_seconds',
+    'turnstream_gateway_tokens_total',
+    'turnstream_gateway_turns_captured_total',
+    'turnstream_gateway_outbox_depth',
+    'turnstream_gateway_policy_version',
+  ]) {
     assert.match(metrics, new RegExp(name), name);
   }
 });
@@ -90,7 +101,14 @@ test('body limit: 413 in OpenAI shape; a ~47 KB system prompt is fine and trunca
   const huge = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x'.repeat(300_000) }] });
   assert.equal(huge.status, 413);
   assert.equal(huge.json.error.type, 'invalid_request_error');
-  const big = await post('/v1/chat/completions', { messages: [{ role: 'system', content: 'rules '.repeat(8000) }, { role: 'user', content: 'hi' }], max_completion_tokens: 4, tools: [{ type: 'function', function: { name: 'read', parameters: {} } }] });
+  const big = await post('/v1/chat/completions', {
+    messages: [
+      { role: 'system', content: 'rules '.repeat(8000) },
+      { role: 'user', content: 'hi' },
+    ],
+    max_completion_tokens: 4,
+    tools: [{ type: 'function', function: { name: 'read', parameters: {} } }],
+  });
   assert.equal(big.status, 200);
 });
 
@@ -107,4 +125,31 @@ test('feedback: by turn id (session looked up), by session id, and clear errors'
   assert.equal((await post('/v1/feedback', { session_id: 's', rating: 5 })).json.error.param, 'rating');
   assert.equal((await post('/v1/feedback', { rating: 1 })).status, 400);
   assert.ok(g.gw.outbox.depth >= 3, 'turns and feedback wait in the outbox');
+});
+
+test('capture off: calls are served and nothing reaches the outbox; feedback answers 503', async () => {
+  const h = await tempHome('http-nocapture');
+  const off = await startGateway({ home: h.dir, capture: false });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${off.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(ok),
+      });
+      assert.equal(res.status, 200);
+      await res.text();
+    }
+    assert.equal(off.gw.outbox.depth, 0);
+    const fb = await fetch(`${off.url}/v1/feedback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 's', rating: 1 }),
+    });
+    assert.equal(fb.status, 503);
+    assert.equal(((await fb.json()) as { error: { code: string } }).error.code, 'TS_ERR_UNAVAILABLE');
+  } finally {
+    await off.gw.stop();
+    await h.cleanup();
+  }
 });

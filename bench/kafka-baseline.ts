@@ -1,0 +1,104 @@
+/**
+ * Plain-kafkajs baselines the benchmarks measure turnstream against, on the same broker and
+ * the same records: produce, consume, and consume → produce passthrough.
+ */
+import type { Kafka } from 'kafkajs';
+import { partitioner } from '../streams/index.ts';
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A non-negative integer option, or the default. */
+export const intOption = (v: string | undefined, d: number): number =>
+  v !== undefined && Number.isFinite(Number(v)) && Number(v) >= 0 ? Math.floor(Number(v)) : d;
+
+/** The q-quantile of ascending `sorted` (nearest rank). */
+export function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+export async function createPlainTopic(kafka: Kafka, topic: string, partitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Produces `records` to `topic` (idempotent, acks=all) in batches; returns the seconds it took. */
+export async function rawProduce(
+  kafka: Kafka,
+  topic: string,
+  records: Array<{ key: string; value: Buffer }>,
+  batch = 500,
+): Promise<number> {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: partitioner });
+  await producer.connect();
+  try {
+    const t0 = performance.now();
+    for (let i = 0; i < records.length; i += batch) await producer.send({ topic, acks: -1, messages: records.slice(i, i + batch) });
+    return (performance.now() - t0) / 1000;
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Reads `count` records of `topic` from the beginning with a fresh group; seconds from the first batch. */
+export async function rawConsume(kafka: Kafka, topic: string, count: number, groupId: string): Promise<number> {
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 20 });
+  await consumer.connect();
+  let seen = 0;
+  let t0 = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      t0 ||= performance.now();
+      seen += batch.messages.length;
+      if (seen >= count) done();
+    },
+  });
+  await finished;
+  const seconds = (performance.now() - t0) / 1000;
+  await consumer.disconnect();
+  return seconds;
+}
+
+/** Plain kafkajs: reads `count` records of `from` and produces them to `to` (acks=all); seconds from the first batch. */
+export async function rawPassthrough(
+  kafka: Kafka,
+  from: string,
+  to: string,
+  count: number,
+  groupId: string,
+  partitions: number,
+): Promise<number> {
+  await createPlainTopic(kafka, to, partitions);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: partitioner });
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 20 });
+  await producer.connect();
+  await consumer.connect();
+  await consumer.subscribe({ topic: from, fromBeginning: true });
+  let forwarded = 0;
+  let t0 = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await consumer.run({
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      t0 ||= performance.now();
+      await producer.send({ topic: to, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
+      for (const m of batch.messages) resolveOffset(m.offset);
+      await heartbeat();
+      forwarded += batch.messages.length;
+      if (forwarded >= count) done();
+    },
+  });
+  await finished;
+  const seconds = (performance.now() - t0) / 1000;
+  await consumer.disconnect();
+  await producer.disconnect();
+  return seconds;
+}
