@@ -9,15 +9,13 @@
 // - tokens_per_s: completion tokens the built-in policy generated per second, all rounds.
 // - turns_on_topic: Turn events that reached Kafka (read_committed) = calls made with capture
 //   on, checked after the outbox drained.
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import { createGateway, type Gateway } from '../gateway/index.ts';
-import { stackUp } from '../infra/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers, readToEnd } from '../streams/index.ts';
-import { intOption, quantile, sleep } from './kafka-baseline.ts';
+import { createLogger, parseBrokers, readToEnd } from '../streams/index.ts';
+import { benchFamily, intOption, quantile, sleep } from './support.ts';
 
 interface ModeFigures {
   requests: number;
@@ -93,20 +91,7 @@ export async function run(args: BenchArgs): Promise<GatewayBenchResult> {
   const seconds = Math.max(1, intOption(args.options.seconds, 10));
   const rounds = Math.max(1, intOption(args.options.rounds, 2));
   const maxTokens = Math.max(1, intOption(args.options['max-tokens'], 16));
-  const endpoints = await stackUp({
-    home: config.home,
-    kafkaBrokers: config.kafkaBrokers,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    clickhouseUrl: config.clickhouseUrl,
-  });
-  const prefix = `bench-gateway-${randomBytes(3).toString('hex')}.`;
-  const kafka = createKafka({
-    brokers: parseBrokers(endpoints.brokers),
-    clientId: 'bench-gateway',
-    logger: createLogger('kafka', 'error'),
-  });
-  await ensureTopics(kafka, { naming: { prefix }, partitions: 3, ids: ['turns', 'feedback', 'weights'] });
-  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
+  const { endpoints, prefix, kafka, codecs } = await benchFamily(config, 'gateway', 3, ['turns', 'feedback', 'weights']);
   const home = await mkdtemp(join(tmpdir(), 'bench-gateway-'));
   const logger = createLogger('bench-gateway', 'warn');
   const weightsDir = join(home, 'weights');

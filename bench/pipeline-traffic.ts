@@ -10,7 +10,11 @@ import type { ChatMessage, Turn } from '../schemas/index.ts';
 const msg = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
 const ids = (n: number, seed: number): number[] => Array.from({ length: n }, (_, i) => (seed * 31 + i * 7) % 256);
 
-const QUESTIONS = ['How do I reverse a list in Python?', 'Thanks, that works 👍 — and how do I sort it?', 'Great, thank you! Can it sort descending too?'];
+const QUESTIONS = [
+  'How do I reverse a list in Python?',
+  'Thanks, that works 👍 — and how do I sort it?',
+  'Great, thank you! Can it sort descending too?',
+];
 
 /** One turn: `history` is the request (system + alternating user/assistant), `at` its request time. */
 export function syntheticTurn(sessionId: string, history: ChatMessage[], index: number, at: number, over: Partial<Turn> = {}): Turn {

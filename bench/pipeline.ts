@@ -11,10 +11,8 @@
 //   makes a pair ready (the session's second, ending, turn) to its sample being visible. The
 //   feedback grace period (held pairs wait for late 👍/👎) is part of it by design.
 // - raw_msgs_per_s: the same backlog's records read and re-produced (acks=all) by plain kafkajs.
-import { randomBytes } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { BenchArgs } from '../cli/commands/bench.ts';
-import { stackUp } from '../infra/index.ts';
 import {
   createEmbeddedJudge,
   DEFAULT_FEEDBACK_GRACE_MS,
@@ -23,17 +21,8 @@ import {
   startSessionAssembler,
 } from '../processors/index.ts';
 import type { Turn } from '../schemas/index.ts';
-import {
-  createEventCodecs,
-  createKafka,
-  createLogger,
-  ensureTopics,
-  EventProducer,
-  parseBrokers,
-  type OutgoingEvent,
-  type ProcessorHandle,
-} from '../streams/index.ts';
-import { intOption, quantile, rawPassthrough, sleep } from './kafka-baseline.ts';
+import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
+import { benchFamily, intOption, quantile, rawPassthrough, sleep } from './support.ts';
 import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
 
 export interface PipelineBenchResult {
@@ -85,21 +74,7 @@ export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
   const turnsPerSession = Math.max(2, intOption(args.options.turns, 10));
   const liveSessions = intOption(args.options['live-sessions'], 60);
   const graceMs = intOption(args.options['grace-ms'], DEFAULT_FEEDBACK_GRACE_MS);
-  // The local stack (reused when it runs), or the endpoints the configuration names.
-  const endpoints = await stackUp({
-    home: config.home,
-    kafkaBrokers: config.kafkaBrokers,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    clickhouseUrl: config.clickhouseUrl,
-  });
-  const prefix = `bench-pipeline-${randomBytes(3).toString('hex')}.`;
-  const kafka = createKafka({
-    brokers: parseBrokers(endpoints.brokers),
-    clientId: 'bench-pipeline',
-    logger: createLogger('kafka', 'error'),
-  });
-  await ensureTopics(kafka, { naming: { prefix }, partitions: PARTITIONS });
-  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
+  const { prefix, kafka, codecs } = await benchFamily(config, 'pipeline', PARTITIONS);
   const producer = new EventProducer(kafka, codecs);
   await producer.connect();
   const send = async (turns: Turn[]) => {

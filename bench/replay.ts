@@ -2,16 +2,15 @@
 // sample builder into tagged topics, from the range's start until all three stages have caught
 // up and stopped), against a baseline in the same run: a raw read of the same turns (decode only).
 //   turnstream bench replay [--json] [--turns 5000] [--turns-per-session 10]
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchArgs } from '../cli/commands/bench.ts';
-import { stackUp } from '../infra/index.ts';
 import { createEmbeddedJudge } from '../processors/index.ts';
 import { parseBound, runReplay } from '../processors/replay/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, EventProducer, parseBrokers, readToEnd } from '../streams/index.ts';
+import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
+import { benchFamily, intOption } from './support.ts';
 
 export interface ReplayBenchResult {
   turns: number;
@@ -30,7 +29,8 @@ export interface ReplayBenchResult {
   judge: string;
 }
 
-const int = (v: string | undefined, d: number): number => (v && Number.isFinite(Number(v)) && Number(v) > 0 ? Math.floor(Number(v)) : d);
+/** A positive integer option (0 or a bad value: the default). */
+const int = (v: string | undefined, d: number): number => intOption(v, d) || d;
 const msg = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
 const REPLIES = ['Thanks, that works 👍', "No, that's too long.", 'ok', 'Great, perfect!', 'That is wrong, try again.'];
 
@@ -78,16 +78,7 @@ export async function run(args: BenchArgs): Promise<ReplayBenchResult> {
   const { config, progress } = args;
   const turns = int(args.options.turns, 5000);
   const perSession = int(args.options['turns-per-session'], 10);
-  const stack = await stackUp({
-    home: config.home,
-    kafkaBrokers: config.kafkaBrokers,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    clickhouseUrl: config.clickhouseUrl,
-  });
-  const prefix = `bench-replay-${randomBytes(3).toString('hex')}.`;
-  const kafka = createKafka({ brokers: parseBrokers(stack.brokers), clientId: 'bench-replay' });
-  await ensureTopics(kafka, { naming: { prefix }, partitions: 6 });
-  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
+  const { endpoints: stack, prefix, kafka, codecs } = await benchFamily(config, 'replay', 6);
   // History from a day ago: idle timeouts and feedback grace are long past, as for real history.
   const data = history(prefix, turns, perSession, Date.now() - 24 * 3600_000);
   progress(`producing ${turns} turns to ${codecs.topic('turns')}`);

@@ -2,13 +2,12 @@
 // insert, commit), against a baseline in the same run: the same rows inserted straight with
 // @clickhouse/client (no Kafka, no decoding), in batches of the same size.
 //   turnstream bench sink [--json] [--users 20] [--batch 500]
-import { randomBytes } from 'node:crypto';
 import { AnalyticsStore, migrate, TABLE_IDS, toRow, type Row, type TableId } from '../analytics/index.ts';
 import type { BenchArgs } from '../cli/commands/bench.ts';
-import { stackUp } from '../infra/index.ts';
 import { startClickhouseSink } from '../processors/clickhouse-sink/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, EventProducer, parseBrokers } from '../streams/index.ts';
+import { createLogger, EventProducer } from '../streams/index.ts';
 import { learningDataset } from './sink-dataset.ts';
+import { benchFamily, intOption } from './support.ts';
 
 export interface SinkBenchResult {
   rows: number;
@@ -25,22 +24,14 @@ export interface SinkBenchResult {
   clickhouse: string;
 }
 
-const int = (v: string | undefined, d: number): number => (v && Number.isFinite(Number(v)) && Number(v) > 0 ? Math.floor(Number(v)) : d);
+/** A positive integer option (0 or a bad value: the default). */
+const int = (v: string | undefined, d: number): number => intOption(v, d) || d;
 
 export async function run(args: BenchArgs): Promise<SinkBenchResult> {
   const { config, progress } = args;
   const users = int(args.options.users, 20);
   const batchRows = int(args.options.batch, 500);
-  const stack = await stackUp({
-    home: config.home,
-    kafkaBrokers: config.kafkaBrokers,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    clickhouseUrl: config.clickhouseUrl,
-  });
-  const prefix = `bench-sink-${randomBytes(3).toString('hex')}.`;
-  const kafka = createKafka({ brokers: parseBrokers(stack.brokers), clientId: 'bench-sink' });
-  await ensureTopics(kafka, { naming: { prefix }, partitions: 6 });
-  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
+  const { endpoints: stack, prefix, kafka, codecs } = await benchFamily(config, 'sink', 6);
   const data = learningDataset({ users, sessionsPerUser: 10, turnsPerSession: 20, versions: 5, idPrefix: prefix });
   const rows = data.events.length;
   progress(`producing ${rows} events to ${prefix}*`);

@@ -9,20 +9,10 @@
 //   each to a handler that emits it again (Avro-encoded) to another topic, exactly once:
 //   outputs and offsets in one transaction, read back with read_committed.
 // - ratio: runtime ÷ raw passthrough.
-import { randomBytes } from 'node:crypto';
 import type { BenchArgs } from '../cli/commands/bench.ts';
-import { stackUp } from '../infra/index.ts';
 import type { TopicId, Turn } from '../schemas/index.ts';
-import {
-  createEventCodecs,
-  createKafka,
-  createLogger,
-  ensureTopics,
-  parseBrokers,
-  runProcessor,
-  type EventCodecs,
-} from '../streams/index.ts';
-import { createPlainTopic, intOption, rawConsume, rawPassthrough, rawProduce, sleep } from './kafka-baseline.ts';
+import { createLogger, runProcessor, type EventCodecs } from '../streams/index.ts';
+import { benchFamily, createPlainTopic, intOption, rawConsume, rawPassthrough, rawProduce, sleep } from './support.ts';
 import { syntheticTurn } from './pipeline-traffic.ts';
 
 export interface StreamsBenchResult {
@@ -68,20 +58,7 @@ export async function run(args: BenchArgs): Promise<StreamsBenchResult> {
   const { config, progress } = args;
   const n = Math.max(100, intOption(args.options.records, 20_000));
   const partitions = Math.max(1, intOption(args.options.partitions, 3));
-  const endpoints = await stackUp({
-    home: config.home,
-    kafkaBrokers: config.kafkaBrokers,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    clickhouseUrl: config.clickhouseUrl,
-  });
-  const prefix = `bench-streams-${randomBytes(3).toString('hex')}.`;
-  const kafka = createKafka({
-    brokers: parseBrokers(endpoints.brokers),
-    clientId: 'bench-streams',
-    logger: createLogger('kafka', 'error'),
-  });
-  await ensureTopics(kafka, { naming: { prefix }, partitions, ids: ['turns', 'dlq'] });
-  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
+  const { prefix, kafka, codecs } = await benchFamily(config, 'streams', partitions, ['turns', 'dlq']);
   const data = await records(codecs, n);
   const meanBytes = data.reduce((s, r) => s + r.value.length, 0) / n;
 

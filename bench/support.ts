@@ -1,9 +1,55 @@
 /**
- * Plain-kafkajs baselines the benchmarks measure turnstream against, on the same broker and
- * the same records: produce, consume, and consume → produce passthrough.
+ * What the benchmarks share: a topic family of their own on the stack (the local one, reused
+ * when it runs, or the configured endpoints), option parsing, quantiles, and the plain-kafkajs
+ * baselines turnstream is measured against on the same broker and the same records: produce,
+ * consume, and consume → produce passthrough.
  */
+import { randomBytes } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
-import { partitioner } from '../streams/index.ts';
+import type { TurnstreamConfig } from '../cli/config.ts';
+import { stackUp, type StackEndpoints } from '../infra/index.ts';
+import type { TopicId } from '../schemas/index.ts';
+import {
+  createEventCodecs,
+  createKafka,
+  createLogger,
+  ensureTopics,
+  parseBrokers,
+  partitioner,
+  type EventCodecs,
+} from '../streams/index.ts';
+
+export interface BenchFamily {
+  endpoints: StackEndpoints;
+  /** `bench-<name>-<random>.`: the run's topics and groups. */
+  prefix: string;
+  kafka: Kafka;
+  codecs: EventCodecs;
+}
+
+/** The stack, a Kafka client and the codecs of a fresh topic family for one benchmark run. */
+export async function benchFamily(
+  config: TurnstreamConfig,
+  name: string,
+  partitions: number,
+  ids?: readonly TopicId[],
+): Promise<BenchFamily> {
+  const endpoints = await stackUp({
+    home: config.home,
+    kafkaBrokers: config.kafkaBrokers,
+    schemaRegistryUrl: config.schemaRegistryUrl,
+    clickhouseUrl: config.clickhouseUrl,
+  });
+  const prefix = `bench-${name}-${randomBytes(3).toString('hex')}.`;
+  const kafka = createKafka({
+    brokers: parseBrokers(endpoints.brokers),
+    clientId: `bench-${name}`,
+    logger: createLogger('kafka', 'error'),
+  });
+  await ensureTopics(kafka, { naming: { prefix }, partitions, ids });
+  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
+  return { endpoints, prefix, kafka, codecs };
+}
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
