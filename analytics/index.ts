@@ -17,4 +17,5 @@ export type { QueryScope } from './queries/scope.ts';
 export { overview, type Overview, type OverviewOptions } from './overview.ts';
 export { buildReport, formatComparison, formatReport, type ReportOptions } from './report.ts';
 export { compareRuns, type CompareRunsOptions, type RunComparison, type RunStats } from './queries/compare-runs.ts';
+export { listRuns, type RunSummary } from './queries/runs.ts';
 export { buildDashboardApp, startDashboard, type DashboardHandle, type DashboardOptions } from './dashboard/server.ts';

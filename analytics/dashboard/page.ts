@@ -1,7 +1,9 @@
 /**
  * The dashboard page: static HTML and a small script that polls /api/overview and draws
- * Chart.js charts (served from node_modules by the service; no CDN). The script exposes
- * `window.turnstreamDashboard` (points per chart, last refresh, last error) for tests.
+ * Chart.js charts (served from node_modules by the service; no CDN). A run selector switches
+ * between the live pipeline and the replays ClickHouse holds (`?tag=NAME`); a replay is shown
+ * side by side with the live pipeline. The script exposes `window.turnstreamDashboard` (points
+ * per chart, runs, last refresh, last error) for tests.
  */
 
 export interface PageOptions {
@@ -28,6 +30,8 @@ export function dashboardPage(o: PageOptions): string {
   header h1 { margin: 0; font-size: 18px; }
   header .status { color: var(--muted); font-size: 12px; }
   header .status.error { color: #c0392b; }
+  header label { color: var(--muted); font-size: 12px; }
+  header select { font: inherit; font-size: 12px; }
   main { display: grid; grid-template-columns: repeat(auto-fit, minmax(460px, 1fr)); gap: 16px; padding: 16px 24px; }
   section { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px 16px; min-width: 0; }
   section h2 { margin: 0 0 8px; font-size: 14px; font-weight: 600; }
@@ -45,9 +49,10 @@ export function dashboardPage(o: PageOptions): string {
 </style>
 </head>
 <body>
-<header><h1>${esc(o.title)}</h1><span class="status" id="status">loading…</span></header>
+<header><h1>${esc(o.title)}</h1><label>run <select id="run"><option value="">live</option></select></label><span class="status" id="status">loading…</span></header>
 <main>
   <section class="wide"><h2>Funnel</h2><div class="kpis" id="kpis"></div></section>
+  <section class="wide" id="compare-section" hidden><h2>This replay next to the live pipeline</h2><div id="compare"></div></section>
   <section><h2>Learning curve — mean judge score per policy version</h2><div class="chart"><canvas id="chart-learning"></canvas></div></section>
   <section><h2>Reward over time</h2><div class="chart"><canvas id="chart-time"></canvas></div></section>
   <section><h2>Funnel</h2><div class="chart"><canvas id="chart-funnel"></canvas></div></section>
@@ -61,7 +66,14 @@ export function dashboardPage(o: PageOptions): string {
 <script>
 (() => {
   const REFRESH_MS = ${Math.max(500, Math.floor(o.refreshMs))};
-  const state = { charts: {}, points: {}, refreshes: 0, updatedAt: null, error: null };
+  const state = { charts: {}, points: {}, refreshes: 0, updatedAt: null, error: null, runs: [], tag: '' };
+  const TAG = new URLSearchParams(location.search).get('tag') || '';
+  state.tag = TAG;
+  const scoped = (path) => path + (TAG ? '?tag=' + encodeURIComponent(TAG) : '');
+  document.getElementById('run').addEventListener('change', (e) => {
+    const v = e.target.value;
+    location.search = v ? '?tag=' + encodeURIComponent(v) : '';
+  });
   window.turnstreamDashboard = state;
   Chart.defaults.animation = false;
   Chart.defaults.maintainAspectRatio = false;
@@ -164,12 +176,46 @@ export function dashboardPage(o: PageOptions): string {
     ]);
   }
 
+  async function getJson(path) {
+    const res = await fetch(path, { cache: 'no-store' });
+    const body = await res.json();
+    if (!res.ok) throw new Error(body && body.error ? body.error.message : 'HTTP ' + res.status);
+    return body;
+  }
+
+  function renderRuns(runs) {
+    state.runs = runs.map((r) => r.tag);
+    if (TAG && !state.runs.includes(TAG)) runs = [...runs, { tag: TAG, pairs: 0 }];
+    const select = document.getElementById('run');
+    const html = runs.map((r) => '<option value="' + esc(r.tag) + '"' + (r.tag === TAG ? ' selected' : '') + '>' + (r.tag ? 'replay ' + esc(r.tag) : 'live') + ' (' + r.pairs + ' pairs)</option>').join('');
+    if (select.innerHTML !== html) select.innerHTML = html;
+  }
+
+  function renderCompare(c) {
+    document.getElementById('compare-section').hidden = false;
+    const rows = [
+      ['pairs', c.a.pairs, c.b.pairs], ['judged turns', c.a.judged, c.b.judged], ['samples', c.a.samples, c.b.samples],
+      ['score +1', c.a.positive, c.b.positive], ['score 0', c.a.neutral, c.b.neutral], ['score −1', c.a.negative, c.b.negative],
+      ['mean score', c.a.mean_score, c.b.mean_score], ['mean reward', c.a.mean_reward, c.b.mean_reward],
+      ['judges', c.a.judge_ids.join(', '), c.b.judge_ids.join(', ')],
+    ];
+    table('compare', rows, [['', (r) => r[0]], ['live', (r) => r[1]], ['replay ' + TAG, (r) => r[2]]]);
+    const note = document.createElement('p');
+    note.id = 'agreement';
+    note.textContent = 'judged in both: ' + c.both_judged + ', same score: ' + c.same_score + (c.agreement === null ? '' : ' (agreement ' + fmt(c.agreement) + ')');
+    document.getElementById('compare').appendChild(note);
+  }
+
   async function refresh() {
     const status = document.getElementById('status');
     try {
-      const res = await fetch('api/overview', { cache: 'no-store' });
-      const body = await res.json();
-      if (!res.ok) throw new Error(body && body.error ? body.error.message : 'HTTP ' + res.status);
+      const [body, runs, compared] = await Promise.all([
+        getJson(scoped('api/overview')),
+        getJson('api/runs'),
+        TAG ? getJson('api/compare?a=&b=' + encodeURIComponent(TAG)) : Promise.resolve(null),
+      ]);
+      renderRuns(runs);
+      if (compared) renderCompare(compared);
       render(body);
       state.refreshes++;
       state.updatedAt = Date.now();

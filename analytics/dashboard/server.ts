@@ -6,13 +6,15 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { metricsRegistry, toTurnstreamError, type Logger } from '../../streams/index.ts';
+import { invalidInput, metricsRegistry, toTurnstreamError, type Logger } from '../../streams/index.ts';
+import { compareRuns } from '../queries/compare-runs.ts';
 import { dlqByReason } from '../queries/dlq-by-reason.ts';
 import { funnel } from '../queries/funnel.ts';
 import { judgeStats } from '../queries/judge-stats.ts';
 import { latencyPercentiles } from '../queries/latency.ts';
 import { rewardByVersion } from '../queries/reward-by-version.ts';
 import { rewardOverTime } from '../queries/reward-over-time.ts';
+import { listRuns } from '../queries/runs.ts';
 import { sessionStats } from '../queries/session-stats.ts';
 import { userStats } from '../queries/user-stats.ts';
 import { overview } from '../overview.ts';
@@ -29,7 +31,7 @@ export interface DashboardOptions {
   refreshMs?: number;
   /** Bucket of the reward-over-time chart, in ms. @default 60000 */
   bucketMs?: number;
-  /** Replay tag to show; '' = live. @default '' */
+  /** Replay tag shown when the page or API call names none (`?tag=`); '' = live. @default '' */
   tag?: string;
   /** @default 'turnstream analytics' */
   title?: string;
@@ -52,10 +54,22 @@ function chartBundle(): string {
 
 function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   const e = toTurnstreamError(err);
+  if (e.code === 'TS_ERR_INVALID_INPUT') {
+    return reply.code(400).send({ error: { message: e.message, type: 'invalid_request_error', code: e.code, param: e.param ?? null } });
+  }
   const status = e.retriable ? 503 : 500;
   return reply
     .code(status)
     .send({ error: { message: e.message, type: e.retriable ? 'service_unavailable' : 'server_error', code: e.code, param: null } });
+}
+
+/** A run named in a query parameter: '' (live) or a replay tag as `turnstream replay --tag` accepts. */
+function runParam(q: Record<string, string | undefined>, name: string, fallback: string): string {
+  const v = q[name];
+  if (v === undefined) return fallback;
+  if (!/^[A-Za-z0-9_-]*$/.test(v))
+    throw invalidInput(`${name} must be a replay tag (letters, digits, - and _) or empty for the live pipeline`, name);
+  return v;
 }
 
 /** Builds the app without listening (tests inject requests). */
@@ -64,7 +78,7 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   const app = Fastify();
   const log = o.logger;
   const store = o.store;
-  const scope = { tag: o.tag ?? '' };
+  const scopeOf = (q: Record<string, string | undefined>) => ({ tag: runParam(q, 'tag', o.tag ?? '') });
   const page = dashboardPage({ refreshMs: o.refreshMs ?? 5000, title: o.title ?? 'turnstream analytics' });
   const json = <T>(path: string, run: (q: Record<string, string | undefined>) => Promise<T>): void => {
     app.get(path, async (req, reply) => {
@@ -84,17 +98,20 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   app.get('/assets/chart.umd.min.js', async (_req, reply) =>
     reply.type('application/javascript; charset=utf-8').header('cache-control', 'max-age=3600').send(chartBundle()),
   );
-  json('/api/overview', () => overview(store, { ...scope, bucketMs: o.bucketMs }));
-  json('/api/funnel', () => funnel(store, scope));
-  json('/api/reward-by-version', () => rewardByVersion(store, scope));
+  json('/api/overview', (q) => overview(store, { ...scopeOf(q), bucketMs: o.bucketMs }));
+  json('/api/funnel', (q) => funnel(store, scopeOf(q)));
+  json('/api/reward-by-version', (q) => rewardByVersion(store, scopeOf(q)));
   json('/api/reward-over-time', (q) =>
-    rewardOverTime(store, { ...scope, bucketMs: q.bucket_ms ? Number(q.bucket_ms) || undefined : o.bucketMs, limit: limitOf(q) }),
+    rewardOverTime(store, { ...scopeOf(q), bucketMs: q.bucket_ms ? Number(q.bucket_ms) || undefined : o.bucketMs, limit: limitOf(q) }),
   );
-  json('/api/judges', () => judgeStats(store, scope));
+  json('/api/judges', (q) => judgeStats(store, scopeOf(q)));
   json('/api/latency', () => latencyPercentiles(store));
-  json('/api/users', (q) => userStats(store, { ...scope, limit: limitOf(q) }));
-  json('/api/sessions', (q) => sessionStats(store, { ...scope, limit: limitOf(q), userId: q.user }));
-  json('/api/dlq', () => dlqByReason(store, scope));
+  json('/api/users', (q) => userStats(store, { ...scopeOf(q), limit: limitOf(q) }));
+  json('/api/sessions', (q) => sessionStats(store, { ...scopeOf(q), limit: limitOf(q), userId: q.user }));
+  json('/api/dlq', (q) => dlqByReason(store, scopeOf(q)));
+  json('/api/runs', () => listRuns(store));
+  // Two runs side by side: ?a=<tag>&b=<tag>, '' (or left out, for a) = the live pipeline.
+  json('/api/compare', (q) => compareRuns(store, { a: runParam(q, 'a', ''), b: runParam(q, 'b', '') }));
   app.get('/healthz', async (_req, reply) => {
     const ok = await store.ping();
     return reply.code(ok ? 200 : 503).send({ ok, clickhouse: store.options.url });

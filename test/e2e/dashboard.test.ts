@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { AnalyticsStore, buildDashboardApp, funnel, startDashboard, type DashboardHandle } from '../../analytics/index.ts';
+import { AnalyticsStore, buildDashboardApp, funnel, listRuns, startDashboard, type DashboardHandle } from '../../analytics/index.ts';
 import { learningDataset } from '../../bench/sink-dataset.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/clickhouse-sink/index.ts';
-import { createKafka } from '../../streams/index.ts';
+import { createKafka, ensureTopics, EventProducer } from '../../streams/index.ts';
 import { dropTables, family, waitFor, type Family } from '../integration/analytics/support.ts';
 import { ensureStack, uniquePrefix } from '../support/stack.ts';
 
@@ -37,6 +37,10 @@ let sink: ClickhouseSinkHandle;
 let dashboard: DashboardHandle;
 let browser: BrowserContext;
 let profile: string;
+const REPLAY = 'judge-b';
+let skipped = 0;
+/** What the replay holds: the dataset's pairs, and its samples but ten. */
+const replayCounts = { pairs: 0, samples: 0 };
 
 describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)', { timeout: 240000 }, () => {
   before(async () => {
@@ -53,10 +57,30 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
       startMs: Date.now() - 2 * 3600_000,
     });
     for (let i = 0; i < data.events.length; i += 200) await f.producer.sendAll(data.events.slice(i, i + 200));
-    sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId: `${f.prefix}sink`, flushIntervalMs: 200 });
+    // A replay of the same history under another judge: its pairs, judgements and samples on the
+    // family's `judge-b` topics (the same ids as the live ones), the first ten samples left out.
+    const naming = { prefix: f.prefix, tag: REPLAY };
+    await ensureTopics(kafka, { naming, partitions: 3, ids: ['pairs', 'judgements', 'samples'] });
+    const replayProducer = new EventProducer(kafka, await f.codecs.withNaming(naming));
+    await replayProducer.connect();
+    const derived = data.events.filter((e) => e.id === 'pairs' || e.id === 'judgements' || e.id === 'samples');
+    const replayed = derived.filter((e) => e.id !== 'samples' || ++skipped > 10);
+    for (let i = 0; i < replayed.length; i += 200) await replayProducer.sendAll(replayed.slice(i, i + 200));
+    await replayProducer.disconnect();
+    sink = startClickhouseSink({
+      kafka,
+      codecs: f.codecs,
+      analytics: f.analytics,
+      groupId: `${f.prefix}sink`,
+      flushIntervalMs: 200,
+      replayTags: 'all',
+    });
     await sink.ready;
     store = new AnalyticsStore(f.analytics);
     await waitFor('the dataset stored', async () => (await funnel(store)).samples === data.counts.samples);
+    replayCounts.pairs = data.counts.pairs;
+    replayCounts.samples = data.counts.samples - 10;
+    await waitFor('the replay stored', async () => (await funnel(store, { tag: REPLAY })).samples === replayCounts.samples);
     dashboard = await startDashboard({ store, port: 0, refreshMs: 1000 });
     profile = mkdtempSync(join(tmpdir(), 'turnstream-chromium-'));
     browser = await chromium.launchPersistentContext(profile, {
@@ -135,6 +159,50 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     );
     assert.deepEqual(pageErrors, []);
     await page.close();
+  });
+
+  it('switches to a replay (?tag=) and shows it next to the live pipeline', async () => {
+    const runs = await listRuns(store);
+    const live = await funnel(store);
+    assert.deepEqual(
+      runs.map((r) => [r.tag, r.pairs, r.samples]),
+      [
+        ['', live.pairs, live.samples],
+        [REPLAY, replayCounts.pairs, replayCounts.samples],
+      ],
+    );
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(`${dashboard.url}/dashboard`);
+    await page.waitForFunction('(window.turnstreamDashboard?.refreshes ?? 0) >= 1', undefined, { timeout: 30000 });
+    assert.equal(await page.locator('#compare-section').isHidden(), true, 'no comparison for the live run');
+    // Choosing the replay in the run selector reloads the page on it.
+    await page.selectOption('#run', REPLAY);
+    await page.waitForURL(/\?tag=judge-b$/);
+    await page.waitForFunction('(window.turnstreamDashboard?.refreshes ?? 0) >= 1', undefined, { timeout: 30000 });
+    const state = (await page.evaluate(
+      '({ tag: window.turnstreamDashboard.tag, runs: window.turnstreamDashboard.runs, error: window.turnstreamDashboard.error })',
+    )) as {
+      tag: string;
+      runs: string[];
+      error: string | null;
+    };
+    assert.deepEqual(state, { tag: REPLAY, runs: ['', REPLAY], error: null });
+    const kpis = (await page.locator('#kpis .kpi').allInnerTexts()).map((k) => k.replace(/\s+/g, ' ').trim());
+    assert.ok(kpis.includes(`${replayCounts.samples} samples`), kpis.join(' | '));
+    const rows = await page.locator('#compare tbody tr').allInnerTexts();
+    assert.ok(
+      rows.some((r) => r.replace(/\s+/g, ' ').trim() === `samples ${live.samples} ${replayCounts.samples}`),
+      rows.join(' | '),
+    );
+    assert.match(await page.locator('#agreement').innerText(), /judged in both: (\d+), same score: \1 \(agreement 1\)/);
+    assert.deepEqual(pageErrors, []);
+    await page.close();
+
+    const bad = await fetch(`${dashboard.url}/api/funnel?tag=${encodeURIComponent('x; DROP')}`);
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'TS_ERR_INVALID_INPUT');
   });
 
   it('serves the JSON API, and answers 503 in the OpenAI error shape when ClickHouse is unreachable', async () => {
