@@ -52,14 +52,25 @@ async function gateway(k: TestKafka, name: string, shareSessions: boolean): Prom
   return g;
 }
 
-/** Waits until `turnId` has reached the topic and every instance had time to read it. */
+/** Waits until `turnId` has reached the topic. */
 async function reached(c: TopicCollector<'turns'>, turnId: string): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (!c.events.some((e) => e.value.turnId === turnId)) {
     if (Date.now() > deadline) throw new Error(`turn ${turnId} never reached the topic`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  await new Promise((r) => setTimeout(r, 1000));
+}
+
+/** Waits until a gateway's session index (its /metrics gauge) holds at least `n` turns. */
+async function knows(g: StartedGateway, n: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const text = await (await fetch(`${g.url}/metrics`)).text();
+    const size = Number(/^turnstream_gateway_session_index_size(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? 0);
+    if (size >= n) return;
+    if (Date.now() > deadline) throw new Error(`the gateway knows ${size} turns, not ${n}, after 30 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 test('a conversation alternating between two instances keeps its session; feedback by turn id works on either; a late instance learns recent turns', async () => {
@@ -71,10 +82,12 @@ test('a conversation alternating between two instances keeps its session; feedba
     const history: Msg[] = [{ role: 'user', content: 'hello there' }];
     const t1 = await chat(a.url, history);
     await reached(collector, t1.turnId);
+    await knows(b, 1); // b has read a's turn back from the topic
     history.push({ role: 'assistant', content: t1.answer }, { role: 'user', content: 'and then?' });
     const t2 = await chat(b.url, history);
     assert.equal(t2.sessionId, t1.sessionId, 'the second instance continues the session the first one started');
     await reached(collector, t2.turnId);
+    await knows(a, 2);
     history.push({ role: 'assistant', content: t2.answer }, { role: 'user', content: 'thanks' });
     const t3 = await chat(a.url, history);
     assert.equal(t3.sessionId, t1.sessionId);
@@ -120,6 +133,7 @@ test('with sharing off, an instance infers sessions only from the turns it serve
     const history: Msg[] = [{ role: 'user', content: 'hello there' }];
     const t1 = await chat(a.url, history);
     await reached(collector, t1.turnId);
+    await new Promise((r) => setTimeout(r, 1000)); // were b following the topic, it would have read t1 by now
     history.push({ role: 'assistant', content: t1.answer }, { role: 'user', content: 'and then?' });
     const t2 = await chat(b.url, history);
     assert.notEqual(t2.sessionId, t1.sessionId);
