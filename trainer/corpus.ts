@@ -166,7 +166,50 @@ export const TOPICS: Topic[] = [
   },
 ];
 
-export const NAMES = ['Sam', 'Alex', 'Maya', 'Leo', 'Nina', 'Omar', 'Ruth', 'Ivan', 'Zoe', 'Ben', 'Lia', 'Tom', 'Ana', 'Raj', 'Eve', 'Kai'];
+/**
+ * Names kept OUT of the corpus: "Sam" is the eval's named-sam persona, the others are unseen names
+ * for measuring whether a model copies the name from the prompt (`eval/name-copy.ts`).
+ */
+export const HELD_OUT_NAMES = ['Sam', 'Priya', 'Jonas', 'Greta', 'Hugo', 'Mei', 'Tariq', 'Olga', 'Femi', 'Lucia', 'Dmitri', 'Ines'];
+
+/** Common real names of the corpus (none of `HELD_OUT_NAMES`). */
+export const REAL_NAMES = [
+  ...['Alex', 'Maya', 'Leo', 'Nina', 'Omar', 'Ruth', 'Ivan', 'Zoe', 'Ben', 'Lia', 'Tom', 'Ana', 'Raj', 'Eve', 'Kai', 'Emma'],
+  ...['Noah', 'Olivia', 'Liam', 'Ava', 'Lucas', 'Mia', 'Ethan', 'Chloe', 'James', 'Grace', 'Daniel', 'Sofia', 'Adam', 'Lily', 'David'],
+  ...['Hannah', 'Jack', 'Ella', 'Ryan', 'Sara', 'Max', 'Julia', 'Oscar', 'Laura', 'Felix', 'Clara', 'Paul', 'Anna', 'Mark', 'Rosa'],
+  ...['Peter', 'Elena', 'Carlos', 'Marta', 'Diego', 'Lena', 'Yuki', 'Kenji', 'Aiko', 'Hiro', 'Wei', 'Lin', 'Chen', 'Jin', 'Amir'],
+  ...['Fatima', 'Ali', 'Layla', 'Yusuf', 'Zara', 'Kofi', 'Amara', 'Tunde', 'Nia', 'Sipho', 'Arjun', 'Ravi', 'Anika', 'Dev', 'Nora'],
+  ...['Erik', 'Freya', 'Lars', 'Astrid', 'Pierre', 'Cleo', 'Marco', 'Giulia', 'Pablo', 'Lucy', 'Owen', 'Ruby', 'Finn', 'Ivy', 'Sean'],
+  ...['Tessa', 'Victor', 'Hana', 'Boris', 'Vera', 'Igor', 'Kira', 'Omid', 'Leila', 'Joel', 'Abby', 'Carl', 'Dana', 'Eli', 'Faye'],
+  ...['Gus', 'Holly', 'Ian', 'Jade', 'Kurt', 'Lola', 'Milo', 'Nell', 'Otto', 'Pia', 'Quinn', 'Rex', 'Tara', 'Uma', 'Wade', 'Xena'],
+];
+
+const ONSETS = ['b', 'd', 'f', 'g', 'h', 'j', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z', 'br', 'ch', 'sh', 'tr'];
+const VOWELS = ['a', 'e', 'i', 'o', 'u'];
+const CODAS = ['', '', '', 'n', 'r', 'l', 's'];
+
+/**
+ * Pronounceable two-syllable names from syllables (onset + vowel, twice, an optional final
+ * consonant), deterministic: "Bala", "Tromin", … — thousands, so a model cannot memorise them.
+ */
+export function generatedName(rand: () => number): string {
+  const syl = (): string => pick(rand, ONSETS) + pick(rand, VOWELS);
+  const name = syl() + syl() + pick(rand, CODAS);
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+const HELD_OUT = new Set(HELD_OUT_NAMES.map((n) => n.toLowerCase()));
+
+/**
+ * A user's name: half a common real name, half a generated one, never one of `HELD_OUT_NAMES`.
+ * With this many names, copying the name from the prompt is the only way to predict a greeting.
+ */
+export function drawName(rand: () => number): string {
+  for (;;) {
+    const name = rand() < 0.5 ? pick(rand, REAL_NAMES) : generatedName(rand);
+    if (!HELD_OUT.has(name.toLowerCase())) return name;
+  }
+}
 
 const CASUAL_OPENERS = ['Sure! ', 'Oh, easy! ', 'Hey! ', 'Good one! ', ''];
 const FORMAL_OPENERS = ['Certainly. ', 'Of course. ', 'Good question. '];
@@ -240,6 +283,11 @@ export interface CorpusOptions {
   instructedShare?: number;
   /** Topics to draw from. @default TOPICS */
   topics?: Topic[];
+  /**
+   * Share of extra "Greet me by name." exchanges (a name-copy drill for a pretraining phase; the
+   * other exchanges keep their proportions). @default 0
+   */
+  greetDrillShare?: number;
 }
 
 /** An endless, seeded stream of exchanges. */
@@ -250,14 +298,15 @@ export function* corpus(opts: CorpusOptions = {}): Generator<Exchange> {
   for (;;) {
     const topic = pick(rand, topics);
     const instructed: Property[] = [];
-    if (rand() < share) {
+    if (opts.greetDrillShare && rand() < opts.greetDrillShare) instructed.push('greet');
+    else if (rand() < share) {
       instructed.push(pick(rand, PROPERTIES));
       if (rand() < 0.25) {
         const second = pick(rand, PROPERTIES);
         if (!instructed.includes(second)) instructed.push(second);
       }
     }
-    const name = instructed.includes('greet') || rand() < 0.4 ? pick(rand, NAMES) : null;
+    const name = instructed.includes('greet') || rand() < 0.4 ? drawName(rand) : null;
     const style: ReplyStyle = {
       short: rand() < BASE_RATES.short,
       question: rand() < BASE_RATES.question,

@@ -31,7 +31,10 @@ export { AdamW, type AdamWOptions } from './adamw.ts';
 export {
   corpus,
   TOPICS,
-  NAMES,
+  REAL_NAMES,
+  HELD_OUT_NAMES,
+  drawName,
+  generatedName,
   INSTRUCTIONS,
   PROPERTIES,
   BASE_RATES,

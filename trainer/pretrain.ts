@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { AdamW } from './adamw.ts';
 import { renderPrompt, type ChatMessage } from './chat-template.ts';
 import { loadCheckpoint, saveCheckpoint, type SavedCheckpoint } from './checkpoint.ts';
-import { corpus } from './corpus.ts';
+import { corpus, type CorpusOptions } from './corpus.ts';
 import { generate } from './generate.ts';
 import { TransformerModel, type ModelConfig } from './model.ts';
 import { ByteTokenizer } from './tokenizer.ts';
@@ -46,6 +46,8 @@ export interface PretrainOptions {
   maxMinutes?: number;
   /** Loss curve CSV (`step,seconds,loss,lr`). @default none */
   lossCsv?: string;
+  /** Corpus options besides the seed (e.g. a name-copy drill). @default none */
+  corpus?: Omit<CorpusOptions, 'seed'>;
   /** Progress callback, every `logEvery` steps. */
   onProgress?: (p: { step: number; totalSteps: number; seconds: number; loss: number; lr: number }) => void;
   /** @default 10 */
@@ -79,7 +81,7 @@ export async function pretrain(opts: PretrainOptions): Promise<PretrainResult> {
     : TransformerModel.init({ ...BASE_MODEL_CONFIG, ...opts.config, vocabSize: tok.vocabSize }, seed);
   const config = model.config;
   const opt = new AdamW({ lr: peak, weightDecay: 0.01, maxGradNorm: 1 });
-  const stream = corpus({ seed });
+  const stream = corpus({ ...opts.corpus, seed });
   if (opts.lossCsv) {
     await mkdir(dirname(opts.lossCsv), { recursive: true });
     await writeFile(opts.lossCsv, 'step,seconds,loss,lr\n');
