@@ -166,8 +166,11 @@ export const TOPICS: Topic[] = [
   },
 ];
 
+/** The 16 names of the corpus the shipped base was pretrained on ("Sam" among them). */
+export const SHIPPED_NAMES = ['Sam', 'Alex', 'Maya', 'Leo', 'Nina', 'Omar', 'Ruth', 'Ivan', 'Zoe', 'Ben', 'Lia', 'Tom', 'Ana', 'Raj', 'Eve', 'Kai'];
+
 /**
- * Names kept OUT of the corpus: "Sam" is the eval's named-sam persona, the others are unseen names
+ * Names kept OUT of the many-names corpus: "Sam" is the eval's named-sam persona, the others are unseen names
  * for measuring whether a model copies the name from the prompt (`eval/name-copy.ts`).
  */
 export const HELD_OUT_NAMES = ['Sam', 'Priya', 'Jonas', 'Greta', 'Hugo', 'Mei', 'Tariq', 'Olga', 'Femi', 'Lucia', 'Dmitri', 'Ines'];
@@ -284,6 +287,13 @@ export interface CorpusOptions {
   /** Topics to draw from. @default TOPICS */
   topics?: Topic[];
   /**
+   * Where users' names come from: `shipped`, the 16 names of the corpus the shipped base was
+   * pretrained on (so `turnstream pretrain` rebuilds it); `many`, thousands of real and
+   * generated names, never one of `HELD_OUT_NAMES`, so that a greeting can only be predicted by
+   * copying the name from the prompt. @default 'shipped'
+   */
+  names?: 'shipped' | 'many';
+  /**
    * Share of extra "Greet me by name." exchanges (a name-copy drill for a pretraining phase; the
    * other exchanges keep their proportions). @default 0
    */
@@ -306,7 +316,7 @@ export function* corpus(opts: CorpusOptions = {}): Generator<Exchange> {
         if (!instructed.includes(second)) instructed.push(second);
       }
     }
-    const name = instructed.includes('greet') || rand() < 0.4 ? drawName(rand) : null;
+    const name = instructed.includes('greet') || rand() < 0.4 ? (opts.names === 'many' ? drawName(rand) : pick(rand, SHIPPED_NAMES)) : null;
     const style: ReplyStyle = {
       short: rand() < BASE_RATES.short,
       question: rand() < BASE_RATES.question,

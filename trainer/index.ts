@@ -31,6 +31,7 @@ export { AdamW, type AdamWOptions } from './adamw.ts';
 export {
   corpus,
   TOPICS,
+  SHIPPED_NAMES,
   REAL_NAMES,
   HELD_OUT_NAMES,
   drawName,

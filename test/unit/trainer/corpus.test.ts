@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BASE_RATES, HELD_OUT_NAMES, REAL_NAMES, corpus, drawName, generatedName, type Exchange } from '../../../trainer/corpus.ts';
+import { BASE_RATES, HELD_OUT_NAMES, REAL_NAMES, SHIPPED_NAMES, corpus, drawName, generatedName, type Exchange } from '../../../trainer/corpus.ts';
 import { mulberry32 } from '../../../trainer/generate.ts';
 import { unseenNames } from '../../../trainer/eval/name-copy.ts';
 
-const take = (n: number, seed = 0): Exchange[] => {
-  const it = corpus({ seed });
+const take = (n: number, seed = 0, names: 'shipped' | 'many' = 'many'): Exchange[] => {
+  const it = corpus({ seed, names });
   return Array.from({ length: n }, () => it.next().value!);
 };
 const userText = (ex: Exchange): string => ex.messages[ex.messages.length - 1].content;
@@ -82,7 +82,7 @@ test('corpus: plain exchanges keep the documented base rates', () => {
 });
 
 test('corpus: greetDrillShare adds "greet me by name" exchanges that copy the name', () => {
-  const it = corpus({ seed: 2, greetDrillShare: 0.5 });
+  const it = corpus({ seed: 2, greetDrillShare: 0.5, names: 'many' });
   const list = Array.from({ length: 2000 }, () => it.next().value!);
   const drills = list.filter((ex) => ex.instructed.length === 1 && ex.instructed[0] === 'greet');
   assert.ok(drills.length > 1000, `${drills.length}`);
@@ -90,4 +90,11 @@ test('corpus: greetDrillShare adds "greet me by name" exchanges that copy the na
     const name = promptName(ex)!;
     assert.ok(ex.reply.startsWith(ex.style.formal ? `Hello ${name}. ` : `Hi ${name}! `), ex.reply);
   }
+});
+
+test('corpus: by default the names are the 16 of the shipped base, so `turnstream pretrain` rebuilds that base', () => {
+  const names = new Set(take(3000, 0, 'shipped').map(promptName).filter((n): n is string => n !== null));
+  assert.deepEqual([...names].sort(), [...SHIPPED_NAMES].sort());
+  const dflt = corpus({ seed: 5 });
+  assert.deepEqual(Array.from({ length: 200 }, () => dflt.next().value!), take(200, 5, 'shipped'));
 });
