@@ -2,9 +2,10 @@
  * Consensus weighting of a training batch (ALGORITHMS.md §7, "many users, one model"): every
  * sample is folded into a `UserConsensus` as `{ userId, prompt: the last user message of its
  * prompt, response, reward sign }`, and its loss weight becomes `sample.weight × w(user)`, where
- * `w` is the user's agreement-with-the-others weight AFTER the whole batch was observed (so a
- * contradiction inside one batch already counts for that batch). The batcher's per-user share cap
- * is independent of this and still applies.
+ * `w` is the user's agreement-with-the-others weight (how well what they reward matches what the
+ * others reward, trainer/user-consensus.ts) AFTER the whole batch was observed (so a
+ * contradiction inside one batch already counts for that batch; the weights are recomputed once
+ * per batch). The batcher's per-user share cap is independent of this and still applies.
  */
 import type { Sample } from '../schemas/index.ts';
 import type { StepSample } from './learner-step.ts';

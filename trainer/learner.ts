@@ -114,8 +114,8 @@ const metrics = {
   drift: gauge('turnstream_trainer_logprob_drift', 'Mean |rollout − recomputed| log-prob of the last batch', ['model']),
   kl: gauge('turnstream_trainer_kl', 'KL(π_old ‖ π_new) of the last step', ['model']),
   clip: gauge('turnstream_trainer_clip_fraction', 'Clip fraction of the last step', ['model']),
-  userWeight: gauge('turnstream_trainer_user_weight', "A user's consensus weight (agreement with the other users)", ['model', 'user']),
-  conflicts: gauge('turnstream_trainer_user_conflicts', 'Pairs of users who disagree on most comparable turns', ['model']),
+  userWeight: gauge('turnstream_trainer_user_weight', "A user's consensus weight (what they reward vs the others)", ['model', 'user']),
+  conflicts: gauge('turnstream_trainer_user_conflicts', 'Pairs of users who push the model in opposite directions', ['model']),
   buffered: gauge('turnstream_trainer_buffered_samples', 'Samples waiting for a batch', ['model']),
   stepSeconds: histogram('turnstream_trainer_step_seconds', 'Training step time', ['model'], [0.1, 0.5, 1, 2, 5, 10, 30, 60]),
 };

@@ -63,7 +63,9 @@ test('an adversary contradicting three agreeing users gets a lower effective wei
   const eve = by('eve');
   assert.equal(eve.length, 3);
   for (const u of ['ann', 'bob', 'cat']) for (const w of by(u)) for (const e of eve) assert.ok(e < w, `eve ${e} < ${u} ${w}`);
-  assert.ok(Math.max(...eve) < 0.6, `eve's weight ${eve[0]} (3 disagreements on a 4:1 prior: 4/8)`);
+  // 3 exact disagreements on a 4:1 prior (4/8), plus an exactly opposed preference (f = 0) on
+  // 0.5 × 3 turns of evidence: 4 / 9.5 ≈ 0.42.
+  assert.ok(Math.max(...eve) < 0.45, `eve's weight ${eve[0]}`);
   assert.deepEqual(factors, used);
   const stats = Object.fromEntries(consensus.stats().map((s) => [s.userId, s]));
   assert.equal(stats.eve.disagreements, 3);
@@ -75,4 +77,34 @@ test('an adversary contradicting three agreeing users gets a lower effective wei
   assert.equal(m.samples, items.length);
   model.dispose();
   opt.dispose();
+});
+
+test('private chats (no two turns alike): a contrarian user still gets a lower weight than three who agree', () => {
+  const topics = ['primes', 'the sky', 'magnets', 'rivers', 'kafka', 'bread', 'chess', 'volcanoes'];
+  const items: StepSample[] = [];
+  let k = 0;
+  for (let r = 0; r < 5; r++) {
+    for (const u of ['ann', 'bob', 'cat', 'eve']) {
+      const t = topics[k++ % topics.length];
+      const sign = u === 'eve' ? -1 : 1;
+      // Everyone is asked something different; they all see replies of both kinds.
+      items.push({ sample: sample(u, `${u} asks about ${t}`, `Here is something about ${t}. Want to know more?`, sign) });
+      items.push({
+        sample: sample(u, `${u} wonders about ${t}`, `${t} is a long story with many parts, told in full here without a question.`, -sign),
+      });
+    }
+  }
+  const consensus = new UserConsensus();
+  const { factors } = weighByConsensus(consensus, items);
+  const f = (u: string) => factors.filter((_, i) => items[i].sample.userId === u);
+  for (const u of ['ann', 'bob', 'cat'])
+    for (const w of f(u)) assert.ok(w > 0.8 && w > f('eve')[0] + 0.3, `${u} ${w} vs eve ${f('eve')[0]}`);
+  // 10 rated turns each (≥ minConflictEvidence 8): eve is reported against each of the others.
+  assert.deepEqual(
+    consensus
+      .conflicts()
+      .map((c) => c.users.join('/'))
+      .sort(),
+    ['ann/eve', 'bob/eve', 'cat/eve'],
+  );
 });
