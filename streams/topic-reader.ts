@@ -18,13 +18,20 @@ export interface RawRecord {
 export interface ReadToEndOptions {
   /** Only these partitions. @default all */
   partitions?: ReadonlySet<number>;
+  /** Per partition, stop below this offset (e.g. a group's committed offsets). @default the end */
+  until?: ReadonlyMap<number, bigint>;
   /** Stop after this long without a new record once joined (trailing transaction markers are never delivered). @default 1500 */
   idleMs?: number;
   /** Give up after this long. @default 120000 */
   timeoutMs?: number;
 }
 
-export async function readToEnd(kafka: Kafka, topic: string, onRecord: (r: RawRecord) => void | Promise<void>, options: ReadToEndOptions = {}): Promise<number> {
+export async function readToEnd(
+  kafka: Kafka,
+  topic: string,
+  onRecord: (r: RawRecord) => void | Promise<void>,
+  options: ReadToEndOptions = {},
+): Promise<number> {
   const admin = kafka.admin();
   await admin.connect();
   let targets: Map<number, bigint>;
@@ -35,7 +42,12 @@ export async function readToEnd(kafka: Kafka, topic: string, onRecord: (r: RawRe
     targets = new Map(
       offsets
         .filter((o) => (!options.partitions || options.partitions.has(o.partition)) && BigInt(o.high) > BigInt(o.low))
-        .map((o) => [o.partition, BigInt(o.high)]),
+        .map((o) => {
+          const high = BigInt(o.high);
+          const until = options.until?.get(o.partition);
+          return [o.partition, until !== undefined && until < high ? until : high] as [number, bigint];
+        })
+        .filter(([p, end]) => end > BigInt(offsets.find((o) => o.partition === p)!.low)),
     );
   } finally {
     await admin.disconnect();
@@ -43,7 +55,13 @@ export async function readToEnd(kafka: Kafka, topic: string, onRecord: (r: RawRe
   if (targets.size === 0) return 0;
 
   const groupId = `turnstream-reader-${randomUUID()}`;
-  const consumer = kafka.consumer({ groupId, readUncommitted: false, maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 });
+  const consumer = kafka.consumer({
+    groupId,
+    readUncommitted: false,
+    maxWaitTimeInMs: 100,
+    sessionTimeout: 10000,
+    heartbeatInterval: 1000,
+  });
   const seen = new Map<number, bigint>();
   let count = 0;
   let lastProgress = Date.now();
@@ -58,9 +76,18 @@ export async function readToEnd(kafka: Kafka, topic: string, onRecord: (r: RawRe
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       eachBatch: async ({ batch }) => {
-        if (!targets.has(batch.partition)) return;
+        const end = targets.get(batch.partition);
+        if (end === undefined) return;
         for (const m of batch.messages) {
-          await onRecord({ topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: Number(m.timestamp) });
+          if (BigInt(m.offset) >= end) break;
+          await onRecord({
+            topic,
+            partition: batch.partition,
+            offset: m.offset,
+            key: m.key,
+            value: m.value,
+            timestamp: Number(m.timestamp),
+          });
           count++;
         }
         const last = BigInt(batch.lastOffset());

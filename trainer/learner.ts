@@ -18,7 +18,7 @@
  */
 import { rm } from 'node:fs/promises';
 import type { Consumer, Kafka, Producer } from 'kafkajs';
-import type { DeadLetter, WeightVersion } from '../schemas/index.ts';
+import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
 import { createLogger, type Logger } from '../streams/logger.ts';
 import { deadLetter } from '../streams/dead-letter.ts';
 import type { EventCodecs } from '../streams/event-codecs.ts';
@@ -28,7 +28,7 @@ import { readToEnd } from '../streams/topic-reader.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
-import { weighByConsensus } from './consensus-weighting.ts';
+import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
 import { learnerStep, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 import type { TransformerModel } from './model.ts';
 import { UserConsensus, type UserConsensusOptions } from './user-consensus.ts';
@@ -89,6 +89,8 @@ export interface LearnerStats {
   deadLettered: number;
   /** Samples of another model (their `policyModelId`), skipped. */
   otherModel: number;
+  /** Samples folded back into the user consensus on start (those the group had committed). */
+  consensusRestored: number;
   buffered: number;
   transactions: number;
 }
@@ -97,6 +99,8 @@ export interface LearnerHandle {
   /** Resolves once resumed (weights loaded, consumer running). */
   ready: Promise<void>;
   stats(): LearnerStats;
+  /** Each user's current consensus weight (empty with consensus off). */
+  userWeights(): Record<string, number>;
   /** Finishes the batch in progress (publishing it), then stops. */
   stop(): Promise<void>;
   /** Resolves when stopped, rejects on a fatal error (a failed transaction, fencing). */
@@ -173,7 +177,15 @@ class Learner {
   private stopping = false;
   private assignment: Promise<void> = Promise.resolve();
   private loop: Promise<void> = Promise.resolve();
-  private readonly counts = { consumed: 0, trained: 0, droppedStale: 0, deadLettered: 0, otherModel: 0, transactions: 0 };
+  private readonly counts = {
+    consumed: 0,
+    trained: 0,
+    droppedStale: 0,
+    deadLettered: 0,
+    otherModel: 0,
+    transactions: 0,
+    consensusRestored: 0,
+  };
   private readyResolve!: () => void;
   private readonly ready = new Promise<void>((r) => (this.readyResolve = r));
   private closedResolve!: () => void;
@@ -201,6 +213,7 @@ class Learner {
       ready: this.ready,
       closed: this.closed,
       stats: () => ({ version: this.version, steps: this.steps, buffered: this.batcher.size, ...this.counts }),
+      userWeights: () => Object.fromEntries((this.consensus?.stats() ?? []).map((u) => [u.userId, u.weight])),
       stop: () => this.stop(),
     };
   }
@@ -244,6 +257,8 @@ class Learner {
       },
       'learner resumed',
     );
+
+    if (this.consensus) await this.restoreConsensus(samplesCodec);
 
     this.producer = kafka.producer({
       transactionalId: `${this.groupId}.${this.o.instanceId ?? '0'}`,
@@ -401,6 +416,42 @@ class Learner {
       this.o.onVersion?.(published);
     }
     metrics.buffered.set({ model: this.modelId }, this.batcher.size);
+  }
+
+  /**
+   * The consensus is a fold over the samples the learner has finished with, so a restart folds
+   * them again: every sample of this model below the group's committed offsets (those dropped
+   * as stale included, which a live run never observed; the few finished above a commit, kept in
+   * its metadata, are not). Undecodable records were dead-lettered when first read; skipped.
+   */
+  private async restoreConsensus(samplesCodec: { decode(b: Buffer): Promise<Sample> }): Promise<void> {
+    const admin = this.o.kafka.admin();
+    await admin.connect();
+    let until: Map<number, bigint>;
+    try {
+      const [res] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.samplesTopic] });
+      until = new Map((res?.partitions ?? []).filter((p) => BigInt(p.offset) > 0n).map((p) => [p.partition, BigInt(p.offset)]));
+    } finally {
+      await admin.disconnect();
+    }
+    if (until.size === 0) return;
+    const t0 = Date.now();
+    await readToEnd(
+      this.o.kafka,
+      this.samplesTopic,
+      async (r) => {
+        if (!r.value) return;
+        const sample = await samplesCodec.decode(r.value).catch(() => null);
+        if (!sample || sample.policyModelId !== this.modelId) return;
+        this.consensus!.observe(ratedTurnOf(sample));
+        this.counts.consensusRestored++;
+      },
+      { partitions: new Set(until.keys()), until },
+    );
+    const stats = this.consensus!.stats();
+    for (const u of stats) metrics.userWeight.set({ model: this.modelId, user: u.userId }, u.weight);
+    metrics.conflicts.set({ model: this.modelId }, this.consensus!.conflicts().length);
+    this.log.info({ samples: this.counts.consensusRestored, users: stats.length, ms: Date.now() - t0 }, 'user consensus restored');
   }
 
   /** Consensus weights for a batch; per-user weights and conflicts go to the logs and metrics. */

@@ -27,7 +27,8 @@
  *
  * Rewards of 0 carry no opinion (they only count as samples). Memory is bounded (users, prompts,
  * responses per prompt and exact-turn pairs are each capped, oldest forgotten first) and
- * everything is a pure fold over samples (a restarted learner starts a new one). The samples
+ * everything is a pure fold over samples (a restarted learner folds the samples its group had
+ * committed back in before it goes on, trainer/learner.ts). The samples
  * carry one reward (the judge's verdict, itself read from the user's feedback), not the user's
  * and the judge's opinions apart, so the judge cannot be a separate voice here.
  */
