@@ -7,6 +7,7 @@
  */
 import type { Feedback, Judgement, Sample, Turn, TurnPair, Vote, WeightVersion } from '../schemas/index.ts';
 import type { OutgoingEvent } from '../streams/index.ts';
+import { mulberry32 } from '../trainer/generate.ts';
 
 export interface DatasetOptions {
   /** @default 4 */
@@ -42,18 +43,6 @@ export interface Dataset {
   };
 }
 
-/** mulberry32: a small seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const MODEL = 'turnstream-tiny';
 
 export function learningDataset(o: DatasetOptions = {}): Dataset {
@@ -61,7 +50,7 @@ export function learningDataset(o: DatasetOptions = {}): Dataset {
   const sessionsPerUser = o.sessionsPerUser ?? 3;
   const turnsPerSession = o.turnsPerSession ?? 6;
   const versions = Math.max(1, o.versions ?? 4);
-  const rand = rng(o.seed ?? 1);
+  const rand = mulberry32(o.seed ?? 1);
   const stepMs = o.stepMs ?? 2000;
   const px = o.idPrefix ?? 'd1';
   const totalMain = users * sessionsPerUser * turnsPerSession;

@@ -27,6 +27,7 @@ export {
   EmbeddedJudge,
   LlmJudge,
   majorityVote,
+  makeJudgement,
   selectHint,
   parseBoxed,
   parseHint,

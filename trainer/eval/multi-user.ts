@@ -10,8 +10,14 @@
  * Measured: the shared preference's held-out satisfaction before/after; the adversary's share of
  * the trained samples, its mean effective consensus weight and its share of the total loss weight.
  */
-import type { Judgement } from '../../schemas/index.ts';
-import { buildSample, createEmbeddedJudge, createPolicyTeacher, type Teacher, type TrainMethod } from '../../processors/index.ts';
+import {
+  buildSample,
+  createEmbeddedJudge,
+  createPolicyTeacher,
+  makeJudgement,
+  type Teacher,
+  type TrainMethod,
+} from '../../processors/index.ts';
 import { AdamW } from '../adamw.ts';
 import { SampleBatcher } from '../batcher.ts';
 import type { ChatMessage } from '../chat-template.ts';
@@ -197,20 +203,8 @@ async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean
         if (reaction.satisfied) s.ok++;
         const pair = makePair(`mu-${seed}-${consensusOn ? 'c' : 'n'}-${k}`, i, q, messages, prompt, reply, reaction, version);
         const { votes, score: js, hint } = judge.evaluate(pair);
-        const judgement: Judgement = {
-          judgementId: `${pair.pairId}:embedded`,
-          turnId: pair.pairId,
-          sessionId: pair.sessionId,
-          userId: pair.userId,
-          policyVersion: version,
-          judgeId: 'embedded',
-          votes,
-          score: js,
-          hint,
-          pair,
-          createdAt: Date.now(),
-          tag: null,
-        };
+        // makePair put `version` on the pair's turn.
+        const judgement = makeJudgement(pair, 'embedded', votes, js, hint, Date.now());
         const built = await buildSample(judgement, { method: o.method, teacher });
         if (built.sample) batcher.add(built.sample, null);
       }

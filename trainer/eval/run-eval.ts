@@ -10,8 +10,15 @@
  * that satisfy the persona's hidden preference, `heldOutSamples` sampled replies per prompt at
  * temperature 1 (as served). One run = one persona × one seed, from the base checkpoint.
  */
-import type { ChatMessage as EventMessage, Judgement, Sample, TurnPair } from '../../schemas/index.ts';
-import { buildSample, createEmbeddedJudge, createPolicyTeacher, type Teacher, type TrainMethod } from '../../processors/index.ts';
+import type { ChatMessage as EventMessage, Sample, TurnPair } from '../../schemas/index.ts';
+import {
+  buildSample,
+  createEmbeddedJudge,
+  createPolicyTeacher,
+  makeJudgement,
+  type Teacher,
+  type TrainMethod,
+} from '../../processors/index.ts';
 import { AdamW } from '../adamw.ts';
 import { renderPrompt, type ChatMessage } from '../chat-template.ts';
 import { loadCheckpoint } from '../checkpoint.ts';
@@ -182,20 +189,8 @@ async function runOne(
         judgeTally.total++;
         if (s > 0 === reaction.satisfied) judgeTally.agree++;
       }
-      const judgement: Judgement = {
-        judgementId: `${pair.pairId}:embedded`,
-        turnId: pair.pairId,
-        sessionId: pair.sessionId,
-        userId: pair.userId,
-        policyVersion: version,
-        judgeId: 'embedded',
-        votes,
-        score: s,
-        hint,
-        pair,
-        createdAt: Date.now(),
-        tag: null,
-      };
+      // makePair put `version` on the pair's turn.
+      const judgement = makeJudgement(pair, 'embedded', votes, s, hint, Date.now());
       const built = await buildSample(judgement, { method: o.method, teacher });
       if (built.sample) batch.push(built.sample);
       if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
