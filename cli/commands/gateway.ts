@@ -13,7 +13,6 @@ import { createGateway } from '../../gateway/index.ts';
 import { createLogger, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, WeightStore } from '../../trainer/index.ts';
 import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
-import { orExitOnInvalidSettings } from './invalid-settings.ts';
 
 const DEFAULT_BROKERS = '127.0.0.1:9092';
 const DEFAULT_REGISTRY = 'http://127.0.0.1:8081/apis/ccompat/v7';
@@ -34,7 +33,7 @@ export function register(program: Command): void {
       const config = loadConfig();
       const logger = createLogger('gateway', config.logLevel);
       const gw = createGateway({
-        ...orExitOnInvalidSettings(() => gatewayAddress(config, flags)),
+        ...gatewayAddress(config, flags),
         home: config.home,
         logger,
         apiKeys: config.gateway.apiKeys,
@@ -73,7 +72,9 @@ export function register(program: Command): void {
 
   program
     .command('init-weights')
-    .description('create version 0 of the built-in model if the weight store has none: the shipped pretrained base, or a random init with --seed')
+    .description(
+      'create version 0 of the built-in model if the weight store has none: the shipped pretrained base, or a random init with --seed',
+    )
     .option('--model-id <id>', 'model id', 'turnstream-tiny')
     .option('--seed <n>', 'random init with this seed instead of the shipped base')
     .action(async (flags: { modelId: string; seed?: string }) => {
@@ -83,7 +84,10 @@ export function register(program: Command): void {
         process.stdout.write(`${flags.modelId} already has version ${latest.version} at ${latest.uri}\n`);
         return;
       }
-      const ref = await initCheckpoint(config.weightsDir, { modelId: flags.modelId, ...(flags.seed !== undefined ? { seed: Number(flags.seed) } : {}) });
+      const ref = await initCheckpoint(config.weightsDir, {
+        modelId: flags.modelId,
+        ...(flags.seed !== undefined ? { seed: Number(flags.seed) } : {}),
+      });
       process.stdout.write(`created ${flags.modelId} v0 at ${ref.uri} (sha256 ${ref.sha256})\n`);
     });
 }

@@ -4,7 +4,6 @@ import { register as bench } from './bench.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as evaluate } from './eval.ts';
 import { register as gateway } from './gateway.ts';
-import { orExitOnInvalidSettings } from './invalid-settings.ts';
 import { register as importHistory } from './import.ts';
 import { register as infra } from './infra.ts';
 import { register as pretrain } from './pretrain.ts';
@@ -17,11 +16,11 @@ import { register as up } from './up.ts';
 
 /**
  * Checks the configuration before any command runs, so a bad variable ends the command at once
- * with one line naming every problem (exit code 2) rather than a stack trace from deep inside it.
+ * (cli/main.ts prints the one line naming every problem, exit code 2) rather than deep inside it.
  * `--help` runs no action and so works whatever the environment holds.
  */
 export function checkConfig(program: Command): void {
-  program.hook('preAction', () => void orExitOnInvalidSettings(() => loadConfig()));
+  program.hook('preAction', () => void loadConfig());
 }
 
 /** Every sub-command's `register`, in the order `turnstream --help` lists them (after the configuration check). */

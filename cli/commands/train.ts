@@ -9,7 +9,6 @@ import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, metricsRegistry, parseBrokers } from '../../streams/index.ts';
 import { LEARNER_LR, selectBackend, startLearner, type BackendName, type StalenessMode } from '../../trainer/index.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
-import { orExitOnInvalidSettings } from './invalid-settings.ts';
 
 interface TrainFlags {
   samplesTag?: string;
@@ -73,7 +72,7 @@ export function register(program: Command): void {
     .option('--instance <id>', 'instance id (part of the transactional id)', '0')
     .action(async (f: TrainFlags) => {
       const config = loadConfig();
-      const s = orExitOnInvalidSettings(() => trainSettings(config, f));
+      const s = trainSettings(config, f);
       const logger = createLogger('trainer', config.logLevel);
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       logger.info({ backend, forced: f.backend ?? null }, 'trainer backend');
