@@ -23,7 +23,11 @@ export function register(program: Command): void {
     .option('--loss-csv <file>', 'write the loss curve here')
     .option('--from <dir>', 'continue from this checkpoint folder')
     .option('--backend <name>', 'force a tfjs backend (wasm, cpu, tensorflow, tensorflow-gpu)')
-    .option('--names <set>', "users' names in the corpus: shipped (the 16 the shipped base saw) or many (thousands, never the held-out ones)", 'shipped')
+    .option(
+      '--names <set>',
+      "users' names in the corpus: shipped (the 16 the shipped base saw) or many (thousands, never the held-out ones)",
+      'shipped',
+    )
     .option('--greet-drill <share>', 'share of extra "Greet me by name." exchanges (a drill phase)', '0')
     .action(
       async (f: {
@@ -43,7 +47,8 @@ export function register(program: Command): void {
         const config = loadConfig();
         if (f.names !== 'shipped' && f.names !== 'many') throw invalidInput(`--names must be shipped or many, not "${f.names}"`, '--names');
         const greetDrillShare = Number(f.greetDrill);
-        if (!(greetDrillShare >= 0 && greetDrillShare < 1)) throw invalidInput(`--greet-drill must be a share in [0, 1), not "${f.greetDrill}"`, '--greet-drill');
+        if (!(greetDrillShare >= 0 && greetDrillShare < 1))
+          throw invalidInput(`--greet-drill must be a share in [0, 1), not "${f.greetDrill}"`, '--greet-drill');
         const logger = createLogger('pretrain', config.logLevel);
         await selectBackend(f.backend as BackendName | undefined, { logger });
         const res = await pretrain({

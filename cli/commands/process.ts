@@ -4,7 +4,14 @@
  */
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createJudge, DEFAULT_FEEDBACK_GRACE_MS, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler } from '../../processors/index.ts';
+import {
+  createJudge,
+  DEFAULT_FEEDBACK_GRACE_MS,
+  loadTeacher,
+  startJudge,
+  startSampleBuilder,
+  startSessionAssembler,
+} from '../../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers, type ProcessorHandle } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
@@ -18,7 +25,9 @@ export type ProcessorName = (typeof PROCESSORS)[number];
  * built-in base checkpoint).
  */
 export async function startProcessorFromConfig(name: ProcessorName, config: TurnstreamConfig, instanceId = '0'): Promise<ProcessorHandle> {
-  const endpoints = endpointsOf(resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }));
+  const endpoints = endpointsOf(
+    resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
+  );
   const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-${name}-${instanceId}` });
   const naming = { prefix: config.topicPrefix };
   await ensureTopics(kafka, { naming });
@@ -45,7 +54,10 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
     logger.info({ judge: judge.id, mode: config.trainMethod }, 'judge selected');
     return startJudge({ ...common, judge });
   }
-  const teacher = config.trainMethod === 'rl' ? undefined : await loadTeacher({ weightsDir: config.weightsDir, logger, upstream: teacherUpstream(config) });
+  const teacher =
+    config.trainMethod === 'rl'
+      ? undefined
+      : await loadTeacher({ weightsDir: config.weightsDir, logger, upstream: teacherUpstream(config) });
   if (teacher) logger.info({ teacher: teacher.id }, 'teacher loaded');
   return startSampleBuilder({ ...common, method: config.trainMethod, teacher, topK: config.teacher.topK });
 }
@@ -81,10 +93,13 @@ export function register(program: Command): void {
       const stop = () => {
         if (stopping) return;
         stopping = true;
-        void handle.stop().then(() => process.exit(0), (err) => {
-          process.stderr.write(`turnstream ${name}: stop failed: ${(err as Error).message}\n`);
-          process.exit(1);
-        });
+        void handle.stop().then(
+          () => process.exit(0),
+          (err) => {
+            process.stderr.write(`turnstream ${name}: stop failed: ${(err as Error).message}\n`);
+            process.exit(1);
+          },
+        );
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);

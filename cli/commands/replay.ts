@@ -135,7 +135,11 @@ export function register(program: Command): void {
         to,
         judge: replayJudge(config, file),
         judgeUntrainable: file.judge?.judgeUntrainable ?? true,
-        assembler: { idleTimeoutMs: file.session?.idleTimeoutMs ?? config.session.idleTimeoutMs, endPolicy: file.session?.endPolicy ?? config.session.endPolicy, feedbackGraceMs: file.session?.feedbackGraceMs ?? config.session.feedbackGraceMs },
+        assembler: {
+          idleTimeoutMs: file.session?.idleTimeoutMs ?? config.session.idleTimeoutMs,
+          endPolicy: file.session?.endPolicy ?? config.session.endPolicy,
+          feedbackGraceMs: file.session?.feedbackGraceMs ?? config.session.feedbackGraceMs,
+        },
         samples: await replaySamples(config, file),
         concurrency: file.concurrency,
         planFile: resolve(config.home, 'replays', `${config.topicPrefix}${flags.tag}.json`),

@@ -10,7 +10,10 @@ export function register(program: Command): void {
     .description('print the funnel and the learning curve (reward per policy version) from ClickHouse')
     .option('--json', 'one JSON object: funnel, reward_by_version, judges, latency, users, sessions, dlq')
     .option('--tag <name>', 'a replay tag instead of the live pipeline', '')
-    .option('--compare <name>', "compare with another run: a replay tag, or '' for the live pipeline (pairs, judged, samples, score distribution, agreement)")
+    .option(
+      '--compare <name>',
+      "compare with another run: a replay tag, or '' for the live pipeline (pairs, judged, samples, score distribution, agreement)",
+    )
     .action(async (flags: { json?: boolean; tag: string; compare?: string }) => {
       const store = new AnalyticsStore(analyticsFromConfig(loadConfig()));
       try {

@@ -25,7 +25,12 @@ function services(program: Command, gatewayUrl: string, dashboardPort: number): 
   if (has('sink')) list.push({ name: 'clickhouse-sink', args: ['sink'] });
   if (has('dashboard')) {
     const url = `http://127.0.0.1:${dashboardPort}`;
-    list.push({ name: 'dashboard', args: ['dashboard', '--port', String(dashboardPort)], url: `${url}/dashboard`, healthy: httpOk(`${url}/dashboard`) });
+    list.push({
+      name: 'dashboard',
+      args: ['dashboard', '--port', String(dashboardPort)],
+      url: `${url}/dashboard`,
+      healthy: httpOk(`${url}/dashboard`),
+    });
   }
   return list;
 }
@@ -69,10 +74,17 @@ export function register(program: Command): void {
       for (const s of specs) sup.start(s);
       const ready = await sup.waitReady(180000);
       say('');
-      for (const s of sup.states()) say(`  ${s.name.padEnd(18)} ${s.state.padEnd(10)} pid ${String(s.pid ?? '-').padEnd(7)} ${s.url ?? ''}  log: ${s.log}`);
-      say(ready ? '\nturnstream is up. Ctrl-C stops everything.' : '\nturnstream is up, but some services are not ready (see their logs). Ctrl-C stops everything.');
+      for (const s of sup.states())
+        say(`  ${s.name.padEnd(18)} ${s.state.padEnd(10)} pid ${String(s.pid ?? '-').padEnd(7)} ${s.url ?? ''}  log: ${s.log}`);
+      say(
+        ready
+          ? '\nturnstream is up. Ctrl-C stops everything.'
+          : '\nturnstream is up, but some services are not ready (see their logs). Ctrl-C stops everything.',
+      );
       if (specs.some((s) => s.name === 'gateway')) {
-        say(`Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"turnstream","messages":[{"role":"user","content":"hi"}]}'`);
+        say(
+          `Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"turnstream","messages":[{"role":"user","content":"hi"}]}'`,
+        );
       }
 
       let stopping = false;
