@@ -67,9 +67,11 @@ export class TurnCapture {
 
   /**
    * Learns a turn served by any gateway instance (read back from the turns topic): its
-   * continuation for session inference, and its session for feedback by turn id.
+   * continuation for session inference, and its session for feedback by turn id. Turns this
+   * process captured itself are known already and skipped.
    */
   learn(turn: Turn): void {
+    if (this.recent.has(turn.turnId)) return;
     this.opts.index.remember(turn.sessionId, turn.requestMessages, turn.response, turn.userId);
     this.recent.set(turn.turnId, turn.sessionId);
     this.opts.metrics.sessionIndexSize.set(this.opts.index.size);
