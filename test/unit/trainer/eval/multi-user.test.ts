@@ -1,0 +1,51 @@
+/**
+ * `turnstream eval --users K` in-process, at toy size on a small random model: both arms (with
+ * and without consensus weighting) run, the per-batch cap holds the adversary's share, and the
+ * figures the command prints are there. The learning itself is measured by the real eval.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ADVERSARY_ID, runMultiUserEval } from '../../../../trainer/eval/multi-user.ts';
+import { initCheckpoint, loadPolicy } from '../../../../trainer/index.ts';
+
+test('runMultiUserEval: two arms, the adversary within the cap, weights and shares reported', { timeout: 240_000 }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'ts-eval-users-'));
+  try {
+    const base = await initCheckpoint(dir, { config: { contextLength: 192, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 }, seed: 2 });
+    const teacherPolicy = await loadPolicy({ weightsDir: dir, version: 0 });
+    try {
+      const r = await runMultiUserEval({
+        baseUri: base.uri,
+        teacherPolicy,
+        users: 2,
+        adversaryRate: 2,
+        interactions: 8,
+        seeds: 1,
+        batchSize: 4,
+        maxUserShare: 0.25,
+        heldOutPrompts: 2,
+        heldOutSamples: 2,
+      });
+      assert.equal(r.runs.length, 2, 'one run with consensus weighting, one without');
+      assert.deepEqual(r.runs.map((x) => x.consensus).sort(), [false, true]);
+      for (const run of r.runs) {
+        assert.ok(run.trained > 0 && run.steps > 0);
+        // The cap: at most ceil(0.25 × 4) = 1 adversary sample per batch; the rest wait (capped).
+        assert.ok(run.adversaryTrained <= run.steps, `${run.adversaryTrained} adversary samples in ${run.steps} steps`);
+        assert.ok(run.adversaryCapped > 0, 'the adversary, talking twice as much, hit the cap');
+        assert.ok(run.before >= 0 && run.before <= 1 && run.after >= 0 && run.after <= 1);
+      }
+      const weighted = r.runs.find((x) => x.consensus)!;
+      assert.ok(weighted.users.some((u) => u.userId === ADVERSARY_ID));
+      assert.ok(weighted.adversaryWeight > 0 && weighted.adversaryWeight <= 1);
+      assert.equal(r.baseline_no_consensus.adversary_weight, 1, 'without weighting every user counts fully');
+    } finally {
+      teacherPolicy.dispose();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,59 @@
+/**
+ * `turnstream eval` in-process, at toy size on a small random model: it runs the whole loop
+ * (persona ↔ policy, embedded judge, samples, learner steps) and reports what the command's
+ * JSON promises. The learning itself is measured by the real eval (trainer/README.md), not here.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { loadPersonas } from '../../../../trainer/eval/personas.ts';
+import { runEval } from '../../../../trainer/eval/run-eval.ts';
+import { initCheckpoint, loadPolicy } from '../../../../trainer/index.ts';
+
+test('runEval: versions, before/after in [0, 1], the paired test over the runs, and samples trained', { timeout: 240_000 }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'ts-eval-'));
+  try {
+    const base = await initCheckpoint(dir, { config: { contextLength: 192, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 }, seed: 1 });
+    const teacherPolicy = await loadPolicy({ weightsDir: dir, version: 0 });
+    const personas = (await loadPersonas()).filter((p) => p.preference === 'short' || p.preference === 'noEmoji');
+    try {
+      const r = await runEval({
+        personas,
+        baseUri: base.uri,
+        teacherPolicy,
+        interactions: 4,
+        seeds: 1,
+        batchSize: 2,
+        heldOutPrompts: 2,
+        heldOutSamples: 2,
+      });
+      assert.equal(r.personas, 2);
+      assert.equal(r.runs.length, 2, 'one run per persona and seed');
+      assert.deepEqual(
+        r.per_version.map((v) => [v.version, v.interactions]),
+        [
+          [0, 0],
+          [1, 2],
+          [2, 4],
+        ],
+      );
+      for (const v of r.per_version) {
+        assert.ok(v.satisfaction >= 0 && v.satisfaction <= 1);
+        assert.deepEqual(Object.keys(v.byPersona).sort(), personas.map((p) => p.id).sort());
+      }
+      assert.equal(r.before, r.per_version[0].satisfaction);
+      assert.equal(r.after, r.per_version.at(-1)!.satisfaction);
+      assert.equal(r.statistic.n, 2);
+      assert.ok(
+        r.runs.every((run) => run.samples > 0 && run.steps.length === 2),
+        'every step trained on samples',
+      );
+    } finally {
+      teacherPolicy.dispose();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
