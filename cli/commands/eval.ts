@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createLogger, parseBrokers } from '../../streams/index.ts';
+import { createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, LEARNER_LR, loadPolicy, selectBackend, type BackendName } from '../../trainer/index.ts';
 import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../trainer/eval/personas.ts';
 import { toCsv, toSvg } from '../../trainer/eval/report.ts';
@@ -64,7 +64,8 @@ export function register(program: Command): void {
       const config = loadConfig();
       // stdout carries only the result (one JSON object with --json): progress and logs go to stderr.
       const logger = createLogger('eval', 'warn');
-      if (!['combined', 'rl', 'opd'].includes(f.method)) throw new Error(`--method must be combined, rl or opd (got ${f.method})`);
+      if (!['combined', 'rl', 'opd'].includes(f.method))
+        throw invalidInput(`--method must be combined, rl or opd (got ${f.method})`, '--method');
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
       if (f.users) {

@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createEmbeddedJudge, createLlmJudge, loadTeacher, type Judge, type SampleBuilderOptions } from '../../processors/index.ts';
 import { loadReplayConfig, parseBound, runReplay, type ReplayConfig, type ReplaySummary } from '../../processors/replay/index.ts';
-import { createKafka, createLogger, parseBrokers } from '../../streams/index.ts';
+import { createKafka, createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
 /** The judge a replay uses: the config file's settings over the live ones. */
@@ -106,7 +106,7 @@ export function register(program: Command): void {
         from = parseBound(flags.from);
         to = flags.to ? parseBound(flags.to) : undefined;
         if (flags.config) file = loadReplayConfig(flags.config);
-        if (!/^[A-Za-z0-9_-]+$/.test(flags.tag)) throw new Error(`--tag "${flags.tag}" must be letters, digits, - or _`);
+        if (!/^[A-Za-z0-9_-]+$/.test(flags.tag)) throw invalidInput(`--tag "${flags.tag}" must be letters, digits, - or _`, '--tag');
       } catch (err) {
         process.stderr.write(`turnstream replay: ${(err as Error).message}\n`);
         process.exitCode = 2;
