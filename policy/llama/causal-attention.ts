@@ -1,0 +1,91 @@
+/**
+ * Causal grouped-query attention over one sequence, with a hand-written gradient: per-head 2-D
+ * products only (batched and transposed products are an order of magnitude slower on wasm),
+ * the few transposes done once per layer on [T, heads·dim] tensors.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { customOp } from './custom-op.ts';
+
+export interface AttentionShape {
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+}
+
+/** Additive causal mask [T, T]: 0 on and below the diagonal, −1e9 above. */
+export function causalMask(T: number): tf.Tensor2D {
+  const m = new Float32Array(T * T);
+  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -1e9;
+  return tf.tensor2d(m, [T, T]);
+}
+
+/** [T, n·d] → n tensors [T, d] (perm [1,0,2]) or [d, T] (perm [1,2,0]). */
+function splitHeads(x: tf.Tensor2D, n: number, d: number, transposed: boolean): tf.Tensor2D[] {
+  const T = x.shape[0];
+  const h = tf.transpose(tf.reshape(x, [T, n, d]), transposed ? [1, 2, 0] : [1, 0, 2]);
+  return tf.unstack(h).map((t) => t as tf.Tensor2D);
+}
+
+/** n tensors [T, d] → [T, n·d]. */
+function mergeHeads(parts: tf.Tensor2D[]): tf.Tensor2D {
+  const [T, d] = parts[0].shape;
+  return tf.reshape(tf.transpose(tf.stack(parts), [1, 0, 2]), [T, parts.length * d]) as tf.Tensor2D;
+}
+
+/** n tensors [d, T] → [T, n·d]. */
+function mergeHeadsTransposed(parts: tf.Tensor2D[]): tf.Tensor2D {
+  const [d, T] = parts[0].shape;
+  return tf.reshape(tf.transpose(tf.stack(parts), [2, 0, 1]), [T, parts.length * d]) as tf.Tensor2D;
+}
+
+/**
+ * softmax(q·kᵀ/√d + mask)·v per head; query head h reads key/value group h / (heads / kvHeads).
+ * q [T, heads·d], k and v [T, kvHeads·d] (rotary already applied) → [T, heads·d].
+ */
+export function causalAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, shape: AttentionShape, mask: tf.Tensor2D): tf.Tensor2D {
+  const { heads, kvHeads, headDim } = shape;
+  const group = heads / kvHeads;
+  const scale = 1 / Math.sqrt(headDim);
+  const op = customOp(([qi, ki, vi], save) => {
+    const qh = splitHeads(qi as tf.Tensor2D, heads, headDim, false);
+    const kt = splitHeads(ki as tf.Tensor2D, kvHeads, headDim, true);
+    const vh = splitHeads(vi as tf.Tensor2D, kvHeads, headDim, false);
+    const probs: tf.Tensor2D[] = [];
+    const outs: tf.Tensor2D[] = [];
+    for (let h = 0; h < heads; h++) {
+      const g = Math.floor(h / group);
+      const p = tf.softmax(tf.add(tf.mul(tf.matMul(qh[h], kt[g]), scale), mask)) as tf.Tensor2D;
+      probs.push(p);
+      outs.push(tf.matMul(p, vh[g]));
+    }
+    save([qi, ki, vi, ...probs]);
+    return {
+      value: mergeHeads(outs),
+      gradFunc: (dyIn, saved) => {
+        const [sq, sk, sv] = saved as tf.Tensor2D[];
+        const P = saved.slice(3) as tf.Tensor2D[];
+        const dy = dyIn as tf.Tensor2D;
+        const dO = splitHeads(dy, heads, headDim, false); // [T, d]
+        const dOt = splitHeads(dy, heads, headDim, true); // [d, T]
+        const qt = splitHeads(sq, heads, headDim, true); // [d, T]
+        const kh = splitHeads(sk, kvHeads, headDim, false); // [T, d]
+        const vt = splitHeads(sv, kvHeads, headDim, true); // [d, T]
+        const dq: tf.Tensor2D[] = [];
+        const dkt: tf.Tensor2D[] = new Array<tf.Tensor2D>(kvHeads);
+        const dvt: tf.Tensor2D[] = new Array<tf.Tensor2D>(kvHeads);
+        for (let h = 0; h < heads; h++) {
+          const g = Math.floor(h / group);
+          const dP = tf.matMul(dO[h], vt[g]); // [T, T]
+          const dS = tf.mul(tf.mul(P[h], tf.sub(dP, tf.sum(tf.mul(dP, P[h]), -1, true))), scale) as tf.Tensor2D;
+          dq.push(tf.matMul(dS, kh[g]));
+          const dk: tf.Tensor2D = tf.matMul(qt[h], dS); // [d, T] = (dSᵀ·q)ᵀ
+          const dv: tf.Tensor2D = tf.matMul(dOt[h], P[h]); // [d, T] = (Pᵀ·dO)ᵀ
+          dkt[g] = dkt[g] ? (tf.add(dkt[g], dk) as tf.Tensor2D) : dk;
+          dvt[g] = dvt[g] ? (tf.add(dvt[g], dv) as tf.Tensor2D) : dv;
+        }
+        return [mergeHeads(dq), mergeHeadsTransposed(dkt), mergeHeadsTransposed(dvt)];
+      },
+    };
+  });
+  return op(q, k, v) as tf.Tensor2D;
+}

@@ -1,0 +1,358 @@
+/**
+ * The forward pass of Llama-family checkpoints (llama, qwen2, qwen3) in tfjs, on the frozen
+ * weights dequantized from the GGUF, with an optional LoRA adapter: RMSNorm, rotary
+ * embeddings, grouped-query causal attention, SwiGLU, tied or separate head.
+ *
+ * Training never builds one tape over the whole model. `trainPass` runs the forward pass once,
+ * keeping only each layer's input (per-layer recomputation, "gradient checkpointing"); its
+ * `backward` then recomputes one layer at a time under `tf.grads` and returns the gradients of
+ * the LoRA variables. Logits are computed only at the positions asked for (the response), so a
+ * long prompt costs layers, not vocabulary-sized products.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { causalAttention, causalMask } from './causal-attention.ts';
+import { customOp } from './custom-op.ts';
+import { frozenLinear, frozenMatrix, loraDelta, type FrozenMatrix } from './frozen-linear.ts';
+import type { LlamaConfig } from './llama-config.ts';
+import { LORA_TARGETS, type LoraAdapter, type LoraTarget } from './lora.ts';
+import { headRmsNorm, rmsNorm } from './rms-norm.ts';
+import { applyRotary, rotaryTables, type RotaryOptions } from './rotary.ts';
+import type { TensorSource } from './tensor-source.ts';
+
+interface LayerWeights {
+  attnNorm: tf.Tensor1D;
+  ffnNorm: tf.Tensor1D;
+  q: FrozenMatrix;
+  k: FrozenMatrix;
+  v: FrozenMatrix;
+  o: FrozenMatrix;
+  gate: FrozenMatrix;
+  up: FrozenMatrix;
+  down: FrozenMatrix;
+  qBias: tf.Tensor1D | null;
+  kBias: tf.Tensor1D | null;
+  vBias: tf.Tensor1D | null;
+  qNorm: tf.Tensor1D | null;
+  kNorm: tf.Tensor1D | null;
+}
+
+/** One training forward pass; see `LlamaModel.trainPass`. */
+export interface LlamaTrainPass {
+  /** Logits [R, V] at the requested positions. */
+  readonly logits: tf.Tensor2D;
+  /** Gradients of the adapter's variables (in `lora.variables` order) for dL/dlogits. */
+  backward(dlogits: tf.Tensor2D): tf.Tensor[];
+  dispose(): void;
+}
+
+export interface LlamaLoadOptions {
+  /** Called after each tensor is loaded (progress). */
+  onTensor?: (loaded: number, total: number) => void;
+}
+
+/** A selection of rows by index whose gradient is a plain product (gather's needs a kernel wasm lacks). */
+function selectRows(x: tf.Tensor2D, positions: number[]): tf.Tensor2D {
+  const T = x.shape[0];
+  const R = positions.length;
+  const onehotT = new Float32Array(T * R);
+  positions.forEach((p, r) => (onehotT[p * R + r] = 1));
+  const op = customOp(([xi]) => ({
+    value: tf.gather(xi as tf.Tensor2D, tf.tensor1d(positions, 'int32')),
+    gradFunc: (dy) => [tf.matMul(tf.tensor2d(onehotT, [T, R]), dy as tf.Tensor2D)],
+  }));
+  return op(x) as tf.Tensor2D;
+}
+
+export class LlamaModel {
+  private readonly rotary: RotaryOptions;
+  private readonly tables = new Map<number, { cos: tf.Tensor2D; sin: tf.Tensor2D; mask: tf.Tensor2D }>();
+  private disposed = false;
+
+  private constructor(
+    readonly config: LlamaConfig,
+    private readonly embedding: tf.Tensor2D,
+    private readonly head: FrozenMatrix,
+    private readonly outputNorm: tf.Tensor1D,
+    private readonly layers: LayerWeights[],
+    freqFactors: Float32Array | null,
+  ) {
+    this.rotary = { ropeDim: config.ropeDim, headDim: config.headDim, base: config.ropeBase, type: config.ropeType, freqFactors };
+  }
+
+  /** Dequantizes and loads the frozen weights (both orientations of each matrix). */
+  static async load(config: LlamaConfig, src: TensorSource, opts: LlamaLoadOptions = {}): Promise<LlamaModel> {
+    const owned: tf.Tensor[] = [];
+    const total = src.names.size;
+    let loaded = 0;
+    const read = async (name: string, expected: number[]): Promise<Float32Array> => {
+      if (!src.names.has(name)) throw new TurnstreamError(ErrorCodes.CORRUPT_WEIGHTS, `the checkpoint has no tensor ${name}`);
+      const dims = src.dims(name);
+      if (dims.join(',') !== expected.join(',')) {
+        throw new TurnstreamError(ErrorCodes.CORRUPT_WEIGHTS, `tensor ${name} has dims [${dims}], expected [${expected}]`);
+      }
+      const data = await src.read(name);
+      opts.onTensor?.(++loaded, total);
+      return data;
+    };
+    const vec = async (name: string, n: number): Promise<tf.Tensor1D> => {
+      const t = tf.tensor1d(await read(name, [n]));
+      owned.push(t);
+      return t;
+    };
+    const mat = async (name: string, inDim: number, outDim: number): Promise<FrozenMatrix> => {
+      const m = frozenMatrix(await read(name, [inDim, outDim]), outDim, inDim);
+      owned.push(m.raw, m.t);
+      return m;
+    };
+    const c = config;
+    const d = c.hiddenSize;
+    const qDim = c.heads * c.headDim;
+    const kvDim = c.kvHeads * c.headDim;
+    try {
+      const embData = await read('token_embd.weight', [d, c.vocabSize]);
+      const embedding = tf.tensor2d(embData, [c.vocabSize, d]);
+      owned.push(embedding);
+      const head: FrozenMatrix = c.tiedEmbeddings
+        ? { raw: embedding, t: tf.transpose(embedding) as tf.Tensor2D }
+        : await mat('output.weight', d, c.vocabSize);
+      if (c.tiedEmbeddings) owned.push(head.t);
+      const outputNorm = await vec('output_norm.weight', d);
+      const freqFactors = c.ropeFreqFactors ? await read('rope_freqs.weight', [c.ropeDim / 2]) : null;
+      const layers: LayerWeights[] = [];
+      for (let l = 0; l < c.layers; l++) {
+        const p = `blk.${l}.`;
+        layers.push({
+          attnNorm: await vec(`${p}attn_norm.weight`, d),
+          ffnNorm: await vec(`${p}ffn_norm.weight`, d),
+          q: await mat(`${p}attn_q.weight`, d, qDim),
+          k: await mat(`${p}attn_k.weight`, d, kvDim),
+          v: await mat(`${p}attn_v.weight`, d, kvDim),
+          o: await mat(`${p}attn_output.weight`, qDim, d),
+          gate: await mat(`${p}ffn_gate.weight`, d, c.ffnSize),
+          up: await mat(`${p}ffn_up.weight`, d, c.ffnSize),
+          down: await mat(`${p}ffn_down.weight`, c.ffnSize, d),
+          qBias: c.attentionBias ? await vec(`${p}attn_q.bias`, qDim) : null,
+          kBias: c.attentionBias ? await vec(`${p}attn_k.bias`, kvDim) : null,
+          vBias: c.attentionBias ? await vec(`${p}attn_v.bias`, kvDim) : null,
+          qNorm: c.qkNorm ? await vec(`${p}attn_q_norm.weight`, c.headDim) : null,
+          kNorm: c.qkNorm ? await vec(`${p}attn_k_norm.weight`, c.headDim) : null,
+        });
+      }
+      return new LlamaModel(c, embedding, head, outputNorm, layers, freqFactors);
+    } catch (err) {
+      tf.dispose(owned);
+      throw err;
+    }
+  }
+
+  /** Bytes held by the frozen weights (both orientations). */
+  get frozenBytes(): number {
+    const mats = this.layers.flatMap((l) => [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]);
+    let n = this.embedding.size + this.head.t.size + (this.config.tiedEmbeddings ? 0 : this.head.raw.size);
+    for (const m of mats) n += m.raw.size + m.t.size;
+    return n * 4;
+  }
+
+  private tablesFor(T: number): { cos: tf.Tensor2D; sin: tf.Tensor2D; mask: tf.Tensor2D } {
+    let t = this.tables.get(T);
+    if (!t) {
+      t = tf.tidy(() => {
+        const r = rotaryTables(T, this.rotary);
+        return { cos: tf.keep(r.cos), sin: tf.keep(r.sin), mask: tf.keep(causalMask(T)) };
+      });
+      // Sequence lengths vary per sample; keep a few tables, not one per length ever seen.
+      if (this.tables.size >= 8) {
+        const [oldest] = this.tables.keys();
+        tf.dispose(Object.values(this.tables.get(oldest)!));
+        this.tables.delete(oldest);
+      }
+      this.tables.set(T, t);
+    }
+    return t;
+  }
+
+  private project(
+    x: tf.Tensor2D,
+    w: FrozenMatrix,
+    l: number,
+    target: LoraTarget,
+    lora: LoraTensors | null,
+    bias: tf.Tensor1D | null,
+  ): tf.Tensor2D {
+    let y = frozenLinear(x, w);
+    if (bias) y = tf.add(y, bias);
+    const m = lora?.get(`${l}.${target}`);
+    if (m) y = tf.add(y, loraDelta(x, m.a, m.b, m.scale));
+    return y;
+  }
+
+  /** One decoder layer on x [T, d]; differentiable with respect to x and the LoRA tensors given. */
+  private layer(l: number, x: tf.Tensor2D, lora: LoraTensors | null): tf.Tensor2D {
+    const c = this.config;
+    const w = this.layers[l];
+    const T = x.shape[0];
+    const tabs = this.tablesFor(T);
+    const a = rmsNorm(x, w.attnNorm, c.rmsEps);
+    let q = this.project(a, w.q, l, 'q', lora, w.qBias);
+    let k = this.project(a, w.k, l, 'k', lora, w.kBias);
+    const v = this.project(a, w.v, l, 'v', lora, w.vBias);
+    if (w.qNorm && w.kNorm) {
+      q = headRmsNorm(q, c.heads, w.qNorm, c.rmsEps);
+      k = headRmsNorm(k, c.kvHeads, w.kNorm, c.rmsEps);
+    }
+    q = applyRotary(q, c.heads, tabs, this.rotary);
+    k = applyRotary(k, c.kvHeads, tabs, this.rotary);
+    const att = causalAttention(q, k, v, { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim }, tabs.mask);
+    const x1 = tf.add(x, this.project(att, w.o, l, 'o', lora, null)) as tf.Tensor2D;
+    const b = rmsNorm(x1, w.ffnNorm, c.rmsEps);
+    const gate = this.project(b, w.gate, l, 'gate', lora, null);
+    const up = this.project(b, w.up, l, 'up', lora, null);
+    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+    return tf.add(x1, this.project(act, w.down, l, 'down', lora, null)) as tf.Tensor2D;
+  }
+
+  private checkSequence(ids: number[], positions: number[]): void {
+    const T = ids.length;
+    if (T === 0 || T > this.config.contextLength) {
+      throw new TurnstreamError(
+        ErrorCodes.INVALID_INPUT,
+        `a sequence of ${T} tokens does not fit the context of ${this.config.contextLength}`,
+      );
+    }
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.config.vocabSize)
+        throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `token id ${id} is outside the vocabulary`);
+    }
+    for (const p of positions) {
+      if (!Number.isInteger(p) || p < 0 || p >= T)
+        throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `position ${p} is outside the sequence`);
+    }
+  }
+
+  private embed(ids: number[]): tf.Tensor2D {
+    return tf.gather(this.embedding, tf.tensor1d(ids, 'int32')) as tf.Tensor2D;
+  }
+
+  private headAt(x: tf.Tensor2D, positions: number[]): tf.Tensor2D {
+    return frozenLinear(selectRows(rmsNorm(x, this.outputNorm, this.config.rmsEps), positions), this.head);
+  }
+
+  /** Logits [R, V] at `positions` of `ids` (no gradient). Position t predicts token t + 1. */
+  logitsAt(ids: number[], positions: number[], lora: LoraAdapter | null = null): tf.Tensor2D {
+    this.checkSequence(ids, positions);
+    const lt = lora ? loraTensors(lora) : null;
+    let x = this.embed(ids);
+    for (let l = 0; l < this.config.layers; l++) {
+      const next = tf.tidy(() => this.layer(l, x, lt));
+      x.dispose();
+      x = next;
+    }
+    const logits = tf.tidy(() => this.headAt(x, positions));
+    x.dispose();
+    return logits;
+  }
+
+  /** log π(ids[t+1] | ids[..t]) for each t in `positions` (no gradient). */
+  async tokenLogprobs(ids: number[], positions: number[], lora: LoraAdapter | null = null): Promise<number[]> {
+    const logits = this.logitsAt(ids, positions, lora);
+    const picked = tf.tidy(() => {
+      const lp = tf.logSoftmax(logits);
+      const targets = tf.tensor1d(
+        positions.map((p) => ids[p + 1] ?? 0),
+        'int32',
+      );
+      return tf.sum(tf.mul(lp, tf.oneHot(targets, this.config.vocabSize)), -1);
+    });
+    logits.dispose();
+    const out = Array.from(await picked.data());
+    picked.dispose();
+    return out;
+  }
+
+  /**
+   * The forward pass of one sequence for training: logits at `positions`, and a `backward` that
+   * turns dL/dlogits into the gradients of `lora`'s variables. Only each layer's input is kept;
+   * layers are recomputed during `backward`, from the top down to the lowest adapted layer.
+   */
+  trainPass(ids: number[], positions: number[], lora: LoraAdapter): LlamaTrainPass {
+    this.checkSequence(ids, positions);
+    const lt = loraTensors(lora);
+    const inputs: tf.Tensor2D[] = [];
+    let x = this.embed(ids);
+    for (let l = 0; l < this.config.layers; l++) {
+      if (l >= lora.firstLayer) inputs.push(x);
+      const next = tf.tidy(() => this.layer(l, x, lt));
+      if (l < lora.firstLayer) x.dispose();
+      x = next;
+    }
+    const top = x;
+    const logits = tf.tidy(() => this.headAt(top, positions));
+    let disposed = false;
+    return {
+      logits,
+      backward: (dlogits: tf.Tensor2D): tf.Tensor[] => {
+        const grads = new Map<tf.Variable, tf.Tensor>();
+        let dx = tf.tidy(() => tf.grads((xt: tf.Tensor) => this.headAt(xt as tf.Tensor2D, positions))([top], dlogits)[0]) as tf.Tensor2D;
+        for (let l = this.config.layers - 1; l >= lora.firstLayer; l--) {
+          const input = inputs[l - lora.firstLayer];
+          const mods = LORA_ORDER.map((t) => lora.module(l, t)).filter((m) => m !== undefined);
+          const vars = mods.flatMap((m) => [m.a, m.b]);
+          const out = tf.tidy(() =>
+            tf.grads((xi: tf.Tensor, ...ws: tf.Tensor[]) => {
+              const local: LoraTensors = new Map();
+              mods.forEach((m, i) =>
+                local.set(`${l}.${m.target}`, { a: ws[2 * i] as tf.Tensor2D, b: ws[2 * i + 1] as tf.Tensor2D, scale: lora.scale }),
+              );
+              return this.layer(l, xi as tf.Tensor2D, local);
+            })([input, ...vars], dx),
+          );
+          dx.dispose();
+          dx = out[0] as tf.Tensor2D;
+          vars.forEach((v, i) => grads.set(v, out[i + 1]));
+        }
+        dx.dispose();
+        return lora.variables.map((v) => grads.get(v) ?? tf.zerosLike(v));
+      },
+      dispose: (): void => {
+        if (disposed) return;
+        disposed = true;
+        tf.dispose([...inputs, top, logits]);
+      },
+    };
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    const seen = new Set<tf.Tensor>();
+    const add = (t: tf.Tensor | null): void => {
+      if (t) seen.add(t);
+    };
+    add(this.embedding);
+    add(this.head.t);
+    add(this.head.raw);
+    add(this.outputNorm);
+    for (const l of this.layers) {
+      for (const m of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) {
+        add(m.raw);
+        add(m.t);
+      }
+      for (const t of [l.attnNorm, l.ffnNorm, l.qBias, l.kBias, l.vBias, l.qNorm, l.kNorm]) add(t);
+    }
+    tf.dispose([...seen]);
+    for (const t of this.tables.values()) tf.dispose(Object.values(t));
+    this.tables.clear();
+  }
+}
+
+const LORA_ORDER = Object.keys(LORA_TARGETS) as LoraTarget[];
+
+type LoraTensors = Map<string, { a: tf.Tensor2D; b: tf.Tensor2D; scale: number }>;
+
+function loraTensors(lora: LoraAdapter): LoraTensors {
+  const out: LoraTensors = new Map();
+  for (const m of lora.modules.values())
+    out.set(`${m.layer}.${m.target}`, { a: m.a as tf.Tensor2D, b: m.b as tf.Tensor2D, scale: lora.scale });
+  return out;
+}
