@@ -1,8 +1,13 @@
 // Lint: typescript-eslint's recommended rules over the sources; `npm run lint`.
 import tseslint from 'typescript-eslint';
 
+/** Imports run downward only (ARCHITECTURE.md): a folder may not import the folders above it. */
+const above = (...folders) => ({
+  'no-restricted-imports': ['error', { patterns: folders.map((f) => ({ group: [`**/${f}/**`], message: `imports run downward: not ${f}/ from here` })) }],
+});
+
 export default tseslint.config(
-  { ignores: ['node_modules/', '.turnstream/', 'dist/', 'schemas/avsc/', '**/*.min.js'] },
+  { ignores: ['node_modules/', '.turnstream/', 'dist/', 'scratch/', 'schemas/avsc/', '**/*.min.js'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -10,4 +15,7 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'warn',
     },
   },
+  { files: ['policy/**/*.ts'], rules: above('gateway', 'processors', 'trainer', 'history', 'eval', 'analytics', 'cli', 'bench') },
+  { files: ['gateway/**/*.ts'], rules: above('processors', 'trainer', 'history', 'eval', 'cli', 'bench') },
+  { files: ['processors/**/*.ts'], rules: above('gateway', 'trainer', 'history', 'eval', 'cli', 'bench') },
 );

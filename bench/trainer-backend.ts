@@ -4,10 +4,10 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend, type BackendName } from '../trainer/backend.ts';
-import { generate } from '../trainer/generate.ts';
-import { TransformerModel } from '../trainer/model.ts';
-import { ByteTokenizer } from '../trainer/tokenizer.ts';
+import { selectBackend, type BackendName } from '../policy/tfjs-backend.ts';
+import { generate } from '../policy/builtin/generate.ts';
+import { TransformerModel } from '../policy/builtin/model.ts';
+import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 
 interface Result {
   backend: BackendName;

@@ -6,19 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import type { Sample } from '../schemas/index.ts';
-import {
-  AdamW,
-  BACKEND_ORDER,
-  BASE_MODEL_CONFIG,
-  ByteTokenizer,
-  corpus,
-  exchangeIds,
-  learnerStep,
-  renderPrompt,
-  selectBackend,
-  TransformerModel,
-  type BackendName,
-} from '../trainer/index.ts';
+import { BACKEND_ORDER, ByteTokenizer, renderPrompt, selectBackend, TransformerModel, type BackendName } from '../policy/index.ts';
+import { AdamW, BASE_MODEL_CONFIG, corpus, exchangeIds, learnerStep } from '../trainer/index.ts';
 
 interface BackendResult {
   backend: BackendName;

@@ -15,7 +15,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
-import type { ChatMessage as PolicyMessage } from '../trainer/index.ts';
+import { toPolicyMessages } from '../policy/index.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
 import { tokenLogprob, type TokenLogprob } from './logprobs.ts';
@@ -27,19 +27,6 @@ export interface BuiltinEngineOptions {
   defaultMaxTokens?: number;
   /** Prompt budget in tokens. @default the policy's (three quarters of its context length) */
   maxPromptTokens?: number;
-}
-
-/** Request messages → the policy's roles and plain text (developer → system; tool calls as text). */
-export function toPolicyMessages(messages: ChatRequest['messages']): PolicyMessage[] {
-  return messages.map((m) => {
-    const role = m.role === 'developer' ? 'system' : (m.role as PolicyMessage['role']);
-    let content = m.content ?? '';
-    if (m.toolCalls.length > 0) {
-      const calls = m.toolCalls.map((t) => `${t.name}(${t.arguments})`).join('\n');
-      content = content ? `${content}\n${calls}` : calls;
-    }
-    return { role, content };
-  });
 }
 
 export class BuiltinEngine implements Engine {

@@ -6,7 +6,7 @@
  * raw byte, so a client rebuilds the text by concatenating `bytes`. Special tokens (`<|end|>`)
  * keep their name and have `bytes: null` (they are not text).
  */
-import type { ByteTokenizer } from '../trainer/index.ts';
+import type { ByteTokenizer } from '../policy/index.ts';
 
 /** One alternative at a position (`top_logprobs[]`). */
 export interface TopLogprob {

@@ -1,6 +1,6 @@
 /** Options of `createGateway`. The CLI builds them from `loadConfig()`; tests pass them directly. */
 import type { Logger } from '../streams/logger.ts';
-import type { ModelConfig } from '../trainer/index.ts';
+import type { ModelConfig } from '../policy/index.ts';
 import type { PolicyLoader } from './policy-registry.ts';
 import type { KafkaLinkOptions } from './event-sink.ts';
 import type { ProxyEngineOptions } from './proxy-engine.ts';

@@ -15,7 +15,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import { createLogger, type Logger } from '../streams/logger.ts';
 import { Outbox } from '../streams/outbox.ts';
-import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../trainer/index.ts';
+import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../policy/index.ts';
 import { Authenticator } from './auth.ts';
 import { BuiltinEngine } from './builtin-engine.ts';
 import { registerChatCompletions } from './chat-completions.ts';

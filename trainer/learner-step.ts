@@ -20,7 +20,7 @@ import { ppoClippedLoss } from './losses/ppo-clipped-loss.ts';
 import { klLowVar, tokenEntropy } from './losses/regularizers.ts';
 import { sampleTokenMean } from './losses/masked-mean.ts';
 import { topKReverseKl } from './losses/top-k-reverse-kl.ts';
-import type { TransformerModel } from './model.ts';
+import type { TransformerModel } from '../policy/builtin/model.ts';
 
 export interface LearnerStepOptions {
   /** @default 1 */

@@ -27,12 +27,12 @@ import { partitioner } from '../streams/producer.ts';
 import { readToEnd } from '../streams/topic-reader.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
-import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
+import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from '../policy/builtin/checkpoint.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
 import { learnerStep, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
-import type { TransformerModel } from './model.ts';
+import type { TransformerModel } from '../policy/builtin/model.ts';
 import { UserConsensus, type UserConsensusOptions } from './user-consensus.ts';
-import { initCheckpoint, WeightStore } from './weight-store.ts';
+import { initCheckpoint, WeightStore } from '../policy/builtin/weight-store.ts';
 
 /**
  * Learning rate of the learner for the built-in model, chosen by measurement (trainer/README.md,

@@ -11,7 +11,7 @@
 import type { Command } from 'commander';
 import { createGateway } from '../../gateway/index.ts';
 import { createLogger, parseBrokers } from '../../streams/index.ts';
-import { initCheckpoint, WeightStore } from '../../trainer/index.ts';
+import { initCheckpoint, WeightStore } from '../../policy/index.ts';
 import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
 
 const DEFAULT_BROKERS = '127.0.0.1:9092';

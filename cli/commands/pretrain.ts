@@ -1,12 +1,13 @@
 /**
  * `turnstream pretrain`: builds the base checkpoint (version 0) of the built-in model from the
  * generated chat corpus (trainer/corpus.ts). By default it writes into the weight store; with
- * `--out trainer/base` it refreshes the checkpoint shipped in the repository.
+ * `--out policy/builtin/base` it refreshes the checkpoint shipped in the repository.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { createLogger, invalidInput } from '../../streams/index.ts';
-import { loadCheckpoint, lossCurveSvg, pretrain, sampleReplies, selectBackend, type BackendName } from '../../trainer/index.ts';
+import { loadCheckpoint, selectBackend, type BackendName } from '../../policy/index.ts';
+import { lossCurveSvg, pretrain, sampleReplies } from '../../trainer/index.ts';
 import { loadConfig } from '../config.ts';
 
 export function register(program: Command): void {

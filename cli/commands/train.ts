@@ -7,7 +7,8 @@ import { createServer } from 'node:http';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, metricsRegistry, parseBrokers } from '../../streams/index.ts';
-import { LEARNER_LR, selectBackend, startLearner, type BackendName, type StalenessMode } from '../../trainer/index.ts';
+import { selectBackend, type BackendName } from '../../policy/index.ts';
+import { LEARNER_LR, startLearner, type StalenessMode } from '../../trainer/index.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
 
 interface TrainFlags {

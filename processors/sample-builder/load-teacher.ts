@@ -5,7 +5,7 @@
  */
 import pRetry, { AbortError } from 'p-retry';
 import { ErrorCodes, TurnstreamError, type Logger } from '../../streams/index.ts';
-import { loadPolicy, selectBackend } from '../../trainer/index.ts';
+import { loadPolicy, selectBackend } from '../../policy/index.ts';
 import { PolicyTeacher } from './policy-teacher.ts';
 import type { Teacher } from './teacher.ts';
 import { UpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher.ts';

@@ -4,6 +4,7 @@
  * teacher prompt with the policy's own chat template and scores the response ids.
  */
 import type { ChatMessage } from '../../schemas/index.ts';
+import { toPolicyMessages } from '../../policy/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
 import type { Teacher, TeacherScoreOptions, TeacherScores } from './teacher.ts';
 
@@ -14,25 +15,6 @@ export interface ScoringPolicy {
   readonly config: { contextLength: number };
   renderPrompt(messages: Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; content: string }>, maxPromptTokens?: number): { ids: number[] };
   score(promptIds: number[], responseIds: number[]): Promise<number[]>;
-}
-
-/**
- * Event messages → the built-in chat template's messages, exactly as the gateway's built-in
- * engine renders a request (gateway/builtin-engine.ts `toPolicyMessages`; processors do not import
- * the gateway, so the rule is repeated here and a test pins it): `developer` counts as `system`,
- * an assistant's tool calls are appended to its text as `name(arguments)` lines. The teacher prompt
- * must differ from the rollout prompt only by the hint.
- */
-export function toPolicyMessages(messages: readonly ChatMessage[]): Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; content: string }> {
-  return messages.map((m) => {
-    const role = (m.role === 'developer' ? 'system' : m.role) as 'system' | 'user' | 'assistant' | 'tool';
-    let content = m.content ?? '';
-    if (m.toolCalls.length > 0) {
-      const calls = m.toolCalls.map((t) => `${t.name}(${t.arguments})`).join('\n');
-      content = content ? `${content}\n${calls}` : calls;
-    }
-    return { role, content };
-  });
 }
 
 export class PolicyTeacher implements Teacher {

@@ -9,13 +9,13 @@
  *   node --import tsx trainer/eval/name-copy.ts <checkpoint dir> [samples per prompt]
  */
 import { pathToFileURL } from 'node:url';
-import { selectBackend } from '../backend.ts';
-import { loadCheckpoint } from '../checkpoint.ts';
+import { selectBackend } from '../../policy/tfjs-backend.ts';
+import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
 import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, type Topic } from '../corpus.ts';
-import { mulberry32 } from '../generate.ts';
-import type { TransformerModel } from '../model.ts';
-import { sampleMany } from '../sample-many.ts';
-import { ByteTokenizer } from '../tokenizer.ts';
+import { mulberry32 } from '../../policy/builtin/generate.ts';
+import type { TransformerModel } from '../../policy/builtin/model.ts';
+import { sampleMany } from '../../policy/builtin/sample-many.ts';
+import { ByteTokenizer } from '../../policy/builtin/tokenizer.ts';
 import { loadPersonas, personaPrompt, satisfies, splitTopics } from './personas.ts';
 import { promptIds } from './run-eval.ts';
 

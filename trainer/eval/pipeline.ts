@@ -20,7 +20,7 @@ import {
   type TrainMethod,
 } from '../../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
-import { mulberry32 } from '../generate.ts';
+import { mulberry32 } from '../../policy/builtin/generate.ts';
 import { LEARNER_LR, startLearner } from '../learner.ts';
 import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
 import { summarize, type EvalResult, type RunResult } from './run-eval.ts';

@@ -20,15 +20,15 @@ import {
   type TrainMethod,
 } from '../../processors/index.ts';
 import { AdamW } from '../adamw.ts';
-import { renderPrompt, type ChatMessage } from '../chat-template.ts';
-import { loadCheckpoint } from '../checkpoint.ts';
-import { mulberry32 } from '../generate.ts';
+import { renderPrompt, type ChatMessage } from '../../policy/builtin/chat-template.ts';
+import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
+import { mulberry32 } from '../../policy/builtin/generate.ts';
 import { learnerStep, type StepMetrics } from '../learner-step.ts';
 import { LEARNER_LR } from '../learner.ts';
-import type { TransformerModel } from '../model.ts';
-import type { PolicyHandle } from '../policy.ts';
-import { sampleMany } from '../sample-many.ts';
-import { ByteTokenizer } from '../tokenizer.ts';
+import type { TransformerModel } from '../../policy/builtin/model.ts';
+import type { PolicyHandle } from '../../policy/builtin/policy.ts';
+import { sampleMany } from '../../policy/builtin/sample-many.ts';
+import { ByteTokenizer } from '../../policy/builtin/tokenizer.ts';
 import type { Topic } from '../corpus.ts';
 import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';

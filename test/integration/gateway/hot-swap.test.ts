@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { EventProducer } from '../../../streams/index.ts';
-import { ByteTokenizer, saveCheckpoint, TransformerModel } from '../../../trainer/index.ts';
+import { ByteTokenizer, saveCheckpoint, TransformerModel } from '../../../policy/index.ts';
 import { exampleWeightVersion } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { startGateway, tempHome, testKafka, TINY, type StartedGateway, type TestKafka } from './support.ts';

@@ -10,7 +10,8 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sample } from '../../../schemas/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, EventProducer } from '../../../streams/index.ts';
-import { ByteTokenizer, initCheckpoint, startLearner, type LearnerHandle } from '../../../trainer/index.ts';
+import { ByteTokenizer, initCheckpoint } from '../../../policy/index.ts';
+import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 

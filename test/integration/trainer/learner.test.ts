@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
 import type { Sample, WeightVersion } from '../../../schemas/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
-import { ByteTokenizer, initCheckpoint, loadCheckpoint, WeightStore } from '../../../trainer/index.ts';
+import { ByteTokenizer, initCheckpoint, loadCheckpoint, WeightStore } from '../../../policy/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 

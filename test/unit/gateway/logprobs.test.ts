@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { renderByteToken, tokenLogprob } from '../../../gateway/logprobs.ts';
-import { ByteTokenizer } from '../../../trainer/index.ts';
+import { ByteTokenizer } from '../../../policy/index.ts';
 
 const tok = new ByteTokenizer();
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../../trainer/backend.ts';
+import { selectBackend } from '../../../policy/tfjs-backend.ts';
 import type { LlamaConfig } from '../../../policy/llama/llama-config.ts';
 import { LlamaModel } from '../../../policy/llama/llama-model.ts';
 import { LoraAdapter } from '../../../policy/llama/lora.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { binaryRlAdvantages, combinedAdvantages, opdAdvantages } from '../../../trainer/losses/advantages.ts';
-import { arr, closeArray } from './helpers.ts';
+import { arr, closeArray } from '../../support/tfjs-helpers.ts';
 
 const mask = (): tf.Tensor2D =>
   tf.tensor2d([

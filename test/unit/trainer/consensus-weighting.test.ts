@@ -3,13 +3,13 @@ import { test } from 'node:test';
 import { AdamW } from '../../../trainer/adamw.ts';
 import { lastUserMessage, ratedTurnOf, weighByConsensus } from '../../../trainer/consensus-weighting.ts';
 import { learnerStep, packBatch, type StepSample } from '../../../trainer/learner-step.ts';
-import { TransformerModel } from '../../../trainer/model.ts';
-import { renderPrompt } from '../../../trainer/chat-template.ts';
-import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
+import { TransformerModel } from '../../../policy/builtin/model.ts';
+import { renderPrompt } from '../../../policy/builtin/chat-template.ts';
+import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
 import { UserConsensus } from '../../../trainer/user-consensus.ts';
 import type { Sample } from '../../../schemas/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
-import { TINY } from './helpers.ts';
+import { TINY } from '../../support/tfjs-helpers.ts';
 
 const tok = new ByteTokenizer();
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BASE_RATES, HELD_OUT_NAMES, REAL_NAMES, SHIPPED_NAMES, corpus, drawName, generatedName, type Exchange } from '../../../trainer/corpus.ts';
-import { mulberry32 } from '../../../trainer/generate.ts';
+import { mulberry32 } from '../../../policy/builtin/generate.ts';
 import { unseenNames } from '../../../trainer/eval/name-copy.ts';
 
 const take = (n: number, seed = 0, names: 'shipped' | 'many' = 'many'): Exchange[] => {

@@ -3,11 +3,11 @@ import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../../../trainer/adamw.ts';
 import { learnerStep, packBatch } from '../../../trainer/learner-step.ts';
-import { TransformerModel } from '../../../trainer/model.ts';
-import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
+import { TransformerModel } from '../../../policy/builtin/model.ts';
+import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
 import type { Sample } from '../../../schemas/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
-import { close, TINY } from './helpers.ts';
+import { close, TINY } from '../../support/tfjs-helpers.ts';
 
 const tok = new ByteTokenizer();
 const model = (seed = 1) => TransformerModel.init({ ...TINY, vocabSize: tok.vocabSize }, seed);

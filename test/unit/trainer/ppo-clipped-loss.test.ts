@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { ppoClippedLoss } from '../../../trainer/losses/ppo-clipped-loss.ts';
-import { close, val } from './helpers.ts';
+import { close, val } from '../../support/tfjs-helpers.ts';
 
 /** One sample of one token with ratio r and advantage a. */
 function single(r: number, a: number): { loss: number; clip: number; grad: number } {

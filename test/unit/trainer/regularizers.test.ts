@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { logprobDrift } from '../../../trainer/losses/logprob-drift.ts';
 import { sampleTokenMean } from '../../../trainer/losses/masked-mean.ts';
 import { klLowVar, regularizedLoss, tokenEntropy } from '../../../trainer/losses/regularizers.ts';
-import { arr, close, closeArray, val } from './helpers.ts';
+import { arr, close, closeArray, val } from '../../support/tfjs-helpers.ts';
 
 test('k3 KL: exp(r) − r − 1 with r = logpRef − logp; 0 when equal; masked tokens 0', () => {
   const k = tf.tidy(() =>

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { topKReverseKl } from '../../../trainer/losses/top-k-reverse-kl.ts';
-import { close, val } from './helpers.ts';
+import { close, val } from '../../support/tfjs-helpers.ts';
 
 function kl(logits: number[], ids: number[], teacherLp: number[], mask = 1): { loss: number; perToken: number } {
   return tf.tidy(() => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend, selectedBackend } from '../../../trainer/backend.ts';
-import { generate, scoreTokens, type GeneratedToken } from '../../../trainer/generate.ts';
-import { TransformerModel } from '../../../trainer/model.ts';
-import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
-import { TINY, close } from './helpers.ts';
+import { selectBackend, selectedBackend } from '../../../policy/tfjs-backend.ts';
+import { generate, scoreTokens, type GeneratedToken } from '../../../policy/builtin/generate.ts';
+import { TransformerModel } from '../../../policy/builtin/model.ts';
+import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
+import { TINY, close } from '../../support/tfjs-helpers.ts';
 
 test('without native bindings the default is wasm; preferring cpu switches to cpu', async () => {
   const infos: unknown[] = [];

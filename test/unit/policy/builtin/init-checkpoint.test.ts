@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { initCheckpoint, readManifest } from '../../../trainer/index.ts';
-import { TINY } from './helpers.ts';
+import { initCheckpoint, readManifest } from '../../../../policy/index.ts';
+import { TINY } from '../../../support/tfjs-helpers.ts';
 
 test('initCheckpoint copies a pretrained base when there is one, and random-inits when asked for a shape or seed', async () => {
   const root = await mkdtemp(join(tmpdir(), 'ts-init-'));

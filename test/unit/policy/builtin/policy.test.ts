@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { initCheckpoint, loadPolicy, type GeneratedToken, type PolicyHandle } from '../../../trainer/index.ts';
-import { TINY, close } from './helpers.ts';
+import { initCheckpoint, loadPolicy, type GeneratedToken, type PolicyHandle } from '../../../../policy/index.ts';
+import { TINY, close } from '../../../support/tfjs-helpers.ts';
 
 let weightsDir = '';
 let sha = '';

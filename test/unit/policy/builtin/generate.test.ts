@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { generate, logSoftmaxRow, mulberry32, sampleToken, scoreTokens, topK, type GeneratedToken, type GenerateOptions } from '../../../trainer/generate.ts';
-import { TransformerModel } from '../../../trainer/model.ts';
-import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
-import { TINY, close } from './helpers.ts';
+import { generate, logSoftmaxRow, mulberry32, sampleToken, scoreTokens, topK, type GeneratedToken, type GenerateOptions } from '../../../../policy/builtin/generate.ts';
+import { TransformerModel } from '../../../../policy/builtin/model.ts';
+import { ByteTokenizer } from '../../../../policy/builtin/tokenizer.ts';
+import { TINY, close } from '../../../support/tfjs-helpers.ts';
 
 const tok = new ByteTokenizer();
 const model = TransformerModel.init({ ...TINY, vocabSize: tok.vocabSize }, 11);

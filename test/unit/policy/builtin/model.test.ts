@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { TransformerModel, disposeCache, weightShapes } from '../../../trainer/model.ts';
-import { TINY, close } from './helpers.ts';
+import { TransformerModel, disposeCache, weightShapes } from '../../../../policy/builtin/model.ts';
+import { TINY, close } from '../../../support/tfjs-helpers.ts';
 
 const V = 264;
 

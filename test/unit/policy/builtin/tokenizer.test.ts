@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ByteTokenizer, SPECIAL_TOKENS } from '../../../trainer/tokenizer.ts';
+import { ByteTokenizer, SPECIAL_TOKENS } from '../../../../policy/builtin/tokenizer.ts';
 
 const tok = new ByteTokenizer();
 

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from '../../../trainer/checkpoint.ts';
-import { TransformerModel } from '../../../trainer/model.ts';
-import { WeightStore, initCheckpoint } from '../../../trainer/weight-store.ts';
-import { TINY } from './helpers.ts';
+import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from '../../../../policy/builtin/checkpoint.ts';
+import { TransformerModel } from '../../../../policy/builtin/model.ts';
+import { WeightStore, initCheckpoint } from '../../../../policy/builtin/weight-store.ts';
+import { TINY } from '../../../support/tfjs-helpers.ts';
 
 const dirs: string[] = [];
 const tmp = async (): Promise<string> => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { renderPrompt, type ChatMessage } from '../../../trainer/chat-template.ts';
-import { ByteTokenizer } from '../../../trainer/tokenizer.ts';
+import { renderPrompt, type ChatMessage } from '../../../../policy/builtin/chat-template.ts';
+import { ByteTokenizer } from '../../../../policy/builtin/tokenizer.ts';
 
 const tok = new ByteTokenizer();
 

@@ -85,7 +85,7 @@ export interface InitCheckpointOptions {
   base?: string | false;
 }
 
-/** The weight store shipped in the repository: `trainer/base/<modelId>/v0` (built by `turnstream pretrain`). */
+/** The weight store shipped in the repository: `policy/builtin/base/<modelId>/v0` (built by `turnstream pretrain`). */
 export const SHIPPED_BASE_DIR = fileURLToPath(new URL('./base/', import.meta.url));
 
 /**

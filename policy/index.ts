@@ -1,0 +1,30 @@
+// Public surface of policy/: the model families (the built-in tiny model, Llama-family GGUF
+// checkpoints with LoRA) that gateway, processors, trainer and eval use.
+export { selectBackend, selectedBackend, BACKEND_ORDER, type BackendName, type SelectBackendOptions } from './tfjs-backend.ts';
+export { renderPrompt, type ChatMessage, type ChatRole, type RenderPromptOptions, type RenderedPrompt } from './builtin/chat-template.ts';
+export {
+  CHECKPOINT_FORMAT,
+  checkpointPath,
+  loadCheckpoint,
+  readManifest,
+  saveCheckpoint,
+  type CheckpointManifest,
+  type LoadCheckpointOptions,
+  type SaveCheckpointOptions,
+  type SavedCheckpoint,
+  type TensorEntry,
+} from './builtin/checkpoint.ts';
+export { generate, scoreTokens, mulberry32, type FinishReason, type GenerateOptions, type GeneratedToken } from './builtin/generate.ts';
+export {
+  DEFAULT_MODEL_CONFIG,
+  TransformerModel,
+  disposeCache,
+  resolveModelConfig,
+  weightShapes,
+  type KvCache,
+  type ModelConfig,
+} from './builtin/model.ts';
+export { loadPolicy, type LoadPolicyOptions, type PolicyHandle } from './builtin/policy.ts';
+export { BYTE_VOCAB, ByteTokenizer, SPECIAL_TOKENS, StreamDecoder, type SpecialToken } from './builtin/tokenizer.ts';
+export { WeightStore, initCheckpoint, SHIPPED_BASE_DIR, type InitCheckpointOptions, type WeightVersionRef } from './builtin/weight-store.ts';
+export { toPolicyMessages } from './builtin/policy-messages.ts';
