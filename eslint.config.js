@@ -3,7 +3,10 @@ import tseslint from 'typescript-eslint';
 
 /** Imports run downward only (ARCHITECTURE.md): a folder may not import the folders above it. */
 const above = (...folders) => ({
-  'no-restricted-imports': ['error', { patterns: folders.map((f) => ({ group: [`**/${f}/**`], message: `imports run downward: not ${f}/ from here` })) }],
+  'no-restricted-imports': [
+    'error',
+    { patterns: folders.map((f) => ({ group: [`**/${f}/**`], message: `imports run downward: not ${f}/ from here` })) },
+  ],
 });
 
 export default tseslint.config(

@@ -9,7 +9,11 @@ const suites = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', '
 const files = [];
 const walk = (dir) => {
   let entries = [];
-  try { entries = readdirSync(dir); } catch { return; }
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
   for (const name of entries.sort()) {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) walk(p);

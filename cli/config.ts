@@ -263,7 +263,10 @@ export class SettingsReader {
     if (v === undefined) return fallback;
     if (v.toLowerCase() === 'all') return 'all';
     if (v.toLowerCase() === 'none') return [];
-    const tags = v.split(',').map((t) => t.trim()).filter(Boolean);
+    const tags = v
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
     if (tags.length > 0 && tags.every((t) => /^[A-Za-z0-9_-]+$/.test(t))) return [...new Set(tags)];
     this.problem(name, v, '"all", "none" or tags (letters, digits, - and _) separated by commas');
     return [];

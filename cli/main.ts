@@ -8,11 +8,7 @@ import { commands } from './commands/index.ts';
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command();
-  program
-    .name('turnstream')
-    .description('Train a chat model simply by talking to it.')
-    .version('0.1.0')
-    .showHelpAfterError();
+  program.name('turnstream').description('Train a chat model simply by talking to it.').version('0.1.0').showHelpAfterError();
   for (const register of commands) register(program);
   try {
     await program.parseAsync(argv);

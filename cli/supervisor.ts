@@ -59,7 +59,13 @@ export class Supervisor {
   }
 
   start(spec: ServiceSpec): void {
-    const slot: Slot = { spec, log: createWriteStream(join(this.o.logDir, `${spec.name}.log`), { flags: 'a' }), state: 'starting', crashes: [], launchedAt: 0 };
+    const slot: Slot = {
+      spec,
+      log: createWriteStream(join(this.o.logDir, `${spec.name}.log`), { flags: 'a' }),
+      state: 'starting',
+      crashes: [],
+      launchedAt: 0,
+    };
     this.slots.set(spec.name, slot);
     this.launch(slot);
   }

@@ -84,7 +84,11 @@ function buildTurn(r: Resolved, result: EngineResult, deps: ChatRouteDeps): Turn
     tokenized: result.tokenized,
     promptTruncatedTokens: result.promptTruncatedTokens,
     sampling: result.sampling,
-    usage: { promptTokens: result.promptTokens, completionTokens: result.completionTokens, totalTokens: result.promptTokens + result.completionTokens },
+    usage: {
+      promptTokens: result.promptTokens,
+      completionTokens: result.completionTokens,
+      totalTokens: result.promptTokens + result.completionTokens,
+    },
     latencyMs: completedAt - r.requestedAt,
     gatewayId: deps.gatewayId,
   };
@@ -118,7 +122,10 @@ function callSignal(reply: FastifyReply, deps: ChatRouteDeps): { signal: AbortSi
     if (!reply.raw.writableFinished) ctl.abort(new TurnstreamError(ErrorCodes.ABORTED, 'client closed the connection'));
   };
   reply.raw.on('close', onClose);
-  const timer = setTimeout(() => ctl.abort(new TurnstreamError(ErrorCodes.TIMEOUT, 'the generation took longer than the gateway allows')), deps.generationTimeoutMs);
+  const timer = setTimeout(
+    () => ctl.abort(new TurnstreamError(ErrorCodes.TIMEOUT, 'the generation took longer than the gateway allows')),
+    deps.generationTimeoutMs,
+  );
   deps.inFlight.add(ctl);
   return {
     signal: ctl.signal,

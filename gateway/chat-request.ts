@@ -82,11 +82,19 @@ function parseLogprobs(body: Record<string, unknown>): { logprobs: boolean; topL
   if (typeof top !== 'number' || !Number.isInteger(top)) {
     throw invalidInput(`Invalid type for 'top_logprobs': expected an integer, but got ${jsonType(top)} instead.`, 'top_logprobs');
   }
-  if (top < 0) throw invalidInput(`Invalid 'top_logprobs': integer below minimum value. Expected a value >= 0, but got ${top} instead.`, 'top_logprobs');
+  if (top < 0)
+    throw invalidInput(
+      `Invalid 'top_logprobs': integer below minimum value. Expected a value >= 0, but got ${top} instead.`,
+      'top_logprobs',
+    );
   if (top > MAX_TOP_LOGPROBS) {
-    throw invalidInput(`Invalid 'top_logprobs': integer above maximum value. Expected a value <= ${MAX_TOP_LOGPROBS}, but got ${top} instead.`, 'top_logprobs');
+    throw invalidInput(
+      `Invalid 'top_logprobs': integer above maximum value. Expected a value <= ${MAX_TOP_LOGPROBS}, but got ${top} instead.`,
+      'top_logprobs',
+    );
   }
-  if (lp !== true) throw invalidInput("Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is given.", 'top_logprobs');
+  if (lp !== true)
+    throw invalidInput("Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is given.", 'top_logprobs');
   return { logprobs: true, topLogprobs: top };
 }
 
@@ -166,7 +174,8 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
     stop = body.stop as string[];
   } else if (body.stop !== undefined && body.stop !== null) throw invalidInput('stop must be a string or an array of strings', 'stop');
 
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw invalidInput('stream must be a boolean', 'stream');
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
+    throw invalidInput('stream must be a boolean', 'stream');
   const so = body.stream_options;
   if (so !== undefined && so !== null && !isObj(so)) throw invalidInput('stream_options must be an object', 'stream_options');
   let tools: unknown[] | null = null;

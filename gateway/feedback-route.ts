@@ -12,7 +12,12 @@ import type { TurnCapture } from './turn-capture.ts';
 
 const MAX_TEXT = 16_384;
 
-export function parseFeedback(body: unknown, headers: Record<string, string | string[] | undefined>, keyUserId: string | null, sessionOf: (turnId: string) => string | undefined): Feedback {
+export function parseFeedback(
+  body: unknown,
+  headers: Record<string, string | string[] | undefined>,
+  keyUserId: string | null,
+  sessionOf: (turnId: string) => string | undefined,
+): Feedback {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalidInput('the request body must be a JSON object');
   const b = body as Record<string, unknown>;
   for (const k of ['turn_id', 'session_id', 'text', 'user'] as const) {
@@ -30,7 +35,9 @@ export function parseFeedback(body: unknown, headers: Record<string, string | st
   if (!sessionId && turnId) sessionId = sessionOf(turnId) ?? null;
   if (!sessionId) {
     if (!turnId) throw invalidInput('give turn_id or session_id', 'turn_id');
-    throw new TurnstreamError(ErrorCodes.NOT_FOUND, `turn ${turnId} is not known to this gateway; send session_id too`, { param: 'turn_id' });
+    throw new TurnstreamError(ErrorCodes.NOT_FOUND, `turn ${turnId} is not known to this gateway; send session_id too`, {
+      param: 'turn_id',
+    });
   }
   return {
     feedbackId: randomUUID(),
@@ -48,6 +55,12 @@ export function registerFeedback(app: FastifyInstance, capture: TurnCapture): vo
     const fb = parseFeedback(request.body, request.headers, request.apiKeyUserId ?? null, (t) => capture.sessionOf(t));
     await capture.captureFeedback(fb);
     reply.code(201);
-    return { id: fb.feedbackId, object: 'feedback', turn_id: fb.turnId, session_id: fb.sessionId, created: Math.floor(fb.createdAt / 1000) };
+    return {
+      id: fb.feedbackId,
+      object: 'feedback',
+      turn_id: fb.turnId,
+      session_id: fb.sessionId,
+      created: Math.floor(fb.createdAt / 1000),
+    };
   });
 }

@@ -22,7 +22,12 @@ export class GatewayMetrics {
   constructor(gatewayId: string) {
     this.registry.setDefaultLabels({ gateway_id: gatewayId });
     const r = [this.registry];
-    this.requests = new Counter({ name: 'turnstream_gateway_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'], registers: r });
+    this.requests = new Counter({
+      name: 'turnstream_gateway_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['route', 'status'],
+      registers: r,
+    });
     this.latency = new Histogram({
       name: 'turnstream_gateway_request_duration_seconds',
       help: 'Chat completion latency (request to last byte)',
@@ -37,13 +42,40 @@ export class GatewayMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: r,
     });
-    this.tokens = new Counter({ name: 'turnstream_gateway_tokens_total', help: 'Tokens processed, by kind (prompt, completion)', labelNames: ['kind'], registers: r });
-    this.turnsCaptured = new Counter({ name: 'turnstream_gateway_turns_captured_total', help: 'Turn events written to the outbox', labelNames: ['turn_type', 'session_source'], registers: r });
-    this.outboxDepth = new Gauge({ name: 'turnstream_gateway_outbox_depth', help: 'Events in the local outbox not yet acknowledged by Kafka', registers: r });
-    this.kafkaConnected = new Gauge({ name: 'turnstream_gateway_kafka_connected', help: '1 when the last Kafka send succeeded', registers: r });
-    this.policyVersion = new Gauge({ name: 'turnstream_gateway_policy_version', help: 'Version of the policy being served', labelNames: ['model_id'], registers: r });
+    this.tokens = new Counter({
+      name: 'turnstream_gateway_tokens_total',
+      help: 'Tokens processed, by kind (prompt, completion)',
+      labelNames: ['kind'],
+      registers: r,
+    });
+    this.turnsCaptured = new Counter({
+      name: 'turnstream_gateway_turns_captured_total',
+      help: 'Turn events written to the outbox',
+      labelNames: ['turn_type', 'session_source'],
+      registers: r,
+    });
+    this.outboxDepth = new Gauge({
+      name: 'turnstream_gateway_outbox_depth',
+      help: 'Events in the local outbox not yet acknowledged by Kafka',
+      registers: r,
+    });
+    this.kafkaConnected = new Gauge({
+      name: 'turnstream_gateway_kafka_connected',
+      help: '1 when the last Kafka send succeeded',
+      registers: r,
+    });
+    this.policyVersion = new Gauge({
+      name: 'turnstream_gateway_policy_version',
+      help: 'Version of the policy being served',
+      labelNames: ['model_id'],
+      registers: r,
+    });
     this.policySwaps = new Counter({ name: 'turnstream_gateway_policy_swaps_total', help: 'Hot swaps of the served policy', registers: r });
-    this.sessionIndexSize = new Gauge({ name: 'turnstream_gateway_session_index_size', help: 'Turns remembered for session inference', registers: r });
+    this.sessionIndexSize = new Gauge({
+      name: 'turnstream_gateway_session_index_size',
+      help: 'Turns remembered for session inference',
+      registers: r,
+    });
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

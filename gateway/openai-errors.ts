@@ -51,9 +51,15 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     const message = (e.code && FASTIFY_MESSAGES[e.code]) ?? e.message ?? 'bad request';
     if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (e.statusCode === 400 && e.message && /JSON/.test(e.message))) {
-      return { status: 400, body: { error: { message: `${message}: ${e.message}`, type: 'invalid_request_error', code: ErrorCodes.DECODE, param: null } } };
+      return {
+        status: 400,
+        body: { error: { message: `${message}: ${e.message}`, type: 'invalid_request_error', code: ErrorCodes.DECODE, param: null } },
+      };
     }
-    return { status: e.statusCode, body: { error: { message, type: typeFor(e.statusCode), code: e.code ?? ErrorCodes.INVALID_INPUT, param: null } } };
+    return {
+      status: e.statusCode,
+      body: { error: { message, type: typeFor(e.statusCode), code: e.code ?? ErrorCodes.INVALID_INPUT, param: null } },
+    };
   }
   return {
     status: 500,

@@ -108,7 +108,10 @@ export class PolicyRegistry {
       this.opts.logger?.info({ modelId: wv.modelId, version: wv.version, loadMs: Date.now() - started }, 'policy swapped');
     } catch (err) {
       this.loadFailures++;
-      this.opts.logger?.error({ err, modelId: wv.modelId, version: wv.version }, 'could not load a new policy version; still serving the current one');
+      this.opts.logger?.error(
+        { err, modelId: wv.modelId, version: wv.version },
+        'could not load a new policy version; still serving the current one',
+      );
     }
   }
 

@@ -106,7 +106,11 @@ export class ProxyEngine implements Engine {
     } catch (err) {
       if (call.signal.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, 'request aborted', { cause: err });
       const timedOut = (err as Error).name === 'TimeoutError';
-      throw new TurnstreamError(timedOut ? ErrorCodes.TIMEOUT : ErrorCodes.UPSTREAM, `upstream ${this.base} unreachable: ${(err as Error).message}`, { cause: err });
+      throw new TurnstreamError(
+        timedOut ? ErrorCodes.TIMEOUT : ErrorCodes.UPSTREAM,
+        `upstream ${this.base} unreachable: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     if (!res.ok) throw await upstreamError(res);
     const acc: Acc = {
@@ -133,9 +137,12 @@ export class ProxyEngine implements Engine {
           try {
             chunk = JSON.parse(data);
           } catch (err) {
-            throw new TurnstreamError(ErrorCodes.UPSTREAM, `upstream sent a stream chunk that is not JSON: ${data.slice(0, 100)}`, { cause: err });
+            throw new TurnstreamError(ErrorCodes.UPSTREAM, `upstream sent a stream chunk that is not JSON: ${data.slice(0, 100)}`, {
+              cause: err,
+            });
           }
-          if (chunk.error) throw new TurnstreamError(ErrorCodes.UPSTREAM, `upstream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`);
+          if (chunk.error)
+            throw new TurnstreamError(ErrorCodes.UPSTREAM, `upstream error: ${chunk.error.message ?? JSON.stringify(chunk.error)}`);
           this.absorbChunk(acc, chunk, call.onDelta);
         }
       } else {
@@ -196,7 +203,10 @@ export class ProxyEngine implements Engine {
           index,
           ...(tc.id ? { id: tc.id } : {}),
           ...(tc.type ? { type: 'function' as const } : {}),
-          function: { ...(tc.function?.name ? { name: tc.function.name } : {}), ...(tc.function?.arguments !== undefined ? { arguments: tc.function.arguments } : {}) },
+          function: {
+            ...(tc.function?.name ? { name: tc.function.name } : {}),
+            ...(tc.function?.arguments !== undefined ? { arguments: tc.function.arguments } : {}),
+          },
         });
       }
     }
@@ -222,12 +232,22 @@ export class ProxyEngine implements Engine {
     }
     for (const tc of msg.tool_calls ?? []) {
       const args = tc.function?.arguments;
-      acc.toolCalls.push({ id: tc.id ?? '', type: tc.type ?? 'function', name: tc.function?.name ?? '', arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) });
+      acc.toolCalls.push({
+        id: tc.id ?? '',
+        type: tc.type ?? 'function',
+        name: tc.function?.name ?? '',
+        arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}),
+      });
     }
     const delta: Delta = {};
     if (acc.content) delta.content = acc.content;
     if (acc.toolCalls.length) {
-      delta.toolCalls = acc.toolCalls.map((t, index) => ({ index, id: t.id, type: 'function' as const, function: { name: t.name, arguments: t.arguments } }));
+      delta.toolCalls = acc.toolCalls.map((t, index) => ({
+        index,
+        id: t.id,
+        type: 'function' as const,
+        function: { name: t.name, arguments: t.arguments },
+      }));
     }
     if (acc.clientLogprobs) delta.logprobs = acc.clientLogprobs;
     if (delta.content !== undefined || delta.toolCalls || delta.logprobs) onDelta?.(delta);
@@ -274,6 +294,7 @@ async function upstreamError(res: Response): Promise<TurnstreamError> {
   if (res.status === 400 || res.status === 404 || res.status === 422) {
     return new TurnstreamError(ErrorCodes.INVALID_INPUT, `upstream rejected the request: ${message}`, { retriable: false });
   }
-  if (res.status === 429 || res.status === 503) return new TurnstreamError(ErrorCodes.UNAVAILABLE, `upstream busy (${res.status}): ${message}`);
+  if (res.status === 429 || res.status === 503)
+    return new TurnstreamError(ErrorCodes.UNAVAILABLE, `upstream busy (${res.status}): ${message}`);
   return new TurnstreamError(ErrorCodes.UPSTREAM, `upstream error ${res.status}: ${message}`);
 }

@@ -110,7 +110,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     void reply.code(status).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send({ error: { message: `no route ${request.method} ${request.url}`, type: 'not_found_error', code: 'TS_ERR_NOT_FOUND', param: null } });
+    void reply
+      .code(404)
+      .send({
+        error: { message: `no route ${request.method} ${request.url}`, type: 'not_found_error', code: 'TS_ERR_NOT_FOUND', param: null },
+      });
   });
 
   app.addHook('onRequest', async (request) => {
@@ -175,7 +179,12 @@ export function createGateway(options: GatewayOptions): Gateway {
         const modelId = b.modelId ?? 'turnstream-tiny';
         if ((b.initIfEmpty ?? true) && !(await new WeightStore(b.weightsDir).latest(modelId))) {
           const ref = await initCheckpoint(b.weightsDir, { modelId, config: b.initConfig });
-          logger.info({ modelId, uri: ref.uri }, b.initConfig ? 'weight store was empty: created version 0 (random init)' : 'weight store was empty: installed the shipped base checkpoint as version 0');
+          logger.info(
+            { modelId, uri: ref.uri },
+            b.initConfig
+              ? 'weight store was empty: created version 0 (random init)'
+              : 'weight store was empty: installed the shipped base checkpoint as version 0',
+          );
         }
         const p = await policies.loadInitial();
         logger.info({ modelId: p.modelId, version: p.version }, 'policy loaded');

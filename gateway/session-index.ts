@@ -19,7 +19,13 @@ import { Lru } from './lru.ts';
 
 const SKIPPED_ROLES = new Set(['system', 'developer']);
 
-function feed(h: Hash, role: string, content: string | null, toolCalls: ReadonlyArray<{ name: string; arguments: string }>, toolCallId: string | null): void {
+function feed(
+  h: Hash,
+  role: string,
+  content: string | null,
+  toolCalls: ReadonlyArray<{ name: string; arguments: string }>,
+  toolCallId: string | null,
+): void {
   h.update(JSON.stringify([role, (content ?? '').trim(), toolCalls.map((t) => [t.name, t.arguments]), toolCallId ?? '']));
   h.update('\u0000');
 }

@@ -81,7 +81,8 @@ export function resolveTurnContext(headers: HeaderBag, req: ChatRequest, opts: T
         ? 'SIDE'
         : 'MAIN';
   const hDone = headers['x-session-done'];
-  const sessionDone = hDone !== undefined ? parseTruthy(Array.isArray(hDone) ? hDone[0] : hDone, 'X-Session-Done') : parseTruthy(req.bodySessionDone);
+  const sessionDone =
+    hDone !== undefined ? parseTruthy(Array.isArray(hDone) ? hDone[0] : hDone, 'X-Session-Done') : parseTruthy(req.bodySessionDone);
   const hUser = header(headers, 'x-user-id');
   const userId = hUser ? checkId(hUser, 'X-User-Id') : (opts.keyUserId ?? req.user ?? null);
   return { sessionId, sessionSource, turnType, userId, sessionDone };

@@ -26,5 +26,11 @@ export {
 } from './builtin/model.ts';
 export { loadPolicy, type LoadPolicyOptions, type PolicyHandle } from './builtin/policy.ts';
 export { BYTE_VOCAB, ByteTokenizer, SPECIAL_TOKENS, StreamDecoder, type SpecialToken } from './builtin/tokenizer.ts';
-export { WeightStore, initCheckpoint, SHIPPED_BASE_DIR, type InitCheckpointOptions, type WeightVersionRef } from './builtin/weight-store.ts';
+export {
+  WeightStore,
+  initCheckpoint,
+  SHIPPED_BASE_DIR,
+  type InitCheckpointOptions,
+  type WeightVersionRef,
+} from './builtin/weight-store.ts';
 export { toPolicyMessages } from './builtin/policy-messages.ts';

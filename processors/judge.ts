@@ -49,7 +49,8 @@ export function startJudge(options: JudgeServiceOptions): Promise<ProcessorHandl
       const end = metrics.latency.startTimer({ judge: judge.id });
       try {
         const j = await judge.judge(pair, { signal: ctx.signal });
-        for (const v of j.votes) metrics.votes.inc({ judge: judge.id, outcome: v.error ? 'failed' : v.score === null ? 'invalid' : String(v.score) });
+        for (const v of j.votes)
+          metrics.votes.inc({ judge: judge.id, outcome: v.error ? 'failed' : v.score === null ? 'invalid' : String(v.score) });
         metrics.judged.inc({ judge: judge.id, score: String(j.score) });
         ctx.emit('judgements', j.turnId, j);
       } finally {

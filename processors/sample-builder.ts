@@ -33,7 +33,13 @@ export function startSampleBuilder(options: SampleBuilderServiceOptions): Promis
         metrics.skipped.inc({ reason: skipped ?? 'unknown' });
         return;
       }
-      const kind = sample.lossMask.every((m) => m === 0) ? 'masked' : sample.teacherLogprobs ? (sample.reward !== 0 ? 'both' : 'teacher') : 'reward';
+      const kind = sample.lossMask.every((m) => m === 0)
+        ? 'masked'
+        : sample.teacherLogprobs
+          ? sample.reward !== 0
+            ? 'both'
+            : 'teacher'
+          : 'reward';
       metrics.samples.inc({ method: sample.method, kind });
       ctx.emit('samples', sample.sessionId, sample);
     },

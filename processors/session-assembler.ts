@@ -10,7 +10,17 @@
  */
 import type { Feedback, SessionState, Turn, TurnPair } from '../schemas/index.ts';
 import { counter, runProcessor, type ProcessorHandle } from '../streams/index.ts';
-import { applyFeedback, applyTurn, emptySession, expire, release, resolveAssemblerOptions, StreamClock, type AssemblerStep, type SessionAssemblerOptions } from './session-assembler/index.ts';
+import {
+  applyFeedback,
+  applyTurn,
+  emptySession,
+  expire,
+  release,
+  resolveAssemblerOptions,
+  StreamClock,
+  type AssemblerStep,
+  type SessionAssemblerOptions,
+} from './session-assembler/index.ts';
 import { defaultGroupId, type ServiceOptions } from './service-options.ts';
 
 export interface SessionAssemblerServiceOptions extends ServiceOptions, SessionAssemblerOptions {
@@ -26,7 +36,10 @@ export interface SessionAssemblerServiceOptions extends ServiceOptions, SessionA
 
 const metrics = {
   pairs: counter('turnstream_assembler_pairs_total', 'Pairs emitted', ['end']),
-  lateAttached: counter('turnstream_assembler_feedback_held_total', 'Feedback attached to a pair held for the grace period (it would have been late without it)'),
+  lateAttached: counter(
+    'turnstream_assembler_feedback_held_total',
+    'Feedback attached to a pair held for the grace period (it would have been late without it)',
+  ),
   ignored: counter('turnstream_assembler_ignored_total', 'Events ignored (duplicate, late, unknown turn)', ['kind', 'reason']),
   closed: counter('turnstream_assembler_sessions_closed_total', 'Sessions closed', ['reason']),
 };
@@ -47,7 +60,18 @@ function warmUpPair(): TurnPair {
     requestedAt: 0,
     completedAt: 0,
   };
-  return { pairId: 'warm-up', sessionId: 'warm-up', userId: null, turn, nextState: [], endMarker: null, feedback: [], historyVerified: false, createdAt: 0, tag: null };
+  return {
+    pairId: 'warm-up',
+    sessionId: 'warm-up',
+    userId: null,
+    turn,
+    nextState: [],
+    endMarker: null,
+    feedback: [],
+    historyVerified: false,
+    createdAt: 0,
+    tag: null,
+  };
 }
 
 export async function startSessionAssembler(options: SessionAssemblerServiceOptions): Promise<ProcessorHandle> {

@@ -280,7 +280,17 @@ export function weightVersionSchema(ctx: Ctx = new Set()): Schema {
         'metrics',
         once(ctx, 'TrainMetrics', () => ({
           type: 'record',
-          fields: [d('loss'), d('meanReward'), d('kl'), d('clipFraction'), i('samples'), i('tokens'), d('logprobDrift'), i('droppedStale'), i('steps')],
+          fields: [
+            d('loss'),
+            d('meanReward'),
+            d('kl'),
+            d('clipFraction'),
+            i('samples'),
+            i('tokens'),
+            d('logprobDrift'),
+            i('droppedStale'),
+            i('steps'),
+          ],
         })),
       ),
       field('createdAt', millis),

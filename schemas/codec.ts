@@ -76,7 +76,8 @@ export class AvroCodec<T> implements Codec<T> {
 
   async decode(bytes: Buffer): Promise<T> {
     try {
-      if (bytes.length < 5 || bytes.readUInt8(0) !== MAGIC) throw new Error(`unknown magic byte (${bytes.length ? bytes.readUInt8(0) : 'empty record'})`);
+      if (bytes.length < 5 || bytes.readUInt8(0) !== MAGIC)
+        throw new Error(`unknown magic byte (${bytes.length ? bytes.readUInt8(0) : 'empty record'})`);
       const writerId = bytes.readInt32BE(1);
       const body = bytes.subarray(5);
       if (writerId === this.schemaId) return this.type.fromBuffer(body) as T;
@@ -103,14 +104,22 @@ export class AvroCodec<T> implements Codec<T> {
           // (registry down, a 5xx) is transient, and the record is retried, not dead-lettered.
           const status = (err as { status?: number }).status;
           if (status !== undefined && status >= 400 && status < 500) {
-            throw new TurnstreamError(ErrorCodes.DECODE, `cannot decode a ${TOPICS[this.id].base} record: writer schema ${writerId}: ${(err as Error).message}`, {
-              cause: err,
-              retriable: false,
-            });
+            throw new TurnstreamError(
+              ErrorCodes.DECODE,
+              `cannot decode a ${TOPICS[this.id].base} record: writer schema ${writerId}: ${(err as Error).message}`,
+              {
+                cause: err,
+                retriable: false,
+              },
+            );
           }
-          throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `schema registry unavailable while resolving writer schema ${writerId}: ${(err as Error).message}`, {
-            cause: err,
-          });
+          throw new TurnstreamError(
+            ErrorCodes.UNAVAILABLE,
+            `schema registry unavailable while resolving writer schema ${writerId}: ${(err as Error).message}`,
+            {
+              cause: err,
+            },
+          );
         },
       );
       // A failed lookup (registry down) is retried on the next record, not cached.

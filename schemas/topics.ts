@@ -32,14 +32,70 @@ export interface TopicSpec<T = unknown> {
 const WEEK = 7 * 24 * 3600 * 1000;
 
 export const TOPICS = {
-  turns: { id: 'turns', base: 'turnstream.turns.v1', schema: turnSchema, cleanup: 'delete', retentionMs: -1, key: 'sessionId' } as TopicSpec<Turn>,
-  feedback: { id: 'feedback', base: 'turnstream.feedback.v1', schema: feedbackSchema, cleanup: 'delete', retentionMs: -1, key: 'sessionId' } as TopicSpec<Feedback>,
-  sessionState: { id: 'sessionState', base: 'turnstream.session-state.v1', schema: sessionStateSchema, cleanup: 'compact', retentionMs: -1, key: 'sessionId' } as TopicSpec<SessionState>,
-  pairs: { id: 'pairs', base: 'turnstream.pairs.v1', schema: turnPairSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'sessionId' } as TopicSpec<TurnPair>,
-  judgements: { id: 'judgements', base: 'turnstream.judgements.v1', schema: judgementSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'turnId' } as TopicSpec<Judgement>,
-  samples: { id: 'samples', base: 'turnstream.samples.v1', schema: sampleSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'sessionId' } as TopicSpec<Sample>,
-  weights: { id: 'weights', base: 'turnstream.weights.v1', schema: weightVersionSchema, cleanup: 'compact,delete', retentionMs: 52 * WEEK, key: 'modelId' } as TopicSpec<WeightVersion>,
-  dlq: { id: 'dlq', base: 'turnstream.dlq.v1', schema: deadLetterSchema, cleanup: 'delete', retentionMs: 4 * WEEK, key: 'original key' } as TopicSpec<DeadLetter>,
+  turns: {
+    id: 'turns',
+    base: 'turnstream.turns.v1',
+    schema: turnSchema,
+    cleanup: 'delete',
+    retentionMs: -1,
+    key: 'sessionId',
+  } as TopicSpec<Turn>,
+  feedback: {
+    id: 'feedback',
+    base: 'turnstream.feedback.v1',
+    schema: feedbackSchema,
+    cleanup: 'delete',
+    retentionMs: -1,
+    key: 'sessionId',
+  } as TopicSpec<Feedback>,
+  sessionState: {
+    id: 'sessionState',
+    base: 'turnstream.session-state.v1',
+    schema: sessionStateSchema,
+    cleanup: 'compact',
+    retentionMs: -1,
+    key: 'sessionId',
+  } as TopicSpec<SessionState>,
+  pairs: {
+    id: 'pairs',
+    base: 'turnstream.pairs.v1',
+    schema: turnPairSchema,
+    cleanup: 'delete',
+    retentionMs: 4 * WEEK,
+    key: 'sessionId',
+  } as TopicSpec<TurnPair>,
+  judgements: {
+    id: 'judgements',
+    base: 'turnstream.judgements.v1',
+    schema: judgementSchema,
+    cleanup: 'delete',
+    retentionMs: 4 * WEEK,
+    key: 'turnId',
+  } as TopicSpec<Judgement>,
+  samples: {
+    id: 'samples',
+    base: 'turnstream.samples.v1',
+    schema: sampleSchema,
+    cleanup: 'delete',
+    retentionMs: 4 * WEEK,
+    key: 'sessionId',
+  } as TopicSpec<Sample>,
+  weights: {
+    id: 'weights',
+    base: 'turnstream.weights.v1',
+    schema: weightVersionSchema,
+    cleanup: 'compact,delete',
+    retentionMs: 52 * WEEK,
+    key: 'modelId',
+  } as TopicSpec<WeightVersion>,
+  dlq: {
+    id: 'dlq',
+    base: 'turnstream.dlq.v1',
+    schema: deadLetterSchema,
+    cleanup: 'delete',
+    retentionMs: 4 * WEEK,
+    key: 'original key',
+  } as TopicSpec<DeadLetter>,
 } as const;
 
 export type TopicId = 'turns' | 'feedback' | 'sessionState' | 'pairs' | 'judgements' | 'samples' | 'weights' | 'dlq';

@@ -21,10 +21,17 @@ export const CoPartitionedAssigner: PartitionAssigner = ({ cluster }) => ({
     }
     return sorted.map((memberId) => ({
       memberId,
-      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: assignment.get(memberId)!, userData: Buffer.alloc(0) }),
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({
+        version: 1,
+        assignment: assignment.get(memberId)!,
+        userData: Buffer.alloc(0),
+      }),
     }));
   },
   protocol({ topics }) {
-    return { name: 'TurnstreamCoPartitioned', metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }) };
+    return {
+      name: 'TurnstreamCoPartitioned',
+      metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }),
+    };
   },
 });

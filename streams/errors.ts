@@ -32,11 +32,7 @@ export const ErrorCodes = {
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-const RETRIABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set([
-  ErrorCodes.UNAVAILABLE,
-  ErrorCodes.TIMEOUT,
-  ErrorCodes.UPSTREAM,
-]);
+const RETRIABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set([ErrorCodes.UNAVAILABLE, ErrorCodes.TIMEOUT, ErrorCodes.UPSTREAM]);
 
 export interface TurnstreamErrorOptions {
   /** Overrides the code's default retriability. */

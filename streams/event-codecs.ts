@@ -79,7 +79,8 @@ export class EventCodecs {
   async withNaming(naming: TopicNaming): Promise<EventCodecs> {
     const ids = await registerSchemas(this.client, naming);
     const codecs = new Map<TopicId, Codec<unknown>>();
-    for (const id of Object.keys(TOPICS) as TopicId[]) codecs.set(id, new AvroCodec(this.client, id, topicName(id, naming), ids[id] as number));
+    for (const id of Object.keys(TOPICS) as TopicId[])
+      codecs.set(id, new AvroCodec(this.client, id, topicName(id, naming), ids[id] as number));
     return new EventCodecs(this.client, naming, codecs);
   }
 }

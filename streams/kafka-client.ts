@@ -15,15 +15,18 @@ export interface KafkaClientOptions {
   retries?: number;
 }
 
-const toPino = (logger: Logger): logCreator => () => ({ level, log }) => {
-  const { message, ...extra } = log;
-  // Our producers bound retries on purpose: a failed send surfaces (to the outbox or an
-  // aborted transaction) instead of blocking; ordering and dedupe do not depend on it.
-  if (typeof message === 'string' && message.startsWith('Limiting retries for the idempotent producer')) return;
-  // kafkajs logs expected reconnects as errors; keep them at warn so real errors stand out.
-  if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) logger.warn(extra, message);
-  else if (level === KafkaLogLevel.INFO) logger.debug(extra, message);
-};
+const toPino =
+  (logger: Logger): logCreator =>
+  () =>
+  ({ level, log }) => {
+    const { message, ...extra } = log;
+    // Our producers bound retries on purpose: a failed send surfaces (to the outbox or an
+    // aborted transaction) instead of blocking; ordering and dedupe do not depend on it.
+    if (typeof message === 'string' && message.startsWith('Limiting retries for the idempotent producer')) return;
+    // kafkajs logs expected reconnects as errors; keep them at warn so real errors stand out.
+    if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) logger.warn(extra, message);
+    else if (level === KafkaLogLevel.INFO) logger.debug(extra, message);
+  };
 
 export function createKafka(options: KafkaClientOptions): Kafka {
   const config: KafkaConfig = {
@@ -39,4 +42,8 @@ export function createKafka(options: KafkaClientOptions): Kafka {
 }
 
 /** Parses `host:port,host:port`. */
-export const parseBrokers = (s: string): string[] => s.split(',').map((b) => b.trim()).filter(Boolean);
+export const parseBrokers = (s: string): string[] =>
+  s
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);

@@ -149,7 +149,8 @@ export class Outbox {
     this.size = (await this.fh.stat()).size;
     if (this.cursor.offset > this.size) this.cursor = { offset: 0, seq: this.cursor.seq };
     // Count what is left and cut a torn tail.
-    const rest = this.size > this.cursor.offset ? await this.readRange(this.cursor.offset, this.size - this.cursor.offset) : Buffer.alloc(0);
+    const rest =
+      this.size > this.cursor.offset ? await this.readRange(this.cursor.offset, this.size - this.cursor.offset) : Buffer.alloc(0);
     const lastNl = rest.lastIndexOf(0x0a);
     const good = lastNl + 1;
     if (good < rest.length) {

@@ -158,7 +158,12 @@ const metrics = {
   inFlight: gauge('turnstream_processor_in_flight', 'Records in flight', ['processor']),
   paused: gauge('turnstream_processor_paused_partitions', 'Partitions paused for backpressure', ['processor']),
   lag: gauge('turnstream_processor_lag', 'Offset lag at the last fetch', ['processor', 'topic', 'partition']),
-  handleSeconds: histogram('turnstream_processor_handle_seconds', 'Handler time per record', ['processor'], [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30]),
+  handleSeconds: histogram(
+    'turnstream_processor_handle_seconds',
+    'Handler time per record',
+    ['processor'],
+    [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+  ),
   commitSeconds: histogram('turnstream_processor_commit_seconds', 'Transaction time', ['processor'], [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5]),
 };
 
@@ -244,11 +249,17 @@ class ProcessorRuntime<S> {
     });
     await this.producer.connect();
     await consumer.connect();
-    for (const id of this.o.inputs) await consumer.subscribe({ topic: this.o.codecs.topic(id), fromBeginning: this.o.fromBeginning ?? true });
+    for (const id of this.o.inputs)
+      await consumer.subscribe({ topic: this.o.codecs.topic(id), fromBeginning: this.o.fromBeginning ?? true });
     // autoCommit off: offsets commit only in our transactions. kafkajs would otherwise commit the
     // resolved end of each batch on stop and on rebalance, records still in flight included, and
     // the next owner would skip them.
-    await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, partitionsConsumedConcurrently: 1, eachBatch: (p) => this.onBatch(p) });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: true,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: (p) => this.onBatch(p),
+    });
     if (this.o.punctuate) {
       const { intervalMs } = this.o.punctuate;
       this.punctuateTimer = setInterval(() => void this.runPunctuate(), intervalMs);
@@ -360,7 +371,9 @@ class ProcessorRuntime<S> {
           const emit: Emit = (id, k, v) => pending.push(this.encode(id, k, v));
           await this.o.handle(record, { emit, state: this.stateAccess(staged), logger: this.log, signal: this.abort.signal });
           outputs = await Promise.all(pending);
-          if (this.store) for (const [sk, sv] of staged) outputs.push({ topic: this.store.topic, key: sk, value: sv === undefined ? null : await this.store.encode(sv) });
+          if (this.store)
+            for (const [sk, sv] of staged)
+              outputs.push({ topic: this.store.topic, key: sk, value: sv === undefined ? null : await this.store.encode(sv) });
         },
         {
           retries: Math.max(0, (this.o.maxAttempts ?? 5) - 1),
@@ -449,7 +462,8 @@ class ProcessorRuntime<S> {
       this.scheduleCommit();
       return;
     }
-    const parts: Array<{ slot: { topic: string; partition: number; tracker: OffsetTracker<Output> }; count: number; nextOffset: bigint }> = [];
+    const parts: Array<{ slot: { topic: string; partition: number; tracker: OffsetTracker<Output> }; count: number; nextOffset: bigint }> =
+      [];
     const outputs: Output[] = [];
     for (const slot of this.trackers.values()) {
       const c = slot.tracker.peekCommittable();
@@ -482,7 +496,10 @@ class ProcessorRuntime<S> {
           list.push({ partition: p.slot.partition, offset: p.nextOffset.toString() });
           topics.set(p.slot.topic, list);
         }
-        await txn.sendOffsets({ consumerGroupId: this.o.groupId, topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })) });
+        await txn.sendOffsets({
+          consumerGroupId: this.o.groupId,
+          topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+        });
       }
       await txn.commit();
     } catch (err) {
@@ -560,7 +577,10 @@ class ProcessorRuntime<S> {
     if (this.punctuateTimer) clearInterval(this.punctuateTimer);
     if (this.resumeCheck) clearImmediate(this.resumeCheck);
     await this.consumer.stop().catch(() => undefined);
-    const drained = await Promise.race([this.pool.drain().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceMs))]);
+    const drained = await Promise.race([
+      this.pool.drain().then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), graceMs)),
+    ]);
     if (!drained) this.abort.abort();
     if (this.commitTimer) {
       clearTimeout(this.commitTimer);

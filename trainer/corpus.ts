@@ -167,7 +167,24 @@ export const TOPICS: Topic[] = [
 ];
 
 /** The 16 names of the corpus the shipped base was pretrained on ("Sam" among them). */
-export const SHIPPED_NAMES = ['Sam', 'Alex', 'Maya', 'Leo', 'Nina', 'Omar', 'Ruth', 'Ivan', 'Zoe', 'Ben', 'Lia', 'Tom', 'Ana', 'Raj', 'Eve', 'Kai'];
+export const SHIPPED_NAMES = [
+  'Sam',
+  'Alex',
+  'Maya',
+  'Leo',
+  'Nina',
+  'Omar',
+  'Ruth',
+  'Ivan',
+  'Zoe',
+  'Ben',
+  'Lia',
+  'Tom',
+  'Ana',
+  'Raj',
+  'Eve',
+  'Kai',
+];
 
 /**
  * Names kept OUT of the many-names corpus: "Sam" is the eval's named-sam persona, the others are unseen names

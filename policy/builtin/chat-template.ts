@@ -54,11 +54,7 @@ function trimStart(bytes: number[], n: number): number[] {
  * `<|bos|>` and the final `<|assistant|>` are always kept. Trimming never starts text inside a
  * UTF-8 character, so a prompt can come out a few tokens shorter than the bound.
  */
-export function renderPrompt(
-  tokenizer: ByteTokenizer,
-  messages: readonly ChatMessage[],
-  options: RenderPromptOptions,
-): RenderedPrompt {
+export function renderPrompt(tokenizer: ByteTokenizer, messages: readonly ChatMessage[], options: RenderPromptOptions): RenderedPrompt {
   const max = options.maxPromptTokens;
   if (!Number.isInteger(max) || max < 4) {
     throw invalidInput(`maxPromptTokens must be an integer ≥ 4, got ${max}`, 'maxPromptTokens');

@@ -142,13 +142,7 @@ export async function readManifest(uri: string): Promise<CheckpointManifest> {
   expected.forEach(({ name, shape }, i) => {
     const t = m.tensors[i];
     const size = shape.reduce((a, b) => a * b, 1);
-    if (
-      t.name !== name ||
-      t.dtype !== 'float32' ||
-      String(t.shape) !== String(shape) ||
-      t.offset !== offset ||
-      t.byteLength !== size * 4
-    ) {
+    if (t.name !== name || t.dtype !== 'float32' || String(t.shape) !== String(shape) || t.offset !== offset || t.byteLength !== size * 4) {
       throw corrupt(`${dir}: tensor ${t?.name} [${t?.shape}] does not match ${name} [${shape}] of the config`);
     }
     offset += t.byteLength;

@@ -275,10 +275,7 @@ export async function scoreTokens(
   if (responseIds.length === 0) return [];
   const all = [...promptIds, ...responseIds];
   if (all.length > model.config.contextLength) {
-    throw invalidInput(
-      `prompt + response of ${all.length} tokens exceed the context length ${model.config.contextLength}`,
-      'responseIds',
-    );
+    throw invalidInput(`prompt + response of ${all.length} tokens exceed the context length ${model.config.contextLength}`, 'responseIds');
   }
   const P = promptIds.length;
   const R = responseIds.length;

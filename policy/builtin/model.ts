@@ -197,12 +197,7 @@ export class TransformerModel {
     });
   }
 
-  private forward(
-    ids: tf.Tensor2D,
-    cache: KvCache | null,
-    outKeys?: tf.Tensor4D[],
-    outValues?: tf.Tensor4D[],
-  ): { logits: tf.Tensor3D } {
+  private forward(ids: tf.Tensor2D, cache: KvCache | null, outKeys?: tf.Tensor4D[], outValues?: tf.Tensor4D[]): { logits: tf.Tensor3D } {
     const c = this.config;
     const [B, T] = ids.shape;
     const past = cache?.length ?? 0;

@@ -1,16 +1,7 @@
 import { invalidInput } from '../../streams/errors.ts';
 
 /** Special tokens, in id order after the 256 byte ids. */
-export const SPECIAL_TOKENS = [
-  '<|bos|>',
-  '<|eos|>',
-  '<|system|>',
-  '<|user|>',
-  '<|assistant|>',
-  '<|tool|>',
-  '<|end|>',
-  '<|pad|>',
-] as const;
+export const SPECIAL_TOKENS = ['<|bos|>', '<|eos|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|end|>', '<|pad|>'] as const;
 
 export type SpecialToken = (typeof SPECIAL_TOKENS)[number];
 

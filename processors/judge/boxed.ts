@@ -9,7 +9,10 @@ export function parseBoxed(text: string | null | undefined): 1 | 0 | -1 | null {
   let last: string | undefined;
   for (const m of text.matchAll(BOXED)) last = m[1];
   if (last === undefined) return null;
-  const v = last.trim().replace(/^\+/, '').replace(/^[\u2212\u2013]/, '-');
+  const v = last
+    .trim()
+    .replace(/^\+/, '')
+    .replace(/^[\u2212\u2013]/, '-');
   if (v === '1') return 1;
   if (v === '0' || v === '-0') return 0;
   if (v === '-1') return -1;

@@ -48,7 +48,11 @@ export interface LlmJudgeOptions {
 type VoteKind = 'prm' | 'hint';
 
 /** Asks an OpenAI-compatible endpoint for one completion; errors classified as retriable or not. */
-async function complete(opts: Required<Pick<LlmJudgeOptions, 'baseUrl' | 'model' | 'temperature' | 'maxTokens' | 'fetch'>> & { apiKey?: string }, messages: JudgeMessage[], signal: AbortSignal): Promise<string | null> {
+async function complete(
+  opts: Required<Pick<LlmJudgeOptions, 'baseUrl' | 'model' | 'temperature' | 'maxTokens' | 'fetch'>> & { apiKey?: string },
+  messages: JudgeMessage[],
+  signal: AbortSignal,
+): Promise<string | null> {
   const url = `${opts.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   let res: Response;
   try {
@@ -80,7 +84,8 @@ async function complete(opts: Required<Pick<LlmJudgeOptions, 'baseUrl' | 'model'
     throw new TurnstreamError(ErrorCodes.UPSTREAM, `judge reply is not JSON: ${text.slice(0, 200)}`, { cause: err });
   }
   const choice = body?.choices?.[0];
-  if (!choice || typeof choice.message !== 'object') throw new TurnstreamError(ErrorCodes.UPSTREAM, 'judge reply has no choices[0].message');
+  if (!choice || typeof choice.message !== 'object')
+    throw new TurnstreamError(ErrorCodes.UPSTREAM, 'judge reply has no choices[0].message');
   const content = choice.message?.content;
   return typeof content === 'string' ? content : null;
 }
@@ -162,10 +167,15 @@ export class LlmJudge implements Judge {
     const hintStart = wantPrm ? m : 0;
     const hVotes = wantHint ? Array.from({ length: hintVotes }, (_, i) => this.vote(hintStart + i, 'hint', hintMsgs, opts.signal)) : [];
     const [p, h] = await Promise.all([Promise.all(prmVotes), Promise.all(hVotes)]);
-    for (const [kind, vs] of [['process-reward', p], ['hint', h]] as const) {
+    for (const [kind, vs] of [
+      ['process-reward', p],
+      ['hint', h],
+    ] as const) {
       if (vs.length > 0 && vs.every((v) => v.error !== null)) {
         const reasons = [...new Set(vs.map((v) => v.error))].join('; ');
-        throw new TurnstreamError(ErrorCodes.JUDGE_FAILED, `all ${vs.length} ${kind} votes for turn ${pair.pairId} failed: ${reasons}`, { retriable: false });
+        throw new TurnstreamError(ErrorCodes.JUDGE_FAILED, `all ${vs.length} ${kind} votes for turn ${pair.pairId} failed: ${reasons}`, {
+          retriable: false,
+        });
       }
     }
     const score = wantPrm ? majorityVote(p.map((v) => v.score)) : 0;

@@ -39,9 +39,12 @@ export const HINT_SYSTEM_PROMPT = [
 function pairData(pair: TurnPair, maxChars: number): string {
   const asked = lastUserMessage(pair.turn);
   const blocks: string[] = [];
-  if (asked !== null) blocks.push(`<context>\nThe user's message the assistant answered:\n<quote>\n${quote(asked, maxChars)}\n</quote>\n</context>`);
+  if (asked !== null)
+    blocks.push(`<context>\nThe user's message the assistant answered:\n<quote>\n${quote(asked, maxChars)}\n</quote>\n</context>`);
   blocks.push(`<assistant_output>\n${renderAssistantOutput(pair.turn, maxChars)}\n</assistant_output>`);
-  blocks.push(pair.nextState.length ? renderNextState(pair.nextState, maxChars) : '<next_state role="none">\n(nothing followed)\n</next_state>');
+  blocks.push(
+    pair.nextState.length ? renderNextState(pair.nextState, maxChars) : '<next_state role="none">\n(nothing followed)\n</next_state>',
+  );
   return blocks.join('\n\n');
 }
 

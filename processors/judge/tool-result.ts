@@ -3,8 +3,10 @@
 const EXIT_CODE = /\b(?:exit(?:ed)?(?:\s+with)?[\s_-]*(?:code|status)?|return[\s_-]?code|returncode)["']?\s*[:=]?\s*(-?\d+)\b/gi;
 const ERROR_FLAG = /["']?(?:is_?error|isError)["']?\s*[:=]\s*true\b|["']?(?:ok|success)["']?\s*[:=]\s*false\b/i;
 /** Phrases that say "no error" and must not count as one. */
-const NOT_ERRORS = /\b(?:0|no|zero|without)\s+(?:errors?|failures?|exceptions?)\b|["']?errors?["']?\s*[:=]\s*(?:null|none|\[\s*\]|0|false)\b/gi;
-const ERROR_WORDS = /\b(?:error|errors|exception|traceback|failed|failure|fatal|panic|segmentation fault|command not found|no such file or directory|permission denied)\b/i;
+const NOT_ERRORS =
+  /\b(?:0|no|zero|without)\s+(?:errors?|failures?|exceptions?)\b|["']?errors?["']?\s*[:=]\s*(?:null|none|\[\s*\]|0|false)\b/gi;
+const ERROR_WORDS =
+  /\b(?:error|errors|exception|traceback|failed|failure|fatal|panic|segmentation fault|command not found|no such file or directory|permission denied)\b/i;
 
 export type ToolOutcome = 'success' | 'error';
 

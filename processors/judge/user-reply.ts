@@ -21,7 +21,12 @@ const analyzer = new Sentiment();
 export function sentimentScore(text: string, t: SentimentThresholds = {}): { score: 1 | 0 | -1; afinn: number; comparative: number } {
   const r = analyzer.analyze(text);
   const { positiveScore = 2, positiveComparative = 0.25, negativeScore = -2, negativeComparative = -0.5 } = t;
-  const score = r.score >= positiveScore && r.comparative >= positiveComparative ? 1 : r.score <= negativeScore || r.comparative <= negativeComparative ? -1 : 0;
+  const score =
+    r.score >= positiveScore && r.comparative >= positiveComparative
+      ? 1
+      : r.score <= negativeScore || r.comparative <= negativeComparative
+        ? -1
+        : 0;
   return { score, afinn: r.score, comparative: r.comparative };
 }
 

@@ -48,14 +48,22 @@ const METHODS: Record<TrainMethod, SampleMethod> = { rl: 'RL', opd: 'OPD', combi
 
 function checkTeacher(logprobs: number[], n: number): void {
   if (logprobs.length !== n || !logprobs.every((x) => Number.isFinite(x) && x <= 1e-6)) {
-    throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher returned ${logprobs.length} log-probs for ${n} response tokens (or non-finite / positive values)`, {
-      retriable: false,
-    });
+    throw new TurnstreamError(
+      ErrorCodes.UPSTREAM,
+      `teacher returned ${logprobs.length} log-probs for ${n} response tokens (or non-finite / positive values)`,
+      {
+        retriable: false,
+      },
+    );
   }
 }
 
 /** Builds the sample a judgement yields under `options`, or says why there is none. */
-export async function buildSample(judgement: Judgement, options: SampleBuilderOptions = {}, call: BuildCallOptions = {}): Promise<BuildResult> {
+export async function buildSample(
+  judgement: Judgement,
+  options: SampleBuilderOptions = {},
+  call: BuildCallOptions = {},
+): Promise<BuildResult> {
   const method = options.method ?? 'combined';
   const pair = judgement.pair;
   const turn = pair.turn;
@@ -63,9 +71,13 @@ export async function buildSample(judgement: Judgement, options: SampleBuilderOp
   const n = turn.responseTokenIds.length;
   if (n === 0) return { sample: null, skipped: 'empty-response' };
   if (turn.responseLogprobs.length !== n) {
-    throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `turn ${turn.turnId} has ${turn.responseLogprobs.length} rollout log-probs for ${n} response tokens`, {
-      param: 'responseLogprobs',
-    });
+    throw new TurnstreamError(
+      ErrorCodes.INVALID_INPUT,
+      `turn ${turn.turnId} has ${turn.responseLogprobs.length} rollout log-probs for ${n} response tokens`,
+      {
+        param: 'responseLogprobs',
+      },
+    );
   }
 
   const useScore = method !== 'opd' && judgement.score !== 0;
@@ -83,11 +95,17 @@ export async function buildSample(judgement: Judgement, options: SampleBuilderOp
     if (useScore) reward = judgement.score;
     if (useHint) {
       const k = options.topK ?? 0;
-      const scored = await options.teacher!.score(appendHint(turn.requestMessages, judgement.hint!), turn.responseTokenIds, { topK: k, signal: call.signal });
+      const scored = await options.teacher!.score(appendHint(turn.requestMessages, judgement.hint!), turn.responseTokenIds, {
+        topK: k,
+        signal: call.signal,
+      });
       checkTeacher(scored.logprobs, n);
       teacherLogprobs = scored.logprobs;
       if (k > 0 && scored.topK) {
-        if (scored.topK.length !== n) throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher returned top-k for ${scored.topK.length} of ${n} positions`, { retriable: false });
+        if (scored.topK.length !== n)
+          throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher returned top-k for ${scored.topK.length} of ${n} positions`, {
+            retriable: false,
+          });
         teacherTopK = scored.topK;
       }
     }

@@ -41,7 +41,13 @@ export async function loadTeacher(options: LoadTeacherOptions): Promise<Teacher>
         throw new AbortError(err as Error);
       }
     },
-    { retries: Number.POSITIVE_INFINITY, minTimeout: 1000, maxTimeout: 5000, maxRetryTime: options.waitMs ?? 300_000, signal: options.signal },
+    {
+      retries: Number.POSITIVE_INFINITY,
+      minTimeout: 1000,
+      maxTimeout: 5000,
+      maxRetryTime: options.waitMs ?? 300_000,
+      signal: options.signal,
+    },
   );
   return new PolicyTeacher(policy);
 }

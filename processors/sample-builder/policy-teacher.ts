@@ -13,7 +13,10 @@ export interface ScoringPolicy {
   readonly modelId: string;
   readonly version: number;
   readonly config: { contextLength: number };
-  renderPrompt(messages: Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; content: string }>, maxPromptTokens?: number): { ids: number[] };
+  renderPrompt(
+    messages: Array<{ role: 'system' | 'user' | 'assistant' | 'tool'; content: string }>,
+    maxPromptTokens?: number,
+  ): { ids: number[] };
   score(promptIds: number[], responseIds: number[]): Promise<number[]>;
 }
 
@@ -25,15 +28,24 @@ export class PolicyTeacher implements Teacher {
 
   async score(messages: ChatMessage[], responseTokenIds: number[], opts: TeacherScoreOptions = {}): Promise<TeacherScores> {
     if (opts.topK) {
-      throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'the built-in teacher does not provide top-k log-probs; set topK to 0', { param: 'topK' });
+      throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'the built-in teacher does not provide top-k log-probs; set topK to 0', {
+        param: 'topK',
+      });
     }
     // Prompt + response must fit the context: the prompt gets what the response leaves (the
     // template's truncation keeps the last user message, hence the hint, to the end).
     const room = this.policy.config.contextLength - responseTokenIds.length;
     if (room < 4) {
-      throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `a response of ${responseTokenIds.length} tokens leaves no room for a prompt in the teacher's context`, { retriable: false });
+      throw new TurnstreamError(
+        ErrorCodes.INVALID_INPUT,
+        `a response of ${responseTokenIds.length} tokens leaves no room for a prompt in the teacher's context`,
+        { retriable: false },
+      );
     }
-    const { ids } = this.policy.renderPrompt(toPolicyMessages(messages), Math.min(room, Math.floor((this.policy.config.contextLength * 3) / 4)));
+    const { ids } = this.policy.renderPrompt(
+      toPolicyMessages(messages),
+      Math.min(room, Math.floor((this.policy.config.contextLength * 3) / 4)),
+    );
     return { logprobs: await this.policy.score(ids, responseTokenIds) };
   }
 }

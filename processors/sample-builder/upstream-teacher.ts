@@ -44,7 +44,9 @@ const toWire = (m: ChatMessage): Record<string, unknown> => ({
   content: m.content ?? '',
   ...(m.name ? { name: m.name } : {}),
   ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
-  ...(m.toolCalls.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: c.type || 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+  ...(m.toolCalls.length
+    ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: c.type || 'function', function: { name: c.name, arguments: c.arguments } })) }
+    : {}),
 });
 
 export class UpstreamTeacher implements Teacher {
@@ -117,7 +119,11 @@ export class UpstreamTeacher implements Teacher {
     );
     const plp = body.choices?.[0]?.prompt_logprobs;
     if (!Array.isArray(plp) || plp.length < promptIds.length + responseTokenIds.length) {
-      throw new TurnstreamError(ErrorCodes.UPSTREAM, 'teacher /completions reply lacks prompt_logprobs for every token (is prompt_logprobs supported?)', { retriable: false });
+      throw new TurnstreamError(
+        ErrorCodes.UPSTREAM,
+        'teacher /completions reply lacks prompt_logprobs for every token (is prompt_logprobs supported?)',
+        { retriable: false },
+      );
     }
     const logprobs: number[] = [];
     const topK: TopKEntry[] = [];

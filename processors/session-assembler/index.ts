@@ -1,5 +1,20 @@
-export { applyTurn, applyFeedback, expire, release, type AssemblerStep, type IgnoredReason, type ReleaseStep } from './session-assembler.ts';
+export {
+  applyTurn,
+  applyFeedback,
+  expire,
+  release,
+  type AssemblerStep,
+  type IgnoredReason,
+  type ReleaseStep,
+} from './session-assembler.ts';
 export { extractNextState, feedbackItem, matchesResponse, type ExtractedNextState } from './next-state.ts';
 export { emptySession, isTrainable, toPairTurn } from './session-state.ts';
-export { DEFAULT_FEEDBACK_GRACE_MS, DEFAULT_IDLE_TIMEOUT_MS, resolveAssemblerOptions, type EndPolicy, type ResolvedAssemblerOptions, type SessionAssemblerOptions } from './options.ts';
+export {
+  DEFAULT_FEEDBACK_GRACE_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  resolveAssemblerOptions,
+  type EndPolicy,
+  type ResolvedAssemblerOptions,
+  type SessionAssemblerOptions,
+} from './options.ts';
 export { StreamClock } from './stream-clock.ts';

@@ -60,7 +60,12 @@ export interface ReleaseStep extends AssemblerStep {
 type Opts = SessionAssemblerOptions;
 const resolved = (o: Opts | undefined): ResolvedAssemblerOptions => resolveAssemblerOptions(o);
 
-function pairOf(state: SessionState, opts: ResolvedAssemblerOptions, fields: Pick<TurnPair, 'nextState' | 'endMarker' | 'historyVerified' | 'createdAt'>, feedback: FeedbackEvidence[]): TurnPair {
+function pairOf(
+  state: SessionState,
+  opts: ResolvedAssemblerOptions,
+  fields: Pick<TurnPair, 'nextState' | 'endMarker' | 'historyVerified' | 'createdAt'>,
+  feedback: FeedbackEvidence[],
+): TurnPair {
   const turn = state.pending!;
   return {
     pairId: turn.turnId,
@@ -76,10 +81,16 @@ function pairOf(state: SessionState, opts: ResolvedAssemblerOptions, fields: Pic
   };
 }
 
-const evidenceOf = (f: Feedback): FeedbackEvidence => ({ feedbackId: f.feedbackId, rating: f.rating, text: f.text, createdAt: f.createdAt });
+const evidenceOf = (f: Feedback): FeedbackEvidence => ({
+  feedbackId: f.feedbackId,
+  rating: f.rating,
+  text: f.text,
+  createdAt: f.createdAt,
+});
 
 /** An end-marker pair that nothing reached is dropped under `endPolicy: 'drop'`. */
-const wanted = (p: TurnPair, opts: ResolvedAssemblerOptions): boolean => !(p.endMarker !== null && p.feedback.length === 0 && opts.endPolicy === 'drop');
+const wanted = (p: TurnPair, opts: ResolvedAssemblerOptions): boolean =>
+  !(p.endMarker !== null && p.feedback.length === 0 && opts.endPolicy === 'drop');
 
 /** Ready pairs: held for the grace period, or (grace 0) emitted now. */
 function settle(state: SessionState, ready: TurnPair[], opts: ResolvedAssemblerOptions): { state: SessionState; pairs: TurnPair[] } {
@@ -113,14 +124,19 @@ function claimAnonymous(state: SessionState, until: number, also: (f: Feedback) 
   if (!p || state.earlyFeedback.length === 0) return state;
   const mine = state.earlyFeedback.filter((f) => f.turnId === null && f.createdAt >= p.requestedAt && f.createdAt < until && also(f));
   if (mine.length === 0) return state;
-  return { ...state, pendingFeedback: [...state.pendingFeedback, ...mine.map(evidenceOf)], earlyFeedback: state.earlyFeedback.filter((f) => !mine.includes(f)) };
+  return {
+    ...state,
+    pendingFeedback: [...state.pendingFeedback, ...mine.map(evidenceOf)],
+    earlyFeedback: state.earlyFeedback.filter((f) => !mine.includes(f)),
+  };
 }
 
 /** Closes a session: the pending turn gets the end marker (its pair held, or emitted per the end policy). */
 function close(prev: SessionState, reason: EndMarker, at: number, opts: ResolvedAssemblerOptions): AssemblerStep {
   const state = claimAnonymous(prev, Number.POSITIVE_INFINITY);
   const ready: TurnPair[] = [];
-  if (state.pending) ready.push(pairOf(state, opts, { nextState: [], endMarker: reason, historyVerified: false, createdAt: at }, state.pendingFeedback));
+  if (state.pending)
+    ready.push(pairOf(state, opts, { nextState: [], endMarker: reason, historyVerified: false, createdAt: at }, state.pendingFeedback));
   return settle({ ...state, pending: null, pendingFeedback: [], closed: true, closedReason: reason }, ready, opts);
 }
 
@@ -186,7 +202,12 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
         state = claimAnonymous(state, turn.requestedAt);
         const next = extractNextState(pending.response, turn.requestMessages);
         ready.push(
-          pairOf(state, opts, { nextState: next.items, endMarker: null, historyVerified: next.historyVerified, createdAt: turn.requestedAt }, state.pendingFeedback),
+          pairOf(
+            state,
+            opts,
+            { nextState: next.items, endMarker: null, historyVerified: next.historyVerified, createdAt: turn.requestedAt },
+            state.pendingFeedback,
+          ),
         );
       }
       state = { ...makePending(state, toPairTurn(turn, state.mainTurnCount)), mainTurnCount: state.mainTurnCount + 1 };
@@ -214,7 +235,10 @@ export function applyFeedback(prev: SessionState | undefined, feedback: Feedback
   const evidence = evidenceOf(feedback);
   const { pending, held } = state;
   const toPending = (): AssemblerStep => ({ state: { ...state, pendingFeedback: [...state.pendingFeedback, evidence] }, pairs: [] });
-  const toHeld = (k: number): AssemblerStep => ({ state: { ...state, held: held.map((p, i) => (i === k ? withFeedback(p, evidence) : p)) }, pairs: [] });
+  const toHeld = (k: number): AssemblerStep => ({
+    state: { ...state, held: held.map((p, i) => (i === k ? withFeedback(p, evidence) : p)) },
+    pairs: [],
+  });
 
   if (feedback.turnId === null) {
     // "The latest turn" when the feedback was given: pending, unless it was requested later.

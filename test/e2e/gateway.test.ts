@@ -17,7 +17,11 @@ before(async () => {
   const stack = await ensureStack();
   home = await tempHome('e2e');
   k = await testKafka(stack, uniquePrefix('gateway-e2e'));
-  g = await startGateway({ home: home.dir, apiKeys: ['sk-bob:bob', 'sk-anon'], kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming } });
+  g = await startGateway({
+    home: home.dir,
+    apiKeys: ['sk-bob:bob', 'sk-anon'],
+    kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
+  });
 });
 after(async () => {
   await g?.gw.stop();
@@ -39,10 +43,23 @@ test('N calls in two sessions (headers / inferred) → exactly N turns with the 
     const { data, response } = await withHeaders.chat.completions
       .create(
         { model: 'turnstream-tiny', messages: histA, max_tokens: 10 },
-        { headers: { 'X-Session-Id': 'e2e-A', 'X-Turn-Type': side ? 'side' : 'main', 'X-User-Id': 'alice', ...(i === TURNS - 1 ? { 'X-Session-Done': 'yes' } : {}) } },
+        {
+          headers: {
+            'X-Session-Id': 'e2e-A',
+            'X-Turn-Type': side ? 'side' : 'main',
+            'X-User-Id': 'alice',
+            ...(i === TURNS - 1 ? { 'X-Session-Done': 'yes' } : {}),
+          },
+        },
       )
       .withResponse();
-    expected.set(response.headers.get('x-turn-id')!, { session: 'e2e-A', type: side ? 'SIDE' : 'MAIN', user: 'alice', tokens: data.usage!.completion_tokens, text: data.choices[0].message.content ?? '' });
+    expected.set(response.headers.get('x-turn-id')!, {
+      session: 'e2e-A',
+      type: side ? 'SIDE' : 'MAIN',
+      user: 'alice',
+      tokens: data.usage!.completion_tokens,
+      text: data.choices[0].message.content ?? '',
+    });
     histA.push({ role: 'assistant', content: data.choices[0].message.content });
   }
 
@@ -54,7 +71,13 @@ test('N calls in two sessions (headers / inferred) → exactly N turns with the 
     histB.push({ role: 'user', content: [{ type: 'text', text: `B message ${i}` }] });
     const system: OpenAI.ChatCompletionMessageParam = { role: 'system', content: `Now is turn ${i}.` };
     const { data: stream, response } = await plain.chat.completions
-      .create({ model: 'turnstream-tiny', messages: [system, ...histB], max_completion_tokens: 10, stream: true, stream_options: { include_usage: true } })
+      .create({
+        model: 'turnstream-tiny',
+        messages: [system, ...histB],
+        max_completion_tokens: 10,
+        stream: true,
+        stream_options: { include_usage: true },
+      })
       .withResponse();
     let text = '';
     let usage = 0;
@@ -92,10 +115,19 @@ test('N calls in two sessions (headers / inferred) → exactly N turns with the 
   const b = events.filter((e) => e.value.sessionId === sessionB).map((e) => e.value);
   assert.equal(a.length, TURNS);
   assert.ok(a.every((t) => t.sessionSource === 'HEADER'));
-  assert.deepEqual(a.map((t) => t.sessionDone), [false, false, false, true]);
-  assert.ok(a.some((t) => t.promptTruncatedTokens > 0), 'the long system prompt was truncated, not refused');
+  assert.deepEqual(
+    a.map((t) => t.sessionDone),
+    [false, false, false, true],
+  );
+  assert.ok(
+    a.some((t) => t.promptTruncatedTokens > 0),
+    'the long system prompt was truncated, not refused',
+  );
   assert.equal(b.length, TURNS);
-  assert.deepEqual(b.map((t) => t.sessionSource), ['GENERATED', 'INFERRED', 'INFERRED', 'INFERRED']);
+  assert.deepEqual(
+    b.map((t) => t.sessionSource),
+    ['GENERATED', 'INFERRED', 'INFERRED', 'INFERRED'],
+  );
 
   // Feedback on a turn by its id.
   const last = [...expected.keys()].at(-1)!;

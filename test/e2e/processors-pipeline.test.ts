@@ -13,7 +13,14 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { createGateway, type Gateway } from '../../gateway/index.ts';
-import { createLlmJudge, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler, type TrainMethod } from '../../processors/index.ts';
+import {
+  createLlmJudge,
+  loadTeacher,
+  startJudge,
+  startSampleBuilder,
+  startSessionAssembler,
+  type TrainMethod,
+} from '../../processors/index.ts';
 import { HINT_SYSTEM_PROMPT } from '../../processors/judge/index.ts';
 import type { Sample } from '../../schemas/index.ts';
 import { createLogger, type ProcessorHandle } from '../../streams/index.ts';
@@ -43,7 +50,9 @@ function scriptedJudge(): (body: any) => FakeReply {
     seen.set(`${marker}:${hintCall}`, n + 1);
     if (marker === 'timeout') return { delayMs: JUDGE_TIMEOUT_MS + 1000, ...chat('\\boxed{1}') };
     if (hintCall) {
-      return marker === 'neg' || marker === 'hintonly' ? chat('They want brevity. [HINT_START]Answer in one short sentence.[HINT_END] \\boxed{1}') : chat('Nothing useful. \\boxed{-1}');
+      return marker === 'neg' || marker === 'hintonly'
+        ? chat('They want brevity. [HINT_START]Answer in one short sentence.[HINT_END] \\boxed{1}')
+        : chat('Nothing useful. \\boxed{-1}');
     }
     switch (marker) {
       case 'pos':
@@ -89,13 +98,23 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
 
     const common = { kafka: f.kafka, codecs: f.codecs };
     const teacher = await loadTeacher({ weightsDir: join(home, 'weights'), waitMs: 30_000 });
-    const judge = createLlmJudge({ baseUrl: judgeServer.baseUrl, model: 'scripted', votes: 3, hintVotes: 1, timeoutMs: JUDGE_TIMEOUT_MS, retries: 1, minBackoffMs: 20 });
+    const judge = createLlmJudge({
+      baseUrl: judgeServer.baseUrl,
+      model: 'scripted',
+      votes: 3,
+      hintVotes: 1,
+      timeoutMs: JUDGE_TIMEOUT_MS,
+      retries: 1,
+      minBackoffMs: 20,
+    });
     handles.push(
       await startSessionAssembler({ ...common, idleTimeoutMs: 5000, expireIntervalMs: 250, feedbackGraceMs: 1500, quietMs: 1000 }),
       await startJudge({ ...common, judge, concurrency: 16 }),
       // One builder group per method, all reading the same judgements.
       ...(await Promise.all(
-        (['rl', 'opd', 'combined'] as TrainMethod[]).map((method) => startSampleBuilder({ ...common, groupId: `${f.prefix}sample-builder.${method}`, method, teacher })),
+        (['rl', 'opd', 'combined'] as TrainMethod[]).map((method) =>
+          startSampleBuilder({ ...common, groupId: `${f.prefix}sample-builder.${method}`, method, teacher }),
+        ),
       )),
     );
     await Promise.all(handles.map((h) => h.ready));
@@ -114,14 +133,26 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
     /** One call; returns the turn id and the reply, appended to `history`. */
     const call = async (history: Msg[], user: string, headers: Record<string, string>): Promise<{ turnId: string; sessionId: string }> => {
       history.push({ role: 'user', content: user });
-      const { data, response } = await client.chat.completions.create({ model: 'turnstream-tiny', messages: history, max_tokens: 8 }, { headers }).withResponse();
+      const { data, response } = await client.chat.completions
+        .create({ model: 'turnstream-tiny', messages: history, max_tokens: 8 }, { headers })
+        .withResponse();
       history.push({ role: 'assistant', content: data.choices[0].message.content ?? '' });
       return { turnId: response.headers.get('x-turn-id')!, sessionId: response.headers.get('x-session-id')! };
     };
 
     // A: a client that names everything. A side turn (a heartbeat, its own messages) in the middle;
     // a 👍 on A0 sent after A1 (it arrives after the next turn); the last call ends the session.
-    const aMsgs = ['hello', '[[pos]] thanks', '[[neg]] no, too long', '[[garbage]] hm', '[[tie]] ok', '[[slow]] and then?', '[[hintonly]] fine', '[[timeout]] go on', 'bye'];
+    const aMsgs = [
+      'hello',
+      '[[pos]] thanks',
+      '[[neg]] no, too long',
+      '[[garbage]] hm',
+      '[[tie]] ok',
+      '[[slow]] and then?',
+      '[[hintonly]] fine',
+      '[[timeout]] go on',
+      'bye',
+    ];
     const histA: Msg[] = [{ role: 'system', content: 'Be brief.' }];
     const a: string[] = [];
     const headersA = { 'X-Session-Id': 'e2e-A', 'X-Turn-Type': 'main', 'X-User-Id': 'alice' };
@@ -130,15 +161,23 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
       const last = i === aMsgs.length - 1;
       a.push((await call(histA, aMsgs[i], last ? { ...headersA, 'X-Session-Done': 'yes' } : headersA)).turnId);
       if (i === 1) {
-        const res = await fetch(`${url}/v1/feedback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ turn_id: a[0], rating: 1 }) });
+        const res = await fetch(`${url}/v1/feedback`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ turn_id: a[0], rating: 1 }),
+        });
         assert.equal(res.status, 201);
         thumbsUp = ((await res.json()) as { id: string }).id;
       }
-      if (i === 2) await call([{ role: 'user', content: 'HEARTBEAT' }], 'HEARTBEAT_OK?', { 'X-Session-Id': 'e2e-A', 'X-Turn-Type': 'side' });
+      if (i === 2)
+        await call([{ role: 'user', content: 'HEARTBEAT' }], 'HEARTBEAT_OK?', { 'X-Session-Id': 'e2e-A', 'X-Turn-Type': 'side' });
     }
     // B: a session id but no X-Turn-Type (clients without the header extension still train).
     const histB: Msg[] = [];
-    const b = [(await call(histB, 'hi', { 'X-Session-Id': 'e2e-B' })).turnId, (await call(histB, '[[pos]] great', { 'X-Session-Id': 'e2e-B', 'X-Session-Done': '1' })).turnId];
+    const b = [
+      (await call(histB, 'hi', { 'X-Session-Id': 'e2e-B' })).turnId,
+      (await call(histB, '[[pos]] great', { 'X-Session-Id': 'e2e-B', 'X-Session-Done': '1' })).turnId,
+    ];
     // C: no headers at all (the session is inferred from the history); then left idle.
     const histC: Msg[] = [];
     const c0 = await call(histC, 'a question', {});
@@ -149,21 +188,44 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
     for (let i = 0; i < 2; i++) await call([], 'heartbeat', { 'X-Session-Id': 'e2e-S', 'X-Turn-Type': 'side' });
 
     // RL 8, OPD 6, COMBINED 9 (worked out per pair below); C's last pair waits for the idle timeout.
-    await waitFor('23 samples and 1 dead letter', async () => (await readAll(f, 'samples')).length >= 23 && (await readAll(f, 'dlq')).length >= 1, 120_000);
+    await waitFor(
+      '23 samples and 1 dead letter',
+      async () => (await readAll(f, 'samples')).length >= 23 && (await readAll(f, 'dlq')).length >= 1,
+      120_000,
+    );
     await sleep(2500); // anything extra or doubled would show up by now
-    const [pairs, judgements, samples, dlq] = await Promise.all([readAll(f, 'pairs'), readAll(f, 'judgements'), readAll(f, 'samples'), readAll(f, 'dlq')]);
+    const [pairs, judgements, samples, dlq] = await Promise.all([
+      readAll(f, 'pairs'),
+      readAll(f, 'judgements'),
+      readAll(f, 'samples'),
+      readAll(f, 'dlq'),
+    ]);
 
     // Pairs: every main turn once (A 9, B 2, C 2); side turns never.
     assert.equal(pairs.length, 13);
     assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set([...a, ...b, ...c]));
     const pair = (id: string) => pairs.find((p) => p.pairId === id)!;
-    assert.deepEqual(a.map((id) => pair(id).turn.mainTurnIndex), [...Array(9).keys()], 'the side turn took no index');
-    assert.deepEqual(a.map((id) => pair(id).historyVerified), [...Array(8).fill(true), false]);
+    assert.deepEqual(
+      a.map((id) => pair(id).turn.mainTurnIndex),
+      [...Array(9).keys()],
+      'the side turn took no index',
+    );
+    assert.deepEqual(
+      a.map((id) => pair(id).historyVerified),
+      [...Array(8).fill(true), false],
+    );
     assert.equal(pair(a[8]).endMarker, 'SESSION_DONE');
     assert.equal(pair(b[1]).endMarker, 'SESSION_DONE');
     assert.equal(pair(c[1]).endMarker, 'IDLE_TIMEOUT', 'the short idle timeout closed C');
-    assert.deepEqual(pair(a[0]).feedback.map((x) => x.feedbackId), [thumbsUp], 'the 👍 sent after the next turn reached its pair');
-    assert.deepEqual(pair(a[0]).nextState.map((x) => x.role), ['USER', 'FEEDBACK']);
+    assert.deepEqual(
+      pair(a[0]).feedback.map((x) => x.feedbackId),
+      [thumbsUp],
+      'the 👍 sent after the next turn reached its pair',
+    );
+    assert.deepEqual(
+      pair(a[0]).nextState.map((x) => x.role),
+      ['USER', 'FEEDBACK'],
+    );
     assert.equal(pair(a[0]).userId, 'alice');
     assert.equal(pairs.filter((p) => p.sessionId === 'e2e-S').length, 0);
 
@@ -171,11 +233,33 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
     assert.equal(judgements.length, 12);
     assert.equal(new Set(judgements.map((j) => j.judgementId)).size, 12);
     const j = (id: string) => judgements.find((x) => x.turnId === id);
-    assert.deepEqual(a.map((id) => j(id)?.score ?? 'dlq'), [1, -1, 0, 0, 1, 0, 'dlq', 0, 0]);
-    assert.deepEqual([...b, ...c].map((id) => j(id)!.score), [1, 0, -1, 0]);
-    assert.deepEqual(j(a[2])!.votes.slice(0, 3).map((v) => v.score), [null, null, null], 'garbage votes are invalid, not errors');
-    assert.deepEqual(j(a[3])!.votes.slice(0, 3).map((v) => v.score).sort(), [-1, 1, null], 'a tie');
-    assert.ok(j(a[4])!.votes.some((v) => v.attempts === 2 && v.score === 1), 'the vote that timed out was retried');
+    assert.deepEqual(
+      a.map((id) => j(id)?.score ?? 'dlq'),
+      [1, -1, 0, 0, 1, 0, 'dlq', 0, 0],
+    );
+    assert.deepEqual(
+      [...b, ...c].map((id) => j(id)!.score),
+      [1, 0, -1, 0],
+    );
+    assert.deepEqual(
+      j(a[2])!
+        .votes.slice(0, 3)
+        .map((v) => v.score),
+      [null, null, null],
+      'garbage votes are invalid, not errors',
+    );
+    assert.deepEqual(
+      j(a[3])!
+        .votes.slice(0, 3)
+        .map((v) => v.score)
+        .sort(),
+      [-1, 1, null],
+      'a tie',
+    );
+    assert.ok(
+      j(a[4])!.votes.some((v) => v.attempts === 2 && v.score === 1),
+      'the vote that timed out was retried',
+    );
     assert.equal(j(a[1])!.hint, 'Answer in one short sentence.');
     assert.equal(j(a[5])!.hint, 'Answer in one short sentence.');
     assert.deepEqual(j(a[8])!.votes, [], 'an end marker with nothing after it costs no judge call');
@@ -195,7 +279,10 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
     assert.deepEqual(new Set(opd.keys()), new Set([a[1], a[5], c[0], ...ends]));
     assert.deepEqual(new Set(comb.keys()), new Set([a[0], a[1], a[4], a[5], b[0], c[0], ...ends]));
     assert.equal(samples.length, 23);
-    assert.deepEqual([a[0], a[1], a[4], b[0], c[0]].map((id) => rl.get(id)!.reward), [1, -1, 1, 1, -1]);
+    assert.deepEqual(
+      [a[0], a[1], a[4], b[0], c[0]].map((id) => rl.get(id)!.reward),
+      [1, -1, 1, 1, -1],
+    );
     for (const s of rl.values()) assert.equal(s.teacherLogprobs, null, 'RL never asks the teacher');
     for (const id of [a[1], a[5], c[0]]) {
       const s = opd.get(id)!;
@@ -203,15 +290,26 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
       assert.equal(s.teacherLogprobs!.length, s.responseLength, 'one teacher log-prob per response token');
       assert.ok(s.teacherLogprobs!.every((x) => Number.isFinite(x) && x <= 0));
     }
-    assert.deepEqual([a[0], a[1], a[4], a[5], c[0]].map((id) => comb.get(id)!.reward), [1, -1, 1, 0, -1]);
-    assert.deepEqual([a[0], a[1], a[4], a[5], c[0]].map((id) => comb.get(id)!.teacherLogprobs !== null), [false, true, false, true, true], 'score only: teacher term exactly 0');
+    assert.deepEqual(
+      [a[0], a[1], a[4], a[5], c[0]].map((id) => comb.get(id)!.reward),
+      [1, -1, 1, 0, -1],
+    );
+    assert.deepEqual(
+      [a[0], a[1], a[4], a[5], c[0]].map((id) => comb.get(id)!.teacherLogprobs !== null),
+      [false, true, false, true, true],
+      'score only: teacher term exactly 0',
+    );
     for (const m of [rl, opd, comb]) {
-      for (const id of ends) assert.ok(m.get(id)!.lossMask.every((x) => x === 0), 'end pairs are masked');
+      for (const id of ends)
+        assert.ok(
+          m.get(id)!.lossMask.every((x) => x === 0),
+          'end pairs are masked',
+        );
       for (const [id, s] of m) if (!ends.includes(id)) assert.ok(s.lossMask.every((x) => x === 1));
     }
     for (const s of samples) {
       const p = pair(s.turnId);
-      assert.deepEqual(s.tokens, [...p.turn.promptTokenIds, ...p.turn.responseTokenIds], 'the engine\'s own token ids, never re-tokenized');
+      assert.deepEqual(s.tokens, [...p.turn.promptTokenIds, ...p.turn.responseTokenIds], "the engine's own token ids, never re-tokenized");
       assert.deepEqual(s.rolloutLogprobs, p.turn.responseLogprobs);
       assert.equal(s.policyVersion, 0);
       assert.equal(s.judgeId, 'llm:scripted');

@@ -48,7 +48,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const [brokers, registryUrl, prefix, delay, instance] = process.argv.slice(2);
   const kafka = createKafka({ brokers: [brokers], clientId: 'counting-child' });
   const codecs = await createEventCodecs({ registryUrl, naming: { prefix } });
-  const h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting`, delayMs: Number(delay), instanceId: instance ?? '0' });
+  const h = await startCountingProcessor({
+    kafka,
+    codecs,
+    groupId: `${prefix}counting`,
+    delayMs: Number(delay),
+    instanceId: instance ?? '0',
+  });
   await h.ready;
   process.stdout.write('ready\n');
   process.on('SIGTERM', () => void h.stop().then(() => process.exit(0)));

@@ -3,7 +3,17 @@
  * them against schemas/types.ts, and the schema test checks them against the Avro schemas:
  * together they keep the two in sync.
  */
-import type { DeadLetter, Feedback, Judgement, PairTurn, Sample, SessionState, Turn, TurnPair, WeightVersion } from '../../schemas/index.ts';
+import type {
+  DeadLetter,
+  Feedback,
+  Judgement,
+  PairTurn,
+  Sample,
+  SessionState,
+  Turn,
+  TurnPair,
+  WeightVersion,
+} from '../../schemas/index.ts';
 
 export function exampleTurn(over: Partial<Turn> = {}): Turn {
   return {
@@ -160,7 +170,17 @@ export function exampleWeightVersion(over: Partial<WeightVersion> = {}): WeightV
     sha256: 'a'.repeat(64),
     format: 'turnstream-tfjs-v1',
     baseModel: 'turnstream-tiny',
-    metrics: { loss: 0.5, meanReward: 0.25, kl: 0, clipFraction: 0.1, samples: 16, tokens: 480, logprobDrift: 0.01, droppedStale: 0, steps: 1 },
+    metrics: {
+      loss: 0.5,
+      meanReward: 0.25,
+      kl: 0,
+      clipFraction: 0.1,
+      samples: 16,
+      tokens: 480,
+      logprobDrift: 0.01,
+      droppedStale: 0,
+      steps: 1,
+    },
     createdAt: 1_760_000_005_000,
     ...over,
   };

@@ -116,7 +116,11 @@ export function ensureStack(): Promise<{ brokers: string; registryUrl: string; c
  */
 export async function startRunContainers(): Promise<{ env: Record<string, string>; stop: () => Promise<void> } | undefined> {
   const config = loadConfig(process.env, REPO_ROOT);
-  const given: GivenEndpoints = { kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl, clickhouseUrl: config.clickhouseUrl };
+  const given: GivenEndpoints = {
+    kafkaBrokers: config.kafkaBrokers,
+    schemaRegistryUrl: config.schemaRegistryUrl,
+    clickhouseUrl: config.clickhouseUrl,
+  };
   const selection = await selectTestStack(parseTestStackMode(process.env.TURNSTREAM_TEST_STACK), given);
   if (selection.provider !== 'containers') return undefined;
   const started = await containerStack(selection, given, process.env.TESTCONTAINERS_REUSE_ENABLE === 'true');

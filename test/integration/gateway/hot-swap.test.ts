@@ -63,7 +63,11 @@ test('a published WeightVersion is hot-swapped in with no failed request, and a 
   });
   await new Promise((r) => setTimeout(r, 500));
   const publishedAt = Date.now();
-  await producer.send('weights', 'turnstream-tiny', exampleWeightVersion({ version: 1, uri: saved.uri, sha256: saved.sha256, createdAt: publishedAt }));
+  await producer.send(
+    'weights',
+    'turnstream-tiny',
+    exampleWeightVersion({ version: 1, uri: saved.uri, sha256: saved.sha256, createdAt: publishedAt }),
+  );
   const deadline = Date.now() + 30_000;
   while ((g.gw.policies!.version as number) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   const swappedAt = Date.now();
@@ -81,12 +85,23 @@ test('a published WeightVersion is hot-swapped in with no failed request, and a 
 
   console.log(`# swap: ${results.length} requests, swap ${swappedAt - publishedAt} ms after publish`);
   assert.ok(results.length >= 6);
-  assert.deepEqual(results.filter((r) => r.status !== 200), [], 'no request failed during the swap');
+  assert.deepEqual(
+    results.filter((r) => r.status !== 200),
+    [],
+    'no request failed during the swap',
+  );
   // In-flight requests finish on the version they started with; the ones started after the swap get v1.
   const later = results.filter((r) => r.startedAt > swappedAt && r.version !== null);
   assert.ok(later.length > 0);
-  assert.deepEqual(later.map((r) => r.version), later.map(() => 1), 'requests after the swap are answered by version 1');
-  assert.ok(results.some((r) => r.version === 0), 'version 0 served before the swap');
+  assert.deepEqual(
+    later.map((r) => r.version),
+    later.map(() => 1),
+    'requests after the swap are answered by version 1',
+  );
+  assert.ok(
+    results.some((r) => r.version === 0),
+    'version 0 served before the swap',
+  );
   assert.equal(g.gw.policies!.version, 1, 'the corrupt version 2 was not installed');
   assert.ok(g.gw.policies!.loadFailures >= 1);
   const metrics = await (await fetch(`${g.url}/metrics`)).text();

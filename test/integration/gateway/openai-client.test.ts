@@ -18,7 +18,11 @@ before(async () => {
   const stack = await ensureStack();
   home = await tempHome('openai');
   k = await testKafka(stack, uniquePrefix('gateway-openai'));
-  g = await startGateway({ home: home.dir, apiKeys: ['sk-test:alice'], kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming } });
+  g = await startGateway({
+    home: home.dir,
+    apiKeys: ['sk-test:alice'],
+    kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
+  });
   client = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
   turns = await TopicCollector.start(k.kafka, k.codecs, 'turns');
 });
@@ -31,7 +35,10 @@ after(async () => {
 
 test('non-streaming completion: the id is the turn id, usage counts the tokens, X-Turn-Id is sent', async () => {
   const { data, response } = await client.chat.completions
-    .create({ model: 'turnstream-tiny', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 8, seed: 7 }, { headers: { 'X-Session-Id': 'oa-1' } })
+    .create(
+      { model: 'turnstream-tiny', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 8, seed: 7 },
+      { headers: { 'X-Session-Id': 'oa-1' } },
+    )
     .withResponse();
   const turnId = response.headers.get('x-turn-id');
   assert.ok(turnId);
@@ -64,7 +71,16 @@ test('non-streaming completion: the id is the turn id, usage counts the tokens, 
 test('streaming completion: real deltas, then a usage chunk, and the same answer recorded', async () => {
   const stream = await client.chat.completions.create({
     model: 'turnstream-tiny',
-    messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Tell me' }, { type: 'text', text: 'a story' }] }],
+    messages: [
+      { role: 'system', content: 'Be brief.' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Tell me' },
+          { type: 'text', text: 'a story' },
+        ],
+      },
+    ],
     max_completion_tokens: 12,
     stream: true,
     stream_options: { include_usage: true },
@@ -96,7 +112,10 @@ test('streaming completion: real deltas, then a usage chunk, and the same answer
 
 test('models, bad key, and a bad request through the client surface as OpenAI errors', async () => {
   const models = await client.models.list();
-  assert.deepEqual(models.data.map((m) => m.id), ['turnstream-tiny']);
+  assert.deepEqual(
+    models.data.map((m) => m.id),
+    ['turnstream-tiny'],
+  );
   const bad = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-wrong', maxRetries: 0 });
   await assert.rejects(bad.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
     assert.ok(err instanceof OpenAI.AuthenticationError);
@@ -112,7 +131,14 @@ test('models, bad key, and a bad request through the client surface as OpenAI er
 
 test('logprobs / top_logprobs: the client parses them, streamed and not, and they match the Turn', async () => {
   const { data, response } = await client.chat.completions
-    .create({ model: 'turnstream-tiny', messages: [{ role: 'user', content: 'How sure are you?' }], max_tokens: 8, seed: 11, logprobs: true, top_logprobs: 4 })
+    .create({
+      model: 'turnstream-tiny',
+      messages: [{ role: 'user', content: 'How sure are you?' }],
+      max_tokens: 8,
+      seed: 11,
+      logprobs: true,
+      top_logprobs: 4,
+    })
     .withResponse();
   const content = data.choices[0].logprobs?.content;
   assert.ok(content, 'choices[0].logprobs.content');
@@ -125,7 +151,10 @@ test('logprobs / top_logprobs: the client parses them, streamed and not, and the
   }
   const turnId = response.headers.get('x-turn-id');
   const t = (await turns.waitFor(3, 30_000, 0)).find((ev) => ev.value.turnId === turnId)!.value;
-  assert.deepEqual(content.map((e) => Math.fround(e.logprob)), t.responseLogprobs);
+  assert.deepEqual(
+    content.map((e) => Math.fround(e.logprob)),
+    t.responseLogprobs,
+  );
 
   const stream = await client.chat.completions.create({
     model: 'turnstream-tiny',

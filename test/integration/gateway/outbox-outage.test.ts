@@ -21,7 +21,12 @@ after(async () => {
   for (const h of homes) await h.cleanup();
 });
 
-async function chat(url: string, i: number, session: string, stream = false): Promise<{ status: number; turnId: string | null; ms: number }> {
+async function chat(
+  url: string,
+  i: number,
+  session: string,
+  stream = false,
+): Promise<{ status: number; turnId: string | null; ms: number }> {
   const t0 = Date.now();
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
@@ -58,7 +63,11 @@ test('Kafka cut mid-traffic: every request answered, every turn on the topic exa
   const { gw, url } = await startGateway({
     home: home.dir,
     kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming, kafka: proxy.kafka('gateway-outage') },
-    builtin: { weightsDir: `${home.dir}/weights`, initConfig: { contextLength: 128, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 }, followWeights: false },
+    builtin: {
+      weightsDir: `${home.dir}/weights`,
+      initConfig: { contextLength: 128, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 },
+      followWeights: false,
+    },
   });
   const collector = await TopicCollector.start(k.kafka, k.codecs, 'turns');
   try {
@@ -80,7 +89,9 @@ test('Kafka cut mid-traffic: every request answered, every turn on the topic exa
     const p = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))];
     const upMs = up.map((r) => r.ms);
     const downMs = down.slice(0, 10).map((r) => r.ms);
-    console.log(`# latency with Kafka up p50=${p(upMs, 0.5)}ms max=${Math.max(...upMs)}ms; down p50=${p(downMs, 0.5)}ms max=${Math.max(...downMs)}ms; outbox depth ${gw.outbox.depth}`);
+    console.log(
+      `# latency with Kafka up p50=${p(upMs, 0.5)}ms max=${Math.max(...upMs)}ms; down p50=${p(downMs, 0.5)}ms max=${Math.max(...downMs)}ms; outbox depth ${gw.outbox.depth}`,
+    );
     assert.ok(Math.max(...downMs) < 3000, 'no request waits on Kafka');
 
     await proxy.start();
@@ -104,9 +115,18 @@ test('restart: turns kept in the outbox of a gateway that never reached Kafka ar
   const home = await tempHome('restart');
   homes.push(home);
   const k: TestKafka = await testKafka(stack, uniquePrefix('gateway-restart'));
-  const builtin = { weightsDir: `${home.dir}/weights`, initConfig: { contextLength: 128, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 }, followWeights: false };
+  const builtin = {
+    weightsDir: `${home.dir}/weights`,
+    initConfig: { contextLength: 128, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 },
+    followWeights: false,
+  };
   const dead = await closedPort();
-  const a = await startGateway({ home: home.dir, builtin, drainOnStopMs: 500, kafka: { brokers: [`127.0.0.1:${dead}`], registryUrl: k.registryUrl, naming: k.naming } });
+  const a = await startGateway({
+    home: home.dir,
+    builtin,
+    drainOnStopMs: 500,
+    kafka: { brokers: [`127.0.0.1:${dead}`], registryUrl: k.registryUrl, naming: k.naming },
+  });
   const ids: string[] = [];
   for (let i = 0; i < 6; i++) {
     const r = await chat(a.url, i, `s-restart-${i % 2}`, i % 3 === 0);

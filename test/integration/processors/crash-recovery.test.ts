@@ -57,7 +57,11 @@ describe('kill -9 of a processor mid-stream, then restart: exact outputs', { tim
     const TURNS = 10;
     const t0 = Date.now();
     const sessions = Array.from({ length: SESSIONS }, (_, s) =>
-      conversation(`k${s}`, Array.from({ length: TURNS }, (_, i) => `message ${i}`), (i) => ({ requestedAt: t0 + i * 400, completedAt: t0 + i * 400 + 5, sessionDone: i === TURNS - 1 })),
+      conversation(
+        `k${s}`,
+        Array.from({ length: TURNS }, (_, i) => `message ${i}`),
+        (i) => ({ requestedAt: t0 + i * 400, completedAt: t0 + i * 400 + 5, sessionDone: i === TURNS - 1 }),
+      ),
     );
     // Round i: turn i of every session; after turn 4, a 👎 on turn 3 (read after the next turn).
     const events: OutgoingEvent[] = [];
@@ -65,20 +69,42 @@ describe('kill -9 of a processor mid-stream, then restart: exact outputs', { tim
       for (const turns of sessions) events.push({ id: 'turns', key: turns[i].sessionId, value: turns[i] });
       if (i === 4) {
         for (const turns of sessions) {
-          const fb = exampleFeedback({ feedbackId: randomUUID(), sessionId: turns[3].sessionId, turnId: turns[3].turnId, rating: -1, text: 'no', createdAt: turns[4].completedAt + 50 });
+          const fb = exampleFeedback({
+            feedbackId: randomUUID(),
+            sessionId: turns[3].sessionId,
+            turnId: turns[3].turnId,
+            rating: -1,
+            text: 'no',
+            createdAt: turns[4].completedAt + 50,
+          });
           events.push({ id: 'feedback', key: fb.sessionId, value: fb });
         }
       }
     }
-    const { before, outputs: pairs } = await killAndRestart(f, 'session-assembler', { FEEDBACK_GRACE_MS: '1500' }, events, 'pairs', 40, SESSIONS * TURNS);
+    const { before, outputs: pairs } = await killAndRestart(
+      f,
+      'session-assembler',
+      { FEEDBACK_GRACE_MS: '1500' },
+      events,
+      'pairs',
+      40,
+      SESSIONS * TURNS,
+    );
     assert.ok(before < SESSIONS * TURNS, `killed mid-stream (${before} pairs committed then)`);
     assert.equal(pairs.length, SESSIONS * TURNS);
     assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(sessions.flat().map((t) => t.turnId)));
     for (const turns of sessions) {
       const mine = pairs.filter((p) => p.sessionId === turns[0].sessionId).sort((a, b) => a.turn.mainTurnIndex - b.turn.mainTurnIndex);
-      assert.deepEqual(mine.map((p) => p.turn.mainTurnIndex), [...Array(TURNS).keys()]);
+      assert.deepEqual(
+        mine.map((p) => p.turn.mainTurnIndex),
+        [...Array(TURNS).keys()],
+      );
       assert.equal(mine.at(-1)!.endMarker, 'SESSION_DONE');
-      assert.deepEqual(mine.map((p) => p.feedback.length), [0, 0, 0, 1, 0, 0, 0, 0, 0, 0], `${turns[0].sessionId}: the late 👎 is in turn 3's pair`);
+      assert.deepEqual(
+        mine.map((p) => p.feedback.length),
+        [0, 0, 0, 1, 0, 0, 0, 0, 0, 0],
+        `${turns[0].sessionId}: the late 👎 is in turn 3's pair`,
+      );
     }
     assert.equal((await readAll(f, 'dlq')).length, 0);
   });

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createEmbeddedJudge, createLlmJudge, startJudge, startSampleBuilder, startSessionAssembler, type Teacher } from '../../../processors/index.ts';
+import {
+  createEmbeddedJudge,
+  createLlmJudge,
+  startJudge,
+  startSampleBuilder,
+  startSessionAssembler,
+  type Teacher,
+} from '../../../processors/index.ts';
 import { HINT_SYSTEM_PROMPT } from '../../../processors/judge/index.ts';
 import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
 import { conversation, family, readAll, waitFor, type Family } from './support.ts';
@@ -23,7 +30,9 @@ function scriptedJudge(): (body: any) => FakeReply {
     seen.set(`${marker}:${hintCall}`, n + 1);
     if (marker === 'fail') return { status: 500, body: 'judge down' };
     if (hintCall) {
-      return marker === 'neg' || marker === 'hintonly' ? chat('The user wants brevity. [HINT_START]Keep it to one short sentence.[HINT_END] \\boxed{1}') : chat('Nothing useful. \\boxed{-1}');
+      return marker === 'neg' || marker === 'hintonly'
+        ? chat('The user wants brevity. [HINT_START]Keep it to one short sentence.[HINT_END] \\boxed{1}')
+        : chat('Nothing useful. \\boxed{-1}');
     }
     switch (marker) {
       case 'pos':
@@ -61,15 +70,39 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
 
   it('gives exactly the expected judgements, samples and dead letters', async () => {
     // P: 8 main turns; turn i's next state is user message i+1. The last one ends the session.
-    const users = ['hello', '[[pos]] thanks', '[[neg]] no, too long', '[[garbage]] hm', '[[tie]] ok', '[[slow]] and then?', '[[fail]] go on', '[[hintonly]] fine', 'bye'];
+    const users = [
+      'hello',
+      '[[pos]] thanks',
+      '[[neg]] no, too long',
+      '[[garbage]] hm',
+      '[[tie]] ok',
+      '[[slow]] and then?',
+      '[[fail]] go on',
+      '[[hintonly]] fine',
+      'bye',
+    ];
     const p = conversation('P', users.slice(0, 8), (i) => ({ sessionDone: i === 7 }));
     // S: side turns only. U: turns the engine did not tokenize.
     const s = conversation('S', ['hb', 'hb'], () => ({ turnType: 'SIDE' }));
-    const u = conversation('U', ['x', '[[pos]] y'], (i) => ({ tokenized: false, promptTokenIds: [], responseTokenIds: [], responseLogprobs: [], sessionDone: i === 1 }));
+    const u = conversation('U', ['x', '[[pos]] y'], (i) => ({
+      tokenized: false,
+      promptTokenIds: [],
+      responseTokenIds: [],
+      responseLogprobs: [],
+      sessionDone: i === 1,
+    }));
     await f.producer.sendAll([...p, ...s, ...u].map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
 
     const common = { kafka: f.kafka, codecs: f.codecs };
-    const judge = createLlmJudge({ baseUrl: server.baseUrl, model: 'scripted', votes: 3, hintVotes: 1, timeoutMs: 1000, retries: 1, minBackoffMs: 20 });
+    const judge = createLlmJudge({
+      baseUrl: server.baseUrl,
+      model: 'scripted',
+      votes: 3,
+      hintVotes: 1,
+      timeoutMs: 1000,
+      retries: 1,
+      minBackoffMs: 20,
+    });
     const handles = await Promise.all([
       startSessionAssembler({ ...common, idleTimeoutMs: 600_000 }),
       startJudge({ ...common, judge, concurrency: 4 }),
@@ -77,9 +110,18 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
     ]);
     await Promise.all(handles.map((h) => h.ready));
     try {
-      await waitFor('5 samples and 1 dead letter', async () => (await readAll(f, 'samples')).length >= 5 && (await readAll(f, 'dlq')).length >= 1, 120_000);
+      await waitFor(
+        '5 samples and 1 dead letter',
+        async () => (await readAll(f, 'samples')).length >= 5 && (await readAll(f, 'dlq')).length >= 1,
+        120_000,
+      );
       await sleep(2000);
-      const [pairs, judgements, samples, dlq] = await Promise.all([readAll(f, 'pairs'), readAll(f, 'judgements'), readAll(f, 'samples'), readAll(f, 'dlq')]);
+      const [pairs, judgements, samples, dlq] = await Promise.all([
+        readAll(f, 'pairs'),
+        readAll(f, 'judgements'),
+        readAll(f, 'samples'),
+        readAll(f, 'dlq'),
+      ]);
 
       // Pairs: P's 8 (the last with SESSION_DONE), U's 2, none of S.
       assert.equal(pairs.filter((x) => x.sessionId === 'P').length, 8);
@@ -95,7 +137,13 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
       assert.equal(byTurn.get(p[6].turnId)!.hint, 'Keep it to one short sentence.');
       assert.equal(byTurn.get(p[0].turnId)!.hint, null);
       assert.equal(byTurn.get(p[0].turnId)!.votes.length, 4, '3 PRM votes + 1 hint vote');
-      assert.deepEqual(byTurn.get(p[2].turnId)!.votes.slice(0, 3).map((v) => v.score), [null, null, null]);
+      assert.deepEqual(
+        byTurn
+          .get(p[2].turnId)!
+          .votes.slice(0, 3)
+          .map((v) => v.score),
+        [null, null, null],
+      );
       const slow = byTurn.get(p[4].turnId)!.votes.slice(0, 3);
       assert.equal(slow.filter((v) => v.error?.includes('TS_ERR_TIMEOUT')).length, 0, 'the slow vote succeeded on its retry');
       assert.ok(slow.some((v) => v.attempts === 2));
@@ -111,7 +159,10 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
       // Samples: t0 reward 1; t1 reward −1 + teacher; t4 reward 1; t6 teacher only; t7 masked.
       const sample = (i: number) => samples.find((x) => x.turnId === p[i].turnId);
       assert.equal(samples.length, 5);
-      assert.deepEqual([0, 1, 4, 6, 7].map((i) => sample(i)?.reward), [1, -1, 1, 0, 0]);
+      assert.deepEqual(
+        [0, 1, 4, 6, 7].map((i) => sample(i)?.reward),
+        [1, -1, 1, 0, 0],
+      );
       assert.equal(sample(0)!.teacherLogprobs, null);
       assert.deepEqual(sample(1)!.teacherLogprobs, [-0.5, -0.5, -0.5]);
       assert.deepEqual(sample(6)!.teacherLogprobs, [-0.5, -0.5, -0.5]);
@@ -134,7 +185,9 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
   it('the embedded judge (no model server) turns a correction into a combined sample with a hint', async () => {
     const g = await family('pipeline-embedded');
     try {
-      const turns = conversation('E', ['hi', 'Thanks, that works 👍', "No, that's too long. Call me Bob.", 'bye'], (i) => ({ sessionDone: i === 3 }));
+      const turns = conversation('E', ['hi', 'Thanks, that works 👍', "No, that's too long. Call me Bob.", 'bye'], (i) => ({
+        sessionDone: i === 3,
+      }));
       await g.producer.sendAll(turns.map((t) => ({ id: 'turns' as const, key: 'E', value: t })));
       const common = { kafka: g.kafka, codecs: g.codecs };
       const handles = await Promise.all([
@@ -150,7 +203,10 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
         const [judgements, samples] = await Promise.all([readAll(g, 'judgements'), readAll(g, 'samples')]);
         const j = (i: number) => judgements.find((x) => x.turnId === turns[i].turnId)!;
         assert.equal(judgements.length, 4);
-        assert.deepEqual([0, 1, 2, 3].map((i) => j(i).score), [1, -1, 0, 0]);
+        assert.deepEqual(
+          [0, 1, 2, 3].map((i) => j(i).score),
+          [1, -1, 0, 0],
+        );
         assert.equal(j(1).hint, 'Keep the answer short. Call me Bob.');
         assert.equal(j(1).judgeId, 'embedded');
         assert.equal(samples.length, 3);

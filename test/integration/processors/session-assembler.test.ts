@@ -20,7 +20,14 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
     const b = conversation('B', ['heartbeat', 'heartbeat', 'heartbeat'], () => ({ turnType: 'SIDE' }));
     // C: the client ends the session on its second turn.
     const c = conversation('C', ['q1', 'q2'], (i) => ({ sessionDone: i === 1 }));
-    const fb = exampleFeedback({ feedbackId: randomUUID(), sessionId: 'A', turnId: a[1].turnId, rating: -1, text: 'too long', createdAt: Date.now() });
+    const fb = exampleFeedback({
+      feedbackId: randomUUID(),
+      sessionId: 'A',
+      turnId: a[1].turnId,
+      rating: -1,
+      text: 'too long',
+      createdAt: Date.now(),
+    });
     await f.producer.sendAll([
       ...a.slice(0, 2).map((t) => ({ id: 'turns' as const, key: 'A', value: t })),
       { id: 'feedback' as const, key: 'A', value: fb },
@@ -28,7 +35,14 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       ...c.map((t) => ({ id: 'turns' as const, key: 'C', value: t })),
     ]);
 
-    const h = await startSessionAssembler({ kafka: f.kafka, codecs: f.codecs, idleTimeoutMs: 4000, expireIntervalMs: 250, quietMs: 1000, feedbackGraceMs: 300 });
+    const h = await startSessionAssembler({
+      kafka: f.kafka,
+      codecs: f.codecs,
+      idleTimeoutMs: 4000,
+      expireIntervalMs: 250,
+      quietMs: 1000,
+      feedbackGraceMs: 300,
+    });
     await h.ready;
     try {
       // Turns and feedback are two topics: there is no order between them, so (as live, where
@@ -46,19 +60,34 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       assert.equal(pairs.length, 5);
       const bySession = (s: string) => pairs.filter((p) => p.sessionId === s).sort((x, y) => x.turn.mainTurnIndex - y.turn.mainTurnIndex);
       const pa = bySession('A');
-      assert.deepEqual(pa.map((p) => p.pairId), a.map((t) => t.turnId));
-      assert.deepEqual(pa.map((p) => p.endMarker), [null, null, 'IDLE_TIMEOUT']);
+      assert.deepEqual(
+        pa.map((p) => p.pairId),
+        a.map((t) => t.turnId),
+      );
+      assert.deepEqual(
+        pa.map((p) => p.endMarker),
+        [null, null, 'IDLE_TIMEOUT'],
+      );
       assert.deepEqual(pa[0].nextState, [{ role: 'USER', content: 'and Spain?', toolCallId: null }]);
       assert.deepEqual(pa[1].nextState, [
         { role: 'USER', content: 'thanks!', toolCallId: null },
         { role: 'FEEDBACK', content: '👎 (thumbs down) — too long', toolCallId: null },
       ]);
-      assert.deepEqual(pa[1].feedback.map((x) => x.feedbackId), [fb.feedbackId]);
+      assert.deepEqual(
+        pa[1].feedback.map((x) => x.feedbackId),
+        [fb.feedbackId],
+      );
       assert.ok(pa.slice(0, 2).every((p) => p.historyVerified));
       assert.deepEqual(pa[2].nextState, []);
       assert.equal(bySession('B').length, 0, 'side turns never pair');
       const pc = bySession('C');
-      assert.deepEqual(pc.map((p) => [p.pairId, p.endMarker]), [[c[0].turnId, null], [c[1].turnId, 'SESSION_DONE']]);
+      assert.deepEqual(
+        pc.map((p) => [p.pairId, p.endMarker]),
+        [
+          [c[0].turnId, null],
+          [c[1].turnId, 'SESSION_DONE'],
+        ],
+      );
       assert.equal(h.stats().deadLettered, 0);
 
       const states = await readAll(f, 'sessionState');
@@ -74,7 +103,13 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
     const g = await family('assembler-backlog');
     try {
       const long = 'Context. '.repeat(250); // ~2 KB in every request: session states of 20+ KB
-      const sessions = Array.from({ length: 120 }, (_, s) => conversation(`bl${s}`, Array.from({ length: 10 }, (_, i) => `${long} question ${i}`), (i) => ({ sessionDone: i === 9 })));
+      const sessions = Array.from({ length: 120 }, (_, s) =>
+        conversation(
+          `bl${s}`,
+          Array.from({ length: 10 }, (_, i) => `${long} question ${i}`),
+          (i) => ({ sessionDone: i === 9 }),
+        ),
+      );
       const events = sessions.flat().map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t }));
       for (let i = 0; i < events.length; i += 20) await g.producer.sendAll(events.slice(i, i + 20));
       const h = await startSessionAssembler({ kafka: g.kafka, codecs: g.codecs, feedbackGraceMs: 0 });
@@ -101,13 +136,34 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       const times = (i: number) => ({ requestedAt: hourAgo + i * 1000, completedAt: hourAgo + i * 1000 + 200 });
       // L: the user's 👎 on L0 is written after L1 (the two topics have no order between them).
       const l = conversation('L', ['hi', 'what?', 'bye'], (i) => ({ ...times(i), sessionDone: i === 2 }));
-      const lateFb = exampleFeedback({ feedbackId: randomUUID(), sessionId: 'L', turnId: l[0].turnId, rating: -1, text: 'wrong', createdAt: l[1].completedAt + 300 });
+      const lateFb = exampleFeedback({
+        feedbackId: randomUUID(),
+        sessionId: 'L',
+        turnId: l[0].turnId,
+        rating: -1,
+        text: 'wrong',
+        createdAt: l[1].completedAt + 300,
+      });
       // M: a 👍 naming M0 is on the feedback topic before M0 is on the turns topic (an outbox drained late).
       const m = conversation('M', ['q', 'ok'], (i) => ({ ...times(i), sessionDone: i === 1 }));
-      const earlyFb = exampleFeedback({ feedbackId: randomUUID(), sessionId: 'M', turnId: m[0].turnId, rating: 1, text: null, createdAt: m[0].completedAt + 100 });
+      const earlyFb = exampleFeedback({
+        feedbackId: randomUUID(),
+        sessionId: 'M',
+        turnId: m[0].turnId,
+        rating: 1,
+        text: null,
+        createdAt: m[0].completedAt + 100,
+      });
       // N: feedback that names no turn, given between N0 and N1 and read after N1: it is about N0.
       const n = conversation('N', ['a', 'b'], (i) => ({ ...times(i), sessionDone: i === 1 }));
-      const anonFb = exampleFeedback({ feedbackId: randomUUID(), sessionId: 'N', turnId: null, rating: -1, text: null, createdAt: n[0].completedAt + 100 });
+      const anonFb = exampleFeedback({
+        feedbackId: randomUUID(),
+        sessionId: 'N',
+        turnId: null,
+        rating: -1,
+        text: null,
+        createdAt: n[0].completedAt + 100,
+      });
       await g.producer.sendAll([{ id: 'feedback' as const, key: 'M', value: earlyFb }]);
       await g.producer.sendAll([...l, ...m, ...n].map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
       await g.producer.sendAll([
@@ -124,13 +180,22 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
         const pairs = await readAll(g, 'pairs');
         assert.equal(pairs.length, 7);
         const of = (id: string) => pairs.find((p) => p.pairId === id)!;
-        assert.deepEqual(of(l[0].turnId).feedback.map((x) => x.feedbackId), [lateFb.feedbackId]);
+        assert.deepEqual(
+          of(l[0].turnId).feedback.map((x) => x.feedbackId),
+          [lateFb.feedbackId],
+        );
         assert.deepEqual(of(l[0].turnId).nextState, [
           { role: 'USER', content: 'what?', toolCallId: null },
           { role: 'FEEDBACK', content: '👎 (thumbs down) — wrong', toolCallId: null },
         ]);
-        assert.deepEqual(of(m[0].turnId).feedback.map((x) => x.feedbackId), [earlyFb.feedbackId]);
-        assert.deepEqual(of(n[0].turnId).feedback.map((x) => x.feedbackId), [anonFb.feedbackId]);
+        assert.deepEqual(
+          of(m[0].turnId).feedback.map((x) => x.feedbackId),
+          [earlyFb.feedbackId],
+        );
+        assert.deepEqual(
+          of(n[0].turnId).feedback.map((x) => x.feedbackId),
+          [anonFb.feedbackId],
+        );
         for (const t of [l[1], l[2], m[1], n[1]]) assert.deepEqual(of(t.turnId).feedback, [], 'feedback reaches only its own turn');
         assert.equal(h.stats().deadLettered, 0);
       } finally {
@@ -144,11 +209,22 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
     const g = await family('closed-retention');
     try {
       const twoDaysAgo = Date.now() - 2 * 24 * 3600 * 1000;
-      const d = conversation('D', ['q1', 'q2'], (i) => ({ sessionDone: i === 1, requestedAt: twoDaysAgo + i * 10, completedAt: twoDaysAgo + i * 10 + 5 }));
+      const d = conversation('D', ['q1', 'q2'], (i) => ({
+        sessionDone: i === 1,
+        requestedAt: twoDaysAgo + i * 10,
+        completedAt: twoDaysAgo + i * 10 + 5,
+      }));
       await g.producer.sendAll(d.map((t) => ({ id: 'turns' as const, key: 'D', value: t })));
       // Event time is two days old, so when the clock falls back to wall time the held pairs'
       // grace and the closed session's retention pass in the same punctuator tick.
-      const h = await startSessionAssembler({ kafka: g.kafka, codecs: g.codecs, feedbackGraceMs: 300, closedRetentionMs: 1000, quietMs: 500, expireIntervalMs: 200 });
+      const h = await startSessionAssembler({
+        kafka: g.kafka,
+        codecs: g.codecs,
+        feedbackGraceMs: 300,
+        closedRetentionMs: 1000,
+        quietMs: 500,
+        expireIntervalMs: 200,
+      });
       await h.ready;
       try {
         await waitFor('both pairs of the closed session', async () => (await readAll(g, 'pairs')).length >= 2, 30_000);
@@ -156,8 +232,14 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
         await h.stop();
       }
       const pairs = (await readAll(g, 'pairs')).sort((x, y) => x.turn.mainTurnIndex - y.turn.mainTurnIndex);
-      assert.deepEqual(pairs.map((p) => p.pairId), d.map((t) => t.turnId));
-      assert.deepEqual(pairs.map((p) => p.endMarker), [null, 'SESSION_DONE']);
+      assert.deepEqual(
+        pairs.map((p) => p.pairId),
+        d.map((t) => t.turnId),
+      );
+      assert.deepEqual(
+        pairs.map((p) => p.endMarker),
+        [null, 'SESSION_DONE'],
+      );
     } finally {
       await g.close();
     }

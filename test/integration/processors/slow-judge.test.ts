@@ -49,7 +49,11 @@ describe('judge: 30 s per vote', { timeout: 180_000 }, () => {
       assert.equal(stats.pausedPartitions, 0, 'and resumed');
       assert.equal(judgements.length, 4);
       assert.deepEqual(new Set(judgements.map((j) => j.turnId)), new Set(pairs.map((p) => p.pairId)));
-      assert.ok(judgements.every((j) => j.votes.length === 1 && j.votes[0].latencyMs >= VOTE_MS - 100 && j.votes[0].attempts === 1 && j.score === 1));
+      assert.ok(
+        judgements.every(
+          (j) => j.votes.length === 1 && j.votes[0].latencyMs >= VOTE_MS - 100 && j.votes[0].attempts === 1 && j.score === 1,
+        ),
+      );
       assert.equal(server.requests.length, 4, 'each pair judged once: no re-delivery after a rebalance');
     } finally {
       clearInterval(watch);

@@ -4,7 +4,16 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
 import type { ChatMessage, Turn } from '../../../schemas/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs, type OutgoingEvent, type TopicValues } from '../../../streams/index.ts';
+import {
+  createEventCodecs,
+  createKafka,
+  ensureTopics,
+  EventProducer,
+  readToEnd,
+  type EventCodecs,
+  type OutgoingEvent,
+  type TopicValues,
+} from '../../../streams/index.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 
@@ -27,7 +36,10 @@ export async function family(name: string): Promise<Family> {
   return { kafka, codecs, producer, prefix, close: () => producer.disconnect() };
 }
 
-export async function readAll<K extends 'pairs' | 'judgements' | 'samples' | 'dlq' | 'sessionState'>(f: Family, id: K): Promise<Array<TopicValues[K]>> {
+export async function readAll<K extends 'pairs' | 'judgements' | 'samples' | 'dlq' | 'sessionState'>(
+  f: Family,
+  id: K,
+): Promise<Array<TopicValues[K]>> {
   const out: Array<TopicValues[K]> = [];
   await readToEnd(f.kafka, f.codecs.topic(id), async (r) => {
     // structuredClone: plain objects (Avro decodes to record classes), easy to deepEqual.
@@ -78,7 +90,15 @@ export async function spawnProcessor(f: Family, name: string, env: Record<string
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/turnstream.js', 'process', name, '--instance', '0'], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, KAFKA_BROKERS: stack.brokers, SCHEMA_REGISTRY_URL: stack.registryUrl, TURNSTREAM_TOPIC_PREFIX: f.prefix, LOG_LEVEL: 'warn', PROCESSOR_SESSION_TIMEOUT_MS: '7000', ...env },
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: stack.brokers,
+      SCHEMA_REGISTRY_URL: stack.registryUrl,
+      TURNSTREAM_TOPIC_PREFIX: f.prefix,
+      LOG_LEVEL: 'warn',
+      PROCESSOR_SESSION_TIMEOUT_MS: '7000',
+      ...env,
+    },
   });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));

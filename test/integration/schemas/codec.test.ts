@@ -45,14 +45,25 @@ describe('Avro codecs against the real registry', () => {
     const client = createRegistryClient({ url: registryUrl });
     const breaking = JSON.parse(JSON.stringify(TOPICS.turns.schema()));
     breaking.fields.push({ name: 'mandatoryNewField', type: 'string' }); // no default: old records unreadable
-    await assert.rejects(client.register(valueSubject(topicName('turns', { prefix })), { schemaType: 'AVRO', schema: JSON.stringify(breaking) }, false));
-    await assert.rejects(codecs.of('turns').encode({ ...exampleTurn(), turnType: 'SOMETIMES' } as never), (e: Error & { code?: string }) => {
-      assert.equal(e.code, 'TS_ERR_INVALID_INPUT');
-      assert.match(e.message, /turnType/);
-      return true;
-    });
-    await assert.rejects(codecs.of('turns').decode(Buffer.from('{"json":true}')), (e: Error & { code?: string }) => e.code === 'TS_ERR_DECODE');
-    await assert.rejects(codecs.of('turns').decode(Buffer.from([0, 0, 0, 0, 1, 255])), (e: Error & { code?: string }) => e.code === 'TS_ERR_DECODE');
+    await assert.rejects(
+      client.register(valueSubject(topicName('turns', { prefix })), { schemaType: 'AVRO', schema: JSON.stringify(breaking) }, false),
+    );
+    await assert.rejects(
+      codecs.of('turns').encode({ ...exampleTurn(), turnType: 'SOMETIMES' } as never),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, 'TS_ERR_INVALID_INPUT');
+        assert.match(e.message, /turnType/);
+        return true;
+      },
+    );
+    await assert.rejects(
+      codecs.of('turns').decode(Buffer.from('{"json":true}')),
+      (e: Error & { code?: string }) => e.code === 'TS_ERR_DECODE',
+    );
+    await assert.rejects(
+      codecs.of('turns').decode(Buffer.from([0, 0, 0, 0, 1, 255])),
+      (e: Error & { code?: string }) => e.code === 'TS_ERR_DECODE',
+    );
   });
 });
 

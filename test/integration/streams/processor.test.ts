@@ -62,7 +62,13 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     // Garbage a peer could send: not Avro at all, and a tombstone.
     const raw = kafka.producer();
     await raw.connect();
-    await raw.send({ topic: codecs.topic('turns'), messages: [{ key: 's1', value: Buffer.from('{"not":"avro"}') }, { key: 's2', value: null }] });
+    await raw.send({
+      topic: codecs.topic('turns'),
+      messages: [
+        { key: 's1', value: Buffer.from('{"not":"avro"}') },
+        { key: 's2', value: null },
+      ],
+    });
     await raw.disconnect();
 
     let h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting` });
@@ -77,7 +83,10 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await readToEnd(kafka, codecs.topic('dlq'), async (r) => void dlq.push(await codecs.of('dlq').decode(r.value!)));
     assert.equal(dlq.length, 2);
     assert.deepEqual(dlq.map((d) => d.code).sort(), ['TS_ERR_DECODE', 'TS_ERR_DECODE']);
-    assert.ok(dlq.some((d) => d.value?.toString() === '{"not":"avro"}'), 'the raw bytes are kept');
+    assert.ok(
+      dlq.some((d) => d.value?.toString() === '{"not":"avro"}'),
+      'the raw bytes are kept',
+    );
     assert.ok(dlq.every((d) => d.stage === 'counting' && d.message.length > 0));
 
     // Restart: state comes back from the changelog, so counts continue where they stopped.
@@ -119,8 +128,14 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
     // Per session the counter ran 1..50 once each: state and outputs committed together.
     for (let s = 0; s < 8; s++) {
-      const idx = pairs.filter((p) => p.sessionId === `s${s}`).map((p) => p.turn.mainTurnIndex).sort((a, b) => a - b);
-      assert.deepEqual(idx, Array.from({ length: 50 }, (_, i) => i + 1));
+      const idx = pairs
+        .filter((p) => p.sessionId === `s${s}`)
+        .map((p) => p.turn.mainTurnIndex)
+        .sort((a, b) => a - b);
+      assert.deepEqual(
+        idx,
+        Array.from({ length: 50 }, (_, i) => i + 1),
+      );
     }
     await producer.disconnect();
   });
@@ -128,7 +143,14 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
   it('handlers slower than the session timeout cause no rebalance and no duplicate', async () => {
     const { codecs, producer, prefix } = await family('rt-slow');
     await produceTurns(producer, 6, 1);
-    const h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting`, delayMs: 8000, sessionTimeoutMs: 6000, concurrency: 2 });
+    const h = await startCountingProcessor({
+      kafka,
+      codecs,
+      groupId: `${prefix}counting`,
+      delayMs: 8000,
+      sessionTimeoutMs: 6000,
+      concurrency: 2,
+    });
     await h.ready;
     await waitFor('6 slow records', async () => h.stats().produced >= 12, 90000);
     const stats = h.stats();

@@ -57,5 +57,8 @@ test('a subset of partitions: exactly their records, in partition order', async 
   );
   assert.deepEqual(new Set(seen.keys()), wanted);
   for (const p of wanted) assert.deepEqual(seen.get(p), perPartition.get(p));
-  assert.equal(n, [...wanted].reduce((k, p) => k + perPartition.get(p)!.length, 0));
+  assert.equal(
+    n,
+    [...wanted].reduce((k, p) => k + perPartition.get(p)!.length, 0),
+  );
 });

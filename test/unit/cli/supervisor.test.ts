@@ -21,7 +21,14 @@ writeFileSync(
 describe('Supervisor', () => {
   it('runs services, restarts one that crashes, gives up after too many crashes, and stops all', async () => {
     const changes: string[] = [];
-    const sup = new Supervisor({ bin, logDir: join(dir, 'logs'), env: process.env, maxCrashes: 3, settleMs: 1000, onChange: (n, s) => changes.push(`${n}:${s}`) });
+    const sup = new Supervisor({
+      bin,
+      logDir: join(dir, 'logs'),
+      env: process.env,
+      maxCrashes: 3,
+      settleMs: 1000,
+      onChange: (n, s) => changes.push(`${n}:${s}`),
+    });
     sup.start({ name: 'live', args: ['live'] });
     sup.start({ name: 'crashy', args: ['crash'] });
     let ready: boolean;
@@ -38,7 +45,10 @@ describe('Supervisor', () => {
     assert.equal(changes.filter((c) => c === 'crashy:restarting').length, 2, 'restarted twice, then left down');
     await sup.stopAll();
     await sleep(100);
-    assert.deepEqual(sup.states().map((s) => s.state), ['stopped', 'stopped']);
+    assert.deepEqual(
+      sup.states().map((s) => s.state),
+      ['stopped', 'stopped'],
+    );
     const log = readFileSync(join(dir, 'logs', 'live.log'), 'utf8');
     assert.match(log, /started live/);
     assert.match(log, /bye/, 'the live service got SIGTERM and exited cleanly');

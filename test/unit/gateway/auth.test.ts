@@ -19,7 +19,17 @@ test('key and key:userId entries; the key user is returned', () => {
 
 test('missing, malformed or unknown keys are UNAUTHORIZED', () => {
   const a = new Authenticator(['sk-a:alice']);
-  for (const headers of [{}, { authorization: 'sk-a' }, { authorization: 'Bearer sk-b' }, { authorization: 'Bearer sk-a-longer' }, { authorization: 'Basic abc' }]) {
-    assert.throws(() => a.authenticate(headers), (e: unknown) => e instanceof TurnstreamError && e.code === 'TS_ERR_UNAUTHORIZED', JSON.stringify(headers));
+  for (const headers of [
+    {},
+    { authorization: 'sk-a' },
+    { authorization: 'Bearer sk-b' },
+    { authorization: 'Bearer sk-a-longer' },
+    { authorization: 'Basic abc' },
+  ]) {
+    assert.throws(
+      () => a.authenticate(headers),
+      (e: unknown) => e instanceof TurnstreamError && e.code === 'TS_ERR_UNAUTHORIZED',
+      JSON.stringify(headers),
+    );
   }
 });

@@ -22,13 +22,19 @@ test('records are sent in append order and the cursor survives a restart (nothin
   const ob = await Outbox.open({ dir: d, sender: async (rs) => void sent.push(...rs), maxBatchRecords: 3 });
   await Promise.all(Array.from({ length: 10 }, (_, i) => ob.append('turns', `k${i}`, { i })));
   assert.equal(await ob.flush(5000), true);
-  assert.deepEqual(sent.map((r) => (r.value as { i: number }).i), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  assert.deepEqual(
+    sent.map((r) => (r.value as { i: number }).i),
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+  );
   await ob.close();
   const again: OutboxRecord[] = [];
   const ob2 = await Outbox.open({ dir: d, sender: async (rs) => void again.push(...rs) });
   await ob2.append('turns', 'k10', { i: 10 });
   await ob2.flush();
-  assert.deepEqual(again.map((r) => (r.value as { i: number }).i), [10]);
+  assert.deepEqual(
+    again.map((r) => (r.value as { i: number }).i),
+    [10],
+  );
   assert.equal(again[0].seq, 11, 'sequence numbers continue');
   await ob2.close();
 });

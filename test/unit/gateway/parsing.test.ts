@@ -11,13 +11,32 @@ const base = { messages: [{ role: 'user', content: 'hi' }] };
 test('content parts are flattened to text; non-text parts leave a placeholder', () => {
   assert.equal(flattenContent('plain'), 'plain');
   assert.equal(flattenContent(null), null);
-  assert.equal(flattenContent([{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'x' } }, { type: 'text', text: 'b' }]), 'a\n[image_url]\nb');
+  assert.equal(
+    flattenContent([
+      { type: 'text', text: 'a' },
+      { type: 'image_url', image_url: { url: 'x' } },
+      { type: 'text', text: 'b' },
+    ]),
+    'a\n[image_url]\nb',
+  );
   assert.throws(() => flattenContent(42), /must be a string/);
   assert.throws(() => flattenContent([{ type: 'text' }]), /text must be a string/);
 });
 
 test('the body is normalised: max_completion_tokens wins, stop becomes a list, turnstream fields are stripped for upstreams', () => {
-  const r = parseChatRequest({ ...base, model: 'm', max_tokens: 5, max_completion_tokens: 9, stop: 'END', session_id: 's', turn_type: 'side', session_done: 'on', tools: [{ type: 'function', function: { name: 'f' } }], stream: true, stream_options: { include_usage: true } });
+  const r = parseChatRequest({
+    ...base,
+    model: 'm',
+    max_tokens: 5,
+    max_completion_tokens: 9,
+    stop: 'END',
+    session_id: 's',
+    turn_type: 'side',
+    session_done: 'on',
+    tools: [{ type: 'function', function: { name: 'f' } }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   assert.equal(r.maxTokens, 9);
   assert.deepEqual(r.stop, ['END']);
   assert.equal(r.stream, true);
@@ -26,7 +45,13 @@ test('the body is normalised: max_completion_tokens wins, stop becomes a list, t
   assert.equal(r.bodySessionId, 's');
   for (const k of ['session_id', 'turn_type', 'session_done']) assert.ok(!(k in r.upstreamBody), `${k} stripped`);
   assert.equal(r.upstreamBody.model, 'm');
-  const asst = parseChatRequest({ messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'ok' }] }] });
+  const asst = parseChatRequest({
+    messages: [
+      { role: 'user', content: 'x' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'ok' }] },
+    ],
+  });
   assert.deepEqual(asst.messages[1].toolCalls, [{ id: 'c1', type: 'function', name: 'ls', arguments: '{}' }]);
   assert.equal(asst.messages[2].toolCallId, 'c1');
   assert.equal(asst.messages[2].content, 'ok');
@@ -64,7 +89,8 @@ for (const [name, body, param] of bad) {
   test(`400 for ${name}`, () => {
     assert.throws(
       () => parseChatRequest(body),
-      (err: unknown) => err instanceof TurnstreamError && err.code === 'TS_ERR_INVALID_INPUT' && err.param === param && err.message.length > 10,
+      (err: unknown) =>
+        err instanceof TurnstreamError && err.code === 'TS_ERR_INVALID_INPUT' && err.param === param && err.message.length > 10,
     );
   });
 }
@@ -85,7 +111,9 @@ test('logprobs and top_logprobs: defaults, accepted range, OpenAI-style messages
   assert.throws(() => parseChatRequest({ ...base, logprobs: true, top_logprobs: 21 }), {
     message: "Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got 21 instead.",
   });
-  assert.throws(() => parseChatRequest({ ...base, logprobs: 'yes' }), { message: "Invalid type for 'logprobs': expected a boolean, but got a string instead." });
+  assert.throws(() => parseChatRequest({ ...base, logprobs: 'yes' }), {
+    message: "Invalid type for 'logprobs': expected a boolean, but got a string instead.",
+  });
   assert.throws(() => parseChatRequest({ ...base, top_logprobs: 3 }), /'logprobs' must be set to true/);
 });
 
@@ -104,5 +132,8 @@ test('headers win over body fields; defaults apply when neither is given', () =>
   const none = resolveTurnContext({}, parseChatRequest({ ...base, user: 'openai-user' }));
   assert.deepEqual(none, { sessionId: null, sessionSource: null, turnType: 'MAIN', userId: 'openai-user', sessionDone: false });
   assert.equal(resolveTurnContext({}, parseChatRequest(base), { defaultTurnType: 'side' }).turnType, 'SIDE');
-  assert.throws(() => resolveTurnContext({ 'x-turn-type': 'sometimes' }, req), (e: unknown) => (e as TurnstreamError).param === 'X-Turn-Type');
+  assert.throws(
+    () => resolveTurnContext({ 'x-turn-type': 'sometimes' }, req),
+    (e: unknown) => (e as TurnstreamError).param === 'X-Turn-Type',
+  );
 });

@@ -16,8 +16,20 @@ import { startGateway, tempHome, type StartedGateway } from '../../integration/g
 function upstreamLogprobs(withIds: boolean, top: number): Array<Record<string, unknown>> {
   const alt = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)] });
   return [
-    { token: withIds ? 'token_id:11' : 'Hel', logprob: -0.1, bytes: [72, 101, 108], top_logprobs: [alt('Hel', -0.1), alt('Hi', -2.5), alt('Hey', -3)].slice(0, top), vendor_rank: 1 },
-    { token: withIds ? 'token_id:12' : 'lo', logprob: -0.2, bytes: [108, 111], top_logprobs: [alt('lo', -0.2), alt('p', -1.9), alt('!', -4)].slice(0, top), vendor_rank: 1 },
+    {
+      token: withIds ? 'token_id:11' : 'Hel',
+      logprob: -0.1,
+      bytes: [72, 101, 108],
+      top_logprobs: [alt('Hel', -0.1), alt('Hi', -2.5), alt('Hey', -3)].slice(0, top),
+      vendor_rank: 1,
+    },
+    {
+      token: withIds ? 'token_id:12' : 'lo',
+      logprob: -0.2,
+      bytes: [108, 111],
+      top_logprobs: [alt('lo', -0.2), alt('p', -1.9), alt('!', -4)].slice(0, top),
+      vendor_rank: 1,
+    },
   ];
 }
 
@@ -36,7 +48,8 @@ const read = (req: IncomingMessage): Promise<string> =>
 
 before(async () => {
   upstream = createServer(async (req, res) => {
-    if (req.url === '/v1/models') return void res.end(JSON.stringify({ object: 'list', data: [{ id: 'up-model', object: 'model', created: 0, owned_by: 'x' }] }));
+    if (req.url === '/v1/models')
+      return void res.end(JSON.stringify({ object: 'list', data: [{ id: 'up-model', object: 'model', created: 0, owned_by: 'x' }] }));
     const body = JSON.parse(await read(req)) as Record<string, any>;
     seen.push(body);
     const last = body.messages.at(-1).content as string;
@@ -57,7 +70,16 @@ before(async () => {
           ...(withIds ? { prompt_token_ids: [1, 2, 3] } : {}),
           choices: [
             wantTool
-              ? { index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'ls', arguments: '{"dir":"."}' } }] }, finish_reason: 'tool_calls', logprobs: null }
+              ? {
+                  index: 0,
+                  message: {
+                    role: 'assistant',
+                    content: null,
+                    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'ls', arguments: '{"dir":"."}' } }],
+                  },
+                  finish_reason: 'tool_calls',
+                  logprobs: null,
+                }
               : { index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop', logprobs: { content: lp } },
           ],
           usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
@@ -66,7 +88,12 @@ before(async () => {
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
-    const c = (delta: unknown, finish: string | null = null, logprobs: unknown = null) => ({ id: 'up-1', object: 'chat.completion.chunk', model: 'up-model', choices: [{ index: 0, delta, finish_reason: finish, logprobs }] });
+    const c = (delta: unknown, finish: string | null = null, logprobs: unknown = null) => ({
+      id: 'up-1',
+      object: 'chat.completion.chunk',
+      model: 'up-model',
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs }],
+    });
     send(c({ role: 'assistant', content: '' }));
     if (wantTool) {
       send(c({ tool_calls: [{ index: 0, id: 'call_9', type: 'function', function: { name: 'ls', arguments: '' } }] }));
@@ -78,7 +105,13 @@ before(async () => {
       send(c({ content: 'lo' }, null, { content: [lp[1]] }));
       send(c({}, 'stop'));
     }
-    send({ id: 'up-1', object: 'chat.completion.chunk', model: 'up-model', choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } });
+    send({
+      id: 'up-1',
+      object: 'chat.completion.chunk',
+      model: 'up-model',
+      choices: [],
+      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+    });
     res.end('data: [DONE]\n\n');
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
@@ -98,12 +131,23 @@ async function outboxTurns(): Promise<any[]> {
   const { readFile } = await import('node:fs/promises');
   await new Promise((r) => setTimeout(r, 50));
   const text = await readFile(`${home.dir}/outbox/outbox.jsonl`, 'utf8');
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.topic === 'turns').map((r) => r.value);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .filter((r) => r.topic === 'turns')
+    .map((r) => r.value);
 }
 
 test('non-stream: answer passed through, non-standard fields stripped, logprobs requested, untokenized turn', async () => {
   seen = [];
-  const r = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'hi' }], session_id: 'p-1', turn_type: 'side', session_done: true } as never);
+  const r = await client.chat.completions.create({
+    model: 'up-model',
+    messages: [{ role: 'user', content: 'hi' }],
+    session_id: 'p-1',
+    turn_type: 'side',
+    session_done: true,
+  } as never);
   assert.equal(r.choices[0].message.content, 'Hello');
   assert.equal(seen.length, 1);
   for (const k of ['session_id', 'turn_type', 'session_done']) assert.ok(!(k in seen[0]), `${k} not sent upstream`);
@@ -127,8 +171,15 @@ test('token ids are recorded when the upstream returns them', async () => {
 });
 
 test('tools pass through; tool calls come back, streamed as deltas too', async () => {
-  const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'ls', parameters: { type: 'object', properties: { dir: { type: 'string' } } } } }];
-  const r = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'use a tool' }], tools, tool_choice: 'auto' });
+  const tools: OpenAI.ChatCompletionTool[] = [
+    { type: 'function', function: { name: 'ls', parameters: { type: 'object', properties: { dir: { type: 'string' } } } } },
+  ];
+  const r = await client.chat.completions.create({
+    model: 'up-model',
+    messages: [{ role: 'user', content: 'use a tool' }],
+    tools,
+    tool_choice: 'auto',
+  });
   assert.deepEqual(seen.at(-1)!.tools, tools);
   assert.equal(seen.at(-1)!.tool_choice, 'auto');
   assert.equal(r.choices[0].finish_reason, 'tool_calls');
@@ -136,7 +187,12 @@ test('tools pass through; tool calls come back, streamed as deltas too', async (
   assert.equal(call.function.name, 'ls');
   assert.equal(call.function.arguments, '{"dir":"."}');
 
-  const stream = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'stream a tool' }], tools, stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'up-model',
+    messages: [{ role: 'user', content: 'stream a tool' }],
+    tools,
+    stream: true,
+  });
   let args = '';
   let name = '';
   let id = '';
@@ -159,7 +215,12 @@ test('tools pass through; tool calls come back, streamed as deltas too', async (
 });
 
 test('streamed text and an upstream 400 surface correctly', async () => {
-  const stream = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: 'up-model',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let usage = 0;
   for await (const c of stream) {
@@ -168,13 +229,24 @@ test('streamed text and an upstream 400 surface correctly', async () => {
   }
   assert.equal(text, 'Hello');
   assert.equal(usage, 5);
-  await assert.rejects(client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'fail' }] }), (e: unknown) => e instanceof OpenAI.BadRequestError && /bad tool schema/.test(e.message));
+  await assert.rejects(
+    client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'fail' }] }),
+    (e: unknown) => e instanceof OpenAI.BadRequestError && /bad tool schema/.test(e.message),
+  );
   const models = await client.models.list();
-  assert.deepEqual(models.data.map((m) => m.id), ['up-model']);
+  assert.deepEqual(
+    models.data.map((m) => m.id),
+    ['up-model'],
+  );
 });
 
 test("logprobs the client asks for pass through both ways unchanged; the gateway's own are not shown", async () => {
-  const asked = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'hi' }], logprobs: true, top_logprobs: 2 });
+  const asked = await client.chat.completions.create({
+    model: 'up-model',
+    messages: [{ role: 'user', content: 'hi' }],
+    logprobs: true,
+    top_logprobs: 2,
+  });
   assert.equal(seen.at(-1)!.logprobs, true);
   assert.equal(seen.at(-1)!.top_logprobs, 2, 'top_logprobs reaches the upstream');
   assert.deepEqual(asked.choices[0].logprobs, { content: upstreamLogprobs(false, 2) }, "the upstream's logprobs, unchanged");
@@ -193,7 +265,12 @@ test("logprobs the client asks for pass through both ways unchanged; the gateway
 
 test("streamed: each chunk carries the upstream's logprobs when asked, and null when not", async () => {
   const collect = async (body: Record<string, unknown>) => {
-    const stream = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'hi' }], stream: true, ...body } as OpenAI.ChatCompletionCreateParamsStreaming);
+    const stream = await client.chat.completions.create({
+      model: 'up-model',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      ...body,
+    } as OpenAI.ChatCompletionCreateParamsStreaming);
     const entries: unknown[] = [];
     let chunksWithLogprobs = 0;
     let text = '';

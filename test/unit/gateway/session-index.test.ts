@@ -30,9 +30,17 @@ test('a different history, answer or user does not match', () => {
 
 test('tool calls and tool results are part of the history', () => {
   const idx = new SessionIndex();
-  const resp: AssistantResponse = { content: null, toolCalls: [{ id: 'c1', type: 'function', name: 'ls', arguments: '{}' }], finishReason: 'tool_calls' };
+  const resp: AssistantResponse = {
+    content: null,
+    toolCalls: [{ id: 'c1', type: 'function', name: 'ls', arguments: '{}' }],
+    finishReason: 'tool_calls',
+  };
   idx.remember('s-tools', [m('user', 'list files')], resp, null);
-  const next: ChatMessage[] = [m('user', 'list files'), { ...m('assistant', ''), toolCalls: resp.toolCalls }, { ...m('tool', 'a.txt'), toolCallId: 'c1' }];
+  const next: ChatMessage[] = [
+    m('user', 'list files'),
+    { ...m('assistant', ''), toolCalls: resp.toolCalls },
+    { ...m('tool', 'a.txt'), toolCallId: 'c1' },
+  ];
   assert.equal(idx.infer(next, null), 's-tools');
 });
 

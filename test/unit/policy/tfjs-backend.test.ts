@@ -25,7 +25,11 @@ test('on wasm: generation, scoring and a training step work and agree', async ()
   const prompt = [tok.bos, tok.user, ...tok.encode('hey'), tok.end, tok.assistant];
   const out: GeneratedToken[] = [];
   for await (const t of generate(m, prompt, { maxTokens: 16, seed: 2 })) out.push(t);
-  const scored = await scoreTokens(m, prompt, out.map((t) => t.id));
+  const scored = await scoreTokens(
+    m,
+    prompt,
+    out.map((t) => t.id),
+  );
   scored.forEach((s, i) => close(s, out[i].logprob, 1e-4));
   const ids = tf.tensor2d([prompt], undefined, 'int32');
   const mask = tf.ones(ids.shape) as tf.Tensor2D;

@@ -1,13 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifyToolResult, createEmbeddedJudge, hintFromCorrection, isCorrection, sentimentScore } from '../../../processors/judge/index.ts';
+import {
+  classifyToolResult,
+  createEmbeddedJudge,
+  hintFromCorrection,
+  isCorrection,
+  sentimentScore,
+} from '../../../processors/judge/index.ts';
 import type { NextStateItem } from '../../../schemas/index.ts';
 import { examplePair } from '../../support/fixtures.ts';
 
 const user = (content: string): NextStateItem => ({ role: 'USER', content, toolCallId: null });
 const tool = (content: string, id = 'c1'): NextStateItem => ({ role: 'TOOL', content, toolCallId: id });
 const judge = createEmbeddedJudge();
-const verdict = (nextState: NextStateItem[], feedback = examplePair().feedback.slice(0, 0)) => judge.evaluate(examplePair({ nextState, feedback }));
+const verdict = (nextState: NextStateItem[], feedback = examplePair().feedback.slice(0, 0)) =>
+  judge.evaluate(examplePair({ nextState, feedback }));
 
 describe('embedded judge: signals', () => {
   it('tool results: exit codes decide, then error flags and words', () => {
@@ -23,8 +30,18 @@ describe('embedded judge: signals', () => {
   });
 
   it('correction cues', () => {
-    for (const t of ["No, that's wrong.", 'that is not what I asked', 'try again', 'I said call me Bob', 'too long', 'Nope.', 'you forgot the tests']) assert.ok(isCorrection(t), t);
-    for (const t of ['thanks!', 'no problem, thanks', 'Now translate it to French', 'Great, what about Spain?']) assert.ok(!isCorrection(t), t);
+    for (const t of [
+      "No, that's wrong.",
+      'that is not what I asked',
+      'try again',
+      'I said call me Bob',
+      'too long',
+      'Nope.',
+      'you forgot the tests',
+    ])
+      assert.ok(isCorrection(t), t);
+    for (const t of ['thanks!', 'no problem, thanks', 'Now translate it to French', 'Great, what about Spain?'])
+      assert.ok(!isCorrection(t), t);
   });
 
   it('sentiment (emoji-aware) maps to 1/0/-1 by thresholds', () => {
@@ -37,7 +54,7 @@ describe('embedded judge: signals', () => {
     assert.equal(sentimentScore('thanks!', { positiveScore: 3 }).score, 0);
   });
 
-  it('hints in the user\'s own words', () => {
+  it("hints in the user's own words", () => {
     assert.equal(hintFromCorrection("No, that's too long."), 'Keep the answer short.');
     assert.equal(hintFromCorrection('I said call me Bob'), 'Call me Bob.');
     assert.equal(hintFromCorrection('No, end with a question.'), 'End with a question.');
@@ -64,7 +81,7 @@ describe('embedded judge: verdicts', () => {
     assert.equal(verdict([tool('a.txt', 'c1'), tool('b.txt', 'c2')]).score, 1);
     assert.equal(verdict([tool('a.txt', 'c1'), tool('Error: ENOENT', 'c2')]).score, -1);
   });
-  it('an explicit rating wins over the user\'s words; the latest rating wins', () => {
+  it("an explicit rating wins over the user's words; the latest rating wins", () => {
     const fb = (id: string, rating: number | null, text: string | null, createdAt: number) => ({ feedbackId: id, rating, text, createdAt });
     assert.equal(verdict([user('thanks!')], [fb('f', -1, null, 1)]).score, -1);
     assert.equal(verdict([user('wrong')], [fb('f', -1, null, 1), fb('g', 1, null, 2)]).score, 1);

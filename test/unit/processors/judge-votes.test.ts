@@ -11,7 +11,8 @@ describe('parseBoxed', () => {
     assert.equal(parseBoxed('\\boxed{+1}'), 1);
   });
   it('anything else is invalid (null)', () => {
-    for (const t of ['', 'no box', '\\boxed{2}', '\\boxed{yes}', '\\boxed{1} then \\boxed{maybe}', 'boxed{1}', '\\boxed{}']) assert.equal(parseBoxed(t), null, t);
+    for (const t of ['', 'no box', '\\boxed{2}', '\\boxed{yes}', '\\boxed{1} then \\boxed{maybe}', 'boxed{1}', '\\boxed{}'])
+      assert.equal(parseBoxed(t), null, t);
     assert.equal(parseBoxed(null), null);
   });
   it('parseHint takes the last hint block', () => {
@@ -71,7 +72,9 @@ describe('judge prompts', () => {
   });
 
   it('shows tool calls, tool results with their ids, and an empty next state', () => {
-    const turn = examplePairTurn({ response: { content: null, toolCalls: [{ id: 'c1', type: 'function', name: 'ls', arguments: '{}' }], finishReason: 'tool_calls' } });
+    const turn = examplePairTurn({
+      response: { content: null, toolCalls: [{ id: 'c1', type: 'function', name: 'ls', arguments: '{}' }], finishReason: 'tool_calls' },
+    });
     const pair = examplePair({ turn, nextState: [{ role: 'TOOL', content: 'a.txt', toolCallId: 'c1' }] });
     const content = prmPrompt(pair)[1].content;
     assert.match(content, /\[tool call c1\] ls\(\{\}\)/);

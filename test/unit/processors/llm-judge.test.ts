@@ -13,7 +13,7 @@ const isHint = (r: FakeRequest) => r.body.messages[0].content === HINT_SYSTEM_PR
 async function scripted(prm: FakeReply[], hint: FakeReply[] = []) {
   let p = 0;
   let h = 0;
-  return startFakeOpenAI((r) => (isHint(r) ? hint[h++] ?? chat('\\boxed{-1}') : prm[p++] ?? chat('\\boxed{0}')));
+  return startFakeOpenAI((r) => (isHint(r) ? (hint[h++] ?? chat('\\boxed{-1}')) : (prm[p++] ?? chat('\\boxed{0}'))));
 }
 
 const servers: Array<{ close(): Promise<void> }> = [];
@@ -35,7 +35,10 @@ describe('LLM judge', () => {
     assert.equal(j.score, 1);
     assert.deepEqual(sorted(j.votes.map((v) => v.score)), [1, 1, null]);
     assert.ok(j.votes.every((v) => v.error === null && v.attempts === 1));
-    assert.deepEqual(j.votes.map((v) => v.index), [0, 1, 2]);
+    assert.deepEqual(
+      j.votes.map((v) => v.index),
+      [0, 1, 2],
+    );
     assert.equal(j.judgeId, 'llm:judge-m');
     assert.equal(j.judgementId, `${pair.pairId}:llm:judge-m`);
     assert.equal(j.hint, null);
@@ -54,16 +57,28 @@ describe('LLM judge', () => {
     servers.push(s);
     const j = await createLlmJudge({ baseUrl: s.baseUrl, model: 'm', mode: 'rl' }).judge(pair);
     assert.equal(j.score, 0);
-    assert.deepEqual(j.votes.map((v) => v.score), [null, null, null]);
+    assert.deepEqual(
+      j.votes.map((v) => v.score),
+      [null, null, null],
+    );
   });
 
   it('retries 500s and 429s with backoff; a vote records its attempts', async () => {
-    const s = await scripted([{ status: 500, body: 'boom' }, { status: 429, body: {} }, chat('\\boxed{-1}'), chat('\\boxed{-1}'), chat('\\boxed{-1}')]);
+    const s = await scripted([
+      { status: 500, body: 'boom' },
+      { status: 429, body: {} },
+      chat('\\boxed{-1}'),
+      chat('\\boxed{-1}'),
+      chat('\\boxed{-1}'),
+    ]);
     servers.push(s);
     const j = await createLlmJudge({ baseUrl: s.baseUrl, model: 'm', mode: 'rl', minBackoffMs: 5 }).judge(pair);
     assert.equal(j.score, -1);
     assert.equal(s.requests.length, 5);
-    assert.equal(j.votes.reduce((a, v) => a + v.attempts, 0), 5);
+    assert.equal(
+      j.votes.reduce((a, v) => a + v.attempts, 0),
+      5,
+    );
     assert.ok(j.votes.every((v) => v.error === null));
   });
 
@@ -85,7 +100,8 @@ describe('LLM judge', () => {
     servers.push(s);
     await assert.rejects(
       createLlmJudge({ baseUrl: s.baseUrl, model: 'm', mode: 'rl', timeoutMs: 100, retries: 1, minBackoffMs: 5 }).judge(pair),
-      (err: unknown) => err instanceof TurnstreamError && err.code === ErrorCodes.JUDGE_FAILED && !err.retriable && /TS_ERR_TIMEOUT/.test(err.message),
+      (err: unknown) =>
+        err instanceof TurnstreamError && err.code === ErrorCodes.JUDGE_FAILED && !err.retriable && /TS_ERR_TIMEOUT/.test(err.message),
     );
     assert.equal(s.requests.length, 6, '3 votes × 2 attempts');
   });
@@ -112,7 +128,11 @@ describe('LLM judge', () => {
   it('combined: PRM votes then hint votes; the longest accepted hint wins', async () => {
     const s = await scripted(
       [chat('\\boxed{-1}'), chat('\\boxed{-1}'), chat('\\boxed{1}')],
-      [chat('[HINT_START]Be brief.[HINT_END] \\boxed{1}'), chat('[HINT_START]Answer in one short sentence.[HINT_END]\\boxed{1}'), chat('[HINT_START]A much longer hint that is not accepted.[HINT_END]\\boxed{-1}')],
+      [
+        chat('[HINT_START]Be brief.[HINT_END] \\boxed{1}'),
+        chat('[HINT_START]Answer in one short sentence.[HINT_END]\\boxed{1}'),
+        chat('[HINT_START]A much longer hint that is not accepted.[HINT_END]\\boxed{-1}'),
+      ],
     );
     servers.push(s);
     const j = await createLlmJudge({ baseUrl: s.baseUrl, model: 'm', mode: 'combined', hintVotes: 3 }).judge(pair);
@@ -120,7 +140,10 @@ describe('LLM judge', () => {
     assert.equal(j.score, -1);
     assert.equal(j.hint, 'Answer in one short sentence.');
     assert.equal(j.votes.length, 6);
-    assert.deepEqual(j.votes.map((v) => v.index), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      j.votes.map((v) => v.index),
+      [0, 1, 2, 3, 4, 5],
+    );
     assert.ok(j.votes.slice(0, 3).every((v) => v.hint === null));
   });
 
@@ -144,7 +167,9 @@ describe('LLM judge', () => {
   it('asks nothing when nothing followed (end marker without feedback): score 0', async () => {
     const s = await scripted([]);
     servers.push(s);
-    const j = await createLlmJudge({ baseUrl: s.baseUrl, model: 'm' }).judge(examplePair({ nextState: [], feedback: [], endMarker: 'SESSION_DONE' }));
+    const j = await createLlmJudge({ baseUrl: s.baseUrl, model: 'm' }).judge(
+      examplePair({ nextState: [], feedback: [], endMarker: 'SESSION_DONE' }),
+    );
     assert.equal(s.requests.length, 0);
     assert.equal(j.score, 0);
     assert.deepEqual(j.votes, []);
@@ -155,6 +180,9 @@ describe('LLM judge', () => {
     servers.push(s);
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
-    await assert.rejects(createLlmJudge({ baseUrl: s.baseUrl, model: 'm', mode: 'rl' }).judge(pair, { signal: ac.signal }), (err: unknown) => err instanceof TurnstreamError && err.code === ErrorCodes.ABORTED);
+    await assert.rejects(
+      createLlmJudge({ baseUrl: s.baseUrl, model: 'm', mode: 'rl' }).judge(pair, { signal: ac.signal }),
+      (err: unknown) => err instanceof TurnstreamError && err.code === ErrorCodes.ABORTED,
+    );
   });
 });

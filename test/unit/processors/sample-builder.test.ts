@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { appendHint, buildSample, createPolicyTeacher, createUpstreamTeacher, type Teacher } from '../../../processors/sample-builder/index.ts';
+import {
+  appendHint,
+  buildSample,
+  createPolicyTeacher,
+  createUpstreamTeacher,
+  type Teacher,
+} from '../../../processors/sample-builder/index.ts';
 import type { ChatMessage, Judgement } from '../../../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
 import { exampleJudgement, examplePair, examplePairTurn } from '../../support/fixtures.ts';
@@ -80,7 +86,7 @@ describe('sample builder: methods', () => {
     assert.equal(teacher.calls.length, 2);
   });
 
-  it('top-k: the teacher\'s top-k per position is carried', async () => {
+  it("top-k: the teacher's top-k per position is carried", async () => {
     const teacher = fakeTeacher();
     const s = (await buildSample(judgement(1, HINT), { teacher, topK: 2 })).sample!;
     assert.equal(teacher.calls[0].topK, 2);
@@ -92,14 +98,25 @@ describe('sample builder: methods', () => {
   });
 
   it('skips untokenized turns and empty responses', async () => {
-    const untok = exampleJudgement({ score: 1, pair: examplePair({ turn: examplePairTurn({ tokenized: false, promptTokenIds: [], responseTokenIds: [], responseLogprobs: [] }) }) });
+    const untok = exampleJudgement({
+      score: 1,
+      pair: examplePair({ turn: examplePairTurn({ tokenized: false, promptTokenIds: [], responseTokenIds: [], responseLogprobs: [] }) }),
+    });
     assert.deepEqual(await buildSample(untok), { sample: null, skipped: 'untokenized' });
-    const empty = exampleJudgement({ score: 1, pair: examplePair({ turn: examplePairTurn({ responseTokenIds: [], responseLogprobs: [] }) }) });
+    const empty = exampleJudgement({
+      score: 1,
+      pair: examplePair({ turn: examplePairTurn({ responseTokenIds: [], responseLogprobs: [] }) }),
+    });
     assert.deepEqual(await buildSample(empty), { sample: null, skipped: 'empty-response' });
   });
 
   it('an end-marker pair with nothing trainable becomes a fully masked sample (unless disabled)', async () => {
-    const end = exampleJudgement({ score: 0, hint: null, votes: [], pair: examplePair({ nextState: [], feedback: [], endMarker: 'IDLE_TIMEOUT' }) });
+    const end = exampleJudgement({
+      score: 0,
+      hint: null,
+      votes: [],
+      pair: examplePair({ nextState: [], feedback: [], endMarker: 'IDLE_TIMEOUT' }),
+    });
     const s = (await buildSample(end, { method: 'rl' })).sample!;
     assert.deepEqual(s.lossMask, [0, 0, 0]);
     assert.equal(s.reward, 0);
@@ -111,9 +128,15 @@ describe('sample builder: methods', () => {
 
   it('rejects misaligned rollout log-probs and a teacher with the wrong length', async () => {
     const bad = exampleJudgement({ score: 1, pair: examplePair({ turn: examplePairTurn({ responseLogprobs: [-1] }) }) });
-    await assert.rejects(buildSample(bad), (e: unknown) => e instanceof TurnstreamError && e.code === ErrorCodes.INVALID_INPUT && !e.retriable);
+    await assert.rejects(
+      buildSample(bad),
+      (e: unknown) => e instanceof TurnstreamError && e.code === ErrorCodes.INVALID_INPUT && !e.retriable,
+    );
     const short: Teacher = { id: 's', score: async () => ({ logprobs: [-1] }) };
-    await assert.rejects(buildSample(judgement(1, HINT), { teacher: short }), (e: unknown) => e instanceof TurnstreamError && e.code === ErrorCodes.UPSTREAM && !e.retriable);
+    await assert.rejects(
+      buildSample(judgement(1, HINT), { teacher: short }),
+      (e: unknown) => e instanceof TurnstreamError && e.code === ErrorCodes.UPSTREAM && !e.retriable,
+    );
   });
 });
 
@@ -127,15 +150,18 @@ describe('appendHint', () => {
     assert.equal(input[2].content, 'second');
   });
   it('adds a user message when there is none', () => {
-    assert.deepEqual(appendHint([m('system', 's')], 'Be brief.').map((x) => [x.role, x.content]), [
-      ['system', 's'],
-      ['user', "[user's hint / instruction]\nBe brief."],
-    ]);
+    assert.deepEqual(
+      appendHint([m('system', 's')], 'Be brief.').map((x) => [x.role, x.content]),
+      [
+        ['system', 's'],
+        ['user', "[user's hint / instruction]\nBe brief."],
+      ],
+    );
   });
 });
 
 describe('policy teacher', () => {
-  it('renders the hinted messages with the policy\'s template, leaving room for the response, and scores the response ids', async () => {
+  it("renders the hinted messages with the policy's template, leaving room for the response, and scores the response ids", async () => {
     const seen: unknown[] = [];
     const policy = {
       modelId: 'turnstream-tiny',
@@ -154,7 +180,13 @@ describe('policy teacher', () => {
     assert.equal(t.id, 'policy:turnstream-tiny@v0');
     const messages: ChatMessage[] = [
       { role: 'developer', content: 'dev', name: null, toolCallId: null, toolCalls: [] },
-      { role: 'assistant', content: null, name: null, toolCallId: null, toolCalls: [{ id: 'c', type: 'function', name: 'f', arguments: '{}' }] },
+      {
+        role: 'assistant',
+        content: null,
+        name: null,
+        toolCallId: null,
+        toolCalls: [{ id: 'c', type: 'function', name: 'f', arguments: '{}' }],
+      },
       { role: 'user', content: 'hi', name: null, toolCallId: null, toolCalls: [] },
     ];
     assert.deepEqual(await t.score(messages, [7, 8, 9]), { logprobs: [-0.5, -0.5, -0.5] });
@@ -176,7 +208,7 @@ describe('upstream teacher (vLLM-style /tokenize + prompt_logprobs)', () => {
   const servers: Array<{ close(): Promise<void> }> = [];
   after(() => Promise.all(servers.map((s) => s.close())));
 
-  it('tokenizes the hinted chat, sends prompt+response ids, reads each response token\'s log-prob and top-k', async () => {
+  it("tokenizes the hinted chat, sends prompt+response ids, reads each response token's log-prob and top-k", async () => {
     let fails = 1;
     const s = await startFakeOpenAI((r) => {
       if (r.url === '/tokenize') return { body: { tokens: [1, 2], count: 2 } };
@@ -219,6 +251,9 @@ describe('upstream teacher (vLLM-style /tokenize + prompt_logprobs)', () => {
   it('an engine without prompt_logprobs is a clear, non-retriable error', async () => {
     const s = await startFakeOpenAI((r) => (r.url === '/tokenize' ? { body: { tokens: [1] } } : { body: { choices: [{ text: 'x' }] } }));
     servers.push(s);
-    await assert.rejects(createUpstreamTeacher({ baseUrl: s.baseUrl, model: 'b' }).score([], [5]), (e: unknown) => e instanceof TurnstreamError && !e.retriable && /prompt_logprobs/.test(e.message));
+    await assert.rejects(
+      createUpstreamTeacher({ baseUrl: s.baseUrl, model: 'b' }).score([], [5]),
+      (e: unknown) => e instanceof TurnstreamError && !e.retriable && /prompt_logprobs/.test(e.message),
+    );
   });
 });

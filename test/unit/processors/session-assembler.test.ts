@@ -8,10 +8,19 @@ import { exampleFeedback, exampleTurn } from '../../support/fixtures.ts';
 // Pairing logic with pairs emitted at once; the feedback grace period has its own tests below.
 const IMMEDIATE = { feedbackGraceMs: 0 };
 const applyTurn = (p: SessionState | undefined, t: Turn, o: SessionAssemblerOptions = {}) => sa.applyTurn(p, t, { ...IMMEDIATE, ...o });
-const applyFeedback = (p: SessionState | undefined, f: Feedback, o: SessionAssemblerOptions = {}) => sa.applyFeedback(p, f, { ...IMMEDIATE, ...o });
-const expire = (s: SessionState, now: number, idle: number, o: SessionAssemblerOptions = {}) => sa.expire(s, now, idle, { ...IMMEDIATE, ...o });
+const applyFeedback = (p: SessionState | undefined, f: Feedback, o: SessionAssemblerOptions = {}) =>
+  sa.applyFeedback(p, f, { ...IMMEDIATE, ...o });
+const expire = (s: SessionState, now: number, idle: number, o: SessionAssemblerOptions = {}) =>
+  sa.expire(s, now, idle, { ...IMMEDIATE, ...o });
 
-const msg = (role: string, content: string | null, over: Partial<ChatMessage> = {}): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [], ...over });
+const msg = (role: string, content: string | null, over: Partial<ChatMessage> = {}): ChatMessage => ({
+  role,
+  content,
+  name: null,
+  toolCallId: null,
+  toolCalls: [],
+  ...over,
+});
 const T0 = 1_760_000_000_000;
 
 /** A conversation: turn i answers `user i` with `reply i`; its request carries the full history. */
@@ -49,11 +58,17 @@ function run(turns: Turn[], opts: SessionAssemblerOptions = {}): { state: Sessio
 describe('session assembler: pairing', () => {
   it('pairs main turn t with the user message turn t+1 appended, verified, in order', () => {
     const { state, pairs } = run(conversation(3));
-    assert.deepEqual(pairs.map((p) => p.pairId), ['t0', 't1']);
+    assert.deepEqual(
+      pairs.map((p) => p.pairId),
+      ['t0', 't1'],
+    );
     assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
-    assert.deepEqual(pairs.map((p) => p.turn.mainTurnIndex), [0, 1]);
+    assert.deepEqual(
+      pairs.map((p) => p.turn.mainTurnIndex),
+      [0, 1],
+    );
     assert.ok(pairs.every((p) => p.historyVerified && p.endMarker === null && p.tag === null));
-    assert.equal(pairs[1].createdAt, T0 + 2000, 'createdAt = the next turn\'s requestedAt (deterministic)');
+    assert.equal(pairs[1].createdAt, T0 + 2000, "createdAt = the next turn's requestedAt (deterministic)");
     assert.equal(state.pending?.turnId, 't2');
     assert.equal(state.mainTurnCount, 3);
     assert.equal(pairs[0].userId, 'alice');
@@ -65,11 +80,20 @@ describe('session assembler: pairing', () => {
       { id: 'c1', type: 'function', name: 'read', arguments: '{"f":"a"}' },
       { id: 'c2', type: 'function', name: 'read', arguments: '{"f":"b"}' },
     ];
-    const t0 = exampleTurn({ turnId: 'a', requestMessages: [msg('user', 'read a and b')], response: { content: null, toolCalls: calls, finishReason: 'tool_calls' } });
+    const t0 = exampleTurn({
+      turnId: 'a',
+      requestMessages: [msg('user', 'read a and b')],
+      response: { content: null, toolCalls: calls, finishReason: 'tool_calls' },
+    });
     const t1 = exampleTurn({
       turnId: 'b',
       requestedAt: T0 + 5000,
-      requestMessages: [msg('user', 'read a and b'), msg('assistant', null, { toolCalls: calls }), msg('tool', 'A', { toolCallId: 'c1' }), msg('tool', 'B', { toolCallId: 'c2' })],
+      requestMessages: [
+        msg('user', 'read a and b'),
+        msg('assistant', null, { toolCalls: calls }),
+        msg('tool', 'A', { toolCallId: 'c1' }),
+        msg('tool', 'B', { toolCallId: 'c2' }),
+      ],
     });
     const { pairs } = run([t0, t1]);
     assert.equal(pairs.length, 1);
@@ -81,12 +105,20 @@ describe('session assembler: pairing', () => {
   });
 
   it('marks an environment/other role as ENVIRONMENT', () => {
-    const ex = extractNextState({ content: 'x', toolCalls: [], finishReason: 'stop' }, [msg('user', 'q'), msg('assistant', 'x'), msg('environment', 'obs'), msg('user', 'next')]);
-    assert.deepEqual(ex.items.map((i) => i.role), ['ENVIRONMENT', 'USER']);
+    const ex = extractNextState({ content: 'x', toolCalls: [], finishReason: 'stop' }, [
+      msg('user', 'q'),
+      msg('assistant', 'x'),
+      msg('environment', 'obs'),
+      msg('user', 'next'),
+    ]);
+    assert.deepEqual(
+      ex.items.map((i) => i.role),
+      ['ENVIRONMENT', 'USER'],
+    );
     assert.equal(ex.historyVerified, true);
   });
 
-  it('historyVerified is false when t+1 history lacks t\'s response (regeneration), next state = trailing messages', () => {
+  it("historyVerified is false when t+1 history lacks t's response (regeneration), next state = trailing messages", () => {
     const [t0] = conversation(1);
     const regen = exampleTurn({ turnId: 'r', requestedAt: T0 + 9000, requestMessages: t0.requestMessages });
     const { pairs } = run([t0, regen]);
@@ -95,7 +127,10 @@ describe('session assembler: pairing', () => {
   });
 
   it('verifies despite whitespace differences and compacted (shorter) history', () => {
-    const ex = extractNextState({ content: 'Hello  there\n', toolCalls: [], finishReason: 'stop' }, [msg('assistant', 'Hello there'), msg('user', 'ok')]);
+    const ex = extractNextState({ content: 'Hello  there\n', toolCalls: [], finishReason: 'stop' }, [
+      msg('assistant', 'Hello there'),
+      msg('user', 'ok'),
+    ]);
     assert.equal(ex.historyVerified, true);
     assert.deepEqual(ex.items, [{ role: 'USER', content: 'ok', toolCallId: null }]);
   });
@@ -103,7 +138,10 @@ describe('session assembler: pairing', () => {
   it('never pairs SIDE turns, but counts them as activity', () => {
     const turns = conversation(3, (i) => (i === 1 ? { turnType: 'SIDE' } : {}));
     const { pairs, state } = run(turns);
-    assert.deepEqual(pairs.map((p) => p.pairId), ['t0']);
+    assert.deepEqual(
+      pairs.map((p) => p.pairId),
+      ['t0'],
+    );
     // t2's history holds reply 0, then the side exchange: t0's next state is still what followed it.
     assert.equal(pairs[0].historyVerified, true);
     assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
@@ -134,23 +172,33 @@ describe('session assembler: duplicates and out-of-order', () => {
     assert.deepEqual(state.recentIds, ['t6', 't7', 't8', 't9']);
   });
 
-  it('a late turn whose response is in pending\'s history is paired with it; indices stay in conversation order', () => {
+  it("a late turn whose response is in pending's history is paired with it; indices stay in conversation order", () => {
     const [t0, t1, t2] = conversation(3);
     // t1 is delayed: t0 is paired with t2's history (its own reply is still found there).
     const { state, pairs } = run([t0, t2, t1]);
-    assert.deepEqual(pairs.map((p) => p.pairId), ['t0', 't1']);
+    assert.deepEqual(
+      pairs.map((p) => p.pairId),
+      ['t0', 't1'],
+    );
     assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
     assert.deepEqual(pairs[1].nextState, [{ role: 'USER', content: 'user 2', toolCallId: null }]);
     assert.ok(pairs.every((p) => p.historyVerified));
-    assert.deepEqual(pairs.map((p) => p.turn.mainTurnIndex), [0, 1]);
+    assert.deepEqual(
+      pairs.map((p) => p.turn.mainTurnIndex),
+      [0, 1],
+    );
     assert.equal(state.pending?.turnId, 't2');
     assert.equal(state.pending?.mainTurnIndex, 2);
     assert.equal(state.mainTurnCount, 3);
   });
 
-  it('a late turn not in pending\'s history is recorded, not paired', () => {
+  it("a late turn not in pending's history is recorded, not paired", () => {
     const [t0, t1] = conversation(2);
-    const stray = exampleTurn({ turnId: 'stray', requestedAt: T0 - 1, response: { content: 'other', toolCalls: [], finishReason: 'stop' } });
+    const stray = exampleTurn({
+      turnId: 'stray',
+      requestedAt: T0 - 1,
+      response: { content: 'other', toolCalls: [], finishReason: 'stop' },
+    });
     const { state } = run([t0, t1]);
     const step = applyTurn(state, stray);
     assert.equal(step.ignored, 'late-turn');
@@ -165,7 +213,10 @@ describe('session assembler: feedback', () => {
     const [t0, t1] = conversation(2);
     let s = applyTurn(undefined, t0).state;
     s = applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0', rating: -1, text: 'too long' })).state;
-    s = applyFeedback(s, exampleFeedback({ feedbackId: 'f2', turnId: null, rating: null, text: 'end with a question', createdAt: T0 + 500 })).state;
+    s = applyFeedback(
+      s,
+      exampleFeedback({ feedbackId: 'f2', turnId: null, rating: null, text: 'end with a question', createdAt: T0 + 500 }),
+    ).state;
     const { pairs } = applyTurn(s, t1);
     assert.equal(pairs.length, 1);
     assert.deepEqual(pairs[0].nextState, [
@@ -173,7 +224,10 @@ describe('session assembler: feedback', () => {
       { role: 'FEEDBACK', content: '👎 (thumbs down) — too long', toolCallId: null },
       { role: 'FEEDBACK', content: 'end with a question', toolCallId: null },
     ]);
-    assert.deepEqual(pairs[0].feedback.map((f) => f.feedbackId), ['f1', 'f2']);
+    assert.deepEqual(
+      pairs[0].feedback.map((f) => f.feedbackId),
+      ['f1', 'f2'],
+    );
   });
 
   it('ignores duplicate, late and unknown-turn feedback', () => {
@@ -194,7 +248,13 @@ describe('session assembler: session end', () => {
   it('sessionDone pairs the previous turn normally and closes with SESSION_DONE (masked by default)', () => {
     const turns = conversation(2, (i) => (i === 1 ? { sessionDone: true } : {}));
     const { state, pairs } = run(turns);
-    assert.deepEqual(pairs.map((p) => [p.pairId, p.endMarker]), [['t0', null], ['t1', 'SESSION_DONE']]);
+    assert.deepEqual(
+      pairs.map((p) => [p.pairId, p.endMarker]),
+      [
+        ['t0', null],
+        ['t1', 'SESSION_DONE'],
+      ],
+    );
     assert.deepEqual(pairs[1].nextState, []);
     assert.equal(pairs[1].createdAt, T0 + 1100);
     assert.equal(state.closed, true);
@@ -204,7 +264,10 @@ describe('session assembler: session end', () => {
 
   it('endPolicy drop emits no pair for a last turn without feedback, but keeps one with feedback', () => {
     const turns = conversation(2, (i) => (i === 1 ? { sessionDone: true } : {}));
-    assert.deepEqual(run(turns, { endPolicy: 'drop' }).pairs.map((p) => p.pairId), ['t0']);
+    assert.deepEqual(
+      run(turns, { endPolicy: 'drop' }).pairs.map((p) => p.pairId),
+      ['t0'],
+    );
     let s = applyTurn(undefined, turns[0], { endPolicy: 'drop' }).state;
     s = applyFeedback(s, exampleFeedback({ feedbackId: 'f', turnId: 't0', rating: 1, text: null })).state;
     const closed = expire(s, T0 + 60_000, 1000, { endPolicy: 'drop' });
@@ -237,7 +300,9 @@ describe('session assembler: session end', () => {
   });
 
   it('untokenized and empty turns are paired (analytics) with their flags intact', () => {
-    const turns = conversation(2, (i) => (i === 0 ? { tokenized: false, promptTokenIds: [], responseTokenIds: [], responseLogprobs: [] } : {}));
+    const turns = conversation(2, (i) =>
+      i === 0 ? { tokenized: false, promptTokenIds: [], responseTokenIds: [], responseLogprobs: [] } : {},
+    );
     const { pairs } = run(turns);
     assert.equal(pairs.length, 1);
     assert.equal(pairs[0].turn.tokenized, false);
@@ -258,10 +323,16 @@ describe('session assembler: feedback grace period (feedback read after the next
     const step = sa.applyTurn(s, t1, G);
     assert.deepEqual(step.pairs, [], 'nothing is emitted while the pair is held');
     s = step.state;
-    assert.deepEqual(s.held.map((p) => p.pairId), ['t0']);
+    assert.deepEqual(
+      s.held.map((p) => p.pairId),
+      ['t0'],
+    );
     assert.equal(releaseAt(s, t1.requestedAt + 1999).pairs.length, 0);
     const r = releaseAt(s, t1.requestedAt + 2000);
-    assert.deepEqual(r.pairs.map((p) => p.pairId), ['t0']);
+    assert.deepEqual(
+      r.pairs.map((p) => p.pairId),
+      ['t0'],
+    );
     assert.deepEqual(r.pairs[0].nextState, [{ role: 'USER', content: 'user 1', toolCallId: null }]);
     assert.deepEqual(r.state.held, []);
     assert.equal(releaseAt(r.state, t1.requestedAt + 99_000).pairs.length, 0, 'released once');
@@ -270,11 +341,18 @@ describe('session assembler: feedback grace period (feedback read after the next
   it('a 👎 read after the next turn still reaches the pair; after the release it is late', () => {
     const [t0, t1] = conversation(2);
     let s = sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state;
-    const fb = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0', rating: -1, text: 'too long', createdAt: t1.requestedAt + 500 }), G);
+    const fb = sa.applyFeedback(
+      s,
+      exampleFeedback({ feedbackId: 'f1', turnId: 't0', rating: -1, text: 'too long', createdAt: t1.requestedAt + 500 }),
+      G,
+    );
     assert.equal(fb.ignored, undefined);
     s = fb.state;
     const [pair] = releaseAt(s, t1.requestedAt + 2000).pairs;
-    assert.deepEqual(pair.feedback.map((f) => f.feedbackId), ['f1']);
+    assert.deepEqual(
+      pair.feedback.map((f) => f.feedbackId),
+      ['f1'],
+    );
     assert.deepEqual(pair.nextState, [
       { role: 'USER', content: 'user 1', toolCallId: null },
       { role: 'FEEDBACK', content: '👎 (thumbs down) — too long', toolCallId: null },
@@ -285,16 +363,35 @@ describe('session assembler: feedback grace period (feedback read after the next
 
   it('feedback read before its turn waits for it; feedback for a turn that never comes expires, reported', () => {
     const [t0, t1] = conversation(2);
-    let s = sa.applyFeedback(undefined, exampleFeedback({ feedbackId: 'early', turnId: 't0', rating: 1, text: null, createdAt: T0 + 300 }), G).state;
+    let s = sa.applyFeedback(
+      undefined,
+      exampleFeedback({ feedbackId: 'early', turnId: 't0', rating: 1, text: null, createdAt: T0 + 300 }),
+      G,
+    ).state;
     s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'ghost', turnId: 'never', rating: 1, text: null, createdAt: T0 + 300 }), G).state;
-    assert.deepEqual(s.earlyFeedback.map((f) => f.feedbackId), ['early', 'ghost']);
+    assert.deepEqual(
+      s.earlyFeedback.map((f) => f.feedbackId),
+      ['early', 'ghost'],
+    );
     s = sa.applyTurn(s, t0, G).state;
-    assert.deepEqual(s.pendingFeedback.map((f) => f.feedbackId), ['early']);
-    assert.deepEqual(s.earlyFeedback.map((f) => f.feedbackId), ['ghost']);
+    assert.deepEqual(
+      s.pendingFeedback.map((f) => f.feedbackId),
+      ['early'],
+    );
+    assert.deepEqual(
+      s.earlyFeedback.map((f) => f.feedbackId),
+      ['ghost'],
+    );
     s = sa.applyTurn(s, t1, G).state;
     const r = releaseAt(s, t1.requestedAt + 2000);
-    assert.deepEqual(r.pairs[0].feedback.map((f) => f.feedbackId), ['early']);
-    assert.deepEqual(r.expiredFeedback.map((f) => f.feedbackId), ['ghost']);
+    assert.deepEqual(
+      r.pairs[0].feedback.map((f) => f.feedbackId),
+      ['early'],
+    );
+    assert.deepEqual(
+      r.expiredFeedback.map((f) => f.feedbackId),
+      ['ghost'],
+    );
     assert.deepEqual(r.state.earlyFeedback, []);
   });
 
@@ -302,35 +399,86 @@ describe('session assembler: feedback grace period (feedback read after the next
     const [t0, t1] = conversation(2);
     let s = sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state;
     // Given between t0 and t1 (read after t1): it is about t0.
-    s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'a', turnId: null, rating: -1, text: null, createdAt: t1.requestedAt - 10 }), G).state;
+    s = sa.applyFeedback(
+      s,
+      exampleFeedback({ feedbackId: 'a', turnId: null, rating: -1, text: null, createdAt: t1.requestedAt - 10 }),
+      G,
+    ).state;
     // Given after t1 was requested: about t1.
-    s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'b', turnId: null, rating: 1, text: null, createdAt: t1.completedAt + 10 }), G).state;
-    assert.deepEqual(s.held[0].feedback.map((f) => f.feedbackId), ['a']);
-    assert.deepEqual(s.pendingFeedback.map((f) => f.feedbackId), ['b']);
+    s = sa.applyFeedback(
+      s,
+      exampleFeedback({ feedbackId: 'b', turnId: null, rating: 1, text: null, createdAt: t1.completedAt + 10 }),
+      G,
+    ).state;
+    assert.deepEqual(
+      s.held[0].feedback.map((f) => f.feedbackId),
+      ['a'],
+    );
+    assert.deepEqual(
+      s.pendingFeedback.map((f) => f.feedbackId),
+      ['b'],
+    );
   });
 
   it('feedback naming no turn, read before any turn of its session, goes to the turn it was given during', () => {
     const [t0, t1, t2] = conversation(3);
-    let s = sa.applyFeedback(undefined, exampleFeedback({ feedbackId: 'x', turnId: null, rating: -1, text: null, createdAt: t1.completedAt + 10 }), G).state;
-    s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'y', turnId: null, rating: 1, text: null, createdAt: t2.completedAt + 10 }), G).state;
+    let s = sa.applyFeedback(
+      undefined,
+      exampleFeedback({ feedbackId: 'x', turnId: null, rating: -1, text: null, createdAt: t1.completedAt + 10 }),
+      G,
+    ).state;
+    s = sa.applyFeedback(
+      s,
+      exampleFeedback({ feedbackId: 'y', turnId: null, rating: 1, text: null, createdAt: t2.completedAt + 10 }),
+      G,
+    ).state;
     for (const t of [t0, t1, t2]) s = sa.applyTurn(s, t, G).state;
-    assert.deepEqual(s.held.map((p) => [p.pairId, p.feedback.map((f) => f.feedbackId)]), [['t0', []], ['t1', ['x']]]);
+    assert.deepEqual(
+      s.held.map((p) => [p.pairId, p.feedback.map((f) => f.feedbackId)]),
+      [
+        ['t0', []],
+        ['t1', ['x']],
+      ],
+    );
     // 'y' was given during t2, the newest turn: it goes to t2 once its wait is over.
     const r = sa.release(s, t2.completedAt + 10 + 2000, G);
-    assert.deepEqual(r.state.pendingFeedback.map((f) => f.feedbackId), ['y']);
+    assert.deepEqual(
+      r.state.pendingFeedback.map((f) => f.feedbackId),
+      ['y'],
+    );
     assert.deepEqual(r.expiredFeedback, []);
   });
 
-  it('endPolicy drop: a closed session\'s last pair is held; feedback in the grace period keeps it, else it is dropped', () => {
+  it("endPolicy drop: a closed session's last pair is held; feedback in the grace period keeps it, else it is dropped", () => {
     const turns = conversation(2, (i) => (i === 1 ? { sessionDone: true } : {}));
     const o = { ...G, endPolicy: 'drop' as const };
     const closed = sa.applyTurn(sa.applyTurn(undefined, turns[0], o).state, turns[1], o).state;
-    assert.deepEqual(closed.held.map((p) => [p.pairId, p.endMarker]), [['t0', null], ['t1', 'SESSION_DONE']]);
+    assert.deepEqual(
+      closed.held.map((p) => [p.pairId, p.endMarker]),
+      [
+        ['t0', null],
+        ['t1', 'SESSION_DONE'],
+      ],
+    );
     const later = turns[1].requestedAt + 5000;
-    assert.deepEqual(sa.release(closed, later, o).pairs.map((p) => p.pairId), ['t0'], 'no feedback: the end pair is dropped');
-    const rescued = sa.applyFeedback(closed, exampleFeedback({ feedbackId: 'f', turnId: 't1', rating: 1, text: null, createdAt: turns[1].completedAt + 100 }), o).state;
+    assert.deepEqual(
+      sa.release(closed, later, o).pairs.map((p) => p.pairId),
+      ['t0'],
+      'no feedback: the end pair is dropped',
+    );
+    const rescued = sa.applyFeedback(
+      closed,
+      exampleFeedback({ feedbackId: 'f', turnId: 't1', rating: 1, text: null, createdAt: turns[1].completedAt + 100 }),
+      o,
+    ).state;
     const out = sa.release(rescued, later, o).pairs;
-    assert.deepEqual(out.map((p) => [p.pairId, p.endMarker]), [['t0', null], ['t1', 'SESSION_DONE']]);
+    assert.deepEqual(
+      out.map((p) => [p.pairId, p.endMarker]),
+      [
+        ['t0', null],
+        ['t1', 'SESSION_DONE'],
+      ],
+    );
     assert.deepEqual(out[1].nextState, [{ role: 'FEEDBACK', content: '👍 (thumbs up)', toolCallId: null }]);
   });
 
@@ -338,7 +486,10 @@ describe('session assembler: feedback grace period (feedback read after the next
     const { state } = run(conversation(1), G);
     const idle = sa.expire(state, T0 + 100 + 1000, 1000, G);
     assert.equal(idle.pairs.length, 0);
-    assert.deepEqual(idle.state.held.map((p) => p.endMarker), ['IDLE_TIMEOUT']);
+    assert.deepEqual(
+      idle.state.held.map((p) => p.endMarker),
+      ['IDLE_TIMEOUT'],
+    );
     assert.equal(sa.release(idle.state, T0 + 1100 + 2000, G).pairs.length, 1);
     assert.throws(() => sa.applyTurn(undefined, conversation(1)[0], { feedbackGraceMs: -1 }), /feedbackGraceMs/);
   });

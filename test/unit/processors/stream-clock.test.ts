@@ -32,7 +32,7 @@ describe('StreamClock (idle-timeout time)', () => {
     assert.equal(c.now(1_005_000), 1_005_000);
   });
 
-  it('keeps each topic\'s partition apart: a feedback backlog holds time back as much as a turns backlog', () => {
+  it("keeps each topic's partition apart: a feedback backlog holds time back as much as a turns backlog", () => {
     const c = new StreamClock(5000);
     c.observe('turns:0', 400_000, 1_000_000);
     c.observe('feedback:0', 150_000, 1_000_000);

@@ -40,7 +40,8 @@ describe('replay config file', () => {
 
   it('names every problem: unknown settings (typos) and wrong values', () => {
     assert.throws(
-      () => validateReplayConfig({ judge: { votes: 0, modle: 'x' }, samples: { method: 'ppo' }, session: { feedbackGraceMs: -1 }, extra: 1 }),
+      () =>
+        validateReplayConfig({ judge: { votes: 0, modle: 'x' }, samples: { method: 'ppo' }, session: { feedbackGraceMs: -1 }, extra: 1 }),
       (err: Error) =>
         /judge\.votes: expected an integer > 0, got 0/.test(err.message) &&
         /judge\.modle: unknown setting/.test(err.message) &&

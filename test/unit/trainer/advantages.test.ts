@@ -14,7 +14,10 @@ test('binary RL broadcasts the reward to every response token, unnormalized', ()
   const a = tf.tidy(() => arr(binaryRlAdvantages([1, -1], mask())));
   assert.deepEqual(a, [1, 1, 0, -1, -1, -1]);
   const z = tf.tidy(() => arr(binaryRlAdvantages(tf.tensor1d([0, 0]), mask())));
-  assert.ok(z.every((x) => x === 0), 'a pair scored 0 gives no gradient');
+  assert.ok(
+    z.every((x) => x === 0),
+    'a pair scored 0 gives no gradient',
+  );
 });
 
 test('OPD advantage is teacher − old per token, masked tokens 0', () => {
@@ -41,7 +44,10 @@ const old = (): tf.Tensor2D => tf.tensor2d([[-1.5, -1]]);
 const m1 = (): tf.Tensor2D => tf.tensor2d([[1, 1]]);
 
 test('combined, hint + score: both terms', () => {
-  closeArray(tf.tidy(() => arr(combinedAdvantages({ teacherLp: teacher(), oldLp: old(), reward: [1], mask: m1() }))), [1.5, 0]);
+  closeArray(
+    tf.tidy(() => arr(combinedAdvantages({ teacherLp: teacher(), oldLp: old(), reward: [1], mask: m1() }))),
+    [1.5, 0],
+  );
   closeArray(
     tf.tidy(() => arr(combinedAdvantages({ teacherLp: teacher(), oldLp: old(), reward: [1], wOpd: 2, wRl: 0.5, mask: m1() }))),
     [1.5, -1.5],
@@ -49,7 +55,10 @@ test('combined, hint + score: both terms', () => {
 });
 
 test('combined, hint only: OPD term alone (r = 0)', () => {
-  closeArray(tf.tidy(() => arr(combinedAdvantages({ teacherLp: teacher(), oldLp: old(), reward: [0], mask: m1() }))), [0.5, -1]);
+  closeArray(
+    tf.tidy(() => arr(combinedAdvantages({ teacherLp: teacher(), oldLp: old(), reward: [0], mask: m1() }))),
+    [0.5, -1],
+  );
 });
 
 test('combined, score only: the teacher term is exactly 0', () => {

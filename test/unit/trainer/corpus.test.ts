@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BASE_RATES, HELD_OUT_NAMES, REAL_NAMES, SHIPPED_NAMES, corpus, drawName, generatedName, type Exchange } from '../../../trainer/corpus.ts';
+import {
+  BASE_RATES,
+  HELD_OUT_NAMES,
+  REAL_NAMES,
+  SHIPPED_NAMES,
+  corpus,
+  drawName,
+  generatedName,
+  type Exchange,
+} from '../../../trainer/corpus.ts';
 import { mulberry32 } from '../../../policy/builtin/generate.ts';
 import { unseenNames } from '../../../trainer/eval/name-copy.ts';
 
@@ -93,8 +102,15 @@ test('corpus: greetDrillShare adds "greet me by name" exchanges that copy the na
 });
 
 test('corpus: by default the names are the 16 of the shipped base, so `turnstream pretrain` rebuilds that base', () => {
-  const names = new Set(take(3000, 0, 'shipped').map(promptName).filter((n): n is string => n !== null));
+  const names = new Set(
+    take(3000, 0, 'shipped')
+      .map(promptName)
+      .filter((n): n is string => n !== null),
+  );
   assert.deepEqual([...names].sort(), [...SHIPPED_NAMES].sort());
   const dflt = corpus({ seed: 5 });
-  assert.deepEqual(Array.from({ length: 200 }, () => dflt.next().value!), take(200, 5, 'shipped'));
+  assert.deepEqual(
+    Array.from({ length: 200 }, () => dflt.next().value!),
+    take(200, 5, 'shipped'),
+  );
 });

@@ -113,7 +113,16 @@ test('fully masked samples are left out of the batch mean; an all-masked batch i
       [5, 5],
     ]);
     return {
-      one: val(ppoClippedLoss({ ...base, advantages, mask: tf.tensor2d([[1, 1], [0, 0]]) }).loss),
+      one: val(
+        ppoClippedLoss({
+          ...base,
+          advantages,
+          mask: tf.tensor2d([
+            [1, 1],
+            [0, 0],
+          ]),
+        }).loss,
+      ),
       none: val(ppoClippedLoss({ ...base, advantages, mask: tf.zeros([2, 2]) as tf.Tensor2D }).loss),
     };
   });

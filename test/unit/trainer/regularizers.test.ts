@@ -63,6 +63,19 @@ test('log-prob drift is the mean |Δ| over trained tokens of the batch', () => {
 });
 
 test('sampleTokenMean divides each sample by its own token count', () => {
-  const m = tf.tidy(() => val(sampleTokenMean(tf.tensor2d([[2, 4, 9], [3, 9, 9]]), tf.tensor2d([[1, 1, 0], [1, 0, 0]]))));
+  const m = tf.tidy(() =>
+    val(
+      sampleTokenMean(
+        tf.tensor2d([
+          [2, 4, 9],
+          [3, 9, 9],
+        ]),
+        tf.tensor2d([
+          [1, 1, 0],
+          [1, 0, 0],
+        ]),
+      ),
+    ),
+  );
   close(m, (3 + 3) / 2);
 });

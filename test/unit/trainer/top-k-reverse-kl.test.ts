@@ -58,7 +58,11 @@ test('masked positions contribute 0 and gradients are finite', () => {
     const lp = tf.tensor3d([[[Math.log(0.5), Math.log(0.5)]]]);
     const f = (x: tf.Tensor): tf.Scalar =>
       topKReverseKl({ studentLogits: x as tf.Tensor3D, teacherTopKIds: ids, teacherTopKLogprobs: lp, mask: tf.tensor2d([[1]]) }).loss;
-    return Array.from(tf.grad(f)(tf.tensor3d([[[1, 0, -1, 2]]])).dataSync());
+    return Array.from(
+      tf
+        .grad(f)(tf.tensor3d([[[1, 0, -1, 2]]]))
+        .dataSync(),
+    );
   });
   assert.ok(g.every(Number.isFinite));
 });

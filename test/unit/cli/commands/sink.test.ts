@@ -34,6 +34,9 @@ describe('turnstream sink / report / dashboard: where analytics lives', () => {
     assert.equal(replayTagsFlag('all'), 'all');
     assert.deepEqual(replayTagsFlag('none'), []);
     assert.deepEqual(replayTagsFlag('a,b-2'), ['a', 'b-2']);
-    assert.throws(() => replayTagsFlag('a b'), (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT' && /--replay-tags="a b"/.test(err.message));
+    assert.throws(
+      () => replayTagsFlag('a b'),
+      (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT' && /--replay-tags="a b"/.test(err.message),
+    );
   });
 });

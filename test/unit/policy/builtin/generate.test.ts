@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { generate, logSoftmaxRow, mulberry32, sampleToken, scoreTokens, topK, type GeneratedToken, type GenerateOptions } from '../../../../policy/builtin/generate.ts';
+import {
+  generate,
+  logSoftmaxRow,
+  mulberry32,
+  sampleToken,
+  scoreTokens,
+  topK,
+  type GeneratedToken,
+  type GenerateOptions,
+} from '../../../../policy/builtin/generate.ts';
 import { TransformerModel } from '../../../../policy/builtin/model.ts';
 import { ByteTokenizer } from '../../../../policy/builtin/tokenizer.ts';
 import { TINY, close } from '../../../support/tfjs-helpers.ts';
@@ -36,7 +45,10 @@ test('seeded sampling is deterministic; different seeds differ', async () => {
   const b = await collect({ maxTokens: 20, seed: 42 });
   const c = await collect({ maxTokens: 20, seed: 43 });
   assert.deepEqual(a, b);
-  assert.notDeepEqual(a.map((t) => t.id), c.map((t) => t.id));
+  assert.notDeepEqual(
+    a.map((t) => t.id),
+    c.map((t) => t.id),
+  );
 });
 
 test('respects maxTokens; log-probs are ≤ 0 and one per token; only the last token has a finish reason', async () => {
@@ -56,7 +68,11 @@ test('prompt + response never exceed the context length', async () => {
 test('score() of generated tokens equals the log-probs generate() reported', async () => {
   for (const opts of [{ seed: 3, temperature: 1 }, { seed: 4, temperature: 0.7, topP: 0.9 }, { temperature: 0 }]) {
     const out = await collect({ ...opts, maxTokens: 25 });
-    const scored = await scoreTokens(model, prompt, out.map((t) => t.id));
+    const scored = await scoreTokens(
+      model,
+      prompt,
+      out.map((t) => t.id),
+    );
     assert.equal(scored.length, out.length);
     scored.forEach((s, i) => close(s, out[i].logprob, 1e-4, `token ${i}`));
   }
@@ -67,7 +83,10 @@ test('greedy (temperature 0) picks the argmax', async () => {
   bias[104] = 5; // 'h'
   const m = scriptedModel(bias);
   const out = await collect({ maxTokens: 3, temperature: 0 }, prompt, m);
-  assert.deepEqual(out.map((t) => t.id), [104, 104, 104]);
+  assert.deepEqual(
+    out.map((t) => t.id),
+    [104, 104, 104],
+  );
   assert.equal(out.map((t) => t.text).join(''), 'hhh');
   m.dispose();
 });
@@ -117,12 +136,15 @@ test('a multi-byte character streams as one piece of text once complete', async 
 test('abort stops between tokens with TS_ERR_ABORTED', async () => {
   const ac = new AbortController();
   const seen: number[] = [];
-  await assert.rejects(async () => {
-    for await (const t of generate(model, prompt, { maxTokens: 30, seed: 1, signal: ac.signal })) {
-      seen.push(t.id);
-      if (seen.length === 2) ac.abort();
-    }
-  }, { code: 'TS_ERR_ABORTED' });
+  await assert.rejects(
+    async () => {
+      for await (const t of generate(model, prompt, { maxTokens: 30, seed: 1, signal: ac.signal })) {
+        seen.push(t.id);
+        if (seen.length === 2) ac.abort();
+      }
+    },
+    { code: 'TS_ERR_ABORTED' },
+  );
   assert.equal(seen.length, 2);
 });
 
@@ -168,10 +190,17 @@ test('topLogprobs: the N most likely ids of each step at temperature 1, sorted; 
   const expected = logSoftmaxRow(bias);
   const plain = await collect({ maxTokens: 4, seed: 9, temperature: 0.5 }, prompt, m);
   const out = await collect({ maxTokens: 4, seed: 9, temperature: 0.5, topLogprobs: 3 }, prompt, m);
-  assert.deepEqual(out.map(({ top: _, ...t }) => t), plain, 'asking for alternatives does not change the sampling');
+  assert.deepEqual(
+    out.map(({ top: _, ...t }) => t),
+    plain,
+    'asking for alternatives does not change the sampling',
+  );
   assert.ok(plain.every((t) => t.top === undefined));
   for (const t of out) {
-    assert.deepEqual(t.top!.map((x) => x.id), [97, 99, 98]);
+    assert.deepEqual(
+      t.top!.map((x) => x.id),
+      [97, 99, 98],
+    );
     t.top!.forEach((x) => close(x.logprob, expected[x.id], 1e-4));
     const same = t.top!.find((x) => x.id === t.id);
     if (same) assert.equal(same.logprob, t.logprob, 'the sampled id has the same log-prob in both places');
@@ -181,8 +210,15 @@ test('topLogprobs: the N most likely ids of each step at temperature 1, sorted; 
 });
 
 test('topK: largest first, ties by lower id, k beyond the vocabulary', () => {
-  assert.deepEqual(topK([-1, -3, -0.5, -1, -2], 3), [{ id: 2, logprob: -0.5 }, { id: 0, logprob: -1 }, { id: 3, logprob: -1 }]);
-  assert.deepEqual(topK([-1, -2], 5).map((x) => x.id), [0, 1]);
+  assert.deepEqual(topK([-1, -3, -0.5, -1, -2], 3), [
+    { id: 2, logprob: -0.5 },
+    { id: 0, logprob: -1 },
+    { id: 3, logprob: -1 },
+  ]);
+  assert.deepEqual(
+    topK([-1, -2], 5).map((x) => x.id),
+    [0, 1],
+  );
   assert.deepEqual(topK([-1], 0), []);
 });
 

@@ -64,9 +64,10 @@ test('tokenLogprobs are ≤ 0, masked to 0, differentiable, and a training step 
   const nll = (): tf.Scalar => tf.neg(tf.sum(m.tokenLogprobs(input, target, mask))) as tf.Scalar;
   const before = tf.tidy(() => nll().dataSync()[0]);
   const opt = tf.train.adam(1e-2);
-  for (let i = 0; i < 5; i++) tf.tidy(() => {
-    opt.minimize(nll, false, m.variables);
-  });
+  for (let i = 0; i < 5; i++)
+    tf.tidy(() => {
+      opt.minimize(nll, false, m.variables);
+    });
   const after = tf.tidy(() => nll().dataSync()[0]);
   assert.ok(after < before, `NLL ${before} → ${after}`);
   opt.dispose();

@@ -31,7 +31,10 @@ test('loadPolicy loads the latest version and serves render → generate → sco
   assert.ok(ids.length <= (TINY.contextLength * 3) / 4);
   assert.ok(truncatedTokens > 0);
   const out = await collect(p, ids, 1);
-  const scored = await p.score(ids, out.map((t) => t.id));
+  const scored = await p.score(
+    ids,
+    out.map((t) => t.id),
+  );
   scored.forEach((s, i) => close(s, out[i].logprob, 1e-4));
   p.dispose();
 });

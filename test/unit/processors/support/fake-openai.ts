@@ -24,7 +24,9 @@ export interface FakeServer {
 }
 
 /** A chat completion whose message content is `content`. */
-export const chat = (content: string | null): FakeReply => ({ body: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] } });
+export const chat = (content: string | null): FakeReply => ({
+  body: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] },
+});
 
 export async function startFakeOpenAI(handler: (req: FakeRequest, n: number) => FakeReply | Promise<FakeReply>): Promise<FakeServer> {
   const requests: FakeRequest[] = [];
