@@ -40,6 +40,7 @@ export function syntheticTurn(sessionId: string, history: ChatMessage[], index: 
     responseTokenIds: ids(responseLen, index + 1),
     responseLogprobs: Array.from({ length: responseLen }, (_, i) => -0.05 - (i % 5) * 0.1),
     tokenized: true,
+    exactLogprobs: true,
     promptTruncatedTokens: 0,
     sampling: { temperature: 0.7, topP: 1, maxTokens: 64, seed: null, stop: [] },
     usage: { promptTokens: promptLen, completionTokens: responseLen, totalTokens: promptLen + responseLen },

@@ -62,6 +62,7 @@ function history(prefix: string, turns: number, perSession: number, t0: number):
         responseTokenIds: [72, 105, 33, 10],
         responseLogprobs: [-0.5, -0.25, -1, -0.1],
         tokenized: true,
+        exactLogprobs: true,
         promptTruncatedTokens: 0,
         sampling: { temperature: 0.7, topP: 1, maxTokens: 64, seed: null, stop: [] },
         usage: { promptTokens: 16, completionTokens: 4, totalTokens: 20 },

@@ -45,6 +45,8 @@ function samples(n: number): Sample[] {
       responseLength: R,
       lossMask: new Array(R).fill(1),
       rolloutLogprobs: new Array(R).fill(-1),
+      exactLogprobs: true,
+      teacherPromptTokens: null,
       reward: i % 2 ? 1 : -1,
       teacherLogprobs: i % 2 ? new Array(R).fill(-0.8) : null,
       teacherTopK: null,

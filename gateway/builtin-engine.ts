@@ -86,6 +86,7 @@ export class BuiltinEngine implements Engine {
         responseLogprobs: logprobs,
         logprobs: content ? { content, refusal: null } : null,
         tokenized: true,
+        exactLogprobs: true,
         promptTruncatedTokens: truncatedTokens,
         promptTokens: promptIds.length,
         completionTokens: ids.length,

@@ -82,6 +82,7 @@ function buildTurn(r: Resolved, result: EngineResult, deps: ChatRouteDeps): Turn
     responseTokenIds: result.responseTokenIds,
     responseLogprobs: result.responseLogprobs,
     tokenized: result.tokenized,
+    exactLogprobs: result.exactLogprobs,
     promptTruncatedTokens: result.promptTruncatedTokens,
     sampling: result.sampling,
     usage: {

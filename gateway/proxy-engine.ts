@@ -267,6 +267,7 @@ export class ProxyEngine implements Engine {
       responseTokenIds: tokenized ? responseIds! : [],
       responseLogprobs: acc.logprobs,
       logprobs: acc.clientLogprobs,
+      exactLogprobs: false,
       tokenized,
       promptTruncatedTokens: 0,
       promptTokens: acc.promptTokens,

@@ -110,11 +110,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     void reply.code(status).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply
-      .code(404)
-      .send({
-        error: { message: `no route ${request.method} ${request.url}`, type: 'not_found_error', code: 'TS_ERR_NOT_FOUND', param: null },
-      });
+    void reply.code(404).send({
+      error: { message: `no route ${request.method} ${request.url}`, type: 'not_found_error', code: 'TS_ERR_NOT_FOUND', param: null },
+    });
   });
 
   app.addHook('onRequest', async (request) => {

@@ -57,6 +57,7 @@ function warmUpPair(): TurnPair {
     responseTokenIds: [],
     responseLogprobs: [],
     tokenized: false,
+    exactLogprobs: false,
     requestedAt: 0,
     completedAt: 0,
   };

@@ -75,6 +75,12 @@ export interface Turn {
   responseLogprobs: number[];
   /** False when the engine gave no token ids: not trainable by token-level methods. */
   tokenized: boolean;
+  /**
+   * True when `responseLogprobs` are the served model's own log-probs (temperature 1, no
+   * truncation, or the greedy token's); false when they are the sampler's (temperature, top-p
+   * applied), i.e. the probabilities the tokens were actually drawn with.
+   */
+  exactLogprobs: boolean;
   /** Prompt tokens dropped by the truncation policy (0 when none). */
   promptTruncatedTokens: number;
   sampling: SamplingParams;
@@ -116,6 +122,8 @@ export interface PairTurn {
   responseTokenIds: number[];
   responseLogprobs: number[];
   tokenized: boolean;
+  /** As the Turn's. */
+  exactLogprobs: boolean;
   requestedAt: number;
   completedAt: number;
 }
@@ -215,11 +223,19 @@ export interface Sample {
   lossMask: number[];
   /** One per response token. */
   rolloutLogprobs: number[];
+  /** As the Turn's `exactLogprobs`: whether `rolloutLogprobs` are the model's own (comparable with the trainer's). */
+  exactLogprobs: boolean;
   reward: number;
   /** One per response token, or null (RL-only: the teacher term is exactly 0). */
   teacherLogprobs: number[] | null;
   /** Per response token, the teacher's top-k ids and log-probs, or null. */
   teacherTopK: TopKEntry[] | null;
+  /**
+   * The hinted teacher prompt's token ids, when the teacher is the trainer's own current policy
+   * (the Llama family): the learner computes the teacher log-probs itself, with the same weights
+   * as π_old, so the two differ only by the hint. Null otherwise.
+   */
+  teacherPromptTokens: number[] | null;
   /** Group / per-user weight. */
   weight: number;
   judgeId: string;

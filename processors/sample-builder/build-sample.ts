@@ -85,6 +85,7 @@ export async function buildSample(
   let reward = 0;
   let teacherLogprobs: number[] | null = null;
   let teacherTopK: Sample['teacherTopK'] = null;
+  let teacherPromptTokens: number[] | null = null;
   let mask = 1;
   if (!useScore && !useHint) {
     if (pair.endMarker === null || options.maskedEndSamples === false) {
@@ -99,8 +100,13 @@ export async function buildSample(
         topK: k,
         signal: call.signal,
       });
-      checkTeacher(scored.logprobs, n);
-      teacherLogprobs = scored.logprobs;
+      if (scored.deferredPromptTokens) {
+        // The learner scores the response under this prompt with its own current policy.
+        teacherPromptTokens = scored.deferredPromptTokens;
+      } else {
+        checkTeacher(scored.logprobs, n);
+        teacherLogprobs = scored.logprobs;
+      }
       if (k > 0 && scored.topK) {
         if (scored.topK.length !== n)
           throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher returned top-k for ${scored.topK.length} of ${n} positions`, {
@@ -126,9 +132,11 @@ export async function buildSample(
       responseLength: n,
       lossMask: new Array<number>(n).fill(mask),
       rolloutLogprobs: turn.responseLogprobs,
+      exactLogprobs: turn.exactLogprobs,
       reward,
       teacherLogprobs,
       teacherTopK,
+      teacherPromptTokens,
       weight: 1,
       judgeId: judgement.judgeId,
       createdAt: call.now ?? Date.now(),

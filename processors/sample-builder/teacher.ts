@@ -11,8 +11,13 @@ export interface TeacherScoreOptions {
 }
 
 export interface TeacherScores {
-  /** log π_teacher of each response token, one per response token. */
+  /** log π_teacher of each response token, one per response token (empty when deferred). */
   logprobs: number[];
+  /**
+   * Set by a teacher that is the learner's own current policy: the hinted prompt's token ids,
+   * which the learner scores with the weights it trains (Sample.teacherPromptTokens).
+   */
+  deferredPromptTokens?: number[];
   /** Per response position, the teacher's top-k ids and log-probs (when asked for). */
   topK?: TopKEntry[];
 }

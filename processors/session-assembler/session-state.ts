@@ -37,6 +37,7 @@ export function toPairTurn(turn: Turn, mainTurnIndex: number): PairTurn {
     responseTokenIds: turn.responseTokenIds,
     responseLogprobs: turn.responseLogprobs,
     tokenized: turn.tokenized,
+    exactLogprobs: turn.exactLogprobs,
     requestedAt: turn.requestedAt,
     completedAt: turn.completedAt,
   };

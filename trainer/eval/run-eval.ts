@@ -142,6 +142,7 @@ export function makePair(
       responseTokenIds: reply.ids,
       responseLogprobs: reply.logprobs,
       tokenized: true,
+      exactLogprobs: true,
       requestedAt: now,
       completedAt: now,
     },

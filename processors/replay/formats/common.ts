@@ -187,6 +187,7 @@ export function toEvents(x: ImportedExchange): ParsedLine {
     responseTokenIds: [],
     responseLogprobs: [],
     tokenized: false,
+    exactLogprobs: false,
     promptTruncatedTokens: 0,
     sampling: { temperature: null, topP: null, maxTokens: null, seed: null, stop: [] },
     usage: x.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
