@@ -43,6 +43,13 @@ export class BuiltinEngine implements Engine {
     return [{ id: this.opts.registry.modelId, object: 'model', created: this.created, owned_by: 'turnstream' }];
   }
 
+  /** The model id, or `id@N` for the version being served (older versions are not kept loaded). */
+  checkModel(model: string): void {
+    const id = this.opts.registry.modelId;
+    if (!model || model === id || model === `${id}@${this.opts.registry.version}`) return;
+    throw new TurnstreamError(ErrorCodes.NOT_FOUND, `The model \`${model}\` does not exist; this gateway serves ${id}`, { param: 'model' });
+  }
+
   async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
     const lease = this.opts.registry.lease();
     if (!lease) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the policy is not loaded yet');

@@ -49,6 +49,7 @@ interface Resolved {
 function resolve(request: FastifyRequest, deps: ChatRouteDeps): Resolved {
   const requestedAt = Date.now();
   const req = parseChatRequest(request.body, { maxTokensLimit: deps.maxTokensLimit });
+  deps.engine.checkModel(req.model);
   const ctx = resolveTurnContext(request.headers, req, { defaultTurnType: deps.defaultTurnType, keyUserId: request.apiKeyUserId ?? null });
   let sessionId = ctx.sessionId;
   let sessionSource: SessionSource = ctx.sessionSource ?? 'GENERATED';

@@ -62,10 +62,15 @@ export interface ModelCard {
 }
 
 export interface Engine {
-  readonly kind: 'builtin' | 'proxy';
+  readonly kind: 'builtin' | 'proxy' | 'llama';
   /** Loaded and able to answer. */
   ready(): boolean;
   models(): Promise<ModelCard[]>;
+  /**
+   * Refuses a request's `model` that the engine does not serve: TurnstreamError(NOT_FOUND,
+   * param 'model'), answered 404 `model_not_found`. An empty name means the current model.
+   */
+  checkModel(model: string): void;
   complete(req: ChatRequest, opts: EngineCallOptions): Promise<EngineResult>;
   close(): Promise<void>;
 }

@@ -45,6 +45,10 @@ const FASTIFY_MESSAGES: Record<string, string> = {
 export function toOpenAIError(err: unknown): { status: number; body: OpenAIErrorBody } {
   if (err instanceof TurnstreamError) {
     const status = STATUS[err.code] ?? 500;
+    // OpenAI's own code for an unknown model, which clients check for.
+    if (err.code === ErrorCodes.NOT_FOUND && err.param === 'model') {
+      return { status, body: { error: { message: err.message, type: 'invalid_request_error', code: 'model_not_found', param: 'model' } } };
+    }
     return { status, body: { error: { message: err.message, type: typeFor(status), code: err.code, param: err.param ?? null } } };
   }
   const e = err as { statusCode?: number; code?: string; message?: string };

@@ -3,6 +3,7 @@ import type { Logger } from '../streams/logger.ts';
 import type { ModelConfig } from '../policy/index.ts';
 import type { PolicyLoader } from './policy-registry.ts';
 import type { KafkaLinkOptions } from './event-sink.ts';
+import type { LlamaEngineOptions } from './llama-engine.ts';
 import type { ProxyEngineOptions } from './proxy-engine.ts';
 
 export interface BuiltinOptions {
@@ -37,8 +38,10 @@ export interface GatewayOptions {
   gatewayId?: string;
   /** Kafka and registry; without it turns only accumulate in the outbox. */
   kafka?: KafkaLinkOptions;
-  /** The built-in tfjs policy; used when `upstream` is not given. */
+  /** The built-in tfjs policy; used when neither `llama` nor `upstream` is given. */
   builtin?: BuiltinOptions;
+  /** A GGUF model on llama.cpp with LoRA versions (the default of `turnstream up`). */
+  llama?: Omit<LlamaEngineOptions, 'logger' | 'onSwap'>;
   /** Proxy mode: an upstream OpenAI-compatible engine (`UPSTREAM_BASE_URL`). */
   upstream?: ProxyEngineOptions;
   /** `key` or `key:userId` entries; empty = auth off (`TURNSTREAM_API_KEYS`). @default [] */

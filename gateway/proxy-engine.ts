@@ -276,6 +276,9 @@ export class ProxyEngine implements Engine {
     };
   }
 
+  /** The upstream decides which models exist. */
+  checkModel(): void {}
+
   async close(): Promise<void> {}
 }
 

@@ -21,6 +21,7 @@ import { BuiltinEngine } from './builtin-engine.ts';
 import { registerChatCompletions } from './chat-completions.ts';
 import type { Engine } from './engine.ts';
 import { KafkaLink } from './event-sink.ts';
+import { LlamaEngine } from './llama-engine.ts';
 import { registerFeedback } from './feedback-route.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { toOpenAIError } from './openai-errors.ts';
@@ -43,8 +44,10 @@ export interface Gateway {
   readonly metrics: GatewayMetrics;
   /** Available after `start()`. */
   readonly outbox: Outbox;
-  /** The built-in engine's policy registry (null in proxy mode). */
+  /** The built-in engine's policy registry (null otherwise). */
   readonly policies: PolicyRegistry | null;
+  /** The llama.cpp engine (null otherwise). */
+  readonly llama: LlamaEngine | null;
   /** Listens; resolves with the base URL (e.g. `http://127.0.0.1:30000`). */
   start(): Promise<string>;
   stop(): Promise<void>;
@@ -65,10 +68,19 @@ export function createGateway(options: GatewayOptions): Gateway {
   let capture: TurnCapture | null = null;
   let link: KafkaLink | null = null;
   let policies: PolicyRegistry | null = null;
+  let llama: LlamaEngine | null = null;
   let engine: Engine;
+  const onSwap = (modelId: string, version: number): void => {
+    metrics.policyVersion.reset();
+    metrics.policyVersion.set({ model_id: modelId }, version);
+    metrics.policySwaps.inc();
+  };
 
   if (options.upstream) {
     engine = new ProxyEngine(options.upstream);
+  } else if (options.llama) {
+    const modelId = options.llama.model.modelId;
+    engine = llama = new LlamaEngine({ ...options.llama, logger, onSwap: (v) => onSwap(modelId, v) });
   } else {
     if (!options.builtin) throw new Error('createGateway: give `builtin` (weights) or `upstream`');
     const b = options.builtin;
@@ -77,11 +89,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       modelId: b.modelId ?? 'turnstream-tiny',
       load: b.load ?? loadPolicy,
       logger,
-      onSwap: (p) => {
-        metrics.policyVersion.reset();
-        metrics.policyVersion.set({ model_id: p.modelId }, p.version);
-        metrics.policySwaps.inc();
-      },
+      onSwap: (p) => onSwap(p.modelId, p.version),
     });
     engine = new BuiltinEngine({ registry: policies, defaultMaxTokens: b.defaultMaxTokens, maxPromptTokens: b.maxPromptTokens });
   }
@@ -132,7 +140,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       kafka: link?.connected ?? false,
       outbox: ob?.healthy ?? false,
       outboxDepth: ob?.depth ?? 0,
-      policyVersion: policies?.version ?? null,
+      policyVersion: policies?.version ?? llama?.version ?? null,
     };
     const ready = checks.engine && (checks.kafka || checks.outbox);
     reply.code(ready ? 200 : 503);
@@ -157,6 +165,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     get policies() {
       return policies;
+    },
+    get llama() {
+      return llama;
     },
     async start(): Promise<string> {
       if (started) throw new Error('gateway already started');
@@ -188,6 +199,11 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger.info({ modelId: p.modelId, version: p.version }, 'policy loaded');
         if (link && (b.followWeights ?? true)) link.followWeights((wv) => policies!.offer(wv));
       }
+      if (llama) {
+        await llama.start();
+        const l = llama;
+        if (link) link.followWeights((wv) => l.offer(wv));
+      }
       registerChatCompletions(app, {
         engine,
         capture,
@@ -198,7 +214,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         defaultTurnType: options.defaultTurnType ?? 'main',
         generationTimeoutMs: options.generationTimeoutMs ?? 300_000,
         maxTokensLimit: options.maxTokensLimit ?? 262_144,
-        defaultModel: () => policies?.modelId ?? options.upstream?.model ?? 'default',
+        defaultModel: () => policies?.modelId ?? options.llama?.model.name ?? options.upstream?.model ?? 'default',
         inFlight,
       });
       registerFeedback(app, capture);

@@ -37,7 +37,7 @@ interface LayerWeights {
   kNorm: tf.Tensor1D | null;
 }
 
-/** One training forward pass; see `LlamaModel.trainPass`. */
+/** One training forward pass; see `TfLlamaModel.trainPass`. */
 export interface LlamaTrainPass {
   /** Logits [R, V] at the requested positions. */
   readonly logits: tf.Tensor2D;
@@ -64,7 +64,7 @@ function selectRows(x: tf.Tensor2D, positions: number[]): tf.Tensor2D {
   return op(x) as tf.Tensor2D;
 }
 
-export class LlamaModel {
+export class TfLlamaModel {
   private readonly rotary: RotaryOptions;
   private readonly tables = new Map<number, { cos: tf.Tensor2D; sin: tf.Tensor2D; mask: tf.Tensor2D }>();
   private disposed = false;
@@ -81,7 +81,7 @@ export class LlamaModel {
   }
 
   /** Dequantizes and loads the frozen weights (both orientations of each matrix). */
-  static async load(config: LlamaConfig, src: TensorSource, opts: LlamaLoadOptions = {}): Promise<LlamaModel> {
+  static async load(config: LlamaConfig, src: TensorSource, opts: LlamaLoadOptions = {}): Promise<TfLlamaModel> {
     const owned: tf.Tensor[] = [];
     const total = src.names.size;
     let loaded = 0;
@@ -139,7 +139,7 @@ export class LlamaModel {
           kNorm: c.qkNorm ? await vec(`${p}attn_k_norm.weight`, c.headDim) : null,
         });
       }
-      return new LlamaModel(c, embedding, head, outputNorm, layers, freqFactors);
+      return new TfLlamaModel(c, embedding, head, outputNorm, layers, freqFactors);
     } catch (err) {
       tf.dispose(owned);
       throw err;

@@ -3,7 +3,7 @@ import { before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { selectBackend } from '../../../policy/tfjs-backend.ts';
 import type { LlamaConfig } from '../../../policy/llama/llama-config.ts';
-import { LlamaModel } from '../../../policy/llama/llama-model.ts';
+import { TfLlamaModel } from '../../../policy/llama/llama-model.ts';
 import { LoraAdapter } from '../../../policy/llama/lora.ts';
 import { syntheticConfig, syntheticSource } from '../../support/synthetic-llama.ts';
 
@@ -15,7 +15,7 @@ const ids = [3, 17, 4, 42, 8, 8, 1, 30, 12, 5];
 const positions = [5, 6, 7, 8];
 
 /** Σ logits·R for a fixed random R: a scalar whose gradient reaches every logit. */
-async function objective(model: LlamaModel, lora: LoraAdapter, R: tf.Tensor2D): Promise<number> {
+async function objective(model: TfLlamaModel, lora: LoraAdapter, R: tf.Tensor2D): Promise<number> {
   const logits = model.logitsAt(ids, positions, lora);
   const v = tf.tidy(() => tf.sum(tf.mul(logits, R)).dataSync()[0]);
   logits.dispose();
@@ -37,7 +37,7 @@ const variants: Array<[string, Partial<LlamaConfig>]> = [
 for (const [name, over] of variants) {
   test(`LoRA gradients of the checkpointed backward pass match finite differences: ${name}`, async () => {
     const config = syntheticConfig(over);
-    const model = await LlamaModel.load(config, syntheticSource(config));
+    const model = await TfLlamaModel.load(config, syntheticSource(config));
     const lora = LoraAdapter.init(config, { rank: 2, alpha: 4, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, 7);
     // Non-zero B so that A's gradient is not trivially 0.
     for (const v of lora.variables) v.assign(tf.randomNormal(v.shape, 0, 0.2, 'float32', 11));
@@ -75,7 +75,7 @@ for (const [name, over] of variants) {
 
 test('a fresh adapter leaves the model exactly at the base; only the last layers carry modules when asked', async () => {
   const config = syntheticConfig({ layers: 3 });
-  const model = await LlamaModel.load(config, syntheticSource(config));
+  const model = await TfLlamaModel.load(config, syntheticSource(config));
   const lora = LoraAdapter.init(config, { lastLayers: 1 });
   assert.deepEqual(lora.layers, [2]);
   assert.equal(lora.firstLayer, 2);

@@ -1,0 +1,372 @@
+/**
+ * The llama.cpp engine: a GGUF model served through node-llama-cpp, with the weight versions
+ * of `LlamaVersions` (LoRA adapters) hot-swapped under it.
+ *
+ * - Prompts are rendered with the model's own chat template (tools too) and fitted to the
+ *   context by ChatFormat's policy, never refused; the Turn records the token ids actually used.
+ * - Sampling: `temperature` and `top_p` as asked (the configured defaults otherwise), no top-k
+ *   or min-p, seeded (the seed used is recorded). Each sampled token's probability comes from
+ *   llama.cpp's sampler; it is the model's own when sampling at temperature 1 with top_p 1, or
+ *   greedily (`exactLogprobs`), otherwise the probability it was drawn with.
+ * - With `logprobs: true` llama.cpp hands over the whole distribution at each step: the client
+ *   gets each token's own log-prob (temperature 1) and the `top_logprobs` of that distribution,
+ *   the gateway draws the token itself (same chain: top-p, then temperature), and the Turn keeps
+ *   the model's own log-probs.
+ * - `stop` strings end the answer (the text stops before them; their tokens stay in the Turn),
+ *   the end-of-generation token ends it too and is recorded as the last response token.
+ * - Tool calls are parsed in the template's syntax; streamed text never shows them.
+ */
+import { randomInt } from 'node:crypto';
+import type { LlamaContextSequence, LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
+import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, mulberry32, type OpenAITool } from '../policy/index.ts';
+import type { WeightVersion } from '../schemas/index.ts';
+import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import type { Logger } from '../streams/logger.ts';
+import type { ChatRequest } from './chat-request.ts';
+import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
+import { commonPrefix, LlamaVersions } from './llama-versions.ts';
+import type { TokenLogprob } from './logprobs.ts';
+
+export interface LlamaEngineOptions {
+  /** The base checkpoint: a display name, the model id of its weight versions, the GGUF file and its sha256. */
+  model: { name: string; modelId: string; path: string; sha256: string };
+  /** Weight store root (`TURNSTREAM_WEIGHTS_DIR`). */
+  weightsDir: string;
+  /** Tokens per sequence. @default the model's training context, at most 8192 */
+  contextSize?: number;
+  /** Generations at once (sequences of each version's context). `LLAMA_PARALLEL` @default 2 */
+  parallel?: number;
+  /** CPU threads. `LLAMA_THREADS` @default node-llama-cpp's choice (the math cores) */
+  threads?: number;
+  /** max_tokens when a request gives none. @default 512 */
+  defaultMaxTokens?: number;
+  /** temperature when a request gives none. `LLAMA_TEMPERATURE` @default 0.7 */
+  temperature?: number;
+  /** top_p when a request gives none. `LLAMA_TOP_P` @default 0.9 */
+  topP?: number;
+  /** System prompt for conversations without one. @default undefined (the template's own) */
+  systemPrompt?: string;
+  /** Pinned versions (`name@N`) kept loaded besides the current one. @default 2 */
+  maxPinned?: number;
+  /** `false` forces the CPU build. @default 'auto' */
+  gpu?: 'auto' | false;
+  logger?: Logger;
+  onSwap?: (version: number) => void;
+}
+
+interface Loaded {
+  model: NodeLlamaModel;
+  format: ChatFormat;
+  bytes: TokenBytes;
+  versions: LlamaVersions;
+  contextSize: number;
+}
+
+export class LlamaEngine implements Engine {
+  readonly kind = 'llama' as const;
+  private loaded: Loaded | null = null;
+  private readonly created = Math.floor(Date.now() / 1000);
+
+  constructor(private readonly o: LlamaEngineOptions) {}
+
+  /** Loads the model and serves the store's latest version. */
+  async start(): Promise<void> {
+    const llama = await llamaRuntime({ gpu: this.o.gpu, logger: this.o.logger });
+    const model = await llama.loadModel({ modelPath: this.o.model.path });
+    const contextSize = this.o.contextSize ?? Math.min(model.trainContextSize, 8192);
+    const tok = model.fileInfo.metadata.tokenizer?.ggml;
+    const versions = new LlamaVersions({
+      model,
+      modelId: this.o.model.modelId,
+      base: { name: this.o.model.name, sha256: this.o.model.sha256 },
+      store: new AdapterStore(this.o.weightsDir),
+      contextSize,
+      parallel: this.o.parallel ?? 2,
+      threads: this.o.threads,
+      maxPinned: this.o.maxPinned,
+      logger: this.o.logger,
+      onSwap: this.o.onSwap,
+    });
+    this.loaded = {
+      model,
+      format: new ChatFormat(model, { defaultSystemPrompt: this.o.systemPrompt }),
+      bytes: new TokenBytes((tok?.tokens ?? []) as string[], tok?.token_type as number[] | undefined, String(tok?.model ?? '')),
+      versions,
+      contextSize,
+    };
+    const v = await versions.loadInitial();
+    this.o.logger?.info({ model: this.o.model.name, modelId: this.o.model.modelId, version: v, contextSize }, 'llama model loaded');
+  }
+
+  ready(): boolean {
+    return this.loaded?.versions.version !== null && this.loaded !== null;
+  }
+
+  /** The version being served. */
+  get version(): number | null {
+    return this.loaded?.versions.version ?? null;
+  }
+
+  get versions(): LlamaVersions | null {
+    return this.loaded?.versions ?? null;
+  }
+
+  /** Handles a WeightVersion from the weights topic. */
+  offer(wv: WeightVersion): Promise<void> {
+    return this.loaded ? this.loaded.versions.offer(wv) : Promise.resolve();
+  }
+
+  async models(): Promise<ModelCard[]> {
+    const card = (id: string): ModelCard => ({ id, object: 'model', created: this.created, owned_by: 'turnstream' });
+    const versions = (await this.loaded?.versions.available()) ?? [];
+    return [card(this.o.model.name), ...versions.map((v) => card(`${this.o.model.name}@${v}`))];
+  }
+
+  /**
+   * The version a request's `model` names: null for the current one (the model's name, its id,
+   * or nothing), N for `name@N`. Anything else is NOT_FOUND (404 `model_not_found`).
+   */
+  versionFor(model: string): number | null {
+    const names = new Set([this.o.model.name, this.o.model.modelId]);
+    if (!model || names.has(model)) return null;
+    const at = model.lastIndexOf('@');
+    if (at > 0 && names.has(model.slice(0, at)) && /^\d+$/.test(model.slice(at + 1))) return Number(model.slice(at + 1));
+    throw new TurnstreamError(
+      ErrorCodes.NOT_FOUND,
+      `The model \`${model}\` does not exist; this gateway serves ${this.o.model.name} (and ${this.o.model.name}@N for version N)`,
+      {
+        param: 'model',
+      },
+    );
+  }
+
+  checkModel(model: string): void {
+    this.versionFor(model);
+  }
+
+  async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
+    const l = this.loaded;
+    if (!l) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the model is not loaded yet');
+    const version = this.versionFor(req.model);
+    const tools = (req.tools as OpenAITool[] | null) ?? null;
+    const wanted = req.maxTokens ?? this.o.defaultMaxTokens ?? 512;
+    // The answer keeps at least a quarter of the context; the prompt gets the rest.
+    const budget = Math.max(Math.floor(l.contextSize * 0.75), l.contextSize - wanted);
+    const { tokens: prompt, truncatedTokens } = l.format.render(req.messages, tools, Math.min(budget, l.contextSize - 1));
+    const maxTokens = Math.max(1, Math.min(wanted, l.contextSize - prompt.length));
+    const temperature = req.temperature ?? this.o.temperature ?? 0.7;
+    const topP = req.topP ?? this.o.topP ?? 0.9;
+    const seed = req.seed ?? randomInt(0, 2 ** 31);
+    const lease = await l.versions.acquire(version, prompt, call.signal);
+    try {
+      const out = await this.generate(l, lease.seq, prompt, { temperature, topP, seed, maxTokens, stop: req.stop, tools, req, call });
+      return {
+        ...out,
+        policyModelId: this.o.model.modelId,
+        policyVersion: lease.slot.version,
+        promptTokenIds: prompt,
+        tokenized: true,
+        promptTruncatedTokens: truncatedTokens,
+        promptTokens: prompt.length,
+        completionTokens: out.responseTokenIds.length,
+        sampling: { temperature, topP, maxTokens, seed, stop: req.stop },
+      };
+    } finally {
+      lease.release();
+    }
+  }
+
+  private async generate(
+    l: Loaded,
+    seq: LlamaContextSequence,
+    prompt: number[],
+    g: {
+      temperature: number;
+      topP: number;
+      seed: number;
+      maxTokens: number;
+      stop: string[];
+      tools: OpenAITool[] | null;
+      req: ChatRequest;
+      call: EngineCallOptions;
+    },
+  ): Promise<
+    Pick<EngineResult, 'content' | 'toolCalls' | 'finishReason' | 'responseTokenIds' | 'responseLogprobs' | 'logprobs' | 'exactLogprobs'>
+  > {
+    const { model, format } = l;
+    // Reuse what the sequence already evaluated; the prompt's last token is always evaluated
+    // again, for the logits of the first answer token.
+    const keep = Math.min(commonPrefix(seq.contextTokens, prompt), prompt.length - 1);
+    if (seq.nextTokenIndex > keep) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
+    const full = g.req.logprobs;
+    const topN = g.req.topLogprobs ?? 0;
+    const random = mulberry32(g.seed);
+    const it = full
+      ? seq.evaluateWithMetadata(
+          prompt.slice(keep) as Token[],
+          { probabilities: true },
+          {
+            temperature: 1,
+            topK: 0,
+            topP: 1,
+            minP: 0,
+            seed: g.seed,
+            yieldEogToken: true,
+          },
+        )
+      : seq.evaluateWithMetadata(
+          prompt.slice(keep) as Token[],
+          { confidence: true },
+          {
+            temperature: g.temperature,
+            topK: 0,
+            topP: g.topP,
+            minP: 0,
+            seed: g.seed,
+            yieldEogToken: true,
+          },
+        );
+    const ids: number[] = [];
+    const logprobs: number[] = [];
+    const entries: TokenLogprob[] | null = full ? [] : null;
+    const text = new AnswerText(g.stop, g.tools ? format.toolCallPrefix : '');
+    let finish = 'length';
+    let next: Token | undefined;
+    try {
+      while (ids.length < g.maxTokens) {
+        if (g.call.signal.aborted) throw abortError(g.call.signal);
+        const r = await it.next(next);
+        if (r.done) {
+          finish = 'stop';
+          break;
+        }
+        let token = r.value.token as number;
+        let lp: number;
+        let entry: TokenLogprob | null = null;
+        if ('probabilities' in r.value && r.value.probabilities) {
+          const probs = r.value.probabilities;
+          const d = drawToken(probs, { temperature: g.temperature, topP: g.topP }, random);
+          token = d.token;
+          next = token as Token;
+          lp = Math.log(d.probability);
+          const top: Array<{ id: number; lp: number }> = [];
+          for (const [id, p] of probs) {
+            if (top.length >= topN) break;
+            top.push({ id, lp: Math.log(p) });
+          }
+          const render = (id: number, logprob: number) => ({ token: format.tokenText(id), logprob, bytes: l.bytes.bytes(id) });
+          entry = { ...render(token, lp), top_logprobs: top.map((t) => render(t.id, t.lp)) };
+          entries!.push(entry);
+        } else {
+          next = undefined;
+          lp = Math.log(Math.max((r.value as { confidence?: number }).confidence ?? 0, 1e-30));
+        }
+        ids.push(token);
+        logprobs.push(lp);
+        const eog = model.isEogToken(token as Token);
+        const step = eog ? { delta: '', stopped: false } : text.push(model.detokenize(ids as Token[], false));
+        const delta: Delta = {};
+        if (step.delta) delta.content = step.delta;
+        if (entry) delta.logprobs = { content: [entry], refusal: null };
+        if (delta.content !== undefined || delta.logprobs) g.call.onDelta?.(delta);
+        if (eog || step.stopped) {
+          finish = 'stop';
+          break;
+        }
+      }
+    } finally {
+      await it.return();
+    }
+    const end = text.finish();
+    if (end.delta) g.call.onDelta?.({ content: end.delta });
+    const parsed = g.tools ? format.parse(end.text) : { content: end.text, toolCalls: [] };
+    if (parsed.toolCalls.length > 0) {
+      finish = 'tool_calls';
+      g.call.onDelta?.({
+        toolCalls: parsed.toolCalls.map((t, index) => ({
+          index,
+          id: t.id,
+          type: 'function',
+          function: { name: t.name, arguments: t.arguments },
+        })),
+      });
+    }
+    return {
+      content: parsed.content,
+      toolCalls: parsed.toolCalls,
+      finishReason: finish,
+      responseTokenIds: ids,
+      responseLogprobs: logprobs,
+      logprobs: entries ? { content: entries, refusal: null } : null,
+      exactLogprobs: full || g.temperature === 0 || (g.temperature === 1 && g.topP === 1),
+    };
+  }
+
+  async close(): Promise<void> {
+    const l = this.loaded;
+    this.loaded = null;
+    await l?.versions.close();
+    await l?.model.dispose();
+  }
+}
+
+function abortError(signal: AbortSignal): TurnstreamError {
+  return signal.reason instanceof TurnstreamError ? signal.reason : new TurnstreamError(ErrorCodes.ABORTED, 'the generation was aborted');
+}
+
+/**
+ * The answer's text as tokens arrive: what may be shown now, holding back a partial UTF-8
+ * character, the start of a stop string, and everything from a tool call on.
+ */
+class AnswerText {
+  private text = '';
+  private emitted = 0;
+  private cut: number | null = null;
+  private toolAt: number | null = null;
+
+  constructor(
+    private readonly stops: string[],
+    private readonly toolPrefix: string,
+  ) {}
+
+  /** `full` is the whole answer so far; returns the newly showable text. */
+  push(full: string): { delta: string; stopped: boolean } {
+    this.text = full;
+    let stopped = false;
+    for (const s of this.stops) {
+      const i = s ? full.indexOf(s, Math.max(0, this.emitted - s.length)) : -1;
+      if (i >= 0 && (this.cut === null || i < this.cut)) {
+        this.cut = i;
+        stopped = true;
+      }
+    }
+    if (this.toolPrefix && this.toolAt === null) {
+      const i = full.indexOf(this.toolPrefix);
+      if (i >= 0) this.toolAt = i;
+    }
+    let safe = this.cut ?? full.length;
+    if (this.toolAt !== null) safe = Math.min(safe, this.toolAt);
+    if (this.cut === null) {
+      while (safe > this.emitted && full.charCodeAt(safe - 1) === 0xfffd) safe--;
+      for (const s of [...this.stops, this.toolPrefix]) safe = Math.min(safe, full.length - partialSuffix(full, s));
+    }
+    const delta = safe > this.emitted ? full.slice(this.emitted, safe) : '';
+    this.emitted = Math.max(this.emitted, safe);
+    return { delta, stopped };
+  }
+
+  /** The final text (before any stop string) and what was still held back of it. */
+  finish(): { text: string; delta: string } {
+    const text = this.cut === null ? this.text : this.text.slice(0, this.cut);
+    const end = this.toolAt !== null ? Math.min(this.toolAt, text.length) : text.length;
+    const delta = end > this.emitted ? text.slice(this.emitted, end) : '';
+    this.emitted = Math.max(this.emitted, end);
+    return { text, delta };
+  }
+}
+
+/** Length of the longest suffix of `text` that is a proper prefix of `s`. */
+function partialSuffix(text: string, s: string): number {
+  for (let n = Math.min(s.length - 1, text.length); n > 0; n--) if (text.endsWith(s.slice(0, n))) return n;
+  return 0;
+}

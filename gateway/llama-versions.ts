@@ -1,0 +1,279 @@
+/**
+ * The weight versions a llama.cpp engine serves, hot-swapped with no pause (ALGORITHMS.md §6).
+ *
+ * A version is the frozen base plus one LoRA adapter file. llama.cpp applies an adapter to a
+ * whole context (every sequence of a batch), so each served version has a context of its own,
+ * with `parallel` sequences. A new version is verified (sha256) and its context created in the
+ * background while the current one keeps answering; the swap is one assignment between
+ * requests. Requests in flight finish on the context they leased; a retired context is freed when
+ * its last lease ends. Versions pinned by name (`model@N`) get contexts too, the least recently
+ * used dropped beyond `maxPinned`.
+ *
+ * Each sequence keeps what it evaluated last, so a request whose prompt extends a previous
+ * conversation reuses that prefix (the KV cache) instead of evaluating it again.
+ */
+import type { LlamaContext, LlamaContextSequence, LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
+import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/index.ts';
+import type { WeightVersion } from '../schemas/index.ts';
+import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import type { Logger } from '../streams/logger.ts';
+
+export interface LlamaVersionsOptions {
+  model: NodeLlamaModel;
+  modelId: string;
+  /** The base's name and sha256: a version trained on another base is refused. */
+  base: { name: string; sha256: string };
+  store: AdapterStore;
+  contextSize: number;
+  parallel: number;
+  threads?: number;
+  /** Contexts kept for versions pinned by name, besides the current one. @default 2 */
+  maxPinned?: number;
+  logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
+  onSwap?: (version: number) => void;
+}
+
+/** A version's context and its sequences. */
+export class VersionSlot {
+  private readonly free: LlamaContextSequence[] = [];
+  private readonly waiting: Array<(s: LlamaContextSequence) => void> = [];
+  private leases = 0;
+  private retired = false;
+  private disposed = false;
+  lastUsed = Date.now();
+
+  constructor(
+    readonly version: number,
+    readonly context: LlamaContext,
+    readonly adapterPath: string | null,
+  ) {
+    while (context.sequencesLeft > 0) this.free.push(context.getSequence());
+  }
+
+  get inUse(): number {
+    return this.leases;
+  }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  /** Holds the slot: it is not freed while leased, even once retired. */
+  lease(): void {
+    this.leases++;
+    this.lastUsed = Date.now();
+  }
+
+  unlease(): void {
+    this.leases--;
+    this.maybeDispose();
+  }
+
+  /** A free sequence (the caller holds a lease), preferring the one that already holds the longest prefix of `prompt`. */
+  async acquireSequence(prompt: readonly number[], signal: AbortSignal): Promise<LlamaContextSequence> {
+    if (this.free.length > 0) {
+      let best = 0;
+      let bestLen = -1;
+      this.free.forEach((s, i) => {
+        const n = commonPrefix(s.contextTokens, prompt);
+        if (n > bestLen) [best, bestLen] = [i, n];
+      });
+      return this.free.splice(best, 1)[0];
+    }
+    signal.throwIfAborted();
+    return new Promise<LlamaContextSequence>((resolve, reject) => {
+      const onAbort = (): void => {
+        const i = this.waiting.indexOf(give);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal.reason instanceof Error ? signal.reason : new TurnstreamError(ErrorCodes.ABORTED, 'aborted while waiting'));
+      };
+      const give = (s: LlamaContextSequence): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(s);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(give);
+    });
+  }
+
+  releaseSequence(seq: LlamaContextSequence): void {
+    const next = this.waiting.shift();
+    if (next) next(seq);
+    else this.free.push(seq);
+  }
+
+  retire(): void {
+    this.retired = true;
+    this.maybeDispose();
+  }
+
+  private maybeDispose(): void {
+    if (this.retired && this.leases === 0 && !this.disposed) {
+      this.disposed = true;
+      void this.context.dispose();
+    }
+  }
+}
+
+export function commonPrefix(a: readonly Token[] | readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+export class LlamaVersions {
+  private current: VersionSlot | null = null;
+  private readonly pinned = new Map<number, Promise<VersionSlot>>();
+  private loading: Promise<void> = Promise.resolve();
+  private wanted = -1;
+  loadFailures = 0;
+
+  constructor(private readonly o: LlamaVersionsOptions) {}
+
+  get version(): number | null {
+    return this.current?.version ?? null;
+  }
+
+  private async createSlot(ref: AdapterVersionRef): Promise<VersionSlot> {
+    const context = await this.o.model.createContext({
+      contextSize: this.o.contextSize,
+      sequences: this.o.parallel,
+      ...(this.o.threads ? { threads: this.o.threads } : {}),
+      ...(ref.adapterPath ? { lora: { adapters: [{ filePath: ref.adapterPath, scale: 1 }] } } : {}),
+    });
+    return new VersionSlot(ref.version, context, ref.adapterPath);
+  }
+
+  private async verified(version: number, expectedSha256?: string): Promise<AdapterVersionRef> {
+    const ref = await this.o.store.ref(this.o.modelId, version);
+    if (ref.manifest.base.sha256 !== this.o.base.sha256) {
+      throw new TurnstreamError(
+        ErrorCodes.CORRUPT_WEIGHTS,
+        `${this.o.modelId} v${version} was trained on ${baseModelRef(ref.manifest.base)}, not on the served ${baseModelRef(this.o.base)}`,
+      );
+    }
+    await this.o.store.verify(ref, expectedSha256);
+    return ref;
+  }
+
+  /** Serves the store's latest version (version 0, the base, when there is no other). */
+  async loadInitial(): Promise<number> {
+    await this.o.store.ensureBase(this.o.modelId, this.o.base);
+    const latest = await this.o.store.latest(this.o.modelId);
+    const slot = await this.createSlot(await this.verified(latest!.version));
+    this.install(slot);
+    return slot.version;
+  }
+
+  private install(slot: VersionSlot): void {
+    const old = this.current;
+    this.current = slot;
+    this.o.onSwap?.(slot.version);
+    old?.retire();
+  }
+
+  /** A WeightVersion from the weights topic: loaded in the background (in order), then swapped in. */
+  offer(wv: WeightVersion): Promise<void> {
+    if (wv.modelId !== this.o.modelId) return Promise.resolve();
+    if (wv.version <= Math.max(this.version ?? -1, this.wanted)) return Promise.resolve();
+    this.wanted = wv.version;
+    this.loading = this.loading.then(async () => {
+      if (wv.version <= (this.version ?? -1)) return;
+      const started = Date.now();
+      try {
+        const slot = await this.createSlot(await this.verified(wv.version, wv.sha256));
+        this.install(slot);
+        this.o.logger?.info({ modelId: wv.modelId, version: wv.version, loadMs: Date.now() - started }, 'adapter swapped in');
+      } catch (err) {
+        this.loadFailures++;
+        this.o.logger?.error(
+          { err, modelId: wv.modelId, version: wv.version },
+          'could not load a new adapter version; still serving the current one',
+        );
+      }
+    });
+    return this.loading;
+  }
+
+  /**
+   * A sequence of `version`'s context (null: the current version), leased until `release()`.
+   * The current slot is leased in the same tick it is read, so a swap cannot free it meanwhile.
+   */
+  async acquire(
+    version: number | null,
+    prompt: readonly number[],
+    signal: AbortSignal,
+  ): Promise<{ slot: VersionSlot; seq: LlamaContextSequence; release: () => void }> {
+    let slot: VersionSlot;
+    for (;;) {
+      const cur = this.current;
+      if (!cur) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the model is not loaded yet');
+      if (version === null || version === cur.version) {
+        slot = cur;
+        slot.lease();
+        break;
+      }
+      const pinned = await this.pinnedSlot(version);
+      if (pinned.isDisposed) continue; // evicted meanwhile: load it again
+      slot = pinned;
+      slot.lease();
+      break;
+    }
+    try {
+      const seq = await slot.acquireSequence(prompt, signal);
+      let released = false;
+      return {
+        slot,
+        seq,
+        release: () => {
+          if (released) return;
+          released = true;
+          slot.releaseSequence(seq);
+          slot.unlease();
+        },
+      };
+    } catch (err) {
+      slot.unlease();
+      throw err;
+    }
+  }
+
+  private async pinnedSlot(version: number): Promise<VersionSlot> {
+    let p = this.pinned.get(version);
+    if (!p) {
+      p = this.verified(version).then((ref) => this.createSlot(ref));
+      this.pinned.set(version, p);
+      p.catch(() => this.pinned.delete(version));
+      void this.evictPinned();
+    }
+    const slot = await p;
+    slot.lastUsed = Date.now();
+    return slot;
+  }
+
+  private async evictPinned(): Promise<void> {
+    const max = this.o.maxPinned ?? 2;
+    if (this.pinned.size <= max) return;
+    const slots = await Promise.all([...this.pinned].map(async ([v, p]) => [v, await p.catch(() => null)] as const));
+    const idle = slots.filter(([, s]) => s && s.inUse === 0).sort((a, b) => a[1]!.lastUsed - b[1]!.lastUsed);
+    for (const [v, s] of idle.slice(0, this.pinned.size - max)) {
+      if (s!.inUse > 0) continue;
+      this.pinned.delete(v);
+      s!.retire();
+    }
+  }
+
+  /** Versions the store holds (for `/v1/models`). */
+  async available(): Promise<number[]> {
+    return this.o.store.list(this.o.modelId);
+  }
+
+  async close(): Promise<void> {
+    await this.loading;
+    this.current?.retire();
+    this.current = null;
+    for (const p of this.pinned.values()) (await p.catch(() => null))?.retire();
+    this.pinned.clear();
+  }
+}
