@@ -3,7 +3,7 @@
  * GGUF model, adapter or export against another: teacher-forced evaluation with sampling
  * settings that truncate nothing (temperature 1, no top-k/top-p/min-p).
  */
-import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
+import { getLlama, LlamaLogLevel, type ControlledEvaluateInputItem, type Llama, type Token } from 'node-llama-cpp';
 
 let shared: Promise<Llama> | undefined;
 
@@ -38,7 +38,9 @@ export async function llamaLogProbs(
     const exact = { temperature: 1, topK: 0, topP: 1, minP: 0 };
     const results = await context
       .getSequence()
-      .controlledEvaluate(tokens.map((t) => [t, { generateNext: { probabilities: true, options: exact } }]));
+      .controlledEvaluate(
+        tokens.map((t): ControlledEvaluateInputItem => [t as Token, { generateNext: { probabilities: true, options: exact } }]),
+      );
     await context.dispose();
     return tokens.map((_, i) => {
       const row = new Float64Array(vocabSize).fill(-Infinity);
