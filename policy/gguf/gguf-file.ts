@@ -47,6 +47,11 @@ export interface GgufFile {
   readTensorBytes(name: string): Promise<Uint8Array>;
   /** A tensor's values as float32, in ggml order (a weight [ne0 = in, ne1 = out] is row-major [out][in]). */
   readTensor(name: string): Promise<Float32Array>;
+  /**
+   * Rows [first, first + count) of a tensor (rows along ne1: embedding rows of `token_embd.weight`)
+   * as float32, reading only their bytes.
+   */
+  readTensorRows(name: string, first: number, count: number): Promise<Float32Array>;
   /** Raw bytes of the file at [offset, offset + length). */
   readBytes(offset: number, length: number): Promise<Uint8Array>;
   close(): Promise<void>;
@@ -146,6 +151,16 @@ export async function openGguf(path: string, options: OpenGgufOptions = {}): Pro
       async readTensor(name) {
         const t = tensor(name);
         return dequantize(t.type, await readTensorBytes(name), t.elements);
+      },
+      async readTensorRows(name, first, count) {
+        const t = tensor(name);
+        const rows = t.dims.length < 2 ? 1 : t.elements / t.dims[0];
+        if (!Number.isInteger(first) || !Number.isInteger(count) || first < 0 || count < 0 || first + count > rows) {
+          throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `${name} has ${rows} rows; [${first}, ${first + count}) is out of range`);
+        }
+        const rowBytes = t.byteLength / rows;
+        const bytes = await readExactly(handle, t.fileOffset + first * rowBytes, count * rowBytes, path);
+        return dequantize(t.type, bytes, count * t.dims[0]);
       },
       readBytes: (offset, length) => readExactly(handle, offset, length, path),
       close: () => handle.close(),

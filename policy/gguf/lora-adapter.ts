@@ -55,6 +55,8 @@ export async function writeLoraAdapter(path: string, options: WriteLoraAdapterOp
   const type = options.type === 'F16' ? GgmlType.F16 : GgmlType.F32;
   const tensors: GgufTensorSpec[] = [];
   for (const p of options.pairs) {
+    // llama.cpp flips A and B for the token embedding (a lookup, not a product); not supported here.
+    if (p.target === 'token_embd.weight') throw bad('a LoRA on token_embd.weight is not supported');
     const r = p.a.length / p.inFeatures;
     if (!Number.isInteger(r) || r < 1 || r !== rank) throw bad(`${p.target}: A holds ${p.a.length} values, not ${rank} × ${p.inFeatures}`);
     if (p.b.length !== p.outFeatures * rank) throw bad(`${p.target}: B holds ${p.b.length} values, not ${p.outFeatures} × ${rank}`);

@@ -57,6 +57,7 @@ export async function mergeLora(options: MergeLoraOptions): Promise<WrittenGguf>
       throw bad(`the adapter is for ${adapter.architecture}, the base is ${base.architecture}`);
     }
     for (const [target, p] of adapter.pairs) {
+      if (target === 'token_embd.weight') throw bad('merging a LoRA on token_embd.weight is not supported (llama.cpp flips its A and B)');
       if (!base.has(target)) throw bad(`the base model has no tensor ${target}`);
       const dims = base.tensor(target).dims;
       if (dims[0] !== p.inFeatures || dims[1] !== p.outFeatures) {

@@ -6,6 +6,7 @@ import { before, test } from 'node:test';
 import { loadConfig } from '../../../cli/config.ts';
 import { openGguf, type GgufFile } from '../../../policy/gguf/index.ts';
 import { catalogModel, resolveModel, type ResolvedModel } from '../../../policy/models/index.ts';
+import type { Token } from 'node-llama-cpp';
 import { testLlama } from '../../support/llama-logprobs.ts';
 
 let model: ResolvedModel;
@@ -28,7 +29,7 @@ test('smollm2-135m comes from PyPI verified, and llama.cpp answers with it', asy
       `<|im_start|>system\n${entry.defaults.systemPrompt}<|im_end|>\n` +
       '<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n';
     const context = await m.createContext({ contextSize: 512, threads: 1 });
-    const out: number[] = [];
+    const out: Token[] = [];
     for await (const token of context.getSequence().evaluate(m.tokenize(prompt, true), { temperature: 0 })) {
       if (m.isEogToken(token) || out.length >= 24) break;
       out.push(token);

@@ -120,6 +120,11 @@ test('tensors of every writable type round-trip: dims, type, aligned offsets, an
       assert.deepEqual(await f.readTensorBytes(t.name), name === 'F32' ? new Uint8Array(x.buffer) : quantize(GgmlType[name], x));
     }
     assert.deepEqual([...(await f.readTensor('odd'))], [1, 2, 3]);
+    // Rows are read alone: row 1 of a [256, 3] Q4_K tensor is its second 256 values.
+    const q4k = await f.readTensor('t.Q4_K');
+    assert.deepEqual(await f.readTensorRows('t.Q4_K', 1, 2), q4k.subarray(256));
+    assert.deepEqual(await f.readTensorRows('t.Q8_0', 2, 1), (await f.readTensor('t.Q8_0')).subarray(128));
+    await assert.rejects(f.readTensorRows('t.Q8_0', 2, 2), coded('TS_ERR_INVALID_INPUT'));
   } finally {
     await f.close();
   }

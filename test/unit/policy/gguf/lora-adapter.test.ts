@@ -85,6 +85,7 @@ test('inconsistent pairs are refused before anything is written', async () => {
   const invalid = (e: unknown) => e instanceof TurnstreamError && e.code === 'TS_ERR_INVALID_INPUT';
   const write = (p: LoraPair[]) => writeLoraAdapter(join(dir, 'bad.gguf'), { architecture: 'llama', alpha: 8, pairs: p, base });
   await assert.rejects(write([]), invalid);
+  await assert.rejects(write([{ ...ok, target: 'token_embd.weight' }]), invalid);
   await assert.rejects(write([{ ...ok, b: ok.b.subarray(1) }]), invalid);
   await assert.rejects(write([ok, { ...pairs(2, 3)[1] }]), invalid); // ranks differ
   await assert.rejects(write([{ ...ok, target: 'blk.9.attn_q.weight' }]), invalid);
