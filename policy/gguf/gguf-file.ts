@@ -132,10 +132,15 @@ export async function openGguf(path: string, options: OpenGgufOptions = {}): Pro
       if (!t) throw new TurnstreamError(ErrorCodes.NOT_FOUND, `${path} has no tensor ${name}`);
       return t;
     };
-    const readTensorBytes = async (name: string): Promise<Uint8Array> => {
+    /** A tensor whose data this reader can read (its type's layout is known). */
+    const readable = (name: string): GgufTensor => {
       const t = tensor(name);
       if (t.byteLength < 0)
         throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `${name} is ggml ${t.typeName}, which this reader does not know`);
+      return t;
+    };
+    const readTensorBytes = async (name: string): Promise<Uint8Array> => {
+      const t = readable(name);
       return readExactly(handle, t.fileOffset, t.byteLength, path);
     };
     return {
@@ -153,7 +158,7 @@ export async function openGguf(path: string, options: OpenGgufOptions = {}): Pro
         return dequantize(t.type, await readTensorBytes(name), t.elements);
       },
       async readTensorRows(name, first, count) {
-        const t = tensor(name);
+        const t = readable(name);
         const rows = t.dims.length < 2 ? 1 : t.elements / t.dims[0];
         if (!Number.isInteger(first) || !Number.isInteger(count) || first < 0 || count < 0 || first + count > rows) {
           throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `${name} has ${rows} rows; [${first}, ${first + count}) is out of range`);

@@ -71,6 +71,7 @@ export interface GgufTensorSpec {
 export interface WriteGgufOptions {
   /** Key/values in the order to write them. `general.alignment` is added unless present. */
   metadata: readonly GgufKv[];
+  /** Tensors in the order to write them (their data may be produced lazily, one at a time). */
   tensors: readonly GgufTensorSpec[];
   /** Data alignment in bytes, a power of two. @default 32 */
   alignment?: number;

@@ -10,6 +10,7 @@ import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
 
 /** Options of {@link withCacheLock}. */
 export interface CacheLockOptions {
+  /** Stops waiting for the lock (TS_ERR_ABORTED). @default undefined */
   signal?: AbortSignal;
   /** Called once when another process holds the lock and this one starts waiting. */
   onWait?: () => void;

@@ -19,6 +19,7 @@ export interface DownloadProgress {
 
 /** Options of {@link downloadFile}. */
 export interface DownloadFileOptions {
+  /** What to fetch (redirects are followed). */
   url: string;
   /** The final path; the download in progress is `<dest>.part`. */
   dest: string;
@@ -32,9 +33,11 @@ export interface DownloadFileOptions {
   retries?: number;
   /** First backoff delay, doubled each retry. @default 1000 */
   minRetryDelayMs?: number;
+  /** Called as bytes arrive (after a resume, counting from what the part file already held). @default undefined */
   onProgress?: (p: DownloadProgress) => void;
   /** Called before each retry with the error that caused it. */
   onRetry?: (error: TurnstreamError, attempt: number) => void;
+  /** Cancels the download (TS_ERR_ABORTED); the part file stays for the next attempt. @default undefined */
   signal?: AbortSignal;
 }
 

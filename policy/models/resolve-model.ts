@@ -34,7 +34,9 @@ export interface ModelProgress {
 export interface ResolveModelOptions {
   /** The models cache folder. `TURNSTREAM_MODELS_DIR` */
   cacheDir: string;
+  /** Progress of downloads, extraction, waits and checks. @default undefined */
   onProgress?: (p: ModelProgress) => void;
+  /** Cancels (TS_ERR_ABORTED); a partial download stays and is resumed next time. @default undefined */
   signal?: AbortSignal;
   /** Hugging Face hub base URL. `HF_ENDPOINT` @default 'https://huggingface.co' */
   hfEndpoint?: string;

@@ -14,7 +14,9 @@ import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
 export interface ExtractZipMemberOptions {
   /** sha256 the member must have, hex. @default undefined = not checked */
   expectedSha256?: string;
+  /** Called as the member is inflated. @default undefined */
   onProgress?: (p: { extractedBytes: number; totalBytes: number }) => void;
+  /** Cancels the extraction (TS_ERR_ABORTED). @default undefined */
   signal?: AbortSignal;
 }
 
