@@ -83,7 +83,9 @@ export class ChatFormat {
   ) {
     const template = opts.template ?? model.fileInfo.metadata.tokenizer?.chat_template;
     if (typeof template !== 'string' || !template.trim()) {
-      throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'the model has no chat template (tokenizer.chat_template); give one', { param: 'template' });
+      throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'the model has no chat template (tokenizer.chat_template); give one', {
+        param: 'template',
+      });
     }
     this.wrapper = new JinjaTemplateChatWrapper({ template, trimLeadingWhitespaceInResponses: false });
     const f = this.wrapper.settings.functions;
@@ -166,7 +168,7 @@ export class ChatFormat {
       const firstUser = msgs.findIndex((m) => m.role === 'user');
       const nextUser = msgs.findIndex((m, i) => i > firstUser && m.role === 'user');
       if (firstUser < 0 || nextUser < 0) break;
-      msgs = msgs.filter((m, i) => i < firstUser ? true : i >= nextUser || m.role === 'system' || m.role === 'developer');
+      msgs = msgs.filter((m, i) => (i < firstUser ? true : i >= nextUser || m.role === 'system' || m.role === 'developer'));
       const t = this.tokenize(msgs, tools);
       if (t.length <= budget) return { tokens: t, truncatedTokens: full.length - t.length };
     }

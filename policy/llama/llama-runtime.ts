@@ -35,7 +35,10 @@ export function llamaRuntime(opts: LlamaRuntimeOptions = {}): Promise<Llama> {
           else opts.logger?.debug({ llama: text }, 'llama.cpp');
         },
       });
-      opts.logger?.info({ backend: llamaBackendName(llama), cpuMathCores: llama.cpuMathCores }, `llama.cpp runs on ${llamaBackendName(llama)}`);
+      opts.logger?.info(
+        { backend: llamaBackendName(llama), cpuMathCores: llama.cpuMathCores },
+        `llama.cpp runs on ${llamaBackendName(llama)}`,
+      );
       return llama;
     } catch (err) {
       runtime = null;
