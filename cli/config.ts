@@ -36,6 +36,21 @@ export interface UpstreamConfig {
   model: string | undefined;
 }
 
+/** Which model is served and trained, and where models are fetched to (`--model`, `turnstream model`). */
+export interface ModelConfig {
+  /**
+   * `builtin` (the tiny tfjs model), a catalog name (`turnstream model list`), a path to a `.gguf`
+   * file, or `hf:ORG/REPO/FILE.gguf[@REVISION]`. `TURNSTREAM_MODEL` @default 'smollm2-135m'
+   */
+  spec: string;
+  /** The models cache. `TURNSTREAM_MODELS_DIR` @default <home>/models */
+  cacheDir: string;
+  /** Hugging Face hub base URL (a mirror). `HF_ENDPOINT` @default 'https://huggingface.co' */
+  hfEndpoint: string;
+  /** Hugging Face token, for gated or private models. `HF_TOKEN` @default undefined */
+  hfToken: string | undefined;
+}
+
 /** What every stream processor shares (`turnstream process …`). */
 export interface ProcessorConfig {
   /** Records worked on at once per instance. `PROCESSOR_CONCURRENCY` @default undefined = the processor's 64 */
@@ -167,6 +182,7 @@ export interface TurnstreamConfig {
   logLevel: string;
   /** Topic name prefix (tests isolate themselves with it). `TURNSTREAM_TOPIC_PREFIX` @default '' */
   topicPrefix: string;
+  model: ModelConfig;
   gateway: GatewayConfig;
   upstream: UpstreamConfig;
   processor: ProcessorConfig;
@@ -329,6 +345,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trainMethod: r.oneOf('TRAIN_METHOD', 'combined', ['rl', 'opd', 'combined']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     topicPrefix,
+    model: {
+      spec: env.TURNSTREAM_MODEL?.trim() || 'smollm2-135m',
+      cacheDir: resolve(cwd, env.TURNSTREAM_MODELS_DIR || resolve(home, 'models')),
+      hfEndpoint: env.HF_ENDPOINT?.trim() || 'https://huggingface.co',
+      hfToken: env.HF_TOKEN || undefined,
+    },
     gateway: {
       port: r.number('PORT', 30000, RULES.port),
       apiKeys: (env.TURNSTREAM_API_KEYS ?? '')

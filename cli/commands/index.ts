@@ -6,6 +6,7 @@ import { register as evaluate } from './eval.ts';
 import { register as gateway } from './gateway.ts';
 import { register as importHistory } from './import.ts';
 import { register as infra } from './infra.ts';
+import { register as model } from './model.ts';
 import { register as pretrain } from './pretrain.ts';
 import { register as processCommand } from './process.ts';
 import { register as replay } from './replay.ts';
@@ -39,4 +40,5 @@ export const commands: Array<(program: Command) => void> = [
   pretrain,
   evaluate,
   bench,
+  model,
 ];

@@ -35,6 +35,12 @@ describe('loadConfig', () => {
       trainMethod: 'combined',
       logLevel: 'info',
       topicPrefix: '',
+      model: {
+        spec: 'smollm2-135m',
+        cacheDir: resolve(CWD, '.turnstream', 'models'),
+        hfEndpoint: 'https://huggingface.co',
+        hfToken: undefined,
+      },
       gateway: {
         port: 30000,
         apiKeys: [],
@@ -100,6 +106,23 @@ describe('loadConfig', () => {
     assert.equal(c.topicPrefix, 't1.');
     assert.equal(c.sink.groupId, 't1.turnstream-clickhouse-sink', 'the sink group follows the topic prefix');
     assert.equal(load({ TURNSTREAM_WEIGHTS_DIR: 'w' }).weightsDir, resolve(CWD, 'w'));
+    assert.equal(c.model.cacheDir, '/srv/ts/models', 'the models cache follows the home');
+  });
+
+  it('reads the model settings', () => {
+    const c = load({
+      TURNSTREAM_MODEL: ' hf:org/repo/x.gguf ',
+      TURNSTREAM_MODELS_DIR: 'm',
+      HF_ENDPOINT: 'https://mirror.example',
+      HF_TOKEN: 'hf_x',
+    });
+    assert.deepEqual(c.model, {
+      spec: 'hf:org/repo/x.gguf',
+      cacheDir: resolve(CWD, 'm'),
+      hfEndpoint: 'https://mirror.example',
+      hfToken: 'hf_x',
+    });
+    assert.equal(load({ TURNSTREAM_MODEL: 'builtin' }).model.spec, 'builtin');
   });
 
   it('reads the gateway and upstream settings', () => {
