@@ -5,12 +5,12 @@
  * adapters by path. Folders are written under a temporary name and renamed into place, so a
  * reader never sees half a version; versions are immutable.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCodes, TurnstreamError, invalidInput } from '../streams/errors.ts';
 import type { LoraConfig } from './llama/lora.ts';
+import { sha256File } from './models/file-sha256.ts';
 
 export const ADAPTER_FORMAT = 'gguf-lora-v1';
 
@@ -42,13 +42,6 @@ export interface AdapterVersionRef {
 }
 
 const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
-/** sha256 (hex) of a file, streamed. */
-export async function sha256File(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
 
 /** How a WeightVersion names its base: `name@sha256:<hex>`. */
 export function baseModelRef(base: { name: string; sha256: string }): string {

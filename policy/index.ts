@@ -34,20 +34,30 @@ export {
   type WeightVersionRef,
 } from './builtin/weight-store.ts';
 export { toPolicyMessages } from './builtin/policy-messages.ts';
-export { AdapterStore, ADAPTER_FORMAT, baseModelRef, sha256File, type AdapterManifest, type AdapterVersionRef } from './adapter-store.ts';
+export { AdapterStore, ADAPTER_FORMAT, baseModelRef, type AdapterManifest, type AdapterVersionRef } from './adapter-store.ts';
 export { ChatFormat, type ChatFormatOptions, type OpenAITool, type ParsedOutput, type RenderedChat } from './llama/chat-format.ts';
 export { llamaRuntime, llamaBackendName, type LlamaRuntimeOptions } from './llama/llama-runtime.ts';
 export { TokenBytes } from './llama/token-bytes.ts';
 export { drawToken, type DrawOptions, type Drawn } from './llama/sample-from.ts';
 export { llamaConfigFrom, isTrainableArchitecture, TRAINABLE_ARCHITECTURES, type LlamaConfig } from './llama/llama-config.ts';
 export { TfLlamaModel, type LlamaTrainPass } from './llama/llama-model.ts';
-export {
-  LoraAdapter,
-  DEFAULT_LORA,
-  LORA_TARGETS,
-  parseLoraTargets,
-  type LoraConfig,
-  type LoraTarget,
-  type AdapterTensor,
-} from './llama/lora.ts';
+export { LoraAdapter, DEFAULT_LORA, LORA_TARGETS, parseLoraTargets, targetTensor, type LoraConfig, type LoraTarget } from './llama/lora.ts';
 export type { TensorSource } from './llama/tensor-source.ts';
+export * from './models/index.ts';
+export {
+  openGguf,
+  writeGguf,
+  writeLoraAdapter,
+  readLoraAdapter,
+  mergeLora,
+  writeTinyModel,
+  kv,
+  GgmlType,
+  type GgufFile,
+  type GgufTensor,
+  type LoraPair,
+  type TinyModel,
+  type TinyModelOptions,
+} from './gguf/index.ts';
+export { ggufTensorSource } from './llama/gguf-tensor-source.ts';
+export { loadTfLlama, llamaConfigOf } from './llama/load-tf-llama.ts';

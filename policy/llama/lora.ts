@@ -6,6 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ErrorCodes, TurnstreamError, invalidInput } from '../../streams/errors.ts';
+import type { LoraPair } from '../gguf/lora-adapter.ts';
 import type { LlamaConfig } from './llama-config.ts';
 
 /** Short names of the matrices LoRA can target, and their GGUF tensor names. */
@@ -80,12 +81,8 @@ export interface LoraModule {
   b: tf.Variable;
 }
 
-/** A tensor of a GGUF adapter file: name, GGUF dims (ne0 first) and row-major values. */
-export interface AdapterTensor {
-  name: string;
-  dims: number[];
-  data: Float32Array;
-}
+/** The base tensor a module adapts, e.g. `blk.3.attn_q.weight`. */
+export const targetTensor = (layer: number, target: LoraTarget): string => `blk.${layer}.${LORA_TARGETS[target]}.weight`;
 
 let adapterCounter = 0;
 
@@ -154,44 +151,43 @@ export class LoraAdapter {
     return lora;
   }
 
-  /** The adapter's tensors in GGUF adapter layout (lora_a [in, r] = A [r][in], lora_b [r, out] = B [out][r]). */
-  async toTensors(): Promise<AdapterTensor[]> {
-    const out: AdapterTensor[] = [];
+  /** The adapter as GGUF LoRA pairs: A row-major [r][in], B row-major [out][r] (llama.cpp's layout). */
+  async toPairs(): Promise<LoraPair[]> {
+    const out: LoraPair[] = [];
     for (const m of this.modules.values()) {
-      const [inDim, outDim] = targetShape(this.model, m.target);
-      const name = `blk.${m.layer}.${LORA_TARGETS[m.target]}.weight`;
+      const [inFeatures, outFeatures] = targetShape(this.model, m.target);
       const A = tf.transpose(m.a);
       const B = tf.transpose(m.b);
-      out.push({ name: `${name}.lora_a`, dims: [inDim, this.config.rank], data: (await A.data()) as Float32Array });
-      out.push({ name: `${name}.lora_b`, dims: [this.config.rank, outDim], data: (await B.data()) as Float32Array });
-      A.dispose();
-      B.dispose();
+      out.push({
+        target: targetTensor(m.layer, m.target),
+        inFeatures,
+        outFeatures,
+        a: (await A.data()) as Float32Array,
+        b: (await B.data()) as Float32Array,
+      });
+      tf.dispose([A, B]);
     }
     return out;
   }
 
-  /** Rebuilds an adapter from its GGUF tensors (a version the learner resumes from). */
-  static fromTensors(model: LlamaConfig, config: LoraConfig, tensors: Map<string, AdapterTensor>): LoraAdapter {
+  /** Rebuilds an adapter from its GGUF pairs (a version the learner resumes from); CORRUPT_WEIGHTS when one is missing. */
+  static fromPairs(model: LlamaConfig, config: LoraConfig, pairs: ReadonlyMap<string, LoraPair>): LoraAdapter {
     const lora = new LoraAdapter(model, config);
     const id = adapterCounter++;
     try {
       for (const layer of lora.layers) {
         for (const target of config.targets) {
           const [inDim, outDim] = targetShape(model, target);
-          const name = `blk.${layer}.${LORA_TARGETS[target]}.weight`;
-          const ta = tensors.get(`${name}.lora_a`);
-          const tb = tensors.get(`${name}.lora_b`);
-          if (!ta || !tb || ta.data.length !== inDim * config.rank || tb.data.length !== config.rank * outDim) {
-            throw new TurnstreamError(
-              ErrorCodes.CORRUPT_WEIGHTS,
-              `adapter tensor ${name}.lora_a/lora_b missing or of the wrong size for rank ${config.rank}`,
-            );
+          const name = targetTensor(layer, target);
+          const p = pairs.get(name);
+          if (!p || p.a.length !== inDim * config.rank || p.b.length !== config.rank * outDim) {
+            throw new TurnstreamError(ErrorCodes.CORRUPT_WEIGHTS, `adapter pair ${name} missing or not of rank ${config.rank}`);
           }
           const a = tf.tidy(() =>
-            tf.variable(tf.transpose(tf.tensor2d(ta.data, [config.rank, inDim])), true, `lora${id}/${layer}.${target}.a`),
+            tf.variable(tf.transpose(tf.tensor2d(p.a, [config.rank, inDim])), true, `lora${id}/${layer}.${target}.a`),
           );
           const b = tf.tidy(() =>
-            tf.variable(tf.transpose(tf.tensor2d(tb.data, [outDim, config.rank])), true, `lora${id}/${layer}.${target}.b`),
+            tf.variable(tf.transpose(tf.tensor2d(p.b, [outDim, config.rank])), true, `lora${id}/${layer}.${target}.b`),
           );
           lora.modules.set(`${layer}.${target}`, { layer, target, a, b });
         }

@@ -5,17 +5,11 @@
  * SentencePiece ones (`llama`) use `▁` for a space and `<0xNN>` for raw bytes. Control tokens
  * have no bytes.
  */
+import { BYTE_TO_UNICODE } from '../gguf/byte-bpe.ts';
 
 const CONTROL = 3;
 
-/** GPT-2's table: printable Latin-1 bytes stand for themselves, the others for U+0100 onwards. */
-function gpt2CharToByte(): Map<string, number> {
-  const printable = (b: number) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-  const map = new Map<string, number>();
-  let n = 0;
-  for (let b = 0; b < 256; b++) map.set(String.fromCharCode(printable(b) ? b : 256 + n++), b);
-  return map;
-}
+const gpt2CharToByte = (): Map<string, number> => new Map(BYTE_TO_UNICODE.map((ch, b) => [ch, b]));
 
 export class TokenBytes {
   private readonly table: Map<string, number> | null;
