@@ -61,3 +61,4 @@ export {
 } from './gguf/index.ts';
 export { ggufTensorSource } from './llama/gguf-tensor-source.ts';
 export { loadTfLlama, llamaConfigOf } from './llama/load-tf-llama.ts';
+export { selectRows } from './llama/select-rows.ts';

@@ -12,12 +12,12 @@
 import * as tf from '@tensorflow/tfjs';
 import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
 import { causalAttention, causalMask } from './causal-attention.ts';
-import { customOp } from './custom-op.ts';
 import { frozenLinear, frozenMatrix, loraDelta, type FrozenMatrix } from './frozen-linear.ts';
 import type { LlamaConfig } from './llama-config.ts';
 import { LORA_TARGETS, type LoraAdapter, type LoraTarget } from './lora.ts';
 import { headRmsNorm, rmsNorm } from './rms-norm.ts';
 import { applyRotary, rotaryTables, type RotaryOptions } from './rotary.ts';
+import { selectRows } from './select-rows.ts';
 import type { TensorSource } from './tensor-source.ts';
 
 interface LayerWeights {
@@ -49,19 +49,6 @@ export interface LlamaTrainPass {
 export interface LlamaLoadOptions {
   /** Called after each tensor is loaded (progress). */
   onTensor?: (loaded: number, total: number) => void;
-}
-
-/** A selection of rows by index whose gradient is a plain product (gather's needs a kernel wasm lacks). */
-function selectRows(x: tf.Tensor2D, positions: number[]): tf.Tensor2D {
-  const T = x.shape[0];
-  const R = positions.length;
-  const onehotT = new Float32Array(T * R);
-  positions.forEach((p, r) => (onehotT[p * R + r] = 1));
-  const op = customOp(([xi]) => ({
-    value: tf.gather(xi as tf.Tensor2D, tf.tensor1d(positions, 'int32')),
-    gradFunc: (dy) => [tf.matMul(tf.tensor2d(onehotT, [T, R]), dy as tf.Tensor2D)],
-  }));
-  return op(x) as tf.Tensor2D;
 }
 
 export class TfLlamaModel {

@@ -1,0 +1,135 @@
+/** The learner step on a LoRA adapter over a (small, synthetic) Llama-family model. */
+import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
+import { LoraAdapter, selectBackend, TfLlamaModel } from '../../../policy/index.ts';
+import type { Sample } from '../../../schemas/index.ts';
+import { AdamW } from '../../../trainer/adamw.ts';
+import { learnerStep } from '../../../trainer/learner-step.ts';
+import { LoraTrainable } from '../../../trainer/trainable-policy.ts';
+import { exampleSample } from '../../support/fixtures.ts';
+import { syntheticConfig, syntheticSource } from '../../support/synthetic-llama.ts';
+
+before(async () => {
+  await selectBackend('wasm');
+});
+
+const config = syntheticConfig({ layers: 2 });
+const prompt = [1, 7, 9, 11, 2];
+
+function sample(response: number[], over: Partial<Sample> = {}): Sample {
+  return exampleSample({
+    tokens: [...prompt, ...response],
+    promptLength: prompt.length,
+    responseLength: response.length,
+    lossMask: response.map(() => 1),
+    rolloutLogprobs: response.map(() => -3),
+    exactLogprobs: true,
+    teacherLogprobs: null,
+    teacherTopK: null,
+    teacherPromptTokens: null,
+    method: 'RL',
+    ...over,
+  });
+}
+
+async function meanLogprob(model: TfLlamaModel, lora: LoraAdapter, s: Sample): Promise<number> {
+  const lps = await model.tokenLogprobs(
+    s.tokens,
+    Array.from({ length: s.responseLength }, (_, i) => s.promptLength - 1 + i),
+    lora,
+  );
+  return lps.reduce((a, b) => a + b, 0) / lps.length;
+}
+
+test('LoRA steps make a rewarded reply likelier and a punished one less likely; only the adapter moves', async () => {
+  const model = await TfLlamaModel.load(config, syntheticSource(config));
+  const lora = LoraAdapter.init(config, { rank: 4, alpha: 8 }, 1);
+  const policy = new LoraTrainable(model, lora);
+  const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
+  const good = sample([20, 21, 22], { reward: 1 });
+  const bad = sample([30, 31, 32], { reward: -1 });
+  const before = [await meanLogprob(model, lora, good), await meanLogprob(model, lora, bad)];
+  const base = await model.tokenLogprobs(good.tokens, [4, 5, 6], null);
+  for (let i = 0; i < 6; i++) {
+    const m = await learnerStep(policy, opt, [{ sample: good }, { sample: bad }]);
+    assert.equal(m.samples, 2);
+    assert.equal(m.tokens, 6);
+    assert.ok(m.kl > 0 && m.gradNorm > 0, JSON.stringify(m));
+    assert.ok(m.lossAfter < m.loss, `step ${i}: ${m.lossAfter} < ${m.loss}`);
+  }
+  const after = [await meanLogprob(model, lora, good), await meanLogprob(model, lora, bad)];
+  assert.ok(after[0] > before[0] + 0.1, `rewarded ${before[0]} → ${after[0]}`);
+  assert.ok(after[1] < before[1] - 0.1, `punished ${before[1]} → ${after[1]}`);
+  assert.deepEqual(await model.tokenLogprobs(good.tokens, [4, 5, 6], null), base, 'the frozen base is untouched');
+  opt.dispose();
+  lora.dispose();
+  model.dispose();
+});
+
+test('a deferred teacher is scored with the current weights: the OPD advantage is exactly the hint’s effect', async () => {
+  const model = await TfLlamaModel.load(config, syntheticSource(config));
+  const lora = LoraAdapter.init(config, { rank: 2, alpha: 4 }, 2);
+  const policy = new LoraTrainable(model, lora);
+  const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
+  const response = [40, 41];
+  // A "hint" prompt that is the same as the rollout prompt: teacher − π_old = 0, so no gradient.
+  const same = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: prompt });
+  const m0 = await learnerStep(policy, opt, [{ sample: same }]);
+  assert.ok(Math.abs(m0.loss) < 1e-6 && m0.gradNorm < 1e-6, JSON.stringify(m0));
+  // A different prompt: a non-zero advantage, and the step follows it.
+  const hinted = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: [1, 7, 9, 11, 13, 15, 2] });
+  const teacher = await model.tokenLogprobs([1, 7, 9, 11, 13, 15, 2, 40, 41], [6, 7], lora);
+  const old = await model.tokenLogprobs([...prompt, 40, 41], [4, 5], lora);
+  const m1 = await learnerStep(policy, opt, [{ sample: hinted }]);
+  const expected = -((teacher[0] - old[0] + teacher[1] - old[1]) / 2);
+  assert.ok(Math.abs(m1.loss - expected) < 1e-4, `loss ${m1.loss} = −mean(teacher − old) = ${expected}`);
+  opt.dispose();
+  lora.dispose();
+  model.dispose();
+});
+
+test('the KL guard halves a step that moves the policy too far, and undoes it when halving is not enough', async () => {
+  const model = await TfLlamaModel.load(config, syntheticSource(config));
+  const lora = LoraAdapter.init(config, { rank: 4, alpha: 8 }, 3);
+  const policy = new LoraTrainable(model, lora);
+  const s = sample([43, 44, 45], { reward: 1 });
+  const free = await learnerStep(policy, new AdamW({ lr: 0.02, weightDecay: 0 }), [{ sample: s }]);
+  assert.ok(free.kl > 1e-3, `an unguarded large step moves far: ${free.kl}`);
+  const lora2 = LoraAdapter.init(config, { rank: 4, alpha: 8 }, 3);
+  const policy2 = new LoraTrainable(model, lora2);
+  const before = await meanLogprob(model, lora2, s);
+  const guarded = await learnerStep(policy2, new AdamW({ lr: 0.02, weightDecay: 0 }), [{ sample: s }], { maxKl: free.kl / 100 });
+  assert.equal(guarded.halvings, 2);
+  assert.match(guarded.rejected ?? '', /update undone/);
+  assert.equal(guarded.kl, 0);
+  assert.equal(await meanLogprob(model, lora2, s), before, 'the undone step leaves the adapter as it was');
+  const lora3 = LoraAdapter.init(config, { rank: 4, alpha: 8 }, 3);
+  const halved = await learnerStep(new LoraTrainable(model, lora3), new AdamW({ lr: 0.02, weightDecay: 0 }), [{ sample: s }], {
+    maxKl: free.kl / 2,
+  });
+  assert.ok(halved.halvings >= 1 && halved.rejected === null && halved.kl <= free.kl / 2, JSON.stringify(halved));
+  for (const l of [lora, lora2, lora3]) l.dispose();
+  model.dispose();
+});
+
+test('engine/trainer mismatch: truncated importance weights on exact samples only, and the drift they are reported with', async () => {
+  const model = await TfLlamaModel.load(config, syntheticSource(config));
+  const lora = LoraAdapter.init(config, { rank: 2, alpha: 4 }, 4);
+  const policy = new LoraTrainable(model, lora);
+  const response = [46, 47, 48];
+  const own = await model.tokenLogprobs([...prompt, ...response], [4, 5, 6], lora);
+  // The rollout log-probs are the trainer's own minus 2 nats: the ratio is e² > 2, capped at 2.
+  const exact = sample(response, { reward: 1, rolloutLogprobs: own.map((x) => x - 2) });
+  const tempered = sample(response, { reward: 1, rolloutLogprobs: own.map((x) => x - 2), exactLogprobs: false });
+  const m = await learnerStep(policy, new AdamW({ lr: 1e-3 }), [{ sample: exact }, { sample: tempered }], {
+    mismatchTis: true,
+    measureAfter: false,
+  });
+  assert.ok(Math.abs(m.logprobDrift - 2) < 1e-4, `drift over the exact sample only: ${m.logprobDrift}`);
+  assert.equal(m.tisMean, 2);
+  assert.equal(m.tisTruncated, 1);
+  // Loss: −mean over samples of (A · weight): exact sample A = 1·2, tempered A = 1.
+  assert.ok(Math.abs(m.loss - -(2 + 1) / 2) < 1e-4, `loss ${m.loss}`);
+  lora.dispose();
+  model.dispose();
+});
