@@ -8,7 +8,9 @@
  *   the rest wait, in arrival order, for the next batch. Samples without a user id are not capped
  *   (nothing says they share a user);
  * - a batch is full at `batchSize`; a smaller one is released once the oldest buffered sample
- *   has waited `maxWaitMs` (so one talkative user alone still trains, at the capped size).
+ *   has waited `maxWaitMs` (so one talkative user alone still trains, at the capped size), but
+ *   never with fewer than `minSamples` trainable samples (a few stray calls never make a
+ *   version). A batch with no trainable sample at all (masked, dropped) is released to commit.
  */
 import type { Sample } from '../schemas/index.ts';
 
@@ -25,6 +27,8 @@ export interface BatcherOptions {
   maxUserShare?: number;
   /** A partial batch is released when its oldest sample has waited this long. @default 30000 */
   maxWaitMs?: number;
+  /** Fewest trainable samples (some loss-mask token) a batch may train on, ≤ batchSize. @default 1 */
+  minSamples?: number;
 }
 
 /** A buffered sample and where it came from. */
@@ -48,6 +52,7 @@ export class SampleBatcher<M = unknown> {
   readonly staleness: StalenessMode;
   readonly maxPerUser: number;
   readonly maxWaitMs: number;
+  readonly minSamples: number;
   private buffer: Array<Pending<M>> = [];
 
   constructor(options: BatcherOptions = {}) {
@@ -59,6 +64,10 @@ export class SampleBatcher<M = unknown> {
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError('batchSize must be a positive integer');
     this.maxPerUser = Math.max(1, Math.ceil(share * this.batchSize));
     this.maxWaitMs = options.maxWaitMs ?? 30_000;
+    this.minSamples = options.minSamples ?? 1;
+    if (!Number.isInteger(this.minSamples) || this.minSamples < 1 || this.minSamples > this.batchSize) {
+      throw new RangeError('minSamples must be an integer in [1, batchSize]');
+    }
   }
 
   get size(): number {
@@ -108,6 +117,8 @@ export class SampleBatcher<M = unknown> {
   /** A full batch is available, or a partial one whose oldest sample has waited `maxWaitMs`. */
   ready(currentVersion: number, now = Date.now()): boolean {
     const { take, drop } = this.plan(currentVersion);
+    const trainable = [...take].filter((i) => this.buffer[i].sample.lossMask.some((m) => m > 0)).length;
+    if (trainable > 0 && trainable < this.minSamples) return false;
     if (take.size >= this.batchSize) return true;
     if (take.size === 0) return drop.size > 0 && now - this.buffer[0].receivedAt >= this.maxWaitMs;
     const oldest = Math.min(...[...take].map((i) => this.buffer[i].receivedAt));

@@ -27,12 +27,11 @@ import { partitioner } from '../streams/producer.ts';
 import { readToEnd } from '../streams/topic-reader.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
-import { CHECKPOINT_FORMAT, loadCheckpoint, saveCheckpoint } from '../policy/builtin/checkpoint.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
 import { learnerStep, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
-import type { TransformerModel } from '../policy/builtin/model.ts';
 import { UserConsensus, type UserConsensusOptions } from './user-consensus.ts';
-import { initCheckpoint, WeightStore } from '../policy/builtin/weight-store.ts';
+import { BuiltinLineage, type PolicyLineage } from './policy-lineage.ts';
+import type { TrainablePolicy } from './trainable-policy.ts';
 
 /**
  * Learning rate of the learner for the built-in model, chosen by measurement (trainer/README.md,
@@ -49,8 +48,13 @@ export interface LearnerOptions {
   codecs: EventCodecs;
   /** Weight store root. `TURNSTREAM_WEIGHTS_DIR` */
   weightsDir: string;
-  /** @default 'turnstream-tiny' */
+  /** @default 'turnstream-tiny' (or the lineage's) */
   modelId?: string;
+  /**
+   * The model being trained and its versions. @default the built-in model's checkpoints
+   * (`BuiltinLineage(weightsDir, modelId)`); a `LoraLineage` trains a LoRA adapter on a GGUF base.
+   */
+  lineage?: PolicyLineage;
   /** Train from a replay's samples (`topicName('samples', { tag })`). @default the live samples */
   samplesTag?: string;
   /** Train on top of this version instead of the last published one. @default the last published (or 0) */
@@ -61,7 +65,7 @@ export interface LearnerOptions {
   instanceId?: string;
   /** Batch size, staleness and per-user cap. */
   batch?: BatcherOptions;
-  /** Loss weights and regularizers. */
+  /** Loss weights, regularizers, importance weights and the KL guard. */
   step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
   /**
    * Weight each sample's loss by its user's agreement with the other users (ALGORITHMS.md §7,
@@ -121,6 +125,8 @@ const metrics = {
   userWeight: gauge('turnstream_trainer_user_weight', "A user's consensus weight (what they reward vs the others)", ['model', 'user']),
   conflicts: gauge('turnstream_trainer_user_conflicts', 'Pairs of users who push the model in opposite directions', ['model']),
   buffered: gauge('turnstream_trainer_buffered_samples', 'Samples waiting for a batch', ['model']),
+  rejected: counter('turnstream_trainer_steps_rejected_total', 'Steps undone by the KL guard (no version published)', ['model']),
+  tis: gauge('turnstream_trainer_tis_mean', 'Mean truncated importance weight of the last step (1: none applied)', ['model']),
   stepSeconds: histogram('turnstream_trainer_step_seconds', 'Training step time', ['model'], [0.1, 0.5, 1, 2, 5, 10, 30, 60]),
 };
 
@@ -158,7 +164,7 @@ class Learner {
   private readonly o: LearnerOptions;
   private readonly log: Logger;
   private readonly modelId: string;
-  private readonly store: WeightStore;
+  private readonly lineage: PolicyLineage;
   private readonly batcher: SampleBatcher<Origin>;
   private readonly optimizer: AdamW;
   private readonly consensus: UserConsensus | null;
@@ -168,7 +174,7 @@ class Learner {
   private consumer!: Consumer;
   private producer!: Producer;
   private samplesTopic = '';
-  private model: TransformerModel | null = null;
+  private policy: TrainablePolicy | null = null;
   private version = 0;
   private nextVersion = 1;
   private steps = 0;
@@ -197,9 +203,9 @@ class Learner {
 
   constructor(options: LearnerOptions) {
     this.o = options;
-    this.modelId = options.modelId ?? 'turnstream-tiny';
+    this.modelId = options.lineage?.modelId ?? options.modelId ?? 'turnstream-tiny';
     this.log = options.logger ?? createLogger('learner');
-    this.store = new WeightStore(options.weightsDir);
+    this.lineage = options.lineage ?? new BuiltinLineage(options.weightsDir, this.modelId);
     this.batcher = new SampleBatcher<Origin>(options.batch);
     this.optimizer = new AdamW({ lr: LEARNER_LR, ...options.optimizer });
     this.consensus = options.consensus === false ? null : new UserConsensus(options.consensusOptions);
@@ -226,25 +232,23 @@ class Learner {
 
     // Resume: the last published version, minus whatever a crash left unpublished.
     const published = await lastPublishedVersion(kafka, codecs, this.modelId);
-    const v0 = await initCheckpoint(this.o.weightsDir, { modelId: this.modelId });
+    const v0 = await this.lineage.init();
     const publishedVersion = published?.version ?? 0;
-    for (const v of await this.store.list(this.modelId)) {
+    for (const v of await this.lineage.versions()) {
       if (v > publishedVersion) {
-        this.log.warn({ version: v }, 'discarding an unpublished checkpoint (left by a crash)');
-        await rm(this.store.path(this.modelId, v), { recursive: true, force: true });
+        this.log.warn({ version: v }, 'discarding an unpublished version (left by a crash)');
+        await rm(this.lineage.path(v), { recursive: true, force: true });
       }
     }
     const from = this.o.fromVersion ?? publishedVersion;
     if (from > publishedVersion) throw new Error(`--from-version ${from} is newer than the last published version ${publishedVersion}`);
-    const { model, manifest } = await loadCheckpoint(this.store.path(this.modelId, from), {
-      expectedSha256: published && published.version === from ? published.sha256 : from === 0 ? v0.sha256 : undefined,
-    });
-    this.model = model;
+    const loaded = await this.lineage.load(from, published && published.version === from ? published.sha256 : from === 0 ? v0.sha256 : undefined);
+    this.policy = loaded.policy;
     this.version = from;
     this.nextVersion = publishedVersion + 1;
     // Learner steps since version 0 (a base's own metrics count pretraining steps, not ours).
-    this.steps = from === 0 ? 0 : published && from === publishedVersion ? published.metrics.steps : (manifest.metrics?.steps ?? 0);
-    this.baseModel = published?.baseModel ?? manifest.baseModel ?? `${this.modelId}@v0`;
+    this.steps = from === 0 ? 0 : published && from === publishedVersion ? published.metrics.steps : (loaded.steps ?? 0);
+    this.baseModel = published?.baseModel ?? this.lineage.baseModel;
     metrics.version.set({ model: this.modelId }, this.version);
     this.log.info(
       {
@@ -381,13 +385,17 @@ class Learner {
     }
     let published: WeightVersion | null = null;
     let m: StepMetrics | null = null;
+    const stepStarted = Date.now();
     if (batch.length > 0) {
       const end = metrics.stepSeconds.startTimer({ model: this.modelId });
       let items: StepSample[] = batch.map((b) => ({ sample: b.sample, stale: b.stale }));
       if (this.consensus) items = this.weigh(items);
-      m = await learnerStep(this.model!, this.optimizer, items, this.o.step);
+      m = await learnerStep(this.policy!, this.optimizer, items, this.o.step);
       end();
-      if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length);
+      if (m.rejected) {
+        metrics.rejected.inc({ model: this.modelId });
+        this.log.warn({ reason: m.rejected, samples: m.samples, gradNorm: m.gradNorm }, 'step rejected; no version published');
+      } else if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length);
     }
     for (const p of [...batch, ...dropped]) this.parts.get(p.meta.partition)?.done.add(p.meta.offset);
     try {
@@ -409,8 +417,19 @@ class Learner {
       metrics.drift.set({ model: this.modelId }, m.logprobDrift);
       metrics.kl.set({ model: this.modelId }, m.kl);
       metrics.clip.set({ model: this.modelId }, m.clipFraction);
+      metrics.tis.set({ model: this.modelId }, m.tisMean);
       this.log.info(
-        { version: published.version, ...published.metrics, lossAfter: m.lossAfter, gradNorm: m.gradNorm },
+        {
+          version: published.version,
+          ...published.metrics,
+          lossAfter: m.lossAfter,
+          gradNorm: m.gradNorm,
+          tisMean: m.tisMean,
+          tisTruncated: m.tisTruncated,
+          halvings: m.halvings,
+          cutTokens: m.cutTokens,
+          seconds: Number(((Date.now() - stepStarted) / 1000).toFixed(2)),
+        },
         'published weight version',
       );
       this.o.onVersion?.(published);
@@ -468,7 +487,7 @@ class Learner {
   private async writeCheckpoint(m: StepMetrics, droppedStale: number): Promise<WeightVersion> {
     const version = this.nextVersion;
     // A folder with this number can only be an unpublished leftover: versions are published in order.
-    await rm(this.store.path(this.modelId, version), { recursive: true, force: true });
+    await rm(this.lineage.path(version), { recursive: true, force: true });
     const trainMetrics = {
       loss: m.loss,
       meanReward: m.meanReward,
@@ -480,21 +499,14 @@ class Learner {
       droppedStale,
       steps: this.steps + 1,
     };
-    const saved = await saveCheckpoint(this.model!, {
-      weightsDir: this.o.weightsDir,
-      modelId: this.modelId,
-      version,
-      parentVersion: this.version,
-      baseModel: this.baseModel,
-      metrics: trainMetrics,
-    });
+    const saved = await this.lineage.save(version, this.version, trainMetrics);
     return {
       modelId: this.modelId,
       version,
       parentVersion: this.version,
       uri: saved.uri,
       sha256: saved.sha256,
-      format: CHECKPOINT_FORMAT,
+      format: this.lineage.format,
       baseModel: this.baseModel,
       metrics: trainMetrics,
       createdAt: Date.now(),
@@ -558,7 +570,7 @@ class Learner {
     await this.consumer?.disconnect().catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
     this.optimizer.dispose();
-    this.model?.dispose();
-    this.model = null;
+    this.lineage.dispose();
+    this.policy = null;
   }
 }

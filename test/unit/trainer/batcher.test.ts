@@ -71,3 +71,16 @@ test('invalid options are refused', () => {
   assert.throws(() => new SampleBatcher({ maxUserShare: 0 }), RangeError);
   assert.throws(() => new SampleBatcher({ batchSize: 0 }), RangeError);
 });
+
+test('a few stray samples never make a batch, however long they wait; masked-only batches still commit', () => {
+  const b = new SampleBatcher<number>({ batchSize: 8, minSamples: 4, maxUserShare: 1, maxWaitMs: 10 });
+  [0, 1, 2].forEach((i) => b.add(s(`s${i}`, null), i, 0));
+  assert.equal(b.ready(0, 1_000_000), false, 'three trainable samples < minSamples 4, even after a long wait');
+  b.add(s('s3', null), 3, 0);
+  assert.equal(b.ready(0, 5), false, 'four samples, a partial batch: waits for maxWaitMs');
+  assert.equal(b.ready(0, 20), true);
+  const masked = new SampleBatcher<number>({ batchSize: 8, minSamples: 4, maxWaitMs: 10 });
+  masked.add(exampleSample({ sampleId: 'm', lossMask: [0, 0, 0] }), 0, 0);
+  assert.equal(masked.ready(0, 20), true, 'nothing to train: released so its offset commits');
+  assert.throws(() => new SampleBatcher({ batchSize: 4, minSamples: 5 }), /minSamples/);
+});
