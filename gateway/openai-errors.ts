@@ -9,13 +9,17 @@ export interface OpenAIErrorBody {
   error: { message: string; type: string; code: string | null; param: string | null };
 }
 
-const STATUS: Record<ErrorCode, number> = {
+/** HTTP status of every code (the error catalogue test checks that each has one). */
+export const STATUS: Record<ErrorCode, number> = {
   [ErrorCodes.INVALID_INPUT]: 400,
   [ErrorCodes.DECODE]: 400,
   [ErrorCodes.UNAUTHORIZED]: 401,
+  [ErrorCodes.FORBIDDEN]: 403,
   [ErrorCodes.NOT_FOUND]: 404,
   [ErrorCodes.UNAVAILABLE]: 503,
   [ErrorCodes.TIMEOUT]: 504,
+  [ErrorCodes.OVERLOADED]: 429,
+  [ErrorCodes.TOO_LARGE]: 413,
   [ErrorCodes.UPSTREAM]: 502,
   [ErrorCodes.JUDGE_FAILED]: 502,
   [ErrorCodes.CORRUPT_WEIGHTS]: 500,

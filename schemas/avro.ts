@@ -152,6 +152,22 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
       ),
       field('latencyMs', 'int'),
       field('gatewayId', 'string'),
+      // Who made the call when a service key acted for `userId` (X-User-Id / user); null otherwise.
+      optField('actedBy', 'string'),
+      optField(
+        'truncation',
+        once(ctx, 'TurnTruncation', () => ({
+          type: 'record',
+          doc: 'How the gateway shrank a Turn larger than its topic allows (gateway/turn-fit.ts).',
+          fields: [
+            field('originalBytes', 'long'),
+            field('truncatedFields', 'int'),
+            field('maxFieldBytes', 'int'),
+            field('tokenIdsDropped', 'boolean'),
+            optField('keptIn', 'string'),
+          ],
+        })),
+      ),
     ],
   }));
 }
@@ -168,6 +184,7 @@ export function feedbackSchema(ctx: Ctx = new Set()): Schema {
       optField('rating', 'int'),
       optField('text', 'string'),
       field('createdAt', millis),
+      optField('actedBy', 'string'),
     ],
   }));
 }

@@ -42,6 +42,11 @@ export function avroTypeOf(id: TopicId): avro.Type {
   return t;
 }
 
+/** Bytes of `value` as a record value of topic `id`: the wire header (5) plus its Avro body. */
+export function encodedSize(id: TopicId, value: unknown): number {
+  return 5 + avroTypeOf(id).toBuffer(value).length;
+}
+
 const MAGIC = 0;
 
 export class AvroCodec<T> implements Codec<T> {

@@ -25,11 +25,19 @@ export interface TopicSpec<T = unknown> {
   readonly retentionMs: number;
   /** What the key holds. */
   readonly key: string;
+  /**
+   * The topic's `max.message.bytes`, set on creation (and on existing topics by ensureTopics):
+   * the largest record batch the broker accepts. The gateway shrinks a Turn to fit its topic
+   * before it enters the outbox; the processor runtime dead-letters an input whose output would
+   * not fit, rather than retrying a transaction the broker refuses.
+   */
+  readonly maxMessageBytes: number;
   /** Phantom type carrier. */
   readonly _type?: T;
 }
 
 const WEEK = 7 * 24 * 3600 * 1000;
+const MiB = 1024 * 1024;
 
 export const TOPICS = {
   turns: {
@@ -39,6 +47,7 @@ export const TOPICS = {
     cleanup: 'delete',
     retentionMs: -1,
     key: 'sessionId',
+    maxMessageBytes: MiB,
   } as TopicSpec<Turn>,
   feedback: {
     id: 'feedback',
@@ -47,6 +56,7 @@ export const TOPICS = {
     cleanup: 'delete',
     retentionMs: -1,
     key: 'sessionId',
+    maxMessageBytes: MiB,
   } as TopicSpec<Feedback>,
   sessionState: {
     id: 'sessionState',
@@ -55,6 +65,7 @@ export const TOPICS = {
     cleanup: 'compact',
     retentionMs: -1,
     key: 'sessionId',
+    maxMessageBytes: 4 * MiB,
   } as TopicSpec<SessionState>,
   pairs: {
     id: 'pairs',
@@ -63,6 +74,7 @@ export const TOPICS = {
     cleanup: 'delete',
     retentionMs: 4 * WEEK,
     key: 'sessionId',
+    maxMessageBytes: 4 * MiB,
   } as TopicSpec<TurnPair>,
   judgements: {
     id: 'judgements',
@@ -71,6 +83,7 @@ export const TOPICS = {
     cleanup: 'delete',
     retentionMs: 4 * WEEK,
     key: 'turnId',
+    maxMessageBytes: 4 * MiB,
   } as TopicSpec<Judgement>,
   samples: {
     id: 'samples',
@@ -79,6 +92,7 @@ export const TOPICS = {
     cleanup: 'delete',
     retentionMs: 4 * WEEK,
     key: 'sessionId',
+    maxMessageBytes: 4 * MiB,
   } as TopicSpec<Sample>,
   weights: {
     id: 'weights',
@@ -87,6 +101,7 @@ export const TOPICS = {
     cleanup: 'compact,delete',
     retentionMs: 52 * WEEK,
     key: 'modelId',
+    maxMessageBytes: MiB,
   } as TopicSpec<WeightVersion>,
   dlq: {
     id: 'dlq',
@@ -95,6 +110,7 @@ export const TOPICS = {
     cleanup: 'delete',
     retentionMs: 4 * WEEK,
     key: 'original key',
+    maxMessageBytes: 8 * MiB,
   } as TopicSpec<DeadLetter>,
 } as const;
 

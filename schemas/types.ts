@@ -87,6 +87,24 @@ export interface Turn {
   usage: Usage;
   latencyMs: number;
   gatewayId: string;
+  /** The user of the service key that acted for `userId` (X-User-Id / `user`); null or absent otherwise. */
+  actedBy?: string | null;
+  /** Set when the gateway shrank the Turn to fit its topic (gateway/turn-fit.ts); null or absent otherwise. */
+  truncation?: TurnTruncation | null;
+}
+
+/** How a Turn larger than its topic allows was shrunk (the rule: gateway/turn-fit.ts). */
+export interface TurnTruncation {
+  /** Encoded size of the Turn as captured. */
+  originalBytes: number;
+  /** Texts (message contents, the answer, tool call arguments, tools) that were cut. */
+  truncatedFields: number;
+  /** The length every cut text was cut to, in UTF-8 bytes. */
+  maxFieldBytes: number;
+  /** Token ids and log-probs were left out as well (the turn is then not token-trainable). */
+  tokenIdsDropped: boolean;
+  /** Where the gateway kept the Turn whole (a file on its machine), if it did. */
+  keptIn: string | null;
 }
 
 /** Explicit feedback (👍/👎, text). Key: sessionId. */
@@ -100,6 +118,8 @@ export interface Feedback {
   rating: number | null;
   text: string | null;
   createdAt: number;
+  /** The user of the service key that gave it for `userId`; null or absent otherwise. */
+  actedBy?: string | null;
 }
 
 export interface FeedbackEvidence {

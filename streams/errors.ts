@@ -10,12 +10,18 @@ export const ErrorCodes = {
   DECODE: 'TS_ERR_DECODE',
   /** Authentication failed (missing or unknown API key). */
   UNAUTHORIZED: 'TS_ERR_UNAUTHORIZED',
+  /** Authenticated, but not allowed: another user's turn or session, acting for another user without a service key. */
+  FORBIDDEN: 'TS_ERR_FORBIDDEN',
   /** Something asked for does not exist (model, turn, session, weight version). */
   NOT_FOUND: 'TS_ERR_NOT_FOUND',
   /** Kafka, the registry or ClickHouse could not be reached or refused the call. */
   UNAVAILABLE: 'TS_ERR_UNAVAILABLE',
   /** A call took longer than its bound. */
   TIMEOUT: 'TS_ERR_TIMEOUT',
+  /** At capacity (concurrent generations and queue full): retry after the advertised delay. */
+  OVERLOADED: 'TS_ERR_OVERLOADED',
+  /** An event or record is larger than its topic (or the broker) accepts, even after shrinking. */
+  TOO_LARGE: 'TS_ERR_TOO_LARGE',
   /** An upstream engine, judge or teacher answered with an error or nonsense. */
   UPSTREAM: 'TS_ERR_UPSTREAM',
   /** Every judge vote for a pair failed. */
@@ -32,7 +38,12 @@ export const ErrorCodes = {
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-const RETRIABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set([ErrorCodes.UNAVAILABLE, ErrorCodes.TIMEOUT, ErrorCodes.UPSTREAM]);
+const RETRIABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set([
+  ErrorCodes.UNAVAILABLE,
+  ErrorCodes.TIMEOUT,
+  ErrorCodes.UPSTREAM,
+  ErrorCodes.OVERLOADED,
+]);
 
 export interface TurnstreamErrorOptions {
   /** Overrides the code's default retriability. */
@@ -41,6 +52,8 @@ export interface TurnstreamErrorOptions {
   cause?: unknown;
   /** For input errors: the offending field, as OpenAI's `param`. */
   param?: string;
+  /** For OVERLOADED: how long the caller should wait before retrying (HTTP `Retry-After`). */
+  retryAfterMs?: number;
 }
 
 /** Base class of every error turnstream raises on purpose. */
@@ -48,6 +61,7 @@ export class TurnstreamError extends Error {
   readonly code: ErrorCode;
   readonly retriable: boolean;
   readonly param: string | undefined;
+  readonly retryAfterMs: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: TurnstreamErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -55,6 +69,7 @@ export class TurnstreamError extends Error {
     this.code = code;
     this.retriable = options.retriable ?? RETRIABLE_BY_DEFAULT.has(code);
     this.param = options.param;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

@@ -3,7 +3,14 @@ export { createLogger, type Logger } from './logger.ts';
 export { createKafka, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
 export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
 export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';
-export { EventProducer, partitioner, type EventProducerOptions, type OutgoingEvent } from './producer.ts';
+export {
+  EventProducer,
+  maxValueBytes,
+  partitioner,
+  RECORD_OVERHEAD_BYTES,
+  type EventProducerOptions,
+  type OutgoingEvent,
+} from './producer.ts';
 export { followTopic, type Follower, type FollowOptions } from './follow.ts';
 export { readToEnd, type RawRecord, type ReadToEndOptions } from './topic-reader.ts';
 export { deadLetter } from './dead-letter.ts';
@@ -20,3 +27,4 @@ export {
 } from './processor.ts';
 export { KeyedWorkPool } from './work-pool.ts';
 export { OffsetTracker } from './offset-tracker.ts';
+export { KeySet, presentedKey } from './api-keys.ts';

@@ -14,6 +14,12 @@
  * When everything is drained and the file is larger than `compactBytes`, it is truncated
  * (file first, then cursor: a crash in between leaves a cursor past the end, read as 0).
  * A torn last line (crash mid-append) is cut off on open: its caller never got an ack.
+ *
+ * A record the sender refuses for good (a `TurnstreamError` that is not retriable: too large for
+ * its topic, not encodable) never blocks the records behind it. The batch is split in halves
+ * until the record is alone; it is then appended to `dead-letters.jsonl` (fsync'd, so it is not
+ * lost), handed to `deadLetter` (the gateway publishes a DeadLetter), and the cursor moves past
+ * it. Any other failure (Kafka away, a plain Error) is retried with backoff, the batch unchanged.
  */
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { mkdir, open, readFile, rename, stat, truncate, type FileHandle } from 'node:fs/promises';
@@ -33,14 +39,26 @@ export interface OutboxRecord<V = unknown> {
   headers?: Record<string, string>;
 }
 
-/** Sends a batch to Kafka, in order; resolves only when every record is acknowledged. */
+/**
+ * Sends a batch to Kafka, in order; resolves only when every record is acknowledged. Throws a
+ * non-retriable `TurnstreamError` when a record of the batch can never be sent (the outbox then
+ * isolates and sets it aside); anything else thrown is retried.
+ */
 export type OutboxSender = (records: OutboxRecord[]) => Promise<void>;
+
+/**
+ * Publishes a record the sender refused for good (the gateway: a DeadLetter on the DLQ topic).
+ * `keptIn` is the local file that holds the record whole. A throw is retried later.
+ */
+export type OutboxDeadLetterSender = (record: OutboxRecord, error: TurnstreamError, keptIn: string) => Promise<void>;
 
 export interface OutboxOptions {
   /** Folder of `outbox.jsonl` and `cursor.json` (created). */
   dir: string;
   /** Sends drained batches. Without one, records only accumulate until `setSender`. */
   sender?: OutboxSender;
+  /** Publishes records the sender refused for good. @default none (they are only kept in `dead-letters.jsonl`) */
+  deadLetter?: OutboxDeadLetterSender;
   /** Most records per drained batch. @default 100 */
   maxBatchRecords?: number;
   /** Most bytes read per drained batch. @default 4 MiB */
@@ -61,6 +79,13 @@ export interface OutboxStats {
   drained: number;
   /** Failed send attempts since open. */
   failures: number;
+  /** Records the sender refused for good since open, set aside in `dead-letters.jsonl`. */
+  deadLettered: number;
+  /**
+   * How long the outbox has held records without draining any (0 when empty): the time since
+   * the last acknowledged batch, or since the first record arrived in an empty outbox.
+   */
+  stalledMs: number;
   /** The last send error, cleared by a successful send. */
   lastError: string | null;
   /** The file is open and appends succeed. */
@@ -70,6 +95,14 @@ export interface OutboxStats {
 interface Cursor {
   offset: number;
   seq: number;
+}
+
+interface Batch {
+  records: OutboxRecord[];
+  /** Byte offset just past the batch. */
+  end: number;
+  /** Unparseable lines skipped in it. */
+  bad: number;
 }
 
 interface PendingAppend {
@@ -96,7 +129,7 @@ export class Outbox {
   private readonly dir: string;
   private readonly file: string;
   private readonly cursorFile: string;
-  private readonly opts: Required<Omit<OutboxOptions, 'sender' | 'logger' | 'dir'>>;
+  private readonly opts: Required<Omit<OutboxOptions, 'sender' | 'deadLetter' | 'logger' | 'dir'>>;
   private readonly logger: OutboxOptions['logger'];
   private sender: OutboxSender | undefined;
   private fh: FileHandle | null = null;
@@ -109,15 +142,29 @@ export class Outbox {
   private wake: (() => void) | null = null;
   private readonly stopCtl = new AbortController();
   /** A batch whose send failed: retried exactly as it was (same records, same order). */
-  private retryBatch: { records: OutboxRecord[]; end: number; bad: number } | null = null;
+  private retryBatch: Batch | null = null;
+  /** A refused record kept locally whose DeadLetter is not published yet. */
+  private aside: { batch: Batch; error: TurnstreamError } | null = null;
+  /** Records per batch: halved while isolating a refused record, then doubled back. */
+  private batchLimit: number;
+  private deadLetter: OutboxDeadLetterSender | undefined;
+  private progressAt = Date.now();
   private closed = false;
-  private readonly s: OutboxStats = { depth: 0, drained: 0, failures: 0, lastError: null, healthy: false };
+  private readonly s: Omit<OutboxStats, 'stalledMs'> = {
+    depth: 0,
+    drained: 0,
+    failures: 0,
+    deadLettered: 0,
+    lastError: null,
+    healthy: false,
+  };
 
   private constructor(options: OutboxOptions) {
     this.dir = options.dir;
     this.file = join(options.dir, 'outbox.jsonl');
     this.cursorFile = join(options.dir, 'cursor.json');
     this.sender = options.sender;
+    this.deadLetter = options.deadLetter;
     this.logger = options.logger;
     this.opts = {
       maxBatchRecords: options.maxBatchRecords ?? 100,
@@ -126,6 +173,7 @@ export class Outbox {
       maxRetryDelayMs: options.maxRetryDelayMs ?? 5000,
       compactBytes: options.compactBytes ?? 8 * 1024 * 1024,
     };
+    this.batchLimit = this.opts.maxBatchRecords;
   }
 
   /** Opens (or creates) the outbox, repairs a torn tail, and starts draining what is left. */
@@ -178,14 +226,15 @@ export class Outbox {
     this.draining = this.drainLoop();
   }
 
-  /** Sets (or replaces) the sender and wakes the drainer. */
-  setSender(sender: OutboxSender): void {
+  /** Sets (or replaces) the sender (and the dead-letter sender) and wakes the drainer. */
+  setSender(sender: OutboxSender, deadLetter?: OutboxDeadLetterSender): void {
     this.sender = sender;
+    if (deadLetter) this.deadLetter = deadLetter;
     this.kick();
   }
 
   stats(): OutboxStats {
-    return { ...this.s };
+    return { ...this.s, stalledMs: this.s.depth > 0 ? Date.now() - this.progressAt : 0 };
   }
 
   get depth(): number {
@@ -219,6 +268,7 @@ export class Outbox {
           await this.fh!.write(buf, 0, buf.length, null);
           await this.fh!.datasync();
           this.size += buf.length;
+          if (this.s.depth === 0) this.progressAt = Date.now();
           this.s.depth += batch.length;
           this.s.healthy = true;
           for (const p of batch) p.resolve();
@@ -252,8 +302,8 @@ export class Outbox {
     return buf.subarray(0, read);
   }
 
-  /** Reads the next batch after the cursor: records and the byte offset just past them. */
-  private async nextBatch(): Promise<{ records: OutboxRecord[]; end: number; bad: number } | null> {
+  /** Reads the next batch (at most `batchLimit` records) after the cursor: records and the byte offset just past them. */
+  private async nextBatch(): Promise<Batch | null> {
     const avail = this.size - this.cursor.offset;
     if (avail <= 0) return null;
     let len = Math.min(avail, this.opts.maxBatchBytes);
@@ -270,7 +320,7 @@ export class Outbox {
     let consumed = 0;
     let bad = 0;
     let start = 0;
-    while (start <= lastNl && records.length < this.opts.maxBatchRecords) {
+    while (start <= lastNl && records.length < this.batchLimit) {
       const nl = buf.indexOf(0x0a, start);
       const line = buf.subarray(start, nl).toString('utf8');
       start = nl + 1;
@@ -340,21 +390,75 @@ export class Outbox {
 
   /** Sends one batch; true when it made progress, false when there was nothing to send. */
   private async drainOnce(): Promise<boolean> {
+    if (this.aside) return this.publishAside(this.aside.batch, this.aside.error);
     if (!this.sender || this.size <= this.cursor.offset) return false;
     // Resend a failed batch unchanged, so the idempotent producer's sequence numbers match.
     const batch = this.retryBatch ?? (await this.nextBatch());
     if (!batch) return false;
     this.retryBatch = batch;
-    if (batch.records.length > 0) await this.sender(batch.records);
+    try {
+      if (batch.records.length > 0) await this.sender(batch.records);
+    } catch (err) {
+      if (!(err instanceof TurnstreamError) || err.retriable) throw err;
+      // Refused for good: nothing of it was sent (or the broker refused it whole). Isolate the
+      // offending record by halving the batch; then set it aside and move on.
+      this.retryBatch = null;
+      if (batch.records.length > 1) {
+        this.batchLimit = Math.max(1, Math.floor(batch.records.length / 2));
+        return true;
+      }
+      return this.setAside(batch, err);
+    }
     this.retryBatch = null;
+    await this.advance(batch);
+    this.s.drained += batch.records.length;
+    this.batchLimit = Math.min(this.opts.maxBatchRecords, this.batchLimit * 2);
+    return true;
+  }
+
+  /** Moves the cursor past `batch` (durably) and updates the counts. */
+  private async advance(batch: Batch): Promise<void> {
     const last = batch.records[batch.records.length - 1];
     this.cursor = { offset: batch.end, seq: last?.seq ?? this.cursor.seq };
     await this.writeCursor(this.cursor);
     this.s.depth = Math.max(0, this.s.depth - batch.records.length - batch.bad);
-    this.s.drained += batch.records.length;
     this.s.lastError = null;
+    this.progressAt = Date.now();
     await this.maybeCompact();
+  }
+
+  /** Keeps a refused record in `dead-letters.jsonl` (fsync'd), then publishes it. */
+  private async setAside(batch: Batch, error: TurnstreamError): Promise<boolean> {
+    const record = batch.records[0];
+    this.logger?.error(
+      { seq: record?.seq, topic: record?.topic, key: record?.key, code: error.code, err: error.message },
+      'outbox: a record was refused for good; setting it aside so the records behind it are sent',
+    );
+    if (record) {
+      const h = await open(this.deadFile, 'a');
+      try {
+        await h.write(JSON.stringify({ ...record, code: error.code, reason: error.message, failedAt: Date.now() }) + '\n');
+        await h.datasync();
+      } finally {
+        await h.close();
+      }
+    }
+    this.aside = { batch, error };
+    return this.publishAside(batch, error);
+  }
+
+  private async publishAside(batch: Batch, error: TurnstreamError): Promise<boolean> {
+    const record = batch.records[0];
+    if (record && this.deadLetter) await this.deadLetter(record, error, this.deadFile);
+    this.aside = null;
+    await this.advance(batch);
+    this.s.deadLettered += batch.records.length;
     return true;
+  }
+
+  /** Where refused records are kept whole. */
+  get deadFile(): string {
+    return join(this.dir, 'dead-letters.jsonl');
   }
 
   private async maybeCompact(): Promise<void> {

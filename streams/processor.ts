@@ -24,7 +24,7 @@ import type { EventCodecs, TopicValues } from './event-codecs.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { counter, gauge, histogram } from './metrics.ts';
 import { OffsetTracker } from './offset-tracker.ts';
-import { partitioner } from './producer.ts';
+import { chunksOf, MAX_SEND_BYTES, maxValueBytes, partitioner } from './producer.ts';
 import { StateStore } from './state-store.ts';
 import { KeyedWorkPool } from './work-pool.ts';
 
@@ -127,28 +127,6 @@ interface Output {
 }
 
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
-
-/** Bytes of outputs per send within a transaction (well under the broker's 1 MiB default). */
-const MAX_SEND_BYTES = 512 * 1024;
-
-/** Consecutive runs of `outputs` of at most `max` bytes each (a bigger single output alone). */
-function chunksOf(outputs: Output[], max: number): Output[][] {
-  const chunks: Output[][] = [];
-  let chunk: Output[] = [];
-  let size = 0;
-  for (const o of outputs) {
-    const n = (o.value?.length ?? 0) + Buffer.byteLength(o.key) + 70; // + record overhead
-    if (chunk.length > 0 && size + n > max) {
-      chunks.push(chunk);
-      chunk = [];
-      size = 0;
-    }
-    chunk.push(o);
-    size += n;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
-}
 
 const metrics = {
   consumed: counter('turnstream_processor_records_in_total', 'Records consumed', ['processor', 'topic']),
@@ -385,6 +363,9 @@ class ProcessorRuntime<S> {
           },
         },
       );
+      // An output the broker would refuse would fail every transaction it is in, for ever: the
+      // input goes to the DLQ instead (its state writes are dropped with it).
+      this.checkSizes(outputs);
       // The handler's state writes become visible only now that it has succeeded, and only
       // if this instance still owns the partition.
       if (this.store && this.trackerStillOwned(topic, partition, tracker)) for (const [sk, sv] of staged) this.store.set(sk, partition, sv);
@@ -399,6 +380,22 @@ class ProcessorRuntime<S> {
     }
     tracker.complete(offset, outputs);
     this.afterTask();
+  }
+
+  private checkSizes(outputs: Output[]): void {
+    for (const o of outputs) {
+      const id = this.o.codecs.idOf(o.topic);
+      const bytes = o.value?.length ?? 0;
+      if (id && bytes > maxValueBytes(id)) {
+        throw new TurnstreamError(
+          ErrorCodes.TOO_LARGE,
+          `its ${o.topic} output (key ${o.key}) is ${bytes} bytes; the topic takes at most ${maxValueBytes(id)}`,
+          {
+            retriable: false,
+          },
+        );
+      }
+    }
   }
 
   private trackerStillOwned(topic: string, partition: number, tracker: OffsetTracker<Output>): boolean {
@@ -480,7 +477,7 @@ class ProcessorRuntime<S> {
     try {
       // Several sends of bounded size in the one transaction: a backlog's outputs in one record
       // batch would exceed the broker's message.max.bytes (1 MiB) and be refused for ever.
-      for (const chunk of chunksOf(outputs, MAX_SEND_BYTES)) {
+      for (const chunk of chunksOf(outputs, (o) => (o.value?.length ?? 0) + Buffer.byteLength(o.key) + 70, MAX_SEND_BYTES)) {
         const byTopic = new Map<string, Message[]>();
         for (const o of chunk) {
           const list = byTopic.get(o.topic) ?? [];

@@ -1,11 +1,15 @@
 /**
- * Creates every topic of the catalogue with its partitions, replication and cleanup
- * policy. Topics are created explicitly: KRaft brokers here run without auto-creation.
- * Creation is retried while the broker answers that a just-created topic's partitions are not
- * hosted yet (its metadata still propagating) or with another retriable error; a topic another
- * process created meanwhile counts as created.
+ * Creates every topic of the catalogue with its partitions, replication, cleanup policy and
+ * `max.message.bytes`. Topics are created explicitly: KRaft brokers here run without
+ * auto-creation. Creation is retried while the broker answers that a just-created topic's
+ * partitions are not hosted yet (its metadata still propagating) or with another retriable
+ * error; a topic another process created meanwhile counts as created.
+ *
+ * A topic that exists with a smaller `max.message.bytes` than the catalogue's (created by an
+ * older version, which left the broker's 1 MiB default) is raised to it, keeping the topic's
+ * other settings; a larger one set by an operator is left alone.
  */
-import type { Kafka } from 'kafkajs';
+import kafkajs, { type Admin, type Kafka } from 'kafkajs';
 import pRetry from 'p-retry';
 import { TOPICS, topicName, type TopicId, type TopicNaming } from '../schemas/index.ts';
 
@@ -18,6 +22,11 @@ export interface TopicAdminOptions {
   /** Which topics. @default all */
   ids?: readonly TopicId[];
 }
+
+/** Kafka's ConfigSource for a setting made on the topic itself. */
+const TOPIC_CONFIG_SOURCE = 1;
+// kafkajs is CommonJS: its enums come off the default export.
+const { ConfigResourceTypes } = kafkajs;
 
 export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}): Promise<string[]> {
   const ids = options.ids ?? (Object.keys(TOPICS) as TopicId[]);
@@ -39,6 +48,7 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
               configEntries: [
                 { name: 'cleanup.policy', value: TOPICS[id].cleanup },
                 { name: 'retention.ms', value: String(TOPICS[id].retentionMs) },
+                { name: 'max.message.bytes', value: String(TOPICS[id].maxMessageBytes) },
                 ...(TOPICS[id].cleanup.includes('compact') ? [{ name: 'min.cleanable.dirty.ratio', value: '0.1' }] : []),
               ],
             })),
@@ -54,8 +64,35 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
         },
       );
     }
+    const old = wanted.filter((w) => existing.has(w.name));
+    if (old.length > 0) await raiseMessageLimits(admin, old);
     return wanted.map((w) => w.name);
   } finally {
     await admin.disconnect();
   }
+}
+
+/** Raises `max.message.bytes` of existing topics to the catalogue's, keeping their other topic-level settings. */
+async function raiseMessageLimits(admin: Admin, topics: Array<{ id: TopicId; name: string }>): Promise<void> {
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: topics.map((t) => ({ type: ConfigResourceTypes.TOPIC, name: t.name })),
+  });
+  const changes = [];
+  for (const r of resources) {
+    const t = topics.find((x) => x.name === r.resourceName);
+    if (!t || r.errorCode !== 0) continue;
+    const limit = r.configEntries.find((e) => e.configName === 'max.message.bytes');
+    if (limit && Number(limit.configValue) >= TOPICS[t.id].maxMessageBytes) continue;
+    // alterConfigs replaces the topic's settings: send the ones it has along with the new limit.
+    const kept = r.configEntries
+      .filter((e) => e.configSource === TOPIC_CONFIG_SOURCE && e.configName !== 'max.message.bytes' && !e.isSensitive)
+      .map((e) => ({ name: e.configName, value: e.configValue }));
+    changes.push({
+      type: ConfigResourceTypes.TOPIC,
+      name: t.name,
+      configEntries: [...kept, { name: 'max.message.bytes', value: String(TOPICS[t.id].maxMessageBytes) }],
+    });
+  }
+  if (changes.length > 0) await admin.alterConfigs({ validateOnly: false, resources: changes });
 }

@@ -44,6 +44,8 @@ export function exampleTurn(over: Partial<Turn> = {}): Turn {
     usage: { promptTokens: 4, completionTokens: 3, totalTokens: 7 },
     latencyMs: 250,
     gatewayId: 'gw-1',
+    actedBy: null,
+    truncation: null,
     ...over,
   };
 }
@@ -57,6 +59,7 @@ export function exampleFeedback(over: Partial<Feedback> = {}): Feedback {
     rating: 1,
     text: 'great',
     createdAt: 1_760_000_001_000,
+    actedBy: null,
     ...over,
   };
 }
