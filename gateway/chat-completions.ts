@@ -5,18 +5,24 @@
  * chunk) carries the engine's `logprobs`, else `logprobs: null`. Every response id is
  * `chatcmpl-<turnId>` and every response carries `X-Turn-Id` (and `X-Session-Id`), so the
  * client can send feedback about the turn.
+ *
+ * Every generation first takes a slot from the gateway's admission control (429 with
+ * Retry-After when none comes); a streamed answer is written through an SseWriter, which cuts
+ * a client that stops reading.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionSource, Turn } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError, toTurnstreamError } from '../streams/errors.ts';
 import type { Logger } from '../streams/logger.ts';
+import type { Admission } from './admission.ts';
+import { OPEN_CALLER } from './auth.ts';
 import { parseChatRequest, type ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineResult } from './engine.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { toOpenAIError } from './openai-errors.ts';
 import type { SessionIndex } from './session-index.ts';
-import { sseFrame } from './sse.ts';
+import { SseWriter, type SseBudget } from './sse-writer.ts';
 import { header, resolveTurnContext, type TurnContext } from './turn-context.ts';
 import { turnIdFor, type TurnCapture } from './turn-capture.ts';
 
@@ -34,6 +40,10 @@ export interface ChatRouteDeps {
   defaultModel: () => string;
   /** Controllers of the calls in flight; aborted on shutdown. */
   inFlight: Set<AbortController>;
+  /** Bounds concurrent generations. */
+  admission: Admission;
+  /** Bounds what slow streaming clients hold in memory. */
+  sse: SseBudget;
 }
 
 interface Resolved {
@@ -48,9 +58,13 @@ interface Resolved {
 
 function resolve(request: FastifyRequest, deps: ChatRouteDeps): Resolved {
   const requestedAt = Date.now();
-  const req = parseChatRequest(request.body, { maxTokensLimit: deps.maxTokensLimit });
+  const req = parseChatRequest(request.body, { maxTokensLimit: deps.maxTokensLimit, passThroughContent: deps.engine.kind === 'proxy' });
   deps.engine.checkModel(req.model);
-  const ctx = resolveTurnContext(request.headers, req, { defaultTurnType: deps.defaultTurnType, keyUserId: request.apiKeyUserId ?? null });
+  const caller = request.caller ?? OPEN_CALLER;
+  const ctx = resolveTurnContext(request.headers, req, { defaultTurnType: deps.defaultTurnType, caller });
+  // A session named by the client must be the caller's own (inferred ones are, by construction).
+  if (ctx.sessionId)
+    deps.capture.ownership.enter(caller, ctx.sessionId, ctx.userId, ctx.sessionSource === 'HEADER' ? 'X-Session-Id' : 'session_id');
   let sessionId = ctx.sessionId;
   let sessionSource: SessionSource = ctx.sessionSource ?? 'GENERATED';
   if (!sessionId) {
@@ -93,6 +107,7 @@ function buildTurn(r: Resolved, result: EngineResult, deps: ChatRouteDeps): Turn
     },
     latencyMs: completedAt - r.requestedAt,
     gatewayId: deps.gatewayId,
+    actedBy: r.ctx.actedBy,
   };
 }
 
@@ -118,7 +133,10 @@ function messageOf(res: EngineResult) {
  * `deps.inFlight` (rather than listening on a shared shutdown signal, which would pile up
  * listeners) and are aborted from there on stop.
  */
-function callSignal(reply: FastifyReply, deps: ChatRouteDeps): { signal: AbortSignal; dispose: () => void } {
+function callSignal(
+  reply: FastifyReply,
+  deps: ChatRouteDeps,
+): { signal: AbortSignal; abort: (reason: TurnstreamError) => void; dispose: () => void } {
   const ctl = new AbortController();
   const onClose = (): void => {
     if (!reply.raw.writableFinished) ctl.abort(new TurnstreamError(ErrorCodes.ABORTED, 'client closed the connection'));
@@ -131,6 +149,7 @@ function callSignal(reply: FastifyReply, deps: ChatRouteDeps): { signal: AbortSi
   deps.inFlight.add(ctl);
   return {
     signal: ctl.signal,
+    abort: (reason) => ctl.abort(reason),
     dispose: () => {
       clearTimeout(timer);
       deps.inFlight.delete(ctl);
@@ -153,13 +172,24 @@ function asCallError(err: unknown, signal: AbortSignal): TurnstreamError {
   return toTurnstreamError(err);
 }
 
+/** Who waits in line: the user, else the client's address (a key without a user is one caller per address). */
+const callerKey = (request: FastifyRequest, r: Resolved): string => (r.ctx.userId !== null ? `user:${r.ctx.userId}` : `ip:${request.ip}`);
+
 export function registerChatCompletions(app: FastifyInstance, deps: ChatRouteDeps): void {
   app.post('/v1/chat/completions', async (request, reply) => {
     const r = resolve(request, deps);
     reply.header('x-turn-id', r.turnId).header('x-session-id', r.sessionId);
-    if (r.req.stream) return streamCompletion(request, reply, r, deps);
+    const { signal, abort, dispose } = callSignal(reply, deps);
+    let slot;
+    try {
+      slot = await deps.admission.acquire(callerKey(request, r), signal);
+    } catch (err) {
+      dispose();
+      if (err instanceof TurnstreamError && err.code === ErrorCodes.OVERLOADED) deps.metrics.generationsRejected.inc();
+      throw asCallError(err, signal);
+    }
+    if (r.req.stream) return streamCompletion(request, reply, r, deps, { signal, abort, dispose, release: () => slot.release() });
 
-    const { signal, dispose } = callSignal(reply, deps);
     let res: EngineResult;
     let firstAt = 0;
     try {
@@ -167,6 +197,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: ChatRouteDep
     } catch (err) {
       throw asCallError(err, signal);
     } finally {
+      slot.release();
       dispose();
     }
     if (firstAt) deps.metrics.timeToFirstToken.observe({ engine: deps.engine.kind }, (firstAt - r.requestedAt) / 1000);
@@ -185,7 +216,15 @@ export function registerChatCompletions(app: FastifyInstance, deps: ChatRouteDep
   });
 }
 
-async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r: Resolved, deps: ChatRouteDeps): Promise<void> {
+interface Call {
+  signal: AbortSignal;
+  abort: (reason: TurnstreamError) => void;
+  dispose: () => void;
+  /** Gives the generation slot back. */
+  release: () => void;
+}
+
+async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r: Resolved, deps: ChatRouteDeps, call: Call): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
   const headers: Record<string, string> = {
@@ -199,9 +238,12 @@ async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r:
   raw.flushHeaders?.();
   const base = { id: `chatcmpl-${r.turnId}`, object: 'chat.completion.chunk', created: Math.floor(r.requestedAt / 1000), model: r.model };
   const usageNull = r.req.includeUsage ? { usage: null } : {};
-  const write = (payload: unknown): void => {
-    if (!raw.destroyed) raw.write(sseFrame(payload));
-  };
+  const out = new SseWriter(raw, deps.sse, (reason) => {
+    deps.metrics.streamsCut.inc({ reason });
+    deps.logger.info({ turnId: r.turnId, reason }, 'streaming client stopped reading; cut');
+    call.abort(new TurnstreamError(ErrorCodes.ABORTED, `the client stopped reading the stream (${reason})`));
+  });
+  const write = (payload: unknown): void => out.write(payload);
   const chunk = (delta: Record<string, unknown>, finish: string | null = null, logprobs: unknown = null) => ({
     ...base,
     choices: [{ index: 0, delta, logprobs, finish_reason: finish }],
@@ -209,20 +251,25 @@ async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r:
   });
   write(chunk({ role: 'assistant', content: '' }));
 
-  const { signal, dispose } = callSignal(reply, deps);
+  const { signal } = call;
   let firstAt = 0;
   let status = 200;
   try {
-    const res = await deps.engine.complete(r.req, {
-      signal,
-      onDelta: (d: Delta) => {
-        firstAt ||= Date.now();
-        const delta: Record<string, unknown> = {};
-        if (d.content !== undefined) delta.content = d.content;
-        if (d.toolCalls) delta.tool_calls = d.toolCalls;
-        write(chunk(delta, null, (r.req.logprobs && d.logprobs) || null));
-      },
-    });
+    let res: EngineResult;
+    try {
+      res = await deps.engine.complete(r.req, {
+        signal,
+        onDelta: (d: Delta) => {
+          firstAt ||= Date.now();
+          const delta: Record<string, unknown> = {};
+          if (d.content !== undefined) delta.content = d.content;
+          if (d.toolCalls) delta.tool_calls = d.toolCalls;
+          write(chunk(delta, null, (r.req.logprobs && d.logprobs) || null));
+        },
+      });
+    } finally {
+      call.release();
+    }
     if (firstAt) deps.metrics.timeToFirstToken.observe({ engine: deps.engine.kind }, (firstAt - r.requestedAt) / 1000);
     write(chunk({}, res.finishReason));
     if (r.req.includeUsage) write({ ...base, choices: [], usage: usageOf(res) });
@@ -233,15 +280,15 @@ async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r:
     const e = asCallError(err, signal);
     const { status: s, body } = toOpenAIError(e);
     status = s;
-    if (s >= 500) deps.logger.error({ err: e, turnId: r.turnId }, 'streamed generation failed');
+    if (s >= 500 && !out.cut) deps.logger.error({ err: e, turnId: r.turnId }, 'streamed generation failed');
     else deps.logger.info({ code: e.code, turnId: r.turnId }, 'streamed generation ended');
     // Headers are gone already: the error travels in the stream, as OpenAI does.
     write(body);
     write('[DONE]');
   } finally {
-    dispose();
+    call.dispose();
     deps.metrics.requests.inc({ route: '/v1/chat/completions', status: String(status) });
-    if (!raw.destroyed) raw.end();
+    out.end();
   }
   void request;
 }

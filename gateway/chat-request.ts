@@ -5,7 +5,8 @@
  */
 import type { ChatMessage, ToolCall } from '../schemas/index.ts';
 import { invalidInput } from '../streams/errors.ts';
-import { flattenContent } from './content.ts';
+import { flattenContent, wellFormed } from './content.ts';
+import { parseTruthy } from './turn-context.ts';
 
 /** Body fields turnstream understands that are not OpenAI's: stripped before an upstream sees them. */
 export const NON_STANDARD_FIELDS = ['session_id', 'turn_type', 'session_done'] as const;
@@ -15,11 +16,24 @@ export const MAX_TOP_LOGPROBS = 20;
 
 export const KNOWN_ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
+/** Most messages in one request, as OpenAI. */
+export const MAX_MESSAGES = 2048;
+/** Most tools in one request, as OpenAI. */
+export const MAX_TOOLS = 128;
+/** Longest `user`, as the gateway's other ids. */
+export const MAX_USER_CHARS = 256;
+const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
 export interface ChatRequestLimits {
   /** Largest accepted `max_tokens` / `max_completion_tokens`. @default 262144 */
   maxTokensLimit?: number;
-  /** Most messages in one request. @default 10000 */
+  /** Most messages in one request. @default MAX_MESSAGES (2048) */
   maxMessages?: number;
+  /**
+   * Content part types turnstream does not know are kept (as placeholders in the Turn) and left
+   * to the engine, an upstream that may understand them; else they are a 400. @default false
+   */
+  passThroughContent?: boolean;
 }
 
 /** A validated chat request. */
@@ -110,20 +124,20 @@ function parseToolCalls(v: unknown, param: string): ToolCall[] {
     return {
       id: typeof tc.id === 'string' ? tc.id : '',
       type: typeof tc.type === 'string' ? tc.type : 'function',
-      name: fn.name,
-      arguments: typeof args === 'string' ? args : JSON.stringify(args),
+      name: wellFormed(fn.name, `${p}.function.name`),
+      arguments: wellFormed(typeof args === 'string' ? args : JSON.stringify(args), `${p}.function.arguments`),
     };
   });
 }
 
-function parseMessage(m: unknown, i: number): ChatMessage {
+function parseMessage(m: unknown, i: number, passThrough: boolean): ChatMessage {
   const p = `messages[${i}]`;
   if (!isObj(m)) throw invalidInput(`${p} must be an object`, p);
   if (typeof m.role !== 'string') throw invalidInput(`${p}.role must be a string`, `${p}.role`);
   if (!KNOWN_ROLES.has(m.role)) {
     throw invalidInput(`${p}.role ${JSON.stringify(m.role)} is not one of ${[...KNOWN_ROLES].join(', ')}`, `${p}.role`);
   }
-  const content = flattenContent(m.content, `${p}.content`);
+  const content = flattenContent(m.content, `${p}.content`, { passThrough });
   const toolCalls = m.role === 'assistant' ? parseToolCalls(m.tool_calls, `${p}.tool_calls`) : [];
   if (content === null && toolCalls.length === 0 && m.role !== 'assistant') {
     throw invalidInput(`${p}.content is required for role ${m.role}`, `${p}.content`);
@@ -142,16 +156,91 @@ function parseMessage(m: unknown, i: number): ChatMessage {
   };
 }
 
+/** `tools`: function tools with valid names, at most MAX_TOOLS. Returns their names. */
+function parseTools(v: unknown): { tools: unknown[] | null; names: Set<string> } {
+  const names = new Set<string>();
+  if (v === undefined || v === null) return { tools: null, names };
+  if (!Array.isArray(v)) throw invalidInput('tools must be an array', 'tools');
+  if (v.length > MAX_TOOLS) {
+    throw invalidInput(
+      `Invalid 'tools': array too long. Expected an array with maximum length ${MAX_TOOLS}, but got an array with length ${v.length} instead.`,
+      'tools',
+    );
+  }
+  v.forEach((t, i) => {
+    const p = `tools[${i}]`;
+    if (!isObj(t)) throw invalidInput(`${p} must be an object`, p);
+    if (t.type !== undefined && t.type !== 'function')
+      throw invalidInput(`Invalid value: ${JSON.stringify(t.type)}. Supported values are: 'function'.`, `${p}.type`);
+    const fn = t.function;
+    if (!isObj(fn)) throw invalidInput(`Missing required parameter: '${p}.function'.`, `${p}.function`);
+    if (typeof fn.name !== 'string' || !FUNCTION_NAME.test(fn.name)) {
+      throw invalidInput(
+        `Invalid '${p}.function.name': expected a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.`,
+        `${p}.function.name`,
+      );
+    }
+    if (fn.parameters !== undefined && fn.parameters !== null && !isObj(fn.parameters)) {
+      throw invalidInput(`Invalid '${p}.function.parameters': expected an object (a JSON Schema).`, `${p}.function.parameters`);
+    }
+    names.add(fn.name);
+  });
+  return { tools: v.length > 0 ? v : null, names };
+}
+
+/** `tool_choice`: none / auto / required, or a function that is one of `tools`. */
+function checkToolChoice(v: unknown, names: Set<string>): void {
+  if (v === undefined || v === null) return;
+  if (v === 'none') return;
+  if (v === 'auto' || v === 'required' || isObj(v)) {
+    if (names.size === 0)
+      throw invalidInput("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", 'tool_choice');
+    if (typeof v === 'string') return;
+    const fn = v.function;
+    if (v.type !== 'function' || !isObj(fn) || typeof fn.name !== 'string') {
+      throw invalidInput('Invalid \'tool_choice\': expected {"type": "function", "function": {"name": ...}}.', 'tool_choice');
+    }
+    if (!names.has(fn.name))
+      throw invalidInput(`Invalid value for 'tool_choice': no function named ${JSON.stringify(fn.name)} in 'tools'.`, 'tool_choice');
+    return;
+  }
+  throw invalidInput(
+    `Invalid value for 'tool_choice': ${JSON.stringify(v)?.slice(0, 64)}. Supported values are: 'none', 'auto', 'required', or a function.`,
+    'tool_choice',
+  );
+}
+
+/** `logit_bias`: token ids (as strings) → a bias in [-100, 100]. */
+function checkLogitBias(v: unknown): void {
+  if (v === undefined || v === null) return;
+  if (!isObj(v)) throw invalidInput(`Invalid type for 'logit_bias': expected an object, but got ${jsonType(v)} instead.`, 'logit_bias');
+  for (const [k, b] of Object.entries(v)) {
+    if (!/^\d{1,9}$/.test(k))
+      throw invalidInput(`Invalid 'logit_bias': keys must be token ids (integers), got ${JSON.stringify(k.slice(0, 32))}.`, 'logit_bias');
+    if (typeof b !== 'number' || !Number.isFinite(b) || b < -100 || b > 100) {
+      throw invalidInput(
+        `Invalid 'logit_bias': the bias of token ${k} must be a number between -100 and 100, got ${JSON.stringify(b)?.slice(0, 32)}.`,
+        'logit_bias',
+      );
+    }
+  }
+}
+
 /** Validates a parsed JSON body; throws `TurnstreamError(INVALID_INPUT)` on the first problem. */
 export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}): ChatRequest {
   const maxTokensLimit = limits.maxTokensLimit ?? 262_144;
-  const maxMessages = limits.maxMessages ?? 10_000;
+  const maxMessages = limits.maxMessages ?? MAX_MESSAGES;
   if (!isObj(body)) throw invalidInput('the request body must be a JSON object');
   if (body.model !== undefined && typeof body.model !== 'string') throw invalidInput('model must be a string', 'model');
   if (!Array.isArray(body.messages)) throw invalidInput('messages must be an array of messages', 'messages');
   if (body.messages.length === 0) throw invalidInput('messages must contain at least one message', 'messages');
-  if (body.messages.length > maxMessages) throw invalidInput(`messages has more than ${maxMessages} entries`, 'messages');
-  const messages = body.messages.map(parseMessage);
+  if (body.messages.length > maxMessages) {
+    throw invalidInput(
+      `Invalid 'messages': array too long. Expected an array with maximum length ${maxMessages}, but got an array with length ${body.messages.length} instead.`,
+      'messages',
+    );
+  }
+  const messages = body.messages.map((m, i) => parseMessage(m, i, limits.passThroughContent ?? false));
 
   // One call is one turn: several choices per call are not supported.
   if (body.n !== undefined && body.n !== null && body.n !== 1) {
@@ -178,17 +267,29 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
     throw invalidInput('stream must be a boolean', 'stream');
   const so = body.stream_options;
   if (so !== undefined && so !== null && !isObj(so)) throw invalidInput('stream_options must be an object', 'stream_options');
-  let tools: unknown[] | null = null;
-  if (body.tools !== undefined && body.tools !== null) {
-    if (!Array.isArray(body.tools)) throw invalidInput('tools must be an array', 'tools');
-    body.tools.forEach((t, i) => {
-      if (!isObj(t)) throw invalidInput(`tools[${i}] must be an object`, `tools[${i}]`);
-    });
-    tools = body.tools.length > 0 ? body.tools : null;
+  const { tools, names } = parseTools(body.tools);
+  checkToolChoice(body.tool_choice, names);
+  checkLogitBias(body.logit_bias);
+  if (body.user !== undefined && body.user !== null) {
+    if (typeof body.user !== 'string') throw invalidInput('user must be a string', 'user');
+    if (body.user.length > MAX_USER_CHARS) {
+      throw invalidInput(
+        `Invalid 'user': string too long. Expected a string with maximum length ${MAX_USER_CHARS}, but got a string with length ${body.user.length} instead.`,
+        'user',
+      );
+    }
+    wellFormed(body.user, 'user');
   }
-  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidInput('user must be a string', 'user');
   for (const k of ['session_id', 'turn_type'] as const) {
     if (body[k] !== undefined && body[k] !== null && typeof body[k] !== 'string') throw invalidInput(`${k} must be a string`, k);
+    if (typeof body[k] === 'string') wellFormed(body[k], k);
+  }
+  if (body.session_done !== undefined) parseTruthy(body.session_done, 'session_done');
+  if (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null && typeof body.parallel_tool_calls !== 'boolean') {
+    throw invalidInput(
+      `Invalid type for 'parallel_tool_calls': expected a boolean, but got ${jsonType(body.parallel_tool_calls)} instead.`,
+      'parallel_tool_calls',
+    );
   }
 
   const upstreamBody: Record<string, unknown> = { ...body };

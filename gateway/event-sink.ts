@@ -17,8 +17,10 @@ import {
   type Logger,
   type OutgoingEvent,
 } from '../streams/index.ts';
+import { hostname } from 'node:os';
 import type { OutboxRecord } from '../streams/outbox.ts';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { maxValueBytes } from '../streams/producer.ts';
 
 export interface KafkaLinkOptions {
   /** Bootstrap servers. */
@@ -72,7 +74,11 @@ export class KafkaLink {
   async ensureCodecs(): Promise<EventCodecs> {
     if (!this.codecs) {
       const codecs = await createEventCodecs({ registryUrl: this.opts.registryUrl, naming: this.opts.naming });
-      await ensureTopics(this.kafka, { naming: this.opts.naming, partitions: this.opts.partitions, ids: ['turns', 'feedback', 'weights'] });
+      await ensureTopics(this.kafka, {
+        naming: this.opts.naming,
+        partitions: this.opts.partitions,
+        ids: ['turns', 'feedback', 'weights', 'dlq'],
+      });
       this.codecs = codecs;
     }
     return this.codecs;
@@ -113,6 +119,30 @@ export class KafkaLink {
       this.setConnected(false);
       throw err;
     }
+  };
+
+  /**
+   * The outbox's dead-letter sender: a record Kafka refuses for good (too large, not
+   * encodable) becomes a DeadLetter on the DLQ topic, with the record itself when it fits there
+   * and, always, where the gateway keeps it whole.
+   */
+  readonly deadLetter = async (record: OutboxRecord, error: TurnstreamError, keptIn: string): Promise<void> => {
+    const p = await this.ensureProducer();
+    const codecs = await this.ensureCodecs();
+    const raw = Buffer.from(JSON.stringify(record.value), 'utf8');
+    await p.send('dlq', record.key, {
+      topic: codecs.topic(record.topic as TopicId),
+      partition: -1,
+      offset: `outbox:${record.seq}`,
+      key: Buffer.from(record.key, 'utf8'),
+      // The JSON of the event as the gateway held it, when it fits the DLQ topic.
+      value: raw.length <= maxValueBytes('dlq') - 64 * 1024 ? raw : null,
+      code: error.code,
+      message: `${error.message} (kept whole in ${keptIn} on ${hostname()})`.slice(0, 4000),
+      stage: 'gateway-outbox',
+      failedAt: Date.now(),
+      attempts: 1,
+    });
   };
 
   /**

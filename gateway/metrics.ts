@@ -18,6 +18,12 @@ export class GatewayMetrics {
   readonly policyVersion: Gauge<'model_id'>;
   readonly policySwaps: Counter;
   readonly sessionIndexSize: Gauge;
+  readonly turnsTruncated: Counter;
+  readonly outboxDeadLetters: Gauge;
+  readonly generationsActive: Gauge;
+  readonly generationsQueued: Gauge;
+  readonly generationsRejected: Counter;
+  readonly streamsCut: Counter<'reason'>;
 
   constructor(gatewayId: string) {
     this.registry.setDefaultLabels({ gateway_id: gatewayId });
@@ -74,6 +80,37 @@ export class GatewayMetrics {
     this.sessionIndexSize = new Gauge({
       name: 'turnstream_gateway_session_index_size',
       help: 'Turns remembered for session inference',
+      registers: r,
+    });
+    this.turnsTruncated = new Counter({
+      name: 'turnstream_gateway_turns_truncated_total',
+      help: 'Turns larger than their topic allows, shrunk to fit (kept whole on disk)',
+      registers: r,
+    });
+    this.outboxDeadLetters = new Gauge({
+      name: 'turnstream_gateway_outbox_dead_letters',
+      help: 'Outbox records Kafka refused for good since start, set aside (dead-letters.jsonl, DLQ)',
+      registers: r,
+    });
+    this.generationsActive = new Gauge({
+      name: 'turnstream_gateway_generations_active',
+      help: 'Generations running (at most GATEWAY_MAX_CONCURRENT_GENERATIONS)',
+      registers: r,
+    });
+    this.generationsQueued = new Gauge({
+      name: 'turnstream_gateway_generations_queued',
+      help: 'Requests waiting for a generation slot',
+      registers: r,
+    });
+    this.generationsRejected = new Counter({
+      name: 'turnstream_gateway_generations_rejected_total',
+      help: 'Requests answered 429: slots and queue full, or waited too long',
+      registers: r,
+    });
+    this.streamsCut = new Counter({
+      name: 'turnstream_gateway_streams_cut_total',
+      help: 'Streaming responses cut because the client stopped reading',
+      labelNames: ['reason'],
       registers: r,
     });
   }

@@ -1,6 +1,8 @@
 /** Options of `createGateway`. The CLI builds them from `loadConfig()`; tests pass them directly. */
 import type { Logger } from '../streams/logger.ts';
 import type { ModelConfig } from '../policy/index.ts';
+import type { AdmissionOptions } from './admission.ts';
+import type { SseLimits } from './sse-writer.ts';
 import type { PolicyLoader } from './policy-registry.ts';
 import type { KafkaLinkOptions } from './event-sink.ts';
 import type { LlamaEngineOptions } from './llama-engine.ts';
@@ -46,6 +48,23 @@ export interface GatewayOptions {
   upstream?: ProxyEngineOptions;
   /** `key` or `key:userId` entries; empty = auth off (`TURNSTREAM_API_KEYS`). @default [] */
   apiKeys?: string[];
+  /**
+   * Keys that may act for any user (`X-User-Id` / `user`), `key` or `key:name`; the name is
+   * recorded as `actedBy` (`TURNSTREAM_SERVICE_KEYS`). They turn auth on too. @default []
+   */
+  serviceKeys?: string[];
+  /** Key that `/metrics` requires (`TURNSTREAM_METRICS_KEY`). @default none: an API key when keys are on, else open */
+  metricsKey?: string;
+  /** Bounds on concurrent generations and their queue (429 beyond). @default see AdmissionOptions */
+  admission?: Omit<AdmissionOptions, 'onChange'>;
+  /** Bounds on what slow streaming clients hold. @default see SseLimits */
+  streams?: SseLimits;
+  /** Largest encoded Turn; a larger one is shrunk to fit (gateway/turn-fit.ts). @default the turns topic's max.message.bytes less 16 KiB */
+  maxTurnBytes?: number;
+  /** `/readyz` is not ready while the outbox holds more records than this. `GATEWAY_OUTBOX_READY_MAX_DEPTH` @default 10000 */
+  outboxReadyMaxDepth?: number;
+  /** `/readyz` is not ready while the outbox holds records and drained none for this long, ms. `GATEWAY_OUTBOX_STALL_MS` @default 60000 */
+  outboxStallMs?: number;
   /** Turn type when a call names none. @default 'main' */
   defaultTurnType?: 'main' | 'side';
   /** Largest request body. @default 4 MiB */

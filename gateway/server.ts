@@ -8,15 +8,25 @@
  * store is empty and `builtin.initIfEmpty`), connects to Kafka in the background and
  * listens. `stop()` stops accepting, lets in-flight requests finish, drains the outbox for
  * up to `drainOnStopMs` and leaves the rest on disk for the next run.
+ *
+ * `/healthz` and `/readyz` are open; `/metrics` needs the metrics key when one is set, else an
+ * API key when keys are on (open when neither is configured). `/readyz` is not ready while the
+ * engine is not loaded, the outbox cannot be written, holds more than `outboxReadyMaxDepth`
+ * records, or has drained nothing for `outboxStallMs` while holding some (Kafka away that long):
+ * a load balancer then prefers an instance that can deliver what it captures. The gateway keeps
+ * answering meanwhile; the outbox keeps every turn.
  */
+import { isUtf8 } from 'node:buffer';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { KeySet, presentedKey } from '../streams/api-keys.ts';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import { createLogger, type Logger } from '../streams/logger.ts';
 import { Outbox } from '../streams/outbox.ts';
 import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../policy/index.ts';
-import { Authenticator } from './auth.ts';
+import { Admission } from './admission.ts';
+import { Authenticator, type Caller } from './auth.ts';
 import { BuiltinEngine } from './builtin-engine.ts';
 import { registerChatCompletions } from './chat-completions.ts';
 import type { Engine } from './engine.ts';
@@ -29,12 +39,13 @@ import type { GatewayOptions } from './options.ts';
 import { PolicyRegistry } from './policy-registry.ts';
 import { ProxyEngine } from './proxy-engine.ts';
 import { SessionIndex } from './session-index.ts';
+import { SseBudget } from './sse-writer.ts';
 import { TurnCapture } from './turn-capture.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The user the request's API key belongs to (null: none, or auth off). */
-    apiKeyUserId?: string | null;
+    /** Who is calling (set for every route but the open ones). */
+    caller?: Caller;
   }
 }
 
@@ -48,20 +59,32 @@ export interface Gateway {
   readonly policies: PolicyRegistry | null;
   /** The llama.cpp engine (null otherwise). */
   readonly llama: LlamaEngine | null;
+  /** Admission control: `admission.maxConcurrent` is the number of generations an engine must be able to run at once. */
+  readonly admission: Admission;
   /** Listens; resolves with the base URL (e.g. `http://127.0.0.1:30000`). */
   start(): Promise<string>;
   stop(): Promise<void>;
 }
 
-const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+const OPEN_ROUTES = new Set(['/healthz', '/readyz']);
 
 export function createGateway(options: GatewayOptions): Gateway {
   const gatewayId = options.gatewayId ?? `gw-${hostname()}-${process.pid}`;
   const logger: Logger = options.logger ?? createLogger('gateway', options.logLevel ?? 'info');
   const metrics = new GatewayMetrics(gatewayId);
   const index = new SessionIndex(options.sessionIndexSize ?? 10_000);
-  const auth = new Authenticator(options.apiKeys ?? []);
+  const auth = new Authenticator(options.apiKeys ?? [], options.serviceKeys ?? []);
+  const metricsKey = options.metricsKey ? new KeySet([[options.metricsKey, true]]) : null;
   const inFlight = new Set<AbortController>();
+  // Before the engine: an engine sizes its parallelism (llama.cpp sequences) by `admission.maxConcurrent`.
+  const admission = new Admission({
+    ...options.admission,
+    onChange: (active, queued) => {
+      metrics.generationsActive.set(active);
+      metrics.generationsQueued.set(queued);
+    },
+  });
+  const sse = new SseBudget(options.streams);
   const outboxDir = options.outboxDir ?? join(options.home, 'outbox');
 
   let outbox: Outbox | null = null;
@@ -101,20 +124,31 @@ export function createGateway(options: GatewayOptions): Gateway {
     return503OnClosing: true,
   });
 
-  // Any content type is read as JSON: curl and some clients omit or misstate it.
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+  // Any content type is read as JSON (curl and some clients omit or misstate it), from bytes
+  // that must be UTF-8: a replacement character silently standing in for bad bytes would be
+  // trained on.
+  const parseJson = (_req: unknown, body: Buffer, done: (err: Error | null, value?: unknown) => void): void => {
+    const fail = (message: string, cause?: unknown): void => {
+      const err = new TurnstreamError(ErrorCodes.DECODE, message, { cause, retriable: false });
+      done(err, undefined);
+    };
+    if (!isUtf8(body)) return fail('the request body is not valid UTF-8');
+    if (body.length === 0) return fail('the request body is empty; send a JSON object');
     try {
-      done(null, JSON.parse(body as string));
+      done(null, JSON.parse(body.toString('utf8')));
     } catch (err) {
-      (err as { statusCode?: number }).statusCode = 400;
-      (err as { code?: string }).code = 'FST_ERR_CTP_INVALID_JSON_BODY';
-      done(err as Error, undefined);
+      fail(`the request body is not valid JSON: ${(err as Error).message}`, err);
     }
-  });
+  };
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJson);
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJson);
 
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toOpenAIError(err);
     if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
+    if (err instanceof TurnstreamError && err.retryAfterMs !== undefined)
+      void reply.header('retry-after', String(Math.ceil(err.retryAfterMs / 1000)));
     void reply.code(status).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
@@ -125,14 +159,21 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   app.addHook('onRequest', async (request) => {
     const path = request.url.split('?')[0];
-    if (PUBLIC_ROUTES.has(path)) return;
-    request.apiKeyUserId = auth.authenticate(request.headers).userId;
+    if (OPEN_ROUTES.has(path)) return;
+    if (path === '/metrics' && metricsKey) {
+      if (!metricsKey.match(presentedKey(request.headers)))
+        throw new TurnstreamError(ErrorCodes.UNAUTHORIZED, '/metrics needs the metrics key (TURNSTREAM_METRICS_KEY)');
+      return;
+    }
+    request.caller = auth.authenticate(request.headers);
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.requests.inc({ route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) });
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  const readyMaxDepth = options.outboxReadyMaxDepth ?? 10_000;
+  const stallMs = options.outboxStallMs ?? 60_000;
   app.get('/readyz', async (_request, reply) => {
     const ob = outbox?.stats();
     const checks = {
@@ -140,14 +181,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       kafka: link?.connected ?? false,
       outbox: ob?.healthy ?? false,
       outboxDepth: ob?.depth ?? 0,
+      outboxStalledMs: ob?.stalledMs ?? 0,
+      outboxDeadLetters: ob?.deadLettered ?? 0,
+      generations: admission.running,
+      queued: admission.waitingCount,
       policyVersion: policies?.version ?? llama?.version ?? null,
     };
-    const ready = checks.engine && (checks.kafka || checks.outbox);
+    const problems = [
+      ...(checks.engine ? [] : ['the engine is not loaded']),
+      ...(checks.outbox ? [] : ['the outbox cannot be written']),
+      ...(checks.outboxDepth > readyMaxDepth ? [`the outbox holds ${checks.outboxDepth} records (more than ${readyMaxDepth})`] : []),
+      ...(checks.outboxStalledMs > stallMs ? [`the outbox has drained nothing for ${Math.round(checks.outboxStalledMs / 1000)} s`] : []),
+    ];
+    const ready = problems.length === 0;
     reply.code(ready ? 200 : 503);
-    return { status: ready ? 'ready' : 'not ready', ...checks };
+    return { status: ready ? 'ready' : 'not ready', ...(ready ? {} : { reasons: problems }), ...checks };
   });
   app.get('/metrics', async (_request, reply) => {
-    if (outbox) metrics.outboxDepth.set(outbox.depth);
+    if (outbox) {
+      metrics.outboxDepth.set(outbox.depth);
+      metrics.outboxDeadLetters.set(outbox.stats().deadLettered);
+    }
     const { contentType, body } = await metrics.render();
     reply.type(contentType);
     return body;
@@ -169,15 +223,25 @@ export function createGateway(options: GatewayOptions): Gateway {
     get llama() {
       return llama;
     },
+    admission,
     async start(): Promise<string> {
       if (started) throw new Error('gateway already started');
       started = true;
       outbox = await Outbox.open({ dir: outboxDir, logger: logger.child({ component: 'outbox' }) });
       metrics.outboxDepth.set(outbox.depth);
-      capture = new TurnCapture({ outbox, index, metrics, logger, boundMs: options.captureBoundMs, enabled: options.capture ?? true });
+      capture = new TurnCapture({
+        outbox,
+        index,
+        metrics,
+        logger,
+        boundMs: options.captureBoundMs,
+        enabled: options.capture ?? true,
+        maxTurnBytes: options.maxTurnBytes,
+        oversizedDir: join(outboxDir, 'oversized'),
+      });
       if (options.kafka) {
         link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
-        outbox.setSender(link.send);
+        outbox.setSender(link.send, link.deadLetter);
         link.warmUp();
         const c = capture;
         if (options.shareSessions ?? true) link.followTurns((t) => c.learn(t), options.sessionShareWindowMs ?? 30 * 60 * 1000);
@@ -216,6 +280,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         maxTokensLimit: options.maxTokensLimit ?? 262_144,
         defaultModel: () => policies?.modelId ?? options.llama?.model.name ?? options.upstream?.model ?? 'default',
         inFlight,
+        admission,
+        sse,
       });
       registerFeedback(app, capture);
       const address = await app.listen({ port: options.port ?? 30000, host: options.host ?? '127.0.0.1' });

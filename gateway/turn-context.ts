@@ -1,10 +1,12 @@
 /**
  * Who and what a call is: session id, turn type, user id, session end. Headers win over body
  * fields (`X-Session-Id` > `session_id`, `X-Turn-Type` > `turn_type`, `X-Session-Done` >
- * `session_done`, `X-User-Id` > the API key's user > OpenAI `user`).
+ * `session_done`, `X-User-Id` > OpenAI `user`). With API keys on, the user is the key's user
+ * and only a service key may name another (gateway/auth.ts).
  */
 import type { SessionSource, TurnType } from '../schemas/index.ts';
 import { invalidInput } from '../streams/errors.ts';
+import { actAs, OPEN_CALLER, type Caller } from './auth.ts';
 import type { ChatRequest } from './chat-request.ts';
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
@@ -15,6 +17,8 @@ export interface TurnContext {
   sessionSource: Extract<SessionSource, 'HEADER' | 'BODY'> | null;
   turnType: TurnType;
   userId: string | null;
+  /** The service that acted for `userId`, when a service key named the user. */
+  actedBy: string | null;
   sessionDone: boolean;
 }
 
@@ -49,7 +53,7 @@ export function header(headers: HeaderBag, name: string): string | undefined {
 }
 
 const MAX_ID = 256;
-function checkId(v: string, param: string): string {
+export function checkId(v: string, param: string): string {
   if (v.length > MAX_ID) throw invalidInput(`${param} must be at most ${MAX_ID} characters`, param);
   return v;
 }
@@ -57,8 +61,8 @@ function checkId(v: string, param: string): string {
 export interface TurnContextOptions {
   /** Turn type when the call names none. @default 'main' */
   defaultTurnType?: 'main' | 'side';
-  /** The user the API key belongs to, if any. */
-  keyUserId?: string | null;
+  /** Who is calling (auth off when absent). */
+  caller?: Caller;
 }
 
 export function resolveTurnContext(headers: HeaderBag, req: ChatRequest, opts: TurnContextOptions = {}): TurnContext {
@@ -84,6 +88,7 @@ export function resolveTurnContext(headers: HeaderBag, req: ChatRequest, opts: T
   const sessionDone =
     hDone !== undefined ? parseTruthy(Array.isArray(hDone) ? hDone[0] : hDone, 'X-Session-Done') : parseTruthy(req.bodySessionDone);
   const hUser = header(headers, 'x-user-id');
-  const userId = hUser ? checkId(hUser, 'X-User-Id') : (opts.keyUserId ?? req.user ?? null);
-  return { sessionId, sessionSource, turnType, userId, sessionDone };
+  const named = hUser ? checkId(hUser, 'X-User-Id') : req.user;
+  const { userId, actedBy } = actAs(opts.caller ?? OPEN_CALLER, named, hUser ? 'X-User-Id' : 'user');
+  return { sessionId, sessionSource, turnType, userId, actedBy, sessionDone };
 }

@@ -10,7 +10,7 @@ let home: Awaited<ReturnType<typeof tempHome>>;
 let g: StartedGateway;
 before(async () => {
   home = await tempHome('http');
-  g = await startGateway({ home: home.dir, apiKeys: ['sk-1:carol'], bodyLimitBytes: 200_000 });
+  g = await startGateway({ home: home.dir, apiKeys: ['sk-1:carol'], metricsKey: 'mk-1', bodyLimitBytes: 200_000 });
 });
 after(async () => {
   await g?.gw.stop();
@@ -56,6 +56,19 @@ test('every bad input gets a 400 in OpenAI error shape, and the server keeps ans
     [{ ...ok, logprobs: true, top_logprobs: 21 }, 'top_logprobs'],
     [{ ...ok, top_logprobs: 2 }, 'top_logprobs'],
     [{ ...ok, logprobs: 'yes' }, 'logprobs'],
+    // What OpenAI refuses too (issue 13, item 8).
+    [{ messages: [{ role: 'user', content: [{ type: 'hologram', hologram: {} }] }] }, 'messages[0].content[0].type'],
+    [
+      { ...ok, tools: [{ type: 'function', function: { name: 'read' } }], tool_choice: { type: 'function', function: { name: 'write' } } },
+      'tool_choice',
+    ],
+    [{ ...ok, tool_choice: 'required' }, 'tool_choice'],
+    [{ ...ok, session_done: { a: 1 } }, 'session_done'],
+    [{ ...ok, logit_bias: { hello: 'world' } }, 'logit_bias'],
+    [{ ...ok, logit_bias: { '50256': 500 } }, 'logit_bias'],
+    [{ ...ok, user: 'u'.repeat(100_000) }, 'user'],
+    [{ messages: Array.from({ length: 2049 }, () => ({ role: 'user', content: 'x' })) }, 'messages'],
+    [{ messages: [{ role: 'user', content: 'half a pair \ud800' }] }, 'messages[0].content'],
   ];
   for (const [body, param] of cases) {
     const r = await post('/v1/chat/completions', body);
@@ -65,6 +78,14 @@ test('every bad input gets a 400 in OpenAI error shape, and the server keeps ans
     assert.ok('code' in r.json.error && 'param' in r.json.error);
     if (param) assert.equal(r.json.error.param, param);
   }
+  // Bytes that are not UTF-8 are refused, not silently replaced.
+  const raw = await fetch(`${g.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth },
+    body: Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"caf'), Buffer.from([0xe9, 0xff]), Buffer.from('"}]}')]),
+  });
+  assert.equal(raw.status, 400);
+  assert.match(((await raw.json()) as { error: { message: string } }).error.message, /UTF-8/);
   const bad = await post('/v1/chat/completions', { ...ok, stream: true, messages: [] });
   assert.equal(bad.status, 400, 'a bad streaming request is refused before the stream starts');
   const good = await post('/v1/chat/completions', ok);
@@ -72,7 +93,7 @@ test('every bad input gets a 400 in OpenAI error shape, and the server keeps ans
   assert.match(good.headers.get('x-turn-id')!, /^[0-9a-f-]{36}$/);
 });
 
-test('auth: 401 in OpenAI shape; health, readiness and metrics are public', async () => {
+test('auth: 401 in OpenAI shape; health and readiness are public, /metrics needs the metrics key', async () => {
   const r = await post('/v1/chat/completions', ok, { authorization: 'Bearer nope' });
   assert.equal(r.status, 401);
   assert.equal(r.json.error.type, 'authentication_error');
@@ -84,7 +105,11 @@ test('auth: 401 in OpenAI shape; health, readiness and metrics are public', asyn
   const body = (await ready.json()) as { kafka: boolean; outbox: boolean };
   assert.equal(body.kafka, false);
   assert.equal(body.outbox, true);
-  const metrics = await (await fetch(`${g.url}/metrics`)).text();
+  assert.equal((await fetch(`${g.url}/metrics`)).status, 401, 'no key');
+  assert.equal((await fetch(`${g.url}/metrics`, { headers: auth })).status, 401, 'an API key is not the metrics key');
+  const res = await fetch(`${g.url}/metrics`, { headers: { authorization: 'Bearer mk-1' } });
+  assert.equal(res.status, 200);
+  const metrics = await res.text();
   for (const name of [
     'turnstream_gateway_requests_total',
     'turnstream_gateway_request_duration_seconds',

@@ -83,6 +83,29 @@ const bad: Array<[string, unknown, string | undefined]> = [
   ['top_logprobs fractional', { ...base, logprobs: true, top_logprobs: 2.5 }, 'top_logprobs'],
   ['top_logprobs a string', { ...base, logprobs: true, top_logprobs: '5' }, 'top_logprobs'],
   ['top_logprobs without logprobs', { ...base, top_logprobs: 5 }, 'top_logprobs'],
+  ['unknown content part type', { messages: [{ role: 'user', content: [{ type: 'video', video: {} }] }] }, 'messages[0].content[0].type'],
+  [
+    'image part without a url',
+    { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] },
+    'messages[0].content[0].image_url.url',
+  ],
+  [
+    'tool_choice naming no tool',
+    { ...base, tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } },
+    'tool_choice',
+  ],
+  ['tool_choice without tools', { ...base, tool_choice: 'auto' }, 'tool_choice'],
+  ['tool_choice nonsense', { ...base, tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'sometimes' }, 'tool_choice'],
+  ['tool with a bad name', { ...base, tools: [{ type: 'function', function: { name: 'no spaces' } }] }, 'tools[0].function.name'],
+  ['tool without a function', { ...base, tools: [{ type: 'function' }] }, 'tools[0].function'],
+  ['session_done an object', { ...base, session_done: { a: 1 } }, 'session_done'],
+  ['logit_bias not an object', { ...base, logit_bias: [1] }, 'logit_bias'],
+  ['logit_bias key not a token id', { ...base, logit_bias: { abc: 1 } }, 'logit_bias'],
+  ['logit_bias out of range', { ...base, logit_bias: { '12': -101 } }, 'logit_bias'],
+  ['user of 100,000 characters', { ...base, user: 'u'.repeat(100_000) }, 'user'],
+  ['10,000 messages', { messages: Array.from({ length: 10_000 }, () => ({ role: 'user', content: 'x' })) }, 'messages'],
+  ['a lone surrogate', { messages: [{ role: 'user', content: 'a\ud800b' }] }, 'messages[0].content'],
+  ['parallel_tool_calls a string', { ...base, parallel_tool_calls: 'yes' }, 'parallel_tool_calls'],
   ['top_logprobs with logprobs false', { ...base, logprobs: false, top_logprobs: 0 }, 'top_logprobs'],
 ];
 for (const [name, body, param] of bad) {
@@ -126,14 +149,54 @@ test('truthy values: 1/true/yes/on in any case; garbage is an error', () => {
 test('headers win over body fields; defaults apply when neither is given', () => {
   const req = parseChatRequest({ ...base, session_id: 'body-s', turn_type: 'side', session_done: true, user: 'openai-user' });
   const h = resolveTurnContext({ 'x-session-id': 'hdr-s', 'x-turn-type': 'MAIN', 'x-session-done': 'no', 'x-user-id': 'hdr-u' }, req);
-  assert.deepEqual(h, { sessionId: 'hdr-s', sessionSource: 'HEADER', turnType: 'MAIN', userId: 'hdr-u', sessionDone: false });
-  const b = resolveTurnContext({}, req, { keyUserId: 'key-u' });
-  assert.deepEqual(b, { sessionId: 'body-s', sessionSource: 'BODY', turnType: 'SIDE', userId: 'key-u', sessionDone: true });
+  assert.deepEqual(h, {
+    sessionId: 'hdr-s',
+    sessionSource: 'HEADER',
+    turnType: 'MAIN',
+    userId: 'hdr-u',
+    actedBy: null,
+    sessionDone: false,
+  });
+  const b = resolveTurnContext({}, req, { caller: { enforced: true, userId: 'openai-user', service: false } });
+  assert.deepEqual(b, {
+    sessionId: 'body-s',
+    sessionSource: 'BODY',
+    turnType: 'SIDE',
+    userId: 'openai-user',
+    actedBy: null,
+    sessionDone: true,
+  });
   const none = resolveTurnContext({}, parseChatRequest({ ...base, user: 'openai-user' }));
-  assert.deepEqual(none, { sessionId: null, sessionSource: null, turnType: 'MAIN', userId: 'openai-user', sessionDone: false });
+  assert.deepEqual(none, {
+    sessionId: null,
+    sessionSource: null,
+    turnType: 'MAIN',
+    userId: 'openai-user',
+    actedBy: null,
+    sessionDone: false,
+  });
   assert.equal(resolveTurnContext({}, parseChatRequest(base), { defaultTurnType: 'side' }).turnType, 'SIDE');
   assert.throws(
     () => resolveTurnContext({ 'x-turn-type': 'sometimes' }, req),
     (e: unknown) => (e as TurnstreamError).param === 'X-Turn-Type',
   );
+});
+
+test('an engine that forwards requests (proxy) gets unknown content part types as they are; the Turn keeps a placeholder', () => {
+  const r = parseChatRequest(
+    {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'see' },
+            { type: 'video', video: { url: 'v' } },
+          ],
+        },
+      ],
+    },
+    { passThroughContent: true },
+  );
+  assert.equal(r.messages[0].content, 'see\n[video]');
+  assert.deepEqual((r.upstreamBody.messages as Array<{ content: unknown[] }>)[0].content[1], { type: 'video', video: { url: 'v' } });
 });

@@ -1,0 +1,109 @@
+/**
+ * Writing a streamed answer to a client that may read slowly or not at all. Engines produce
+ * tokens at their own pace, so what the socket cannot take yet waits in memory; that memory is
+ * bounded three ways:
+ *
+ * - a stream that has not drained for `stallTimeoutMs` (the client stopped reading) is cut;
+ * - a stream with more than `maxBufferedBytes` waiting is cut at once;
+ * - all streams together may hold `budget.maxBytes` waiting; past it, a stream that is itself
+ *   stalled is cut when it writes.
+ *
+ * Cutting destroys the socket, which aborts a generation still running (no Turn: the client
+ * never got the answer). After `end()`, the writer keeps watching until the client has read
+ * everything or is cut.
+ */
+import type { ServerResponse } from 'node:http';
+import { sseFrame } from './sse.ts';
+
+export interface SseLimits {
+  /** How long a stream may stay undrained before it is cut. `GATEWAY_STREAM_STALL_TIMEOUT_MS` @default 30000 */
+  stallTimeoutMs?: number;
+  /** Bytes one stream may have waiting. `GATEWAY_STREAM_BUFFER_BYTES` @default 1 MiB */
+  maxBufferedBytes?: number;
+  /** Bytes all streams together may have waiting. @default 64 MiB */
+  maxTotalBufferedBytes?: number;
+}
+
+/** The bytes waiting in every stream's buffer, shared by the writers of one gateway. */
+export class SseBudget {
+  used = 0;
+  readonly stallTimeoutMs: number;
+  readonly maxBufferedBytes: number;
+  readonly maxBytes: number;
+
+  constructor(limits: SseLimits = {}) {
+    this.stallTimeoutMs = limits.stallTimeoutMs ?? 30_000;
+    this.maxBufferedBytes = limits.maxBufferedBytes ?? 1024 * 1024;
+    this.maxBytes = limits.maxTotalBufferedBytes ?? 64 * 1024 * 1024;
+  }
+}
+
+export type CutReason = 'stalled' | 'buffer' | 'budget';
+
+export class SseWriter {
+  private counted = 0;
+  private stall: NodeJS.Timeout | undefined;
+  private cutReason: CutReason | null = null;
+
+  constructor(
+    private readonly raw: ServerResponse,
+    private readonly budget: SseBudget,
+    private readonly onCut: (reason: CutReason) => void,
+  ) {
+    raw.on('drain', () => this.drained());
+    raw.on('close', () => this.settle());
+  }
+
+  /** Why the stream was cut, or null. */
+  get cut(): CutReason | null {
+    return this.cutReason;
+  }
+
+  /** Writes one SSE event (JSON or `[DONE]`); a no-op once the stream is gone. */
+  write(payload: unknown): void {
+    if (this.raw.destroyed || this.cutReason) return;
+    const ok = this.raw.write(sseFrame(payload));
+    this.account();
+    if (ok) return;
+    const waiting = this.raw.writableLength;
+    if (waiting > this.budget.maxBufferedBytes) return this.kill('buffer');
+    if (this.budget.used > this.budget.maxBytes) return this.kill('budget');
+    this.stall ??= setTimeout(() => this.kill('stalled'), this.budget.stallTimeoutMs);
+  }
+
+  /** Ends the response; the writer keeps cutting a client that stops reading before the end. */
+  end(): void {
+    if (!this.raw.destroyed && !this.cutReason) this.raw.end();
+    if (this.raw.writableFinished || this.raw.destroyed) return this.settle();
+    this.raw.once('finish', () => this.settle());
+    this.stall ??= setTimeout(() => this.kill('stalled'), this.budget.stallTimeoutMs);
+  }
+
+  private account(): void {
+    const now = this.raw.writableLength;
+    this.budget.used += now - this.counted;
+    this.counted = now;
+  }
+
+  private drained(): void {
+    clearTimeout(this.stall);
+    this.stall = undefined;
+    this.account();
+  }
+
+  private kill(reason: CutReason): void {
+    if (this.cutReason) return;
+    this.cutReason = reason;
+    this.onCut(reason);
+    this.raw.destroy();
+    this.settle();
+  }
+
+  /** The stream is over: stop watching, give its bytes back to the budget. */
+  private settle(): void {
+    clearTimeout(this.stall);
+    this.stall = undefined;
+    this.budget.used -= this.counted;
+    this.counted = 0;
+  }
+}
