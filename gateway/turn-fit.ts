@@ -47,6 +47,7 @@ export function cutText(s: string, max: number): string {
   let keep = Math.floor(max / ratio);
   for (;;) {
     const marker = `\n[… ${s.length - keep} characters truncated by turnstream …]\n`;
+    if (bytes(marker) >= max) return headOf(s, max);
     const room = Math.max(0, keep - Math.ceil(bytes(marker) / ratio));
     let head = Math.ceil(room * 0.6);
     let tail = s.length - (room - head);
@@ -56,6 +57,19 @@ export function cutText(s: string, max: number): string {
     if (bytes(out) <= max || keep === 0) return out;
     keep = Math.floor(keep * 0.9);
   }
+}
+
+/** The longest start of `s` of at most `max` UTF-8 bytes (whole characters). */
+function headOf(s: string, max: number): string {
+  let used = 0;
+  let i = 0;
+  for (const ch of s) {
+    const n = bytes(ch);
+    if (used + n > max) break;
+    used += n;
+    i += ch.length;
+  }
+  return s.slice(0, i);
 }
 
 const clone = (t: Turn): Turn => structuredClone(t);

@@ -453,6 +453,8 @@ export class Outbox {
     this.aside = null;
     await this.advance(batch);
     this.s.deadLettered += batch.records.length;
+    // The offender is out of the way: what follows goes in full batches again.
+    this.batchLimit = this.opts.maxBatchRecords;
     return true;
   }
 
