@@ -5,9 +5,17 @@ import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
 import type { DeadLetter, TurnPair } from '../../../schemas/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
+import {
+  createEventCodecs,
+  createKafka,
+  ensureTopics,
+  EventProducer,
+  readToEnd,
+  runProcessor,
+  type EventCodecs,
+} from '../../../streams/index.ts';
 import { startCountingProcessor } from '../../support/counting-processor.ts';
-import { exampleTurn } from '../../support/fixtures.ts';
+import { examplePair, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 
 let kafka: Kafka;
@@ -137,6 +145,42 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
         Array.from({ length: 50 }, (_, i) => i + 1),
       );
     }
+    await producer.disconnect();
+  });
+
+  it('an output larger than its topic allows sends its input to the DLQ; the stage never stalls on it', async () => {
+    const { codecs, producer, prefix } = await family('rt-too-large');
+    const ids = await produceTurns(producer, 5, 2);
+    const huge = ids[3];
+    const h = await runProcessor({
+      name: 'too-large',
+      kafka,
+      codecs,
+      groupId: `${prefix}too-large`,
+      inputs: ['turns'],
+      async handle(record, ctx) {
+        const turn = record.value as { turnId: string; sessionId: string };
+        const pair = examplePair({ pairId: turn.turnId, sessionId: turn.sessionId });
+        // One record's output would be 5 MiB: more than the pairs topic's 4 MiB.
+        const content = turn.turnId === huge ? 'x'.repeat(5 * 1024 * 1024) : 'ok';
+        ctx.emit('pairs', record.key, { ...pair, nextState: [{ role: 'USER', content, toolCallId: null }] });
+      },
+    });
+    await h.ready;
+    await waitFor(
+      'every record handled and committed',
+      async () => h.stats().consumed >= 10 && h.stats().inFlight === 0 && h.stats().produced >= 10,
+    );
+    await h.stop();
+    const pairs = await readPairs(codecs);
+    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids.filter((i) => i !== huge)));
+    const dlq: DeadLetter[] = [];
+    await readToEnd(kafka, codecs.topic('dlq'), async (r) => void dlq.push(await codecs.of('dlq').decode(r.value!)));
+    assert.equal(dlq.length, 1);
+    assert.equal(dlq[0].code, 'TS_ERR_TOO_LARGE');
+    assert.match(dlq[0].message, /pairs/);
+    const input = await codecs.of('turns').decode(dlq[0].value!);
+    assert.equal(input.turnId, huge, 'the input record itself is kept');
     await producer.disconnect();
   });
 
