@@ -14,7 +14,7 @@
  * - The transactional id is `<groupId>.<instanceId>`: a restarted instance fences its dead
  *   predecessor and aborts whatever it left open.
  */
-import type { Consumer, EachBatchPayload, Kafka, Message, Producer } from 'kafkajs';
+import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import pRetry from 'p-retry';
 import type { TopicId } from '../schemas/index.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
@@ -24,8 +24,9 @@ import type { EventCodecs, TopicValues } from './event-codecs.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { counter, gauge, histogram } from './metrics.ts';
 import { OffsetTracker } from './offset-tracker.ts';
-import { chunksOf, MAX_SEND_BYTES, maxValueBytes, partitioner } from './producer.ts';
+import { maxValueBytes } from './producer.ts';
 import { StateStore } from './state-store.ts';
+import { Transactions, type TransactionContent } from './transactions.ts';
 import { KeyedWorkPool } from './work-pool.ts';
 
 export interface InputRecord<V = unknown> {
@@ -126,6 +127,15 @@ interface Output {
   value: Buffer | null;
 }
 
+type Slot = { topic: string; partition: number; tracker: OffsetTracker<Output> };
+
+/** One transaction's content, with what to release once it committed. */
+interface Collected extends TransactionContent {
+  parts: Array<{ slot: Slot; count: number }>;
+  /** How many of `freeOutputs` (from the front) it carries. */
+  free: number;
+}
+
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 const metrics = {
@@ -155,7 +165,7 @@ class ProcessorRuntime<S> {
   private readonly o: ProcessorOptions<S>;
   private readonly log: Logger;
   private readonly consumer: Consumer;
-  private readonly producer: Producer;
+  private readonly tx: Transactions;
   private readonly pool: KeyedWorkPool;
   private readonly store: StateStore<S> | undefined;
   private readonly trackers = new Map<string, { topic: string; partition: number; tracker: OffsetTracker<Output> }>();
@@ -164,6 +174,8 @@ class ProcessorRuntime<S> {
   private assigned = new Set<number>();
   private freeOutputs: Output[] = [];
   private readonly abort = new AbortController();
+  /** Stops a commit that keeps failing (Kafka away) when the processor stops. */
+  private readonly commitAbort = new AbortController();
   private commitTimer: NodeJS.Timeout | undefined;
   private punctuateTimer: NodeJS.Timeout | undefined;
   private resumeCheck: NodeJS.Immediate | undefined;
@@ -197,13 +209,7 @@ class ProcessorRuntime<S> {
       allowAutoTopicCreation: false,
       partitionAssigners: [CoPartitionedAssigner],
     });
-    this.producer = options.kafka.producer({
-      transactionalId: `${options.groupId}.${options.instanceId ?? '0'}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: partitioner,
-      transactionTimeout: 60000,
-    });
+    this.tx = new Transactions({ kafka: options.kafka, transactionalId: `${options.groupId}.${options.instanceId ?? '0'}`, logger: this.log });
   }
 
   handle(): ProcessorHandle {
@@ -225,7 +231,7 @@ class ProcessorRuntime<S> {
       // kafkajs restarts the consumer itself on retriable crashes; a non-retriable one ends us.
       if (!e.payload.restart) void this.fail(e.payload.error);
     });
-    await this.producer.connect();
+    await this.tx.connect();
     await consumer.connect();
     for (const id of this.o.inputs)
       await consumer.subscribe({ topic: this.o.codecs.topic(id), fromBeginning: this.o.fromBeginning ?? true });
@@ -453,71 +459,57 @@ class ProcessorRuntime<S> {
     }, this.o.commitIntervalMs ?? 20);
   }
 
-  /** One transaction with every finished prefix's outputs and offsets. */
-  private async commit(): Promise<void> {
+  /** Every finished prefix's outputs and offsets, and the outputs of punctuations. */
+  private collect(): Collected | null {
+    if (this.rebalancing) return null;
+    const parts: Collected['parts'] = [];
+    const outputs: Output[] = [];
+    const offsets = new Map<string, Array<{ partition: number; offset: string }>>();
+    for (const slot of this.trackers.values()) {
+      const c = slot.tracker.peekCommittable();
+      if (!c) continue;
+      parts.push({ slot, count: c.count });
+      outputs.push(...c.outputs);
+      const list = offsets.get(slot.topic) ?? [];
+      list.push({ partition: slot.partition, offset: c.nextOffset.toString() });
+      offsets.set(slot.topic, list);
+    }
+    const free = this.freeOutputs.length;
+    outputs.push(...this.freeOutputs);
+    if (parts.length === 0 && free === 0) return null;
+    return {
+      outputs,
+      offsets: { groupId: this.o.groupId, topics: [...offsets].map(([topic, partitions]) => ({ topic, partitions })) },
+      parts,
+      free,
+    };
+  }
+
+  /** One transaction with every finished prefix's outputs and offsets, retried until it commits (streams/transactions.ts). */
+  private async commit(opts: { attempts?: number } = {}): Promise<void> {
     if (this.rebalancing) {
       this.scheduleCommit();
       return;
     }
-    const parts: Array<{ slot: { topic: string; partition: number; tracker: OffsetTracker<Output> }; count: number; nextOffset: bigint }> =
-      [];
-    const outputs: Output[] = [];
-    for (const slot of this.trackers.values()) {
-      const c = slot.tracker.peekCommittable();
-      if (!c) continue;
-      parts.push({ slot, count: c.count, nextOffset: c.nextOffset });
-      outputs.push(...c.outputs);
-    }
-    const free = this.freeOutputs;
-    outputs.push(...free);
-    if (parts.length === 0 && free.length === 0) return;
-    this.freeOutputs = [];
     const end = metrics.commitSeconds.startTimer({ processor: this.o.name });
-    const txn = await this.producer.transaction();
+    let done: Collected | null;
     try {
-      // Several sends of bounded size in the one transaction: a backlog's outputs in one record
-      // batch would exceed the broker's message.max.bytes (1 MiB) and be refused for ever.
-      for (const chunk of chunksOf(outputs, (o) => (o.value?.length ?? 0) + Buffer.byteLength(o.key) + 70, MAX_SEND_BYTES)) {
-        const byTopic = new Map<string, Message[]>();
-        for (const o of chunk) {
-          const list = byTopic.get(o.topic) ?? [];
-          list.push({ key: o.key, value: o.value });
-          byTopic.set(o.topic, list);
-        }
-        await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
-      }
-      if (parts.length > 0) {
-        const topics = new Map<string, Array<{ partition: number; offset: string }>>();
-        for (const p of parts) {
-          const list = topics.get(p.slot.topic) ?? [];
-          list.push({ partition: p.slot.partition, offset: p.nextOffset.toString() });
-          topics.set(p.slot.topic, list);
-        }
-        await txn.sendOffsets({
-          consumerGroupId: this.o.groupId,
-          topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
-        });
-      }
-      await txn.commit();
-    } catch (err) {
-      await txn.abort().catch(() => undefined);
-      this.freeOutputs = free.concat(this.freeOutputs);
-      const name = (err as { name?: string; type?: string }).type ?? (err as Error).name;
-      if (/FENCED|INVALID_PRODUCER_EPOCH|ProducerFenced/i.test(String(name))) throw err; // another instance took our id
-      this.log.warn({ err: (err as Error).message }, 'transaction failed; retrying');
-      await new Promise((r) => setTimeout(r, 500));
-      this.scheduleCommit();
-      return;
+      done = await this.tx.commit(() => this.collect(), { signal: opts.attempts ? undefined : this.commitAbort.signal, attempts: opts.attempts });
     } finally {
       end();
     }
-    for (const p of parts) p.slot.tracker.drop(p.count);
-    for (const o of outputs) metrics.produced.inc({ processor: this.o.name, topic: o.topic });
-    this.counts.produced += outputs.length;
+    if (!done) {
+      if (this.rebalancing) this.scheduleCommit();
+      return;
+    }
+    for (const p of done.parts) p.slot.tracker.drop(p.count);
+    this.freeOutputs = this.freeOutputs.slice(done.free);
+    for (const o of done.outputs) metrics.produced.inc({ processor: this.o.name, topic: o.topic });
+    this.counts.produced += done.outputs.length;
     this.counts.committedTransactions++;
     metrics.commits.inc({ processor: this.o.name });
     // More may have finished while this transaction ran.
-    if ([...this.trackers.values()].some((s) => s.tracker.peekCommittable())) this.scheduleCommit();
+    if (this.freeOutputs.length > 0 || [...this.trackers.values()].some((s) => s.tracker.peekCommittable())) this.scheduleCommit();
   }
 
   private async runPunctuate(): Promise<void> {
@@ -583,9 +575,15 @@ class ProcessorRuntime<S> {
       clearTimeout(this.commitTimer);
       this.commitTimer = undefined;
     }
+    // A commit retrying while Kafka is away gives up after the grace period; what it held is
+    // processed again by whoever owns the partitions next (nothing was committed).
+    const giveUp = setTimeout(() => this.commitAbort.abort(new TurnstreamError(ErrorCodes.ABORTED, 'the processor is stopping')), graceMs);
     await this.commitChain.catch(() => undefined);
-    await this.commit().catch((err) => this.log.warn({ err: (err as Error).message }, 'final commit failed'));
+    clearTimeout(giveUp);
+    if (!this.commitAbort.signal.aborted) {
+      await this.commit({ attempts: 3 }).catch((err) => this.log.warn({ err: (err as Error).message }, 'final commit failed'));
+    }
     await this.consumer.disconnect().catch(() => undefined);
-    await this.producer.disconnect().catch(() => undefined);
+    await this.tx.disconnect();
   }
 }

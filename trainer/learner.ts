@@ -17,14 +17,14 @@
  * transactional id fences the first.
  */
 import { rm } from 'node:fs/promises';
-import type { Consumer, Kafka, Producer } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
 import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
 import { createLogger, type Logger } from '../streams/logger.ts';
 import { deadLetter } from '../streams/dead-letter.ts';
 import type { EventCodecs } from '../streams/event-codecs.ts';
 import { counter, gauge, histogram } from '../streams/metrics.ts';
-import { partitioner } from '../streams/producer.ts';
 import { readToEnd } from '../streams/topic-reader.ts';
+import { Transactions } from '../streams/transactions.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
@@ -172,7 +172,10 @@ class Learner {
   private readonly parts = new Map<number, PartitionState>();
   private readonly pendingDlq: Array<{ key: string; value: DeadLetter }> = [];
   private consumer!: Consumer;
-  private producer!: Producer;
+  /** Commits with the processors' retrying transactional path: CONCURRENT_TRANSACTIONS and outages are waited out. */
+  private tx!: Transactions;
+  /** Aborts a commit still retrying when the learner stops. */
+  private readonly stopCommits = new AbortController();
   private samplesTopic = '';
   private policy: TrainablePolicy | null = null;
   private version = 0;
@@ -264,14 +267,8 @@ class Learner {
 
     if (this.consensus) await this.restoreConsensus(samplesCodec);
 
-    this.producer = kafka.producer({
-      transactionalId: `${this.groupId}.${this.o.instanceId ?? '0'}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: partitioner,
-      transactionTimeout: 60000,
-    });
-    await this.producer.connect(); // fences a predecessor and aborts what it left open
+    this.tx = new Transactions({ kafka, transactionalId: `${this.groupId}.${this.o.instanceId ?? '0'}`, logger: this.log });
+    await this.tx.connect(); // the first transaction fences a predecessor and aborts what it left open
     this.consumer = kafka.consumer({
       groupId: this.groupId,
       readUncommitted: false,
@@ -401,7 +398,8 @@ class Learner {
     try {
       await this.commit(published);
     } catch (err) {
-      if (published) await rm(published.uri, { recursive: true, force: true }).catch(() => undefined);
+      // A commit in doubt may have published the version: its folder stays (a restart deletes it if not).
+      if (published && !this.tx.inDoubt) await rm(published.uri, { recursive: true, force: true }).catch(() => undefined);
       throw err;
     }
     this.counts.trained += batch.length;
@@ -524,30 +522,23 @@ class Learner {
       offsets.push({ partition, offset: next.toString(), metadata: JSON.stringify({ done: [...st.done].map(String) }) });
     }
     const dlq = this.pendingDlq.splice(0);
-    const txn = await this.producer.transaction();
+    const outputs: Array<{ topic: string; key: string; value: Buffer }> = [];
+    if (wv) outputs.push({ topic: this.o.codecs.topic('weights'), key: wv.modelId, value: await this.o.codecs.of('weights').encode(wv) });
+    const dlqCodec = this.o.codecs.of('dlq');
+    for (const d of dlq) outputs.push({ topic: dlqCodec.topic, key: d.key, value: await dlqCodec.encode(d.value) });
+    const content = {
+      outputs,
+      offsets: offsets.length > 0 ? { groupId: this.groupId, topics: [{ topic: this.samplesTopic, partitions: offsets }] } : undefined,
+    };
     try {
-      const messages: Array<{ topic: string; messages: Array<{ key: string; value: Buffer }> }> = [];
-      if (wv)
-        messages.push({
-          topic: this.o.codecs.topic('weights'),
-          messages: [{ key: wv.modelId, value: await this.o.codecs.of('weights').encode(wv) }],
-        });
-      if (dlq.length > 0) {
-        const codec = this.o.codecs.of('dlq');
-        messages.push({
-          topic: codec.topic,
-          messages: await Promise.all(dlq.map(async (d) => ({ key: d.key, value: await codec.encode(d.value) }))),
-        });
-      }
-      if (messages.length > 0) await txn.sendBatch({ acks: -1, topicMessages: messages });
-      if (offsets.length > 0)
-        await txn.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: this.samplesTopic, partitions: offsets }] });
-      await txn.commit();
-      this.counts.transactions++;
+      // Retried (CONCURRENT_TRANSACTIONS, Kafka away) until it commits or the learner stops.
+      await this.tx.commit(() => content, { signal: this.stopCommits.signal });
     } catch (err) {
-      await txn.abort().catch(() => undefined);
+      // Not committed: the dead letters go in the next transaction.
+      if (!this.tx.inDoubt) this.pendingDlq.unshift(...dlq);
       throw err;
     }
+    this.counts.transactions++;
   }
 
   private async fail(err: unknown): Promise<void> {
@@ -561,14 +552,18 @@ class Learner {
   private async stop(): Promise<void> {
     if (this.stopping) return this.closed;
     this.stopping = true;
+    // A commit retrying while Kafka is away gives up after a grace period (nothing of it is committed).
+    const giveUp = setTimeout(() => this.stopCommits.abort(new Error('the learner is stopping')), 15_000);
     await this.loop;
+    clearTimeout(giveUp);
     await this.shutdown();
     this.closedResolve();
   }
 
   private async shutdown(): Promise<void> {
+    this.stopCommits.abort(new Error('the learner is stopping'));
     await this.consumer?.disconnect().catch(() => undefined);
-    await this.producer?.disconnect().catch(() => undefined);
+    await this.tx?.disconnect();
     this.optimizer.dispose();
     this.lineage.dispose();
     this.policy = null;

@@ -187,7 +187,7 @@ test('a dead-letter that cannot be published yet is retried, the refused record 
   await ob.append('turns', 'k', 'poison');
   await ob.append('turns', 'k', 'after');
   await new Promise((r) => setTimeout(r, 150));
-  assert.deepEqual(sent, [], 'nothing overtakes the record being set aside');
+  assert.equal(sent.length, 0, 'nothing overtakes the record being set aside');
   assert.ok(dlqCalls >= 2, 'the dead-letter is retried');
   const poisonSends = attempts.filter((a) => a.includes(1)).length;
   dlqUp = true;

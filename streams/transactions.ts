@@ -1,0 +1,253 @@
+/**
+ * The one way turnstream commits a Kafka transaction (outputs + consumed offsets), used by the
+ * processor runtime and the learner: an attempt that fails is aborted and retried with backoff
+ * until it commits, so Kafka's CONCURRENT_TRANSACTIONS (51, "a transaction follows the previous
+ * one too closely"), a broker restart or a minute-long outage cost time, never the service.
+ *
+ * - Each attempt asks `build` for its content afresh (a processor adds what finished meanwhile).
+ * - After an attempt that leaves the producer in doubt (its abort failed, or the commit itself
+ *   got no answer) the producer is replaced: a new one with the same transactional id makes the
+ *   coordinator finish or abort what the old one left open before it is used.
+ * - A commit that got no answer may have landed: the group's committed offsets say whether it
+ *   did (they moved to the attempt's offsets). If it did, the content counts as committed; if
+ *   that cannot be told, the error is fatal, and a restart resumes from the committed offsets,
+ *   which is exact either way.
+ * - Fencing (another instance took the transactional id) is fatal: never retried.
+ */
+import type { Kafka, Message, Producer } from 'kafkajs';
+import pRetry from 'p-retry';
+import { ErrorCodes, TurnstreamError } from './errors.ts';
+import type { Logger } from './logger.ts';
+import { counter } from './metrics.ts';
+import { chunksOf, kafkaErrorType, MAX_SEND_BYTES, partitioner } from './producer.ts';
+
+export interface TransactionOutput {
+  topic: string;
+  key: string;
+  value: Buffer | null;
+}
+
+export interface TransactionOffsets {
+  groupId: string;
+  topics: Array<{ topic: string; partitions: Array<{ partition: number; offset: string; metadata?: string | null }> }>;
+}
+
+/** What one transaction writes: outputs and (usually) the consumed offsets. */
+export interface TransactionContent {
+  outputs: TransactionOutput[];
+  offsets?: TransactionOffsets;
+}
+
+export interface TransactionsOptions {
+  kafka: Kafka;
+  transactionalId: string;
+  logger: Logger;
+  /** First delay after a failed attempt; doubles. @default 200 */
+  retryBaseMs?: number;
+  /** Longest delay between attempts. @default 5000 */
+  retryMaxMs?: number;
+  /** @default 60000 */
+  transactionTimeoutMs?: number;
+}
+
+const retries = counter(
+  'turnstream_transaction_retries_total',
+  'Transaction attempts that failed and were retried, by Kafka error (or the phase that failed)',
+  ['reason'],
+);
+
+/** The producer was fenced: another instance runs with our transactional id. */
+const FENCED = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);
+
+export function isFenced(err: unknown): boolean {
+  const type = kafkaErrorType(err);
+  const name = (err as { name?: string })?.name ?? '';
+  return (type !== undefined && FENCED.has(type)) || /ProducerFenced/i.test(name);
+}
+
+const sameOffsets = (a: string | undefined, b: string): boolean => a !== undefined && BigInt(a) === BigInt(b);
+
+export class Transactions {
+  private producer: Producer;
+  /** The producer may hold an open or unfinished transaction: replace it before the next attempt. */
+  private stale = false;
+  /** Content whose commit got no answer: it may have landed. */
+  private unanswered: TransactionContent | null = null;
+  /** The offsets of our last commit, per group/topic/partition. */
+  private readonly committed = new Map<string, string>();
+  private readonly o: TransactionsOptions;
+
+  constructor(options: TransactionsOptions) {
+    this.o = options;
+    this.producer = this.create();
+  }
+
+  private create(): Producer {
+    return this.o.kafka.producer({
+      transactionalId: this.o.transactionalId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: partitioner,
+      transactionTimeout: this.o.transactionTimeoutMs ?? 60000,
+    });
+  }
+
+  /** Connects (the first transaction fences a dead predecessor and aborts what it left open). */
+  async connect(): Promise<void> {
+    await this.producer.connect();
+  }
+
+  /** A commit got no answer and is not settled yet (its outputs may or may not be in the log). */
+  get inDoubt(): boolean {
+    return this.unanswered !== null;
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer.disconnect().catch(() => undefined);
+  }
+
+  /**
+   * Commits what `build` returns (null or empty: nothing to do) in one transaction, retrying
+   * until it commits, `signal` aborts, or `attempts` run out. Resolves with the content that
+   * committed (the caller's own fields kept), or null.
+   * @throws TurnstreamError not retriable when fenced or when a commit's outcome cannot be told
+   */
+  async commit<T extends TransactionContent>(
+    build: () => T | null | Promise<T | null>,
+    opts: { signal?: AbortSignal; attempts?: number } = {},
+  ): Promise<T | null> {
+    return pRetry(
+      async () => {
+        if (this.unanswered) {
+          const landed = await this.settleUnanswered();
+          if (landed) return landed as T;
+        }
+        if (this.stale) await this.reset();
+        const content = await build();
+        if (!content || (content.outputs.length === 0 && !content.offsets?.topics.length)) return null;
+        await this.attempt(content);
+        return content;
+      },
+      {
+        retries: opts.attempts !== undefined ? Math.max(0, opts.attempts - 1) : Number.POSITIVE_INFINITY,
+        minTimeout: this.o.retryBaseMs ?? 200,
+        maxTimeout: this.o.retryMaxMs ?? 5000,
+        factor: 2,
+        signal: opts.signal,
+        shouldRetry: ({ error }) => !(error instanceof TurnstreamError && !error.retriable),
+        onFailedAttempt: ({ error, attemptNumber }) => {
+          retries.inc({ reason: kafkaErrorType(error) ?? (error as TurnstreamError).param ?? 'other' });
+          const log = attemptNumber >= 3 ? this.o.logger.warn.bind(this.o.logger) : this.o.logger.debug.bind(this.o.logger);
+          log({ err: error.message, attempt: attemptNumber }, 'transaction failed; retrying');
+        },
+      },
+    );
+  }
+
+  private async attempt(content: TransactionContent): Promise<void> {
+    let phase: 'begin' | 'send' | 'offsets' | 'commit' = 'begin';
+    let txn: Awaited<ReturnType<Producer['transaction']>> | undefined;
+    try {
+      txn = await this.producer.transaction();
+      phase = 'send';
+      // Several sends of bounded size: one record batch stays well under the topics' limits.
+      for (const chunk of chunksOf(content.outputs, (o) => (o.value?.length ?? 0) + Buffer.byteLength(o.key) + 70, MAX_SEND_BYTES)) {
+        const byTopic = new Map<string, Message[]>();
+        for (const o of chunk) {
+          const list = byTopic.get(o.topic) ?? [];
+          list.push({ key: o.key, value: o.value });
+          byTopic.set(o.topic, list);
+        }
+        await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      }
+      if (content.offsets?.topics.length) {
+        phase = 'offsets';
+        await txn.sendOffsets({ consumerGroupId: content.offsets.groupId, topics: content.offsets.topics });
+      }
+      phase = 'commit';
+      await txn.commit();
+      this.remember(content);
+    } catch (err) {
+      if (isFenced(err)) {
+        throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `fenced: another instance runs with transactional id ${this.o.transactionalId}`, {
+          cause: err,
+          retriable: false,
+        });
+      }
+      // A broker that answered the commit with an error did not commit; no answer may mean either.
+      if (phase === 'commit' && kafkaErrorType(err) === undefined) {
+        this.unanswered = content;
+        this.stale = true;
+      } else if (txn) {
+        await txn.abort().catch(() => (this.stale = true));
+      } else {
+        this.stale = true;
+      }
+      // `param` names the failed phase for the retry metric when Kafka gave no error type.
+      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `transaction failed (${phase}): ${(err as Error).message}`, {
+        cause: err,
+        param: phase,
+      });
+    }
+  }
+
+  /** A fresh producer with the same transactional id: the coordinator settles what the old one left. */
+  private async reset(): Promise<void> {
+    const old = this.producer;
+    await Promise.race([old.disconnect().catch(() => undefined), new Promise((r) => setTimeout(r, 5000))]);
+    this.producer = this.create();
+    await this.producer.connect();
+    this.stale = false;
+    this.o.logger.info({ transactionalId: this.o.transactionalId }, 'transactional producer replaced');
+  }
+
+  /**
+   * Whether the unanswered commit landed: its offsets are the group's committed offsets now
+   * (read after the reset, which settles the transaction). Returns its content if it did.
+   */
+  private async settleUnanswered(): Promise<TransactionContent | null> {
+    const content = this.unanswered!;
+    if (this.stale) await this.reset();
+    const offsets = content.offsets;
+    const parts = offsets?.topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, ...p }))) ?? [];
+    const distinct = parts.some((p) => this.committed.get(`${offsets!.groupId}\u0000${p.topic}\u0000${p.partition}`) !== p.offset);
+    if (!offsets || parts.length === 0 || !distinct) {
+      throw new TurnstreamError(
+        ErrorCodes.UNAVAILABLE,
+        'a transaction commit got no answer and its outcome cannot be told from the offsets; restart to resume from what is committed',
+        { retriable: false },
+      );
+    }
+    // The transaction is settled (InitProducerId waits for that) once the new producer starts one;
+    // begin and abort an empty transaction so the committed offsets are final when read.
+    const probe = await this.producer.transaction();
+    await probe.abort();
+    const admin = this.o.kafka.admin();
+    await admin.connect();
+    let now: Map<string, string>;
+    try {
+      const res = await admin.fetchOffsets({ groupId: offsets.groupId, topics: offsets.topics.map((t) => t.topic) });
+      now = new Map(res.flatMap((t) => t.partitions.map((p) => [`${t.topic}\u0000${p.partition}`, p.offset] as const)));
+    } finally {
+      await admin.disconnect();
+    }
+    const landed = parts.map((p) => sameOffsets(now.get(`${p.topic}\u0000${p.partition}`), p.offset));
+    this.unanswered = null;
+    if (landed.every(Boolean)) {
+      this.remember(content);
+      this.o.logger.info({ transactionalId: this.o.transactionalId }, 'an unanswered commit had landed');
+      return content;
+    }
+    if (landed.some(Boolean)) {
+      throw new TurnstreamError(ErrorCodes.INTERNAL, 'a transaction committed only part of its offsets', { retriable: false });
+    }
+    return null;
+  }
+
+  private remember(content: TransactionContent): void {
+    const o = content.offsets;
+    if (!o) return;
+    for (const t of o.topics)
+      for (const p of t.partitions) this.committed.set(`${o.groupId}\u0000${t.topic}\u0000${p.partition}`, p.offset);
+  }
+}
