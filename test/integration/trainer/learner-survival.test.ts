@@ -1,0 +1,233 @@
+/**
+ * The learner rides out what the other services ride out (issue 13): a 60 s Kafka outage (the
+ * broker cut off through a TCP proxy; the shared broker keeps running) and bursts of
+ * transactions in quick succession (dead letters spread over many partitions, so the
+ * coordinator is still finishing one transaction when the next begins: CONCURRENT_TRANSACTIONS).
+ * It keeps running, and every sample is trained exactly once into consecutive versions.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kafka } from 'kafkajs';
+import type { Sample, WeightVersion } from '../../../schemas/index.ts';
+import {
+  createEventCodecs,
+  createKafka,
+  createLogger,
+  ensureTopics,
+  EventProducer,
+  metricsRegistry,
+  readToEnd,
+  type EventCodecs,
+} from '../../../streams/index.ts';
+import { ByteTokenizer, initCheckpoint, selectBackend, startLearner, type LearnerHandle } from '../../../trainer/index.ts';
+import { exampleSample } from '../../support/fixtures.ts';
+import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { TcpProxy } from '../gateway/tcp-proxy.ts';
+
+const TINY = { contextLength: 48, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 };
+const tok = new ByteTokenizer();
+let kafka: Kafka;
+let stack: Awaited<ReturnType<typeof ensureStack>>;
+const dirs: string[] = [];
+const logger = createLogger('learner-survival', process.env.LOG_LEVEL ?? 'error');
+
+function sample(i: number): Sample {
+  const prompt = [tok.bos, tok.user, ...tok.encode(`q${i}`), tok.end, tok.assistant];
+  const resp = [...tok.encode(i % 2 ? 'yes' : 'no'), tok.end];
+  return exampleSample({
+    sampleId: `t${i}:RL`,
+    turnId: `t${i}`,
+    sessionId: `s${i % 5}`,
+    userId: `u${i % 4}`,
+    method: 'RL',
+    tokens: [...prompt, ...resp],
+    promptLength: prompt.length,
+    responseLength: resp.length,
+    lossMask: resp.map(() => 1),
+    rolloutLogprobs: resp.map(() => -5),
+    reward: i % 2 ? 1 : -1,
+    teacherLogprobs: null,
+    teacherTopK: null,
+  });
+}
+
+async function versions(codecs: EventCodecs): Promise<WeightVersion[]> {
+  const out: WeightVersion[] = [];
+  await readToEnd(kafka, codecs.topic('weights'), async (r) => void out.push(await codecs.of('weights').decode(r.value!)), { idleMs: 500 });
+  return out.sort((a, b) => a.version - b.version);
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(500);
+  }
+}
+
+/** Versions 1..n, each once, each on its predecessor, `samples` trained in all. */
+function assertExactlyOnce(all: WeightVersion[], samples: number): void {
+  const n = all.length;
+  assert.deepEqual(
+    all.map((v) => v.version),
+    Array.from({ length: n }, (_, i) => i + 1),
+    'versions 1..n, each once',
+  );
+  assert.deepEqual(
+    all.map((v) => v.parentVersion),
+    Array.from({ length: n }, (_, i) => i),
+  );
+  assert.equal(
+    all.reduce((a, v) => a + v.metrics.samples, 0),
+    samples,
+    'every sample trained exactly once',
+  );
+}
+
+async function family(
+  name: string,
+  partitions: number,
+): Promise<{ codecs: EventCodecs; producer: EventProducer; weightsDir: string; prefix: string }> {
+  const prefix = uniquePrefix(name);
+  await ensureTopics(kafka, { naming: { prefix }, partitions });
+  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
+  const producer = new EventProducer(kafka, codecs);
+  await producer.connect();
+  const weightsDir = await mkdtemp(join(tmpdir(), 'ts-learner-survival-'));
+  dirs.push(weightsDir);
+  await initCheckpoint(weightsDir, { config: TINY });
+  return { codecs, producer, weightsDir, prefix };
+}
+
+const settled = (h: LearnerHandle): (() => boolean) => {
+  let done = false;
+  void h.closed.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  return () => done;
+};
+
+describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
+  before(async () => {
+    stack = await ensureStack();
+    kafka = createKafka({ brokers: [stack.brokers], clientId: 'learner-survival', logger });
+    await selectBackend('cpu', { logger });
+  });
+  after(async () => {
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  it('rides out a 60 s Kafka outage: keeps running, then trains what arrived, each sample once', async () => {
+    const { codecs, producer, weightsDir } = await family('learner-outage', 2);
+    const [host, port] = stack.brokers.split(',')[0].split(':');
+    const proxy = new TcpProxy(host, Number(port));
+    await proxy.start();
+    await producer.sendAll(Array.from({ length: 8 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(i) })));
+    const h = await startLearner({
+      kafka: proxy.kafka('learner-outage'),
+      codecs,
+      weightsDir,
+      batch: { batchSize: 4, maxWaitMs: 5000, maxStaleness: 100 },
+      consensus: false,
+      logger,
+    });
+    const isClosed = settled(h);
+    try {
+      await h.ready;
+      await waitFor('v2', async () => (await versions(codecs)).length >= 2);
+      // Two samples wait for a batch when Kafka goes away: the partial batch comes due during
+      // the outage, so the learner trains it and has to publish it while it cannot.
+      await producer.sendAll([8, 9].map((i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(i) })));
+      await waitFor('2 samples buffered', async () => h.stats().buffered === 2);
+      await proxy.stop();
+      // More samples arrive (the processors write them) while the learner cannot reach Kafka.
+      await producer.sendAll(Array.from({ length: 6 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(10 + i) })));
+      for (let s = 0; s < 60; s++) {
+        await sleep(1000);
+        assert.equal(isClosed(), false, `the learner is still running ${s + 1} s into the outage`);
+      }
+      await proxy.start();
+      await waitFor(
+        'all 16 samples trained after the outage',
+        async () => (await versions(codecs)).reduce((a, v) => a + v.metrics.samples, 0) >= 16,
+        180_000,
+      );
+      await sleep(3000); // anything trained twice would show up as more versions
+      assert.equal(isClosed(), false);
+      assertExactlyOnce(await versions(codecs), 16);
+    } finally {
+      await h.stop();
+      await proxy.stop();
+      await producer.disconnect();
+    }
+  });
+
+  it('rides out bursts of back-to-back transactions (CONCURRENT_TRANSACTIONS): keeps running, each sample once', async () => {
+    const { codecs, producer, weightsDir } = await family('learner-burst', 2);
+    // Dead letters over many partitions make a transaction wide: the coordinator is still
+    // finishing it when the next one, a backlog's stale samples with nothing to train (offsets
+    // only), begins at once. This is what crashed the learner after every backlog.
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createPartitions({ topicPartitions: [{ topic: codecs.topic('dlq'), count: 60 }] });
+    await admin.disconnect();
+    const raw = kafka.producer();
+    await raw.connect();
+    const retriesBefore = await concurrentRetries();
+    const h = await startLearner({
+      kafka,
+      codecs,
+      weightsDir,
+      batch: { batchSize: 1, maxWaitMs: 0, maxStaleness: 0 },
+      consensus: false,
+      logger,
+    });
+    const isClosed = settled(h);
+    try {
+      await h.ready;
+      await producer.send('samples', 's0', sample(0));
+      await waitFor('v1', async () => (await versions(codecs)).length >= 1);
+      const stale = 40;
+      let junk = 0;
+      for (let i = 1; i <= stale; i++) {
+        await raw.send({
+          topic: codecs.topic('samples'),
+          messages: Array.from({ length: 40 }, (_, k) => ({ key: `junk-${i}-${k}`, value: Buffer.from('not avro') })),
+        });
+        junk += 40;
+        // Written for version 0: stale once v1 is out, so it is dropped (its offset committed
+        // alone). Arriving while the dead letters commit, its transaction follows at once; the
+        // delay sweeps that window.
+        await sleep((i * 7) % 60);
+        await producer.send('samples', `s${i % 5}`, sample(i));
+        await sleep(250);
+      }
+      await waitFor(
+        'every record handled',
+        async () => h.stats().deadLettered >= junk && h.stats().droppedStale >= stale && h.stats().buffered === 0,
+        240_000,
+      );
+      await sleep(2000);
+      assert.equal(isClosed(), false, 'the learner is still running');
+      assertExactlyOnce(await versions(codecs), 1);
+      assert.deepEqual([h.stats().deadLettered, h.stats().droppedStale, h.stats().trained], [junk, stale, 1]);
+      const seen = (await concurrentRetries()) - retriesBefore;
+      process.stdout.write(`# CONCURRENT_TRANSACTIONS answered and retried: ${seen}\n`);
+      assert.ok(seen >= 1, `Kafka answered CONCURRENT_TRANSACTIONS ${seen} times; the learner retried each`);
+    } finally {
+      await h.stop();
+      await raw.disconnect();
+      await producer.disconnect();
+    }
+  });
+});
+
+async function concurrentRetries(): Promise<number> {
+  const m = (await metricsRegistry.getSingleMetric('turnstream_transaction_retries_total')?.get())?.values ?? [];
+  return m.filter((v) => v.labels.reason === 'CONCURRENT_TRANSACTIONS').reduce((a, v) => a + v.value, 0);
+}
