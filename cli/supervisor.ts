@@ -1,6 +1,10 @@
 /**
- * Runs turnstream services as child processes: logs to files, restarts a service that dies
- * (with backoff, giving up after too many crashes), and stops them all in order.
+ * Runs turnstream services as child processes: logs to files, restarts a service that dies,
+ * and stops them all in order. A service is never given up on: each crash within
+ * `crashWindowMs` of the previous ones doubles the wait before the next start (0.5 s, 1 s, 2 s …
+ * up to `maxRestartDelayMs`); after `maxCrashes` of them it is reported `crash-looping`, and
+ * still restarted, so a service that crashed while Kafka or the registry was away comes back
+ * once they do. A service that stays up for `crashWindowMs` starts the count afresh.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
@@ -24,10 +28,14 @@ export interface SupervisorOptions {
   logDir: string;
   /** Environment of the children. */
   env: NodeJS.ProcessEnv;
-  /** Crashes within `crashWindowMs` after which a service is left down. @default 5 */
+  /** Crashes within `crashWindowMs` after which a service is reported `crash-looping` (it is still restarted). @default 5 */
   maxCrashes?: number;
-  /** @default 60000 */
+  /** Crashes closer together than this count as one crash loop. @default 60000 */
   crashWindowMs?: number;
+  /** Wait before the first restart; doubles with each crash of a loop. @default 500 */
+  restartDelayMs?: number;
+  /** Longest wait between restarts. @default 60000 */
+  maxRestartDelayMs?: number;
   /** Time a child has to exit after SIGTERM before SIGKILL. @default 15000 */
   stopTimeoutMs?: number;
   /** How long a service without a health check must stay alive to count as ready. @default 2000 */
@@ -36,14 +44,16 @@ export interface SupervisorOptions {
   onChange?: (name: string, state: ServiceState, detail?: string) => void;
 }
 
-export type ServiceState = 'starting' | 'running' | 'ready' | 'restarting' | 'failed' | 'stopped';
+export type ServiceState = 'starting' | 'running' | 'ready' | 'restarting' | 'crash-looping' | 'stopped';
 
 interface Slot {
   spec: ServiceSpec;
   child?: ChildProcess;
   log: WriteStream;
   state: ServiceState;
-  crashes: number[];
+  /** Crashes in the current loop. */
+  crashes: number;
+  lastCrashAt?: number;
   launchedAt: number;
   restartTimer?: NodeJS.Timeout;
 }
@@ -63,7 +73,7 @@ export class Supervisor {
       spec,
       log: createWriteStream(join(this.o.logDir, `${spec.name}.log`), { flags: 'a' }),
       state: 'starting',
-      crashes: [],
+      crashes: 0,
       launchedAt: 0,
     };
     this.slots.set(spec.name, slot);
@@ -90,7 +100,7 @@ export class Supervisor {
         if (ok) this.set(s, 'ready');
       }
       const states = [...this.slots.values()].map((s) => s.state);
-      if (states.every((st) => st === 'ready' || st === 'failed')) return states.every((st) => st === 'ready');
+      if (states.every((st) => st === 'ready' || st === 'crash-looping')) return states.every((st) => st === 'ready');
       await new Promise((r) => setTimeout(r, 500));
     }
     return false;
@@ -113,13 +123,23 @@ export class Supervisor {
       slot.child = undefined;
       if (this.stopping) return this.set(slot, 'stopped');
       const now = Date.now();
-      slot.crashes = slot.crashes.filter((t) => now - t < (this.o.crashWindowMs ?? 60000)).concat(now);
-      const detail = `exited with ${signal ?? code}; see ${join(this.o.logDir, `${slot.spec.name}.log`)}`;
-      if (slot.crashes.length >= (this.o.maxCrashes ?? 5)) return this.set(slot, 'failed', detail);
-      this.set(slot, 'restarting', detail);
-      const delay = Math.min(30000, 500 * 2 ** (slot.crashes.length - 1));
+      const window = this.o.crashWindowMs ?? 60000;
+      // Crashes chain into a loop while each comes within the window of the one before (the
+      // wait before its start not counted).
+      const inLoop = slot.lastCrashAt !== undefined && now - slot.lastCrashAt < window + this.delayFor(slot.crashes);
+      slot.crashes = inLoop ? slot.crashes + 1 : 1;
+      slot.lastCrashAt = now;
+      const delay = this.delayFor(slot.crashes);
+      const looping = slot.crashes >= (this.o.maxCrashes ?? 5);
+      const detail = `exited with ${signal ?? code}${looping ? ` (${slot.crashes} crashes in a row)` : ''}; next start in ${(delay / 1000).toFixed(1)} s; see ${join(this.o.logDir, `${slot.spec.name}.log`)}`;
+      this.set(slot, looping ? 'crash-looping' : 'restarting', detail);
       slot.restartTimer = setTimeout(() => this.launch(slot), delay);
     });
+  }
+
+  /** The wait before restarting after the `n`th crash of a loop. */
+  private delayFor(n: number): number {
+    return Math.min(this.o.maxRestartDelayMs ?? 60000, (this.o.restartDelayMs ?? 500) * 2 ** Math.max(0, n - 1));
   }
 
   /** SIGTERM to every service (in reverse start order), SIGKILL to whatever outlives the timeout. */

@@ -6,28 +6,36 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Supervisor } from '../../../cli/supervisor.ts';
 
-// A stand-in `turnstream` whose sub-commands are: `live` (runs until SIGTERM) and `crash` (exits 3).
+// A stand-in `turnstream` whose sub-commands are: `live` (runs until SIGTERM), `crash` (exits 3)
+// and `flaky <file>` (exits 3 until the file exists, then runs: a service whose dependency returns).
 const dir = mkdtempSync(join(tmpdir(), 'supervisor-'));
-const bin = join(dir, 'fake-turnstream.mjs');
+const bin = join(dir, 'fake-turnstream.cjs');
 writeFileSync(
-  bin,
+  bin.replace(/\.mjs$/, '.cjs'),
   `const [cmd] = process.argv.slice(2);
    console.log('started ' + cmd);
    if (cmd === 'crash') process.exit(3);
+   if (cmd === 'flaky' && !require('node:fs').existsSync(process.argv[3])) process.exit(3);
    process.on('SIGTERM', () => { console.log('bye'); process.exit(0); });
    setInterval(() => {}, 1000);`,
 );
 
 describe('Supervisor', () => {
-  it('runs services, restarts one that crashes, gives up after too many crashes, and stops all', async () => {
+  it('runs services, restarts one that crashes with a growing wait, reports a crash loop without giving up, and stops all', async () => {
     const changes: string[] = [];
+    const details: string[] = [];
     const sup = new Supervisor({
       bin,
       logDir: join(dir, 'logs'),
       env: process.env,
       maxCrashes: 3,
       settleMs: 1000,
-      onChange: (n, s) => changes.push(`${n}:${s}`),
+      restartDelayMs: 200,
+      maxRestartDelayMs: 800,
+      onChange: (n, s, d) => {
+        changes.push(`${n}:${s}`);
+        if (n === 'crashy' && d) details.push(d);
+      },
     });
     sup.start({ name: 'live', args: ['live'] });
     sup.start({ name: 'crashy', args: ['crash'] });
@@ -40,9 +48,19 @@ describe('Supervisor', () => {
       await sup.stopAll();
       throw err;
     }
-    assert.equal(ready, false, 'one service failed');
-    assert.deepEqual(states, { live: 'ready', crashy: 'failed' });
-    assert.equal(changes.filter((c) => c === 'crashy:restarting').length, 2, 'restarted twice, then left down');
+    assert.equal(ready, false, 'one service crash-loops');
+    assert.deepEqual(states, { live: 'ready', crashy: 'crash-looping' });
+    assert.equal(changes.filter((c) => c === 'crashy:restarting').length, 2, 'restarting, then reported as a crash loop');
+    // It is not given up on: more starts follow.
+    const starts = () => readFileSync(join(dir, 'logs', 'crashy.log'), 'utf8').match(/started crash/g)?.length ?? 0;
+    const seen = starts();
+    await sleep(2000);
+    assert.ok(starts() > seen, 'still restarted after the crash loop was reported');
+    assert.deepEqual(
+      details.slice(0, 4).map((d) => /next start in ([\d.]+) s/.exec(d)?.[1]),
+      ['0.2', '0.4', '0.8', '0.8'],
+      'the wait doubles up to its cap',
+    );
     await sup.stopAll();
     await sleep(100);
     assert.deepEqual(
@@ -52,6 +70,30 @@ describe('Supervisor', () => {
     const log = readFileSync(join(dir, 'logs', 'live.log'), 'utf8');
     assert.match(log, /started live/);
     assert.match(log, /bye/, 'the live service got SIGTERM and exited cleanly');
-    assert.equal(readFileSync(join(dir, 'logs', 'crashy.log'), 'utf8').match(/started crash/g)?.length, 3);
+  });
+
+  it('a service that crashed while its dependency was away comes back when the dependency does', async () => {
+    const flag = join(dir, 'dependency-is-back');
+    const sup = new Supervisor({
+      bin,
+      logDir: join(dir, 'logs2'),
+      env: process.env,
+      maxCrashes: 2,
+      settleMs: 500,
+      restartDelayMs: 100,
+      maxRestartDelayMs: 300,
+    });
+    sup.start({ name: 'flaky', args: ['flaky', flag] });
+    try {
+      assert.equal(await sup.waitReady(3000), false);
+      assert.equal(sup.states()[0].state, 'crash-looping');
+      writeFileSync(flag, 'yes');
+      for (let t0 = Date.now(); sup.states()[0].state !== 'ready'; await sleep(100)) {
+        if (Date.now() - t0 > 10_000) assert.fail(`not ready once its dependency is back (${sup.states()[0].state})`);
+        await sup.waitReady(500);
+      }
+    } finally {
+      await sup.stopAll();
+    }
   });
 });
