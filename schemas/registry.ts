@@ -1,8 +1,14 @@
 /**
  * Registers turnstream's schemas with a Confluent-compatible registry (Apicurio's ccompat
  * API here) under the TopicNameStrategy, with BACKWARD compatibility.
+ *
+ * Idempotent under concurrency: services starting together race to set a subject's
+ * compatibility, and Apicurio answers all but the first with a conflict ("A rule named
+ * 'COMPATIBILITY' already exists"); a conflict is read as "set by another", checked, and a
+ * conflicting registration is retried (it then returns the existing schema's id).
  */
 import { Compatibility, SchemaRegistryClient, type Client } from '@confluentinc/schemaregistry';
+import pRetry from 'p-retry';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming } from './topics.ts';
 
@@ -37,11 +43,34 @@ export async function registerSchemas(
     const subject = valueSubject(topicName(id, naming));
     const schema = JSON.stringify(TOPICS[id].schema());
     try {
-      await client.updateCompatibility(subject, Compatibility.BACKWARD);
-      out[id] = await client.register(subject, { schemaType: 'AVRO', schema }, false);
+      await pRetry(() => ensureBackward(client, subject), { retries: 5, minTimeout: 100, shouldRetry: ({ error }) => isConflict(error) });
+      out[id] = await pRetry(() => client.register(subject, { schemaType: 'AVRO', schema }, false), {
+        retries: 5,
+        minTimeout: 100,
+        shouldRetry: ({ error }) => isConflict(error),
+      });
     } catch (err) {
       throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `could not register ${subject}: ${(err as Error).message}`, { cause: err });
     }
   }
   return out;
+}
+
+/** A registry's answer that another writer got there first (HTTP 409, or Apicurio's "already exists"). */
+function isConflict(err: unknown): boolean {
+  const e = err as { status?: number; message?: string };
+  return e.status === 409 || /already exists|conflict/i.test(e.message ?? '');
+}
+
+/** Sets the subject's compatibility to BACKWARD unless it is; a concurrent setter's conflict counts as done once read back. */
+async function ensureBackward(client: Client, subject: string): Promise<void> {
+  const current = await client.getCompatibility(subject).catch(() => undefined);
+  if (current === Compatibility.BACKWARD) return;
+  try {
+    await client.updateCompatibility(subject, Compatibility.BACKWARD);
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+    // Another process created the rule meanwhile: fine if it says BACKWARD; else set it again.
+    if ((await client.getCompatibility(subject).catch(() => undefined)) !== Compatibility.BACKWARD) throw err;
+  }
 }

@@ -28,3 +28,4 @@ export {
 export { KeyedWorkPool } from './work-pool.ts';
 export { OffsetTracker } from './offset-tracker.ts';
 export { KeySet, presentedKey } from './api-keys.ts';
+export { waitForDependencies, type DependenciesOptions } from './dependencies.ts';

@@ -12,7 +12,7 @@ import {
   startSampleBuilder,
   startSessionAssembler,
 } from '../../processors/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers, type ProcessorHandle } from '../../streams/index.ts';
+import { createKafka, createLogger, parseBrokers, waitForDependencies, type ProcessorHandle } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
 export const PROCESSORS = ['session-assembler', 'judge', 'sample-builder'] as const;
@@ -30,9 +30,8 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
   );
   const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-${name}-${instanceId}` });
   const naming = { prefix: config.topicPrefix };
-  await ensureTopics(kafka, { naming });
-  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
   const logger = createLogger(name, config.logLevel);
+  const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
   const common = {
     kafka,
     codecs,

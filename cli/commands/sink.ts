@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/clickhouse-sink/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers } from '../../streams/index.ts';
+import { createKafka, createLogger, parseBrokers, waitForDependencies } from '../../streams/index.ts';
 import { loadConfig, SettingsReader, type TurnstreamConfig } from '../config.ts';
 
 /** Where analytics lives, from the configuration (used by sink, report and dashboard). */
@@ -33,8 +33,8 @@ export async function startSinkFromConfig(
   );
   const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-clickhouse-sink-${instanceId}` });
   const naming = { prefix: config.topicPrefix };
-  await ensureTopics(kafka, { naming });
-  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
+  const logger = createLogger('clickhouse-sink', config.logLevel);
+  const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
   return startClickhouseSink({
     kafka,
     codecs,
@@ -44,7 +44,7 @@ export async function startSinkFromConfig(
     flushIntervalMs: config.sink.flushMs,
     replayTags,
     replayDiscoveryMs: config.sink.replayDiscoveryMs,
-    logger: createLogger('clickhouse-sink', config.logLevel),
+    logger,
   });
 }
 

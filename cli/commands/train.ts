@@ -6,7 +6,7 @@
 import { createServer } from 'node:http';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, metricsRegistry, parseBrokers } from '../../streams/index.ts';
+import { createKafka, createLogger, ensureTopics, metricsRegistry, parseBrokers, waitForDependencies } from '../../streams/index.ts';
 import { selectBackend, type BackendName } from '../../policy/index.ts';
 import { LEARNER_LR, startLearner, type StalenessMode } from '../../trainer/index.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
@@ -82,9 +82,8 @@ export function register(program: Command): void {
       );
       const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-trainer-${f.instance}` });
       const naming = { prefix: config.topicPrefix };
-      await ensureTopics(kafka, { naming });
+      const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
       if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
-      const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
       const handle = await startLearner({
         kafka,
         codecs,

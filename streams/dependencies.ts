@@ -1,0 +1,57 @@
+/**
+ * What a service needs before it starts consuming: its topics on Kafka and its schemas in the
+ * registry. A service started before them (a fresh machine, `turnstream up` racing the stack,
+ * a registry restarting) waits for them with backoff, saying in its log what it waits for,
+ * instead of exiting at once.
+ */
+import type { Kafka } from 'kafkajs';
+import pRetry from 'p-retry';
+import type { TopicId, TopicNaming } from '../schemas/index.ts';
+import { ErrorCodes, TurnstreamError } from './errors.ts';
+import { createEventCodecs, type EventCodecs } from './event-codecs.ts';
+import type { Logger } from './logger.ts';
+import { ensureTopics } from './topic-admin.ts';
+
+export interface DependenciesOptions {
+  kafka: Kafka;
+  /** For the log lines: where Kafka is. */
+  brokers: string;
+  registryUrl: string;
+  naming?: TopicNaming;
+  /** Topics to create (all by default). */
+  ids?: readonly TopicId[];
+  logger: Logger;
+  /** First wait; doubles up to `maxDelayMs`. @default 1000 */
+  minDelayMs?: number;
+  /** @default 15000 */
+  maxDelayMs?: number;
+  /** Give up after this long (then the supervisor restarts the service). @default forever */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Topics and codecs (schemas registered), waiting for Kafka and the registry as long as it takes. */
+export async function waitForDependencies(o: DependenciesOptions): Promise<EventCodecs> {
+  let what: 'Kafka' | 'the schema registry' = 'Kafka';
+  return pRetry(
+    async () => {
+      what = 'Kafka';
+      await ensureTopics(o.kafka, { naming: o.naming, ids: o.ids });
+      what = 'the schema registry';
+      return createEventCodecs({ registryUrl: o.registryUrl, naming: o.naming });
+    },
+    {
+      retries: Number.POSITIVE_INFINITY,
+      minTimeout: o.minDelayMs ?? 1000,
+      maxTimeout: o.maxDelayMs ?? 15_000,
+      factor: 2,
+      maxRetryTime: o.timeoutMs,
+      signal: o.signal,
+      shouldRetry: ({ error }) => !(error instanceof TurnstreamError && error.code === ErrorCodes.INVALID_INPUT),
+      onFailedAttempt: ({ error, attemptNumber }) => {
+        const where = what === 'Kafka' ? o.brokers : o.registryUrl;
+        o.logger.warn({ waitingFor: what, at: where, attempt: attemptNumber, err: error.message }, `waiting for ${what} at ${where}`);
+      },
+    },
+  );
+}
