@@ -24,6 +24,22 @@ export interface GatewayConfig {
   shareSessions: boolean;
   /** How far back a starting gateway learns turns, ms. `GATEWAY_SESSION_SHARE_WINDOW_MS` @default 1800000 */
   sessionShareWindowMs: number;
+  /** Keys that may act for any user (`key` or `key:name`), comma separated. `TURNSTREAM_SERVICE_KEYS` @default [] */
+  serviceKeys: string[];
+  /** Generations running at once. `GATEWAY_MAX_CONCURRENT_GENERATIONS` @default 8 */
+  maxConcurrentGenerations: number;
+  /** Requests waiting for a generation slot (429 beyond). `GATEWAY_MAX_QUEUED_GENERATIONS` @default 64 */
+  maxQueuedGenerations: number;
+  /** Longest wait for a slot before 429, ms. `GATEWAY_QUEUE_TIMEOUT_MS` @default 30000 */
+  queueTimeoutMs: number;
+  /** A streaming client that reads nothing for this long is cut, ms. `GATEWAY_STREAM_STALL_TIMEOUT_MS` @default 30000 */
+  streamStallTimeoutMs: number;
+  /** Bytes one streaming client may leave unread before it is cut. `GATEWAY_STREAM_BUFFER_BYTES` @default 1048576 */
+  streamBufferBytes: number;
+  /** `/readyz` is not ready above this outbox depth. `GATEWAY_OUTBOX_READY_MAX_DEPTH` @default 10000 */
+  outboxReadyMaxDepth: number;
+  /** `/readyz` is not ready while the outbox has drained nothing for this long, ms. `GATEWAY_OUTBOX_STALL_MS` @default 60000 */
+  outboxStallMs: number;
 }
 
 /** An upstream OpenAI-compatible engine the gateway proxies to instead of the built-in model. */
@@ -183,6 +199,10 @@ export interface TurnstreamConfig {
   /** Topic name prefix (tests isolate themselves with it). `TURNSTREAM_TOPIC_PREFIX` @default '' */
   topicPrefix: string;
   model: ModelConfig;
+  /** Key the `/metrics` endpoints (gateway, trainer, dashboard) require. `TURNSTREAM_METRICS_KEY` @default undefined = an API key when keys are on, else open */
+  metricsKey: string | undefined;
+  /** Key the dashboard requires (besides the API keys). `TURNSTREAM_DASHBOARD_KEY` @default undefined = any API key when keys are on, else open */
+  dashboardKey: string | undefined;
   gateway: GatewayConfig;
   upstream: UpstreamConfig;
   processor: ProcessorConfig;
@@ -333,6 +353,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const positive = { above: 0 };
   const nonNegative = { min: 0 };
   const count = { integer: true, min: 1 };
+  const list = (v: string | undefined): string[] =>
+    (v ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
   return r.done({
     kafkaBrokers: env.KAFKA_BROKERS || undefined,
     schemaRegistryUrl: env.SCHEMA_REGISTRY_URL || undefined,
@@ -351,12 +376,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       hfEndpoint: env.HF_ENDPOINT?.trim() || 'https://huggingface.co',
       hfToken: env.HF_TOKEN || undefined,
     },
+    metricsKey: env.TURNSTREAM_METRICS_KEY?.trim() || undefined,
+    dashboardKey: env.TURNSTREAM_DASHBOARD_KEY?.trim() || undefined,
     gateway: {
       port: r.number('PORT', 30000, RULES.port),
-      apiKeys: (env.TURNSTREAM_API_KEYS ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
+      apiKeys: list(env.TURNSTREAM_API_KEYS),
+      serviceKeys: list(env.TURNSTREAM_SERVICE_KEYS),
+      maxConcurrentGenerations: r.number('GATEWAY_MAX_CONCURRENT_GENERATIONS', 8, count),
+      maxQueuedGenerations: r.number('GATEWAY_MAX_QUEUED_GENERATIONS', 64, { integer: true, min: 0 }),
+      queueTimeoutMs: r.number('GATEWAY_QUEUE_TIMEOUT_MS', 30_000, positive),
+      streamStallTimeoutMs: r.number('GATEWAY_STREAM_STALL_TIMEOUT_MS', 30_000, positive),
+      streamBufferBytes: r.number('GATEWAY_STREAM_BUFFER_BYTES', 1024 * 1024, count),
+      outboxReadyMaxDepth: r.number('GATEWAY_OUTBOX_READY_MAX_DEPTH', 10_000, { integer: true, min: 0 }),
+      outboxStallMs: r.number('GATEWAY_OUTBOX_STALL_MS', 60_000, positive),
       defaultTurnType: r.oneOf('DEFAULT_TURN_TYPE', 'main', ['main', 'side']),
       bodyLimitBytes: r.optionalNumber('GATEWAY_BODY_LIMIT_BYTES', count),
       generationTimeoutMs: r.optionalNumber('GATEWAY_GENERATION_TIMEOUT_MS', positive),

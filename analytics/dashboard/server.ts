@@ -1,12 +1,17 @@
 /**
  * The analytics HTTP service: `GET /dashboard` (the page), `GET /api/…` (JSON it polls),
  * `GET /metrics` (Prometheus) and `GET /healthz`. Errors use the OpenAI error shape.
+ *
+ * It shows per-user and per-session data, so with `keys` given every route but `/healthz`
+ * needs one of them: a browser gets a login prompt (HTTP Basic, the key as the password; the
+ * page's own API calls then carry it), a script sends `Authorization: Bearer <key>`.
+ * `/metrics` takes the metrics key instead when one is given.
  */
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { invalidInput, metricsRegistry, toTurnstreamError, type Logger } from '../../streams/index.ts';
+import { invalidInput, KeySet, metricsRegistry, presentedKey, toTurnstreamError, type Logger } from '../../streams/index.ts';
 import { compareRuns } from '../queries/compare-runs.ts';
 import { dlqByReason } from '../queries/dlq-by-reason.ts';
 import { funnel } from '../queries/funnel.ts';
@@ -35,6 +40,10 @@ export interface DashboardOptions {
   tag?: string;
   /** @default 'turnstream analytics' */
   title?: string;
+  /** Keys that open the dashboard (`TURNSTREAM_DASHBOARD_KEY`, the API keys). @default [] = open */
+  keys?: readonly string[];
+  /** Key `/metrics` needs (`TURNSTREAM_METRICS_KEY`). @default the dashboard's keys */
+  metricsKey?: string;
   logger?: Logger;
 }
 
@@ -77,6 +86,22 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   // No request log: the page polls every few seconds. Failures are logged below.
   const app = Fastify();
   const log = o.logger;
+  const keys = new KeySet((o.keys ?? []).map((k) => [k, true] as const));
+  const metricsKey = o.metricsKey ? new KeySet([[o.metricsKey, true]]) : null;
+  app.addHook('onRequest', async (req, reply) => {
+    const path = req.url.split('?')[0];
+    if (path === '/healthz') return;
+    const need = path === '/metrics' && metricsKey ? metricsKey : keys;
+    if (need.size === 0 || need.match(presentedKey(req.headers))) return;
+    const message =
+      path === '/metrics' && metricsKey
+        ? '/metrics needs the metrics key'
+        : 'the dashboard needs a key (TURNSTREAM_DASHBOARD_KEY or an API key)';
+    return reply
+      .code(401)
+      .header('www-authenticate', 'Basic realm="turnstream dashboard", charset="UTF-8"')
+      .send({ error: { message, type: 'authentication_error', code: 'TS_ERR_UNAUTHORIZED', param: null } });
+  });
   const store = o.store;
   const scopeOf = (q: Record<string, string | undefined>) => ({ tag: runParam(q, 'tag', o.tag ?? '') });
   const page = dashboardPage({ refreshMs: o.refreshMs ?? 5000, title: o.title ?? 'turnstream analytics' });

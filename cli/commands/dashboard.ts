@@ -5,8 +5,14 @@
 import type { Command } from 'commander';
 import { AnalyticsStore, migrate, startDashboard } from '../../analytics/index.ts';
 import { createLogger, toTurnstreamError } from '../../streams/index.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { analyticsFromConfig } from './sink.ts';
+
+/** What opens the dashboard: its own key and every API and service key (the part before `:`). */
+export function dashboardKeys(config: TurnstreamConfig): string[] {
+  const bare = (entries: string[]) => entries.map((e) => e.split(':')[0].trim()).filter(Boolean);
+  return [...(config.dashboardKey ? [config.dashboardKey] : []), ...bare(config.gateway.apiKeys), ...bare(config.gateway.serviceKeys)];
+}
 
 export function register(program: Command): void {
   program
@@ -39,6 +45,8 @@ export function register(program: Command): void {
         refreshMs: Number(flags.refresh),
         tag: flags.tag,
         logger,
+        keys: dashboardKeys(config),
+        metricsKey: config.metricsKey,
       });
       process.stdout.write(`turnstream dashboard: ${d.url}/dashboard\n`);
       const stop = (): void => {

@@ -9,7 +9,7 @@
  * requests finish, the outbox is drained for a few seconds, the rest stays on disk.
  */
 import type { Command } from 'commander';
-import { createGateway } from '../../gateway/index.ts';
+import { createGateway, type GatewayOptions } from '../../gateway/index.ts';
 import { createLogger, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, WeightStore } from '../../policy/index.ts';
 import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
@@ -21,6 +21,21 @@ const DEFAULT_REGISTRY = 'http://127.0.0.1:8081/apis/ccompat/v7';
 export function gatewayAddress(config: TurnstreamConfig, flags: { port?: string; host?: string }): { port: number; host: string } {
   const r = new SettingsReader({ '--port': flags.port });
   return r.done({ port: r.number('--port', config.gateway.port, RULES.port), host: flags.host ?? config.host }, 'invalid flags');
+}
+
+/** The gateway's guards from the configuration: identity, protected metrics, admission, slow clients, readiness. */
+export function gatewayGuards(
+  config: TurnstreamConfig,
+): Pick<GatewayOptions, 'serviceKeys' | 'metricsKey' | 'admission' | 'streams' | 'outboxReadyMaxDepth' | 'outboxStallMs'> {
+  const g = config.gateway;
+  return {
+    serviceKeys: g.serviceKeys,
+    metricsKey: config.metricsKey,
+    admission: { maxConcurrent: g.maxConcurrentGenerations, maxQueue: g.maxQueuedGenerations, queueTimeoutMs: g.queueTimeoutMs },
+    streams: { stallTimeoutMs: g.streamStallTimeoutMs, maxBufferedBytes: g.streamBufferBytes },
+    outboxReadyMaxDepth: g.outboxReadyMaxDepth,
+    outboxStallMs: g.outboxStallMs,
+  };
 }
 
 export function register(program: Command): void {
@@ -37,6 +52,7 @@ export function register(program: Command): void {
         home: config.home,
         logger,
         apiKeys: config.gateway.apiKeys,
+        ...gatewayGuards(config),
         defaultTurnType: config.gateway.defaultTurnType,
         bodyLimitBytes: config.gateway.bodyLimitBytes,
         generationTimeoutMs: config.gateway.generationTimeoutMs,

@@ -6,9 +6,19 @@
 import { createServer } from 'node:http';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createKafka, createLogger, ensureTopics, metricsRegistry, parseBrokers, waitForDependencies } from '../../streams/index.ts';
+import {
+  createKafka,
+  createLogger,
+  ensureTopics,
+  KeySet,
+  metricsRegistry,
+  parseBrokers,
+  presentedKey,
+  waitForDependencies,
+} from '../../streams/index.ts';
 import { selectBackend, type BackendName } from '../../policy/index.ts';
 import { LEARNER_LR, startLearner, type StalenessMode } from '../../trainer/index.ts';
+import { dashboardKeys } from './dashboard.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
 
 interface TrainFlags {
@@ -106,9 +116,15 @@ export function register(program: Command): void {
       });
       await handle.ready;
       const port = s.metricsPort;
+      // The metrics key when set, else (keys on) any API key: as the gateway's /metrics.
+      const keys = new KeySet(
+        (config.metricsKey ? [config.metricsKey] : dashboardKeys({ ...config, dashboardKey: undefined })).map((k) => [k, true] as const),
+      );
       const server = port
         ? createServer((req, res) => {
             if (req.url !== '/metrics') return void res.writeHead(404).end();
+            if (keys.size > 0 && !keys.match(presentedKey(req.headers)))
+              return void res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
             void metricsRegistry.metrics().then((text) => res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text));
           }).listen(port, config.host)
         : null;

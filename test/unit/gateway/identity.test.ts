@@ -124,3 +124,10 @@ test('a service key acts for any user; the Turn and the Feedback record who acte
   // The service cannot put carol's words into another user's session either.
   assert.equal((await post('/v1/chat/completions', ok, { ...key('sk-svc'), 'x-user-id': 'carol', 'x-session-id': 'alice-s' })).status, 403);
 });
+
+test('with keys on and no metrics key, /metrics needs an API key; /healthz and /readyz stay open', async () => {
+  assert.equal((await fetch(`${g.url}/metrics`)).status, 401);
+  assert.equal((await fetch(`${g.url}/metrics`, { headers: key('sk-alice') })).status, 200);
+  assert.equal((await fetch(`${g.url}/healthz`)).status, 200);
+  assert.notEqual((await fetch(`${g.url}/readyz`)).status, 401);
+});
