@@ -12,9 +12,12 @@
  *
  * A correction (or a 👎 with text) also yields a hint in the user's own words for OPD ("No, that's
  * too long" → "Keep the answer short."), so OPD and combined samples exist without a model server.
+ * Sentences that try to instruct the model beyond the correction ("ignore previous
+ * instructions…") are left out of it (hint-guard.ts).
  */
 import type { FeedbackEvidence, Judgement, TurnPair, Vote } from '../../schemas/index.ts';
 import { makeJudgement, type Judge, type JudgeCallOptions, type JudgeMode } from './judge.ts';
+import { guardHint } from './hint-guard.ts';
 import { MIN_HINT_LENGTH } from './majority-vote.ts';
 import { classifyToolResult } from './tool-result.ts';
 import { hintFromCorrection, isCorrection, sentimentScore, type SentimentThresholds } from './user-reply.ts';
@@ -39,7 +42,8 @@ function readText(text: string, thresholds: SentimentThresholds | undefined, neg
   return { score: s, hint: negativeContext ? hintFromCorrection(text) : null };
 }
 
-const usable = (hint: string | null): string | null => (hint && hint.length > MIN_HINT_LENGTH ? hint : null);
+// A candidate whose hint is all injected instruction gives way to the next one.
+const usable = (hint: string | null): string | null => (hint && hint.length > MIN_HINT_LENGTH ? guardHint(hint) : null);
 
 export class EmbeddedJudge implements Judge {
   readonly id: string;

@@ -1,5 +1,6 @@
 /** What every judge is: a pair in, a `Judgement` (with every vote) out. */
 import type { Judgement, TurnPair, Vote } from '../../schemas/index.ts';
+import { guardHint } from './hint-guard.ts';
 
 /**
  * What the judge is asked for, by the training method it feeds:
@@ -24,6 +25,7 @@ export interface Judge {
 /** True when the pair carries any evidence to judge: a next state or feedback. */
 export const hasEvidence = (pair: TurnPair): boolean => pair.nextState.length > 0 || pair.feedback.length > 0;
 
+/** The judgement of `pair`. Its accepted hint is guarded (hint-guard.ts): whatever judge made it, no injected instruction reaches the teacher. */
 export function makeJudgement(pair: TurnPair, judgeId: string, votes: Vote[], score: number, hint: string | null, now: number): Judgement {
   return {
     judgementId: `${pair.pairId}:${judgeId}`,
@@ -34,7 +36,7 @@ export function makeJudgement(pair: TurnPair, judgeId: string, votes: Vote[], sc
     judgeId,
     votes,
     score,
-    hint,
+    hint: guardHint(hint),
     pair,
     createdAt: now,
     tag: pair.tag,
