@@ -69,6 +69,28 @@ const markers = (p: Plan): Record<ServiceName, string> => ({
   clickhouse: p.clickhouse.configFile,
 });
 
+/** The variable that names a given endpoint. */
+const VARIABLE: Record<ServiceName, string> = { kafka: 'KAFKA_BROKERS', registry: 'SCHEMA_REGISTRY_URL', clickhouse: 'CLICKHOUSE_URL' };
+
+const sameHost = (url: string): string => url.replace(/\blocalhost\b/g, '127.0.0.1').replace(/\/+$/, '');
+
+/**
+ * Given endpoints that are this home's own services: the address the local stack uses, and a
+ * service this home has set up (its config on disk). `infra up` prints the endpoints to export,
+ * and with them exported a killed local Kafka would otherwise be taken for someone else's and
+ * never started again; these are managed as local instead.
+ */
+function ownEndpoints(p: Plan): Record<ServiceName, boolean> {
+  const o = p.o;
+  const mine = endpointsOf({ ...o, kafkaBrokers: undefined, schemaRegistryUrl: undefined, clickhouseUrl: undefined });
+  return {
+    kafka: !!o.kafkaBrokers && sameHost(o.kafkaBrokers) === sameHost(mine.brokers) && existsSync(p.kafka.serverProperties),
+    // The registry keeps its schemas in this home's Kafka: a home with that Kafka runs it.
+    registry: !!o.schemaRegistryUrl && sameHost(o.schemaRegistryUrl) === sameHost(mine.registryUrl) && existsSync(p.kafka.serverProperties),
+    clickhouse: !!o.clickhouseUrl && sameHost(o.clickhouseUrl) === sameHost(mine.clickhouseUrl) && existsSync(p.clickhouse.configFile),
+  };
+}
+
 /** Starts what is not running (or reuses it) and waits until all three are healthy. */
 export async function stackUp(options: StackOptions = {}): Promise<StackUpResult> {
   const p = plan(options);
@@ -78,7 +100,19 @@ export async function stackUp(options: StackOptions = {}): Promise<StackUpResult
     o.onProgress({ service, message, elapsedMs: Date.now() - t0 });
   return withLock(join(o.home, 'pids', 'stack.lock'), o.startTimeoutMs, async () => {
     const mark = markers(p);
-    const local: Record<ServiceName, boolean> = { kafka: !o.kafkaBrokers, registry: !o.schemaRegistryUrl, clickhouse: !o.clickhouseUrl };
+    const own = ownEndpoints(p);
+    if (own.kafka || own.registry || own.clickhouse) {
+      const which = (Object.keys(own) as ServiceName[]).filter((s) => own[s]);
+      progress(
+        'stack',
+        `${which.map((s) => VARIABLE[s]).join(', ')} name${which.length === 1 ? 's' : ''} this home's own ${which.join(', ')}: managed here (started again if down)`,
+      );
+    }
+    const local: Record<ServiceName, boolean> = {
+      kafka: !o.kafkaBrokers || own.kafka,
+      registry: !o.schemaRegistryUrl || own.registry,
+      clickhouse: !o.clickhouseUrl || own.clickhouse,
+    };
     const running: Record<ServiceName, number | undefined> = {
       kafka: local.kafka ? readLivePid(p.kafka.pidFile, mark.kafka) : undefined,
       registry: local.registry ? readLivePid(p.registry.pidFile, mark.registry) : undefined,
@@ -182,7 +216,10 @@ async function bringUp(
   const where = service === 'kafka' ? p.endpoints.brokers : service === 'registry' ? p.endpoints.registryUrl : p.endpoints.clickhouseUrl;
   if (!isLocal) {
     if (!(await healthy())) {
-      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${LABEL[service]} at ${where} (given, so not started here) does not answer`);
+      throw new TurnstreamError(
+        ErrorCodes.UNAVAILABLE,
+        `${LABEL[service]} at ${where} does not answer. ${VARIABLE[service]} is set, so it is not started here; unset ${VARIABLE[service]} to start the local one, or start the one it names`,
+      );
     }
     progress(service, `using ${where}`);
     return { state: 'external', pid: undefined, ms: Date.now() - t, logFile: undefined };

@@ -167,7 +167,7 @@ test('given endpoints are only health-checked: nothing starts in another home', 
     assert.deepEqual(stackPids({ home: otherHome }), { kafka: undefined, registry: undefined, clickhouse: undefined });
     await assert.rejects(
       stackUp({ home: otherHome, kafkaBrokers: first.brokers, schemaRegistryUrl: first.registryUrl, clickhouseUrl: 'http://127.0.0.1:1' }),
-      /ClickHouse at http:\/\/127\.0\.0\.1:1 \(given, so not started here\) does not answer/,
+      /ClickHouse at http:\/\/127\.0\.0\.1:1 does not answer\. CLICKHOUSE_URL is set, so it is not started here; unset CLICKHOUSE_URL to start the local one/,
     );
   } finally {
     rmSync(otherHome, { recursive: true, force: true });
@@ -200,4 +200,25 @@ test('down stops every process by pid; the next up brings back Kafka data and ka
   } finally {
     await admin.disconnect();
   }
+});
+
+test('with its own endpoints exported (as `infra up` prints them), up starts a killed local Kafka again', async () => {
+  const before = stackPids(options);
+  assert.ok(before.kafka, 'Kafka runs');
+  process.kill(before.kafka!, 'SIGKILL');
+  for (let t0 = Date.now(); isAlive(before.kafka!);) {
+    if (Date.now() - t0 > 10_000) assert.fail('Kafka did not die');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const endpoints = await stackStatus(options);
+  const again = await stackUp({
+    ...options,
+    onProgress: undefined,
+    kafkaBrokers: endpoints.kafka.brokers,
+    schemaRegistryUrl: endpoints.registry.url,
+    clickhouseUrl: endpoints.clickhouse.url,
+  });
+  assert.equal(again.services.kafka.state, 'started', 'the local Kafka is started again, not taken for a foreign one');
+  assert.equal(again.services.clickhouse.state, 'reused');
+  assert.equal((await stackStatus(options)).kafka.up, true);
 });
