@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import { register as bench } from './bench.ts';
+import { register as chaos } from './chaos.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as evaluate } from './eval.ts';
 import { register as gateway } from './gateway.ts';
@@ -40,5 +41,6 @@ export const commands: Array<(program: Command) => void> = [
   pretrain,
   evaluate,
   bench,
+  chaos,
   model,
 ];

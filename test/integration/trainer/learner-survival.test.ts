@@ -23,7 +23,8 @@ import {
   readToEnd,
   type EventCodecs,
 } from '../../../streams/index.ts';
-import { ByteTokenizer, initCheckpoint, selectBackend, startLearner, type LearnerHandle } from '../../../trainer/index.ts';
+import { ByteTokenizer, initCheckpoint, selectBackend } from '../../../policy/index.ts';
+import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';

@@ -178,3 +178,34 @@ test('capture off: calls are served and nothing reaches the outbox; feedback ans
     await h.cleanup();
   }
 });
+
+test('/readyz is not ready while the outbox is stuck (nothing drained for a while) or too deep, and says why; chats are still answered', async () => {
+  const h = await tempHome('http-readyz');
+  const stuck = await startGateway({ home: h.dir, outboxStallMs: 300, outboxReadyMaxDepth: 2 });
+  const ready = async () => {
+    const r = await fetch(`${stuck.url}/readyz`);
+    return { status: r.status, body: (await r.json()) as { reasons?: string[]; outboxDepth: number } };
+  };
+  const chat = () =>
+    fetch(`${stuck.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ok),
+    }).then((r) => r.status);
+  try {
+    assert.equal((await ready()).status, 200, 'an empty outbox is fine without Kafka');
+    assert.equal(await chat(), 200);
+    await new Promise((r) => setTimeout(r, 400));
+    const stalled = await ready();
+    assert.equal(stalled.status, 503);
+    assert.match(stalled.body.reasons!.join(' '), /drained nothing/);
+    assert.equal(await chat(), 200);
+    assert.equal(await chat(), 200, 'still answering while not ready');
+    const deep = await ready();
+    assert.equal(deep.body.outboxDepth, 3);
+    assert.match(deep.body.reasons!.join(' '), /holds 3 records \(more than 2\)/);
+  } finally {
+    await stuck.gw.stop();
+    await h.cleanup();
+  }
+});

@@ -1,0 +1,352 @@
+/**
+ * `turnstream chaos`: a fault suite anyone can run. It starts a stack of its own (Kafka,
+ * registry, ClickHouse on free ports, in a throw-away TURNSTREAM_HOME) and every service under
+ * the supervisor `turnstream up` uses (gateway on the built-in tiny model, the three
+ * processors, the trainer, the ClickHouse sink), then runs each scenario: conversations under
+ * load, the fault injected a third of the way in, probe calls every second from the fault on.
+ *
+ * Per scenario it counts, for the scenario's own sessions:
+ * - answered: calls answered 200 (a client retries through a fault with the same
+ *   Idempotency-Key, so a retried call keeps its turn id);
+ * - turns / distinct / duplicates: records on the turns topic, distinct turn ids, and the extra
+ *   copies (a call answered twice, an outbox batch re-sent: downstream dedupes them);
+ * - pairs, judgements, samples (distinct ids on their topics) and ClickHouse rows (turns, FINAL);
+ * - lost: answered turns missing from the turns topic or ClickHouse, turns without a pair, pairs
+ *   without a judgement or a dead letter;
+ * - doubled: an id counted twice where it must be once (pairs, judgements, samples, ClickHouse);
+ * - recover_s: seconds from the fault until a call made after it is in ClickHouse (end to end);
+ *   the baseline's is the pipeline's normal latency.
+ * It passes when every scenario has lost 0 and doubled 0, weight versions are consecutive, and
+ * during the slow readers a normal call's p99 stays under 1 s.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AnalyticsStore } from '../../analytics/index.ts';
+import { Supervisor } from '../../cli/supervisor.ts';
+import { getFreePort, stackDown, stackUp, type StackOptions } from '../../infra/index.ts';
+import { createKafka, createLogger, parseBrokers, waitForDependencies } from '../../streams/index.ts';
+import { quantile } from '../support.ts';
+import { chatCall, runConversations, type CallResult } from './load.ts';
+import { Observer } from './observe.ts';
+import { scenarios, type FaultContext, type FaultDetails } from './scenarios.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/turnstream.js', import.meta.url));
+
+export interface ChaosOptions {
+  /** Calls per scenario (conversations of 4 turns). @default 60 */
+  calls?: number;
+  /** Run only the scenarios whose name contains one of these. @default all */
+  only?: string[];
+  /** Where the Kafka jars and Apicurio app are (shared with other homes). @default the home */
+  distDir?: string;
+  /** Seconds a stopped dependency stays down. @default 10 */
+  downSeconds?: number;
+  /** Leave the stack and the home (for a look at the logs). @default false */
+  keep?: boolean;
+  progress?: (line: string) => void;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  answered: number;
+  turns: number;
+  distinct: number;
+  duplicates: number;
+  pairs: number;
+  judgements: number;
+  samples: number;
+  clickhouse_rows: number;
+  dead_lettered: number;
+  lost: number;
+  doubled: number;
+  recover_s: number | null;
+  p50_ms: number;
+  p99_ms: number;
+  /** p99 of the calls answered after the fault. */
+  p99_after_fault_ms: number;
+  seconds: number;
+  lost_detail?: Record<string, number>;
+  details: FaultDetails;
+}
+
+export interface ChaosResult {
+  ok: boolean;
+  home: string;
+  scenarios: ScenarioResult[];
+  weight_versions: number;
+  weight_versions_consecutive: boolean;
+  seconds: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function distinctPorts(n: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < n) ports.add(await getFreePort());
+  return [...ports];
+}
+
+export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
+  const t0 = Date.now();
+  const say = o.progress ?? (() => undefined);
+  const calls = o.calls ?? 60;
+  const home = mkdtempSync(join(tmpdir(), 'turnstream-chaos-'));
+  const [kafkaPort, kafkaControllerPort, registryPort, clickhousePort, clickhouseTcpPort, gatewayPort] = await distinctPorts(6);
+  const stack: StackOptions = {
+    home,
+    distDir: o.distDir ?? home,
+    kafkaPort,
+    kafkaControllerPort,
+    registryPort,
+    clickhousePort,
+    clickhouseTcpPort,
+  };
+  say(`chaos: a stack of its own in ${home}`);
+  const up = await stackUp({ ...stack, onProgress: (p) => say(`  ${p.service}: ${p.message}`) });
+  const logger = createLogger('chaos', 'error');
+  const kafka = createKafka({ brokers: parseBrokers(up.brokers), clientId: 'chaos', logger });
+  const codecs = await waitForDependencies({ kafka, brokers: up.brokers, registryUrl: up.registryUrl, logger });
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TURNSTREAM_HOME: home,
+    KAFKA_BROKERS: up.brokers,
+    SCHEMA_REGISTRY_URL: up.registryUrl,
+    CLICKHOUSE_URL: up.clickhouseUrl,
+    TURNSTREAM_TOPIC_PREFIX: '',
+    PORT: String(gatewayPort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    // Sessions end on their own soon after their last turn, so every turn gets its pair.
+    SESSION_IDLE_TIMEOUT_MS: '4000',
+    FEEDBACK_GRACE_MS: '500',
+    PROCESSOR_SESSION_TIMEOUT_MS: '8000',
+    TRAIN_BATCH_SIZE: '8',
+    TRAIN_MAX_WAIT_MS: '3000',
+    TRAIN_MAX_STALENESS: '1000',
+    GATEWAY_STREAM_STALL_TIMEOUT_MS: '10000',
+    SINK_FLUSH_MS: '300',
+  };
+  for (const k of [
+    'TURNSTREAM_API_KEYS',
+    'TURNSTREAM_SERVICE_KEYS',
+    'UPSTREAM_BASE_URL',
+    'JUDGE_BASE_URL',
+    'TEACHER_BASE_URL',
+    'TURNSTREAM_WEIGHTS_DIR',
+  ])
+    delete env[k];
+  await new Promise<void>((resolve, reject) => {
+    const c = spawn(process.execPath, [BIN, 'init-weights'], { env, stdio: 'ignore' });
+    c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`init-weights exited ${code}`))));
+  });
+  const supervisor = new Supervisor({
+    bin: BIN,
+    logDir: join(home, 'logs'),
+    env,
+    restartDelayMs: 500,
+    maxRestartDelayMs: 5000,
+    onChange: (name, state, detail) => {
+      if (state !== 'running') say(`  ${name}: ${state}${detail ? ` (${detail.split(';')[0]})` : ''}`);
+    },
+  });
+  const httpOk = (url: string) => async () => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok;
+  supervisor.start({ name: 'gateway', args: ['gateway'], url: gatewayUrl, healthy: httpOk(`${gatewayUrl}/readyz`) });
+  for (const p of ['session-assembler', 'judge', 'sample-builder']) supervisor.start({ name: p, args: ['process', p] });
+  supervisor.start({ name: 'trainer', args: ['train', '--backend', 'cpu'] });
+  supervisor.start({ name: 'clickhouse-sink', args: ['sink'] });
+  if (!(await supervisor.waitReady(240_000))) throw new Error(`services did not come up; see ${join(home, 'logs')}`);
+  say('chaos: every service is up');
+  const store = new AnalyticsStore({ url: up.clickhouseUrl });
+  const observer = await Observer.start(kafka, codecs, store, logger);
+
+  const results: ScenarioResult[] = [];
+  let versions: number[] = [];
+  try {
+    const list = scenarios().filter((s) => !o.only?.length || o.only.some((f) => s.name.includes(f)));
+    for (const [i, sc] of list.entries()) {
+      const prefix = `chaos-${i}-`;
+      say(`chaos: ${sc.name}`);
+      const ctx: FaultContext = { stack, supervisor, kafka, codecs, gatewayUrl, prefix, downSeconds: o.downSeconds ?? 10, progress: say };
+      results.push(await runScenario(sc.name, sc, ctx, calls, observer, say));
+      const r = results.at(-1)!;
+      say(
+        `  answered ${r.answered}, turns ${r.turns} (${r.duplicates} duplicates), pairs ${r.pairs}, judgements ${r.judgements}, samples ${r.samples}, ClickHouse ${r.clickhouse_rows}, lost ${r.lost}, doubled ${r.doubled}, recovered in ${r.recover_s ?? '—'} s`,
+      );
+    }
+    // The trainer's versions settle last: wait until it has nothing left to publish.
+    await sleep(5000);
+  } finally {
+    versions = [...observer.seen.weights.values()].map((w) => w.version).sort((a, b) => a - b);
+    await observer.stop();
+    await store.close();
+    await supervisor.stopAll();
+    if (!o.keep) {
+      await stackDown(stack);
+      rmSync(home, { recursive: true, force: true });
+    }
+  }
+  const consecutive = versions.every((v, i) => v === i + 1);
+  const ok =
+    results.length > 0 &&
+    results.every((r) => r.lost === 0 && r.doubled === 0 && r.recover_s !== null) &&
+    consecutive &&
+    results.filter((r) => r.scenario.includes('slow readers')).every((r) => r.p99_after_fault_ms < 1000);
+  return {
+    ok,
+    home,
+    scenarios: results,
+    weight_versions: versions.length,
+    weight_versions_consecutive: consecutive,
+    seconds: Math.round((Date.now() - t0) / 1000),
+  };
+}
+
+async function runScenario(
+  name: string,
+  sc: ReturnType<typeof scenarios>[number],
+  ctx: FaultContext,
+  calls: number,
+  observer: Observer,
+  say: (l: string) => void,
+): Promise<ScenarioResult> {
+  const t0 = Date.now();
+  let faultAt = 0;
+  let fault: Promise<FaultDetails> | null = null;
+  let during: Promise<FaultDetails> | null = null;
+  const probes: CallResult[] = [];
+  let probing = false;
+  const probeLoop = async (): Promise<void> => {
+    for (let k = 0; probing; k++) {
+      const sent = Date.now();
+      // Each probe is a conversation of its own, answered when the gateway can.
+      void chatCall(
+        ctx.gatewayUrl,
+        { messages: [{ role: 'user', content: `probe ${k}` }], max_tokens: 4 },
+        { 'x-session-id': `${ctx.prefix}probe-${k}`, 'idempotency-key': `${ctx.prefix}probe-${k}` },
+        300_000,
+      ).then((r) => void (r && probes.push({ ...r, at: sent })));
+      await sleep(1000);
+    }
+  };
+  const startFault = (): void => {
+    if (fault) return;
+    faultAt = Date.now();
+    probing = true;
+    void probeLoop();
+    fault = sc.inject(ctx);
+    if (sc.during) during = sc.during(ctx);
+  };
+  const load = await runConversations({
+    url: ctx.gatewayUrl,
+    prefix: ctx.prefix,
+    calls,
+    onAnswered: (n) => {
+      if (n >= Math.floor(calls / 3)) startFault();
+    },
+  });
+  startFault();
+  const details: FaultDetails = { ...(await fault!), ...(during ? await during : {}) };
+
+  // Recovery: the first probe made after the fault that reaches ClickHouse.
+  let recoverS: number | null = null;
+  for (const deadline = Date.now() + 300_000; recoverS === null && Date.now() < deadline; await sleep(500)) {
+    const inCh = await observer.clickhouseTurns(`${ctx.prefix}probe-`);
+    if ([...inCh.keys()].some((id) => probes.some((p) => p.turnId === id))) recoverS = Math.round((Date.now() - faultAt) / 100) / 10;
+  }
+  probing = false;
+  await sleep(1500); // the last probes in flight
+  // Settle: wait until every answered turn went all the way, or give up and count what is missing.
+  const answered = new Map<string, CallResult>();
+  for (const c of [...load.answered, ...probes]) answered.set(c.turnId, c);
+  let counts = await count(ctx, observer, answered);
+  for (const deadline = Date.now() + 180_000; counts.lost > 0 && Date.now() < deadline; await sleep(2000))
+    counts = await count(ctx, observer, answered);
+  await sleep(3000); // anything doubled shows up by now
+  counts = await count(ctx, observer, answered);
+  const ms = [...answered.values()].map((c) => c.ms).sort((a, b) => a - b);
+  const after = [...answered.values()]
+    .filter((c) => c.at >= faultAt)
+    .map((c) => c.ms)
+    .sort((a, b) => a - b);
+  if (counts.lost > 0) say(`  missing: ${JSON.stringify(counts.detail)}`);
+  return {
+    scenario: name,
+    answered: answered.size,
+    turns: counts.turns,
+    distinct: counts.distinct,
+    duplicates: counts.turns - counts.distinct,
+    pairs: counts.pairs,
+    judgements: counts.judgements,
+    samples: counts.samples,
+    clickhouse_rows: counts.clickhouse,
+    dead_lettered: counts.dlq,
+    lost: counts.lost,
+    doubled: counts.doubled,
+    recover_s: recoverS,
+    p50_ms: quantile(ms, 0.5),
+    p99_ms: quantile(ms, 0.99),
+    p99_after_fault_ms: quantile(after, 0.99),
+    seconds: Math.round((Date.now() - t0) / 1000),
+    ...(counts.lost > 0 ? { lost_detail: counts.detail } : {}),
+    details: { ...details, unanswered: load.unanswered, feedback: load.feedback },
+  };
+}
+
+async function count(ctx: FaultContext, observer: Observer, answered: Map<string, CallResult>) {
+  const p = ctx.prefix;
+  const turns = observer.of('turns', p);
+  const turnIds = new Set(turns.map((t) => t.turnId));
+  // Turns the gateway captured for answered calls, plus the oversized one (answered to its client too).
+  for (const t of turns)
+    if (t.truncation && !answered.has(t.turnId))
+      answered.set(t.turnId, { turnId: t.turnId, sessionId: t.sessionId, ms: 0, at: 0, attempts: 1 });
+  const pairs = observer.of('pairs', p);
+  const pairIds = new Set(pairs.map((x) => x.pairId));
+  const judgements = observer.of('judgements', p);
+  const judged = new Set(judgements.map((j) => j.turnId));
+  const judgementIds = new Set(judgements.map((j) => j.judgementId));
+  const samples = observer.of('samples', p);
+  const sampleIds = new Set(samples.map((s) => s.sampleId));
+  const dlq = observer.of('dlq', p);
+  const deadPairs = new Set<string>();
+  for (const d of dlq) {
+    if (d.topic !== ctx.codecs.topic('pairs') || !d.value) continue;
+    const pair = await ctx.codecs
+      .of('pairs')
+      .decode(d.value)
+      .catch(() => null);
+    if (pair) deadPairs.add(pair.pairId);
+  }
+  const ch = await observer.clickhouseTurns(p);
+  const missing = {
+    turns_topic: [...answered.keys()].filter((id) => !turnIds.has(id)).length,
+    clickhouse: [...answered.keys()].filter((id) => !ch.has(id)).length,
+    pairs: [...turns]
+      .filter((t) => t.turnType === 'MAIN' && !pairIds.has(t.turnId))
+      .map((t) => t.turnId)
+      .filter((id, i, a) => a.indexOf(id) === i).length,
+    judgements: [...pairIds].filter((id) => !judged.has(id) && !deadPairs.has(id)).length,
+  };
+  const doubled =
+    pairs.length -
+    pairIds.size +
+    (judgements.length - judgementIds.size) +
+    (samples.length - sampleIds.size) +
+    [...ch.values()].reduce((a, n) => a + n - 1, 0);
+  return {
+    turns: turns.length,
+    distinct: turnIds.size,
+    pairs: pairIds.size,
+    judgements: judgementIds.size,
+    samples: sampleIds.size,
+    clickhouse: ch.size,
+    dlq: dlq.length,
+    lost: missing.turns_topic + missing.clickhouse + missing.pairs + missing.judgements,
+    doubled,
+    detail: missing,
+  };
+}

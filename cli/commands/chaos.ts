@@ -1,0 +1,74 @@
+/**
+ * `turnstream chaos [--json] [--calls N] [--only names] [--dist-dir DIR] [--down-seconds S] [--keep]`:
+ * the fault suite (bench/chaos/run-chaos.ts) on a stack of its own. Prints a table per scenario,
+ * or one JSON object with `--json`; exits 1 when a scenario lost or doubled anything.
+ */
+import type { Command } from 'commander';
+import { runChaos, type ChaosResult } from '../../bench/chaos/run-chaos.ts';
+import { loadConfig, SettingsReader } from '../config.ts';
+
+const COLUMNS = [
+  ['scenario', 'scenario'],
+  ['answered', 'answered'],
+  ['turns', 'turns'],
+  ['distinct', 'distinct'],
+  ['duplicates', 'dup'],
+  ['pairs', 'pairs'],
+  ['judgements', 'judged'],
+  ['samples', 'samples'],
+  ['clickhouse_rows', 'CH rows'],
+  ['lost', 'lost'],
+  ['doubled', 'doubled'],
+  ['recover_s', 'recover s'],
+  ['p99_after_fault_ms', 'p99 ms'],
+] as const;
+
+/** The result as a Markdown table (what the README shows). */
+export function chaosTable(r: ChaosResult): string {
+  const rows = r.scenarios.map((s) => COLUMNS.map(([k]) => String(s[k] ?? '—')));
+  const head = `| ${COLUMNS.map(([, h]) => h).join(' | ')} |\n|${COLUMNS.map(() => '---').join('|')}|\n`;
+  return head + rows.map((cells) => `| ${cells.join(' | ')} |`).join('\n') + '\n';
+}
+
+export function register(program: Command): void {
+  program
+    .command('chaos')
+    .description(
+      'fault suite on a stack of its own: kill -9 the broker, gateway, processors, trainer; stop ClickHouse and the registry; corrupt records; an oversized turn; 200 slow readers',
+    )
+    .option('--json', 'one JSON object on stdout')
+    .option('--calls <n>', 'calls per scenario', '60')
+    .option('--only <names>', 'only scenarios whose name contains one of these (comma separated)')
+    .option('--dist-dir <dir>', 'where the Kafka jars and Apicurio are (default: TURNSTREAM_HOME)')
+    .option('--down-seconds <s>', 'how long a stopped dependency stays down', '10')
+    .option('--keep', 'leave the stack and its home for a look at the logs')
+    .action(async (flags: { json?: boolean; calls: string; only?: string; distDir?: string; downSeconds: string; keep?: boolean }) => {
+      const config = loadConfig();
+      const r = new SettingsReader({ '--calls': flags.calls, '--down-seconds': flags.downSeconds });
+      const { calls, downSeconds } = r.done(
+        { calls: r.number('--calls', 60, { integer: true, min: 4 }), downSeconds: r.number('--down-seconds', 10, { min: 0 }) },
+        'invalid flags',
+      );
+      const result = await runChaos({
+        calls,
+        downSeconds,
+        only: flags.only
+          ?.split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+        distDir: flags.distDir ?? config.home,
+        keep: flags.keep,
+        progress: (line) => process.stderr.write(`${line}\n`),
+      });
+      if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+      else {
+        process.stdout.write(chaosTable(result));
+        process.stdout.write(
+          `\nweight versions ${result.weight_versions} (${result.weight_versions_consecutive ? 'consecutive' : 'NOT consecutive'}); ${result.ok ? 'PASS' : 'FAIL'} in ${result.seconds} s\n`,
+        );
+        for (const s of result.scenarios)
+          if (Object.keys(s.details).length) process.stdout.write(`  ${s.scenario}: ${JSON.stringify(s.details)}\n`);
+      }
+      process.exit(result.ok ? 0 : 1);
+    });
+}
