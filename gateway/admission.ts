@@ -1,11 +1,11 @@
 /**
  * Admission control: at most `maxConcurrent` generations run at once, whatever the engine (the
- * built-in model, an upstream, llama.cpp with one sequence per admitted generation); the rest
- * wait in a bounded queue and are served fairly, one caller after the other (round robin over
- * callers, first come first served within one), so a burst from one caller does not hold up
- * the others. Beyond the queue (or its per-caller share), or after `queueTimeoutMs` in it, a
- * request is refused with OVERLOADED (429) and a Retry-After estimated from recent generation
- * times.
+ * built-in model, an upstream, llama.cpp with one sequence per admitted generation), and at
+ * most `maxConcurrentPerCaller` of them for one caller; the rest wait in a bounded queue and
+ * are served fairly, one caller after the other (round robin over callers, first come first
+ * served within one), so a burst from one caller neither fills the engine nor holds up the
+ * others. Beyond the queue (or its per-caller share), or after `queueTimeoutMs` in it, a request
+ * is refused with OVERLOADED (429) and a Retry-After estimated from recent generation times.
  *
  * A slot is held for the generation only, not while a slow client reads the answer (the SSE
  * writer bounds that separately), so slow readers cannot starve the engine.
@@ -15,6 +15,8 @@ import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 export interface AdmissionOptions {
   /** Generations running at once. `GATEWAY_MAX_CONCURRENT_GENERATIONS` @default 8 */
   maxConcurrent?: number;
+  /** Generations one caller may run at once. @default a quarter of `maxConcurrent` (at least 1) */
+  maxConcurrentPerCaller?: number;
   /** Requests waiting for a slot, all callers together. `GATEWAY_MAX_QUEUED_GENERATIONS` @default 64 */
   maxQueue?: number;
   /** Requests one caller may have waiting. @default a quarter of `maxQueue` (at least 1) */
@@ -38,11 +40,14 @@ interface Waiter {
 
 export class Admission {
   readonly maxConcurrent: number;
+  readonly maxConcurrentPerCaller: number;
   readonly maxQueue: number;
   readonly maxQueuePerCaller: number;
   readonly queueTimeoutMs: number;
   private active = 0;
   private queued = 0;
+  /** Slots held per caller. */
+  private readonly holding = new Map<string, number>();
   /** Waiting requests per caller, callers in round-robin order (Map keeps insertion order). */
   private readonly waiting = new Map<string, Waiter[]>();
   /** Exponentially weighted mean of how long a slot is held, ms. */
@@ -51,6 +56,7 @@ export class Admission {
 
   constructor(options: AdmissionOptions = {}) {
     this.maxConcurrent = options.maxConcurrent ?? 8;
+    this.maxConcurrentPerCaller = options.maxConcurrentPerCaller ?? Math.max(1, Math.ceil(this.maxConcurrent / 4));
     this.maxQueue = options.maxQueue ?? 64;
     this.maxQueuePerCaller = options.maxQueuePerCaller ?? Math.max(1, Math.floor(this.maxQueue / 4));
     this.queueTimeoutMs = options.queueTimeoutMs ?? 30_000;
@@ -82,7 +88,9 @@ export class Admission {
    */
   acquire(caller: string, signal?: AbortSignal): Promise<Slot> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.active < this.maxConcurrent && this.queued === 0) return Promise.resolve(this.grant());
+    // A free slot is taken at once unless a waiter who may have it is ahead.
+    if (this.active < this.maxConcurrent && this.mayRun(caller) && this.nextEligible() === undefined)
+      return Promise.resolve(this.grant(caller));
     const mine = this.waiting.get(caller) ?? [];
     if (this.queued >= this.maxQueue || mine.length >= this.maxQueuePerCaller) {
       const why =
@@ -125,8 +133,19 @@ export class Admission {
     return new TurnstreamError(ErrorCodes.OVERLOADED, `${message}; retry later`, { retryAfterMs: this.retryAfterMs() });
   }
 
-  private grant(): Slot {
+  private mayRun(caller: string): boolean {
+    return (this.holding.get(caller) ?? 0) < this.maxConcurrentPerCaller;
+  }
+
+  /** The first caller in the rotation with a waiter and room under its own limit. */
+  private nextEligible(): string | undefined {
+    for (const caller of this.waiting.keys()) if (this.mayRun(caller)) return caller;
+    return undefined;
+  }
+
+  private grant(caller: string): Slot {
     this.active++;
+    this.holding.set(caller, (this.holding.get(caller) ?? 0) + 1);
     this.changed();
     const t0 = Date.now();
     let released = false;
@@ -136,22 +155,25 @@ export class Admission {
         released = true;
         this.holdMs = 0.8 * this.holdMs + 0.2 * (Date.now() - t0);
         this.active--;
+        const held = (this.holding.get(caller) ?? 1) - 1;
+        if (held > 0) this.holding.set(caller, held);
+        else this.holding.delete(caller);
         this.next();
         this.changed();
       },
     };
   }
 
-  /** Hands a free slot to the first waiter of the next caller in turn. */
+  /** Hands free slots to the first waiter of the next caller in turn that may run one. */
   private next(): void {
-    while (this.active < this.maxConcurrent && this.queued > 0) {
-      const [caller, list] = this.waiting.entries().next().value as [string, Waiter[]];
+    for (let caller = this.nextEligible(); this.active < this.maxConcurrent && caller !== undefined; caller = this.nextEligible()) {
+      const list = this.waiting.get(caller) as Waiter[];
       const waiter = list.shift() as Waiter;
       this.waiting.delete(caller);
       // The caller goes to the back of the rotation if it has more waiting.
       if (list.length > 0) this.waiting.set(caller, list);
       this.queued--;
-      waiter.grant(this.grant());
+      waiter.grant(this.grant(caller));
     }
   }
 

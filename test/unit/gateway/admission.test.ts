@@ -50,7 +50,7 @@ test('a waiter gives up after queueTimeoutMs with 429, and one whose client left
 });
 
 test('a free slot is taken at once only when nobody is waiting (no overtaking)', async () => {
-  const a = new Admission({ maxConcurrent: 2, maxQueue: 8 });
+  const a = new Admission({ maxConcurrent: 2, maxQueue: 8, maxConcurrentPerCaller: 2 });
   const s1 = await a.acquire('A');
   const s2 = await a.acquire('A');
   const queued = a.acquire('B');
@@ -60,4 +60,27 @@ test('a free slot is taken at once only when nobody is waiting (no overtaking)',
   s2.release();
   s3.release();
   assert.throws(() => new Admission({ maxConcurrent: 0 }), RangeError);
+});
+
+test('one caller runs at most its share of the slots; the others get the free ones at once', async () => {
+  const a = new Admission({ maxConcurrent: 4, maxQueue: 8, maxConcurrentPerCaller: 2 });
+  const a1 = await a.acquire('A');
+  const a2 = await a.acquire('A');
+  let a3Granted = false;
+  const a3 = a.acquire('A').then((s) => {
+    a3Granted = true;
+    return s;
+  });
+  const b1 = await a.acquire('B');
+  const b2 = await a.acquire('B');
+  assert.equal(a.running, 4);
+  assert.equal(a3Granted, false, 'A waits although it asked first: it holds its share');
+  b1.release();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(a3Granted, false, "a slot freed by B does not go past A's share");
+  const b3 = await a.acquire('B');
+  a1.release();
+  (await a3).release();
+  for (const s of [a2, b2, b3]) s.release();
+  assert.equal(a.running, 0);
 });
