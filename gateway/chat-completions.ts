@@ -280,7 +280,8 @@ async function streamCompletion(request: FastifyRequest, reply: FastifyReply, r:
     const e = asCallError(err, signal);
     const { status: s, body } = toOpenAIError(e);
     status = s;
-    if (s >= 500 && !out.cut) deps.logger.error({ err: e, turnId: r.turnId }, 'streamed generation failed');
+    // A client that left (or was cut for not reading) is not a server failure.
+    if (s >= 500 && e.code !== ErrorCodes.ABORTED) deps.logger.error({ err: e, turnId: r.turnId }, 'streamed generation failed');
     else deps.logger.info({ code: e.code, turnId: r.turnId }, 'streamed generation ended');
     // Headers are gone already: the error travels in the stream, as OpenAI does.
     write(body);

@@ -79,6 +79,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Before the engine: an engine sizes its parallelism (llama.cpp sequences) by `admission.maxConcurrent`.
   const admission = new Admission({
     ...options.admission,
+    maxConcurrent: options.admission?.maxConcurrent ?? options.llama?.parallel,
     onChange: (active, queued) => {
       metrics.generationsActive.set(active);
       metrics.generationsQueued.set(queued);
@@ -103,7 +104,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     engine = new ProxyEngine(options.upstream);
   } else if (options.llama) {
     const modelId = options.llama.model.modelId;
-    engine = llama = new LlamaEngine({ ...options.llama, logger, onSwap: (v) => onSwap(modelId, v) });
+    // One llama.cpp sequence per admitted generation.
+    engine = llama = new LlamaEngine({ ...options.llama, parallel: admission.maxConcurrent, logger, onSwap: (v) => onSwap(modelId, v) });
   } else {
     if (!options.builtin) throw new Error('createGateway: give `builtin` (weights) or `upstream`');
     const b = options.builtin;

@@ -17,7 +17,8 @@
  * - recover_s: seconds from the fault until a call made after it is in ClickHouse (end to end);
  *   the baseline's is the pipeline's normal latency.
  * It passes when every scenario has lost 0 and doubled 0, weight versions are consecutive, and
- * during the slow readers a normal call's p99 stays under 1 s.
+ * during the slow readers a normal call (one at a time, from a user of its own) has a p99 under
+ * 1 s; the same calls just before the burst are its baseline.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -194,7 +195,7 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
     results.length > 0 &&
     results.every((r) => r.lost === 0 && r.doubled === 0 && r.recover_s !== null) &&
     consecutive &&
-    results.filter((r) => r.scenario.includes('slow readers')).every((r) => r.p99_after_fault_ms < 1000);
+    results.filter((r) => r.scenario.includes('slow readers')).every((r) => Number(r.details.normal_p99_ms) < 1000);
   return {
     ok,
     home,
@@ -232,11 +233,24 @@ async function runScenario(
       await sleep(1000);
     }
   };
+  // Recovery: when the first probe made after the fault shows up in ClickHouse, watched from the
+  // fault on (whatever the fault itself still waits for).
+  let recoverS: number | null = null;
+  let watching = false;
+  const watch = async (): Promise<void> => {
+    for (const deadline = faultAt + 300_000; recoverS === null && watching && Date.now() < deadline; await sleep(500)) {
+      const inCh = await observer.clickhouseTurns(`${ctx.prefix}probe-`);
+      if ([...inCh.keys()].some((id) => probes.some((p) => p.turnId === id))) recoverS = Math.round((Date.now() - faultAt) / 100) / 10;
+    }
+  };
+  let watcher: Promise<void> = Promise.resolve();
   const startFault = (): void => {
     if (fault) return;
     faultAt = Date.now();
     probing = true;
+    watching = true;
     void probeLoop();
+    watcher = watch();
     fault = sc.inject(ctx);
     if (sc.during) during = sc.during(ctx);
   };
@@ -251,12 +265,8 @@ async function runScenario(
   startFault();
   const details: FaultDetails = { ...(await fault!), ...(during ? await during : {}) };
 
-  // Recovery: the first probe made after the fault that reaches ClickHouse.
-  let recoverS: number | null = null;
-  for (const deadline = Date.now() + 300_000; recoverS === null && Date.now() < deadline; await sleep(500)) {
-    const inCh = await observer.clickhouseTurns(`${ctx.prefix}probe-`);
-    if ([...inCh.keys()].some((id) => probes.some((p) => p.turnId === id))) recoverS = Math.round((Date.now() - faultAt) / 100) / 10;
-  }
+  await watcher;
+  watching = false;
   probing = false;
   await sleep(1500); // the last probes in flight
   // Settle: wait until every answered turn went all the way, or give up and count what is missing.

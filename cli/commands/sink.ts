@@ -44,6 +44,8 @@ export async function startSinkFromConfig(
     flushIntervalMs: config.sink.flushMs,
     replayTags,
     replayDiscoveryMs: config.sink.replayDiscoveryMs,
+    // The sink is a consumer group like the processors: a dead instance's partitions move as soon.
+    sessionTimeoutMs: config.processor.sessionTimeoutMs,
     logger,
   });
 }
