@@ -209,7 +209,11 @@ class ProcessorRuntime<S> {
       allowAutoTopicCreation: false,
       partitionAssigners: [CoPartitionedAssigner],
     });
-    this.tx = new Transactions({ kafka: options.kafka, transactionalId: `${options.groupId}.${options.instanceId ?? '0'}`, logger: this.log });
+    this.tx = new Transactions({
+      kafka: options.kafka,
+      transactionalId: `${options.groupId}.${options.instanceId ?? '0'}`,
+      logger: this.log,
+    });
   }
 
   handle(): ProcessorHandle {
@@ -494,7 +498,10 @@ class ProcessorRuntime<S> {
     const end = metrics.commitSeconds.startTimer({ processor: this.o.name });
     let done: Collected | null;
     try {
-      done = await this.tx.commit(() => this.collect(), { signal: opts.attempts ? undefined : this.commitAbort.signal, attempts: opts.attempts });
+      done = await this.tx.commit(() => this.collect(), {
+        signal: opts.attempts ? undefined : this.commitAbort.signal,
+        attempts: opts.attempts,
+      });
     } finally {
       end();
     }
