@@ -282,7 +282,7 @@ async function runScenario(
     .filter((c) => c.at >= faultAt)
     .map((c) => c.ms)
     .sort((a, b) => a - b);
-  if (counts.lost > 0) say(`  missing: ${JSON.stringify(counts.detail)}`);
+  if (counts.lost > 0) say(`  missing: ${JSON.stringify(counts.detail)} e.g. ${JSON.stringify(counts.examples)}`);
   return {
     scenario: name,
     answered: answered.size,
@@ -332,15 +332,13 @@ async function count(ctx: FaultContext, observer: Observer, answered: Map<string
     if (pair) deadPairs.add(pair.pairId);
   }
   const ch = await observer.clickhouseTurns(p);
-  const missing = {
-    turns_topic: [...answered.keys()].filter((id) => !turnIds.has(id)).length,
-    clickhouse: [...answered.keys()].filter((id) => !ch.has(id)).length,
-    pairs: [...turns]
-      .filter((t) => t.turnType === 'MAIN' && !pairIds.has(t.turnId))
-      .map((t) => t.turnId)
-      .filter((id, i, a) => a.indexOf(id) === i).length,
-    judgements: [...pairIds].filter((id) => !judged.has(id) && !deadPairs.has(id)).length,
+  const ids = {
+    turns_topic: [...answered.keys()].filter((id) => !turnIds.has(id)),
+    clickhouse: [...answered.keys()].filter((id) => !ch.has(id)),
+    pairs: [...new Set(turns.filter((t) => t.turnType === 'MAIN' && !pairIds.has(t.turnId)).map((t) => `${t.sessionId}/${t.turnId}`))],
+    judgements: [...pairIds].filter((id) => !judged.has(id) && !deadPairs.has(id)),
   };
+  const missing = Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, v.length])) as Record<keyof typeof ids, number>;
   const doubled =
     pairs.length -
     pairIds.size +
@@ -358,5 +356,11 @@ async function count(ctx: FaultContext, observer: Observer, answered: Map<string
     lost: missing.turns_topic + missing.clickhouse + missing.pairs + missing.judgements,
     doubled,
     detail: missing,
+    /** A few of the missing ids, to look them up in the logs. */
+    examples: Object.fromEntries(
+      Object.entries(ids)
+        .filter(([, v]) => v.length > 0)
+        .map(([k, v]) => [k, v.slice(0, 3)]),
+    ),
   };
 }

@@ -131,14 +131,35 @@ function slowReadersScenario(n: number): Scenario {
           return 0;
         }
       };
+      // A normal request, one at a time from a user of its own: its latency just before the
+      // burst (the baseline, same run) and during it.
+      const normal = async (tag: string, more: (k: number) => boolean): Promise<number[]> => {
+        const ms: number[] = [];
+        for (let k = 0; more(k); k++) {
+          const r = await chatCall(
+            ctx.gatewayUrl,
+            { messages: [{ role: 'user', content: `hello ${k}` }], max_tokens: 12 },
+            { 'x-session-id': `${ctx.prefix}normal-${tag}-${k}`, 'x-user-id': `${ctx.prefix}normal` },
+          );
+          if (r) ms.push(r.ms);
+        }
+        return ms.sort((a, b) => a - b);
+      };
+      const p99 = (xs: number[]): number => xs[Math.min(xs.length - 1, Math.ceil(0.99 * xs.length) - 1)] ?? Number.NaN;
+      const before = await normal('before', (k) => k < 20);
       const baseline = rss();
       let peak = baseline;
       const sampler = setInterval(() => (peak = Math.max(peak, rss())), 100);
       const holdMs = 20_000;
-      result = await slowReaders(ctx.gatewayUrl, n, holdMs, `${ctx.prefix}slow`);
+      let bursting = true;
+      const [burst, during] = await Promise.all([
+        slowReaders(ctx.gatewayUrl, n, holdMs, `${ctx.prefix}slow`).finally(() => (bursting = false)),
+        normal('during', () => bursting),
+      ]);
+      result = burst;
       clearInterval(sampler);
       ctx.progress(
-        `  ${n} slow readers: ${result.held} streams held, ${result.rejected} answered 429; RSS ${baseline.toFixed(0)} → peak ${peak.toFixed(0)} MB`,
+        `  ${n} slow readers: ${result.held} streams held, ${result.rejected} answered 429; RSS ${baseline.toFixed(0)} → peak ${peak.toFixed(0)} MB; a normal call's p99 ${p99(before)} ms before, ${p99(during)} ms during (${during.length} calls)`,
       );
       return {
         slow_held: result.held,
@@ -146,6 +167,9 @@ function slowReadersScenario(n: number): Scenario {
         rss_baseline_mb: Math.round(baseline),
         rss_peak_mb: Math.round(peak),
         rss_growth_mb: Math.round(peak - baseline),
+        normal_p99_before_ms: p99(before),
+        normal_p99_ms: p99(during),
+        normal_calls: during.length,
       };
     },
   };
