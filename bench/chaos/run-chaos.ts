@@ -45,6 +45,8 @@ export interface ChaosOptions {
   distDir?: string;
   /** Seconds a stopped dependency stays down. @default 10 */
   downSeconds?: number;
+  /** Run the selected scenarios this many times over (a rare fault shows up). @default 1 */
+  repeat?: number;
   /** Leave the stack and the home (for a look at the logs). @default false */
   keep?: boolean;
   progress?: (line: string) => void;
@@ -167,7 +169,8 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
   const results: ScenarioResult[] = [];
   let versions: number[] = [];
   try {
-    const list = scenarios().filter((s) => !o.only?.length || o.only.some((f) => s.name.includes(f)));
+    const selected = scenarios().filter((s) => !o.only?.length || o.only.some((f) => s.name.includes(f)));
+    const list = Array.from({ length: o.repeat ?? 1 }, () => selected).flat();
     for (const [i, sc] of list.entries()) {
       const prefix = `chaos-${i}-`;
       say(`chaos: ${sc.name}`);

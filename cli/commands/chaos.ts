@@ -41,34 +41,50 @@ export function register(program: Command): void {
     .option('--only <names>', 'only scenarios whose name contains one of these (comma separated)')
     .option('--dist-dir <dir>', 'where the Kafka jars and Apicurio are (default: TURNSTREAM_HOME)')
     .option('--down-seconds <s>', 'how long a stopped dependency stays down', '10')
+    .option('--repeat <n>', 'run the selected scenarios this many times', '1')
     .option('--keep', 'leave the stack and its home for a look at the logs')
-    .action(async (flags: { json?: boolean; calls: string; only?: string; distDir?: string; downSeconds: string; keep?: boolean }) => {
-      const config = loadConfig();
-      const r = new SettingsReader({ '--calls': flags.calls, '--down-seconds': flags.downSeconds });
-      const { calls, downSeconds } = r.done(
-        { calls: r.number('--calls', 60, { integer: true, min: 4 }), downSeconds: r.number('--down-seconds', 10, { min: 0 }) },
-        'invalid flags',
-      );
-      const result = await runChaos({
-        calls,
-        downSeconds,
-        only: flags.only
-          ?.split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-        distDir: flags.distDir ?? config.home,
-        keep: flags.keep,
-        progress: (line) => process.stderr.write(`${line}\n`),
-      });
-      if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-      else {
-        process.stdout.write(chaosTable(result));
-        process.stdout.write(
-          `\nweight versions ${result.weight_versions} (${result.weight_versions_consecutive ? 'consecutive' : 'NOT consecutive'}); ${result.ok ? 'PASS' : 'FAIL'} in ${result.seconds} s\n`,
+    .action(
+      async (flags: {
+        json?: boolean;
+        calls: string;
+        only?: string;
+        distDir?: string;
+        downSeconds: string;
+        repeat: string;
+        keep?: boolean;
+      }) => {
+        const config = loadConfig();
+        const r = new SettingsReader({ '--calls': flags.calls, '--down-seconds': flags.downSeconds, '--repeat': flags.repeat });
+        const { calls, downSeconds, repeat } = r.done(
+          {
+            calls: r.number('--calls', 60, { integer: true, min: 4 }),
+            downSeconds: r.number('--down-seconds', 10, { min: 0 }),
+            repeat: r.number('--repeat', 1, { integer: true, min: 1 }),
+          },
+          'invalid flags',
         );
-        for (const s of result.scenarios)
-          if (Object.keys(s.details).length) process.stdout.write(`  ${s.scenario}: ${JSON.stringify(s.details)}\n`);
-      }
-      process.exit(result.ok ? 0 : 1);
-    });
+        const result = await runChaos({
+          calls,
+          downSeconds,
+          repeat,
+          only: flags.only
+            ?.split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+          distDir: flags.distDir ?? config.home,
+          keep: flags.keep,
+          progress: (line) => process.stderr.write(`${line}\n`),
+        });
+        if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+        else {
+          process.stdout.write(chaosTable(result));
+          process.stdout.write(
+            `\nweight versions ${result.weight_versions} (${result.weight_versions_consecutive ? 'consecutive' : 'NOT consecutive'}); ${result.ok ? 'PASS' : 'FAIL'} in ${result.seconds} s\n`,
+          );
+          for (const s of result.scenarios)
+            if (Object.keys(s.details).length) process.stdout.write(`  ${s.scenario}: ${JSON.stringify(s.details)}\n`);
+        }
+        process.exit(result.ok ? 0 : 1);
+      },
+    );
 }
