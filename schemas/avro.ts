@@ -69,6 +69,7 @@ const pairTurn = (ctx: Ctx) =>
       field('responseLogprobs', arr('float')),
       field('tokenized', 'boolean'),
       field('exactLogprobs', 'boolean', { default: true }),
+      optField('toolsJson', 'string'),
       field('requestedAt', millis),
       field('completedAt', millis),
     ],

@@ -124,6 +124,8 @@ export interface PairTurn {
   tokenized: boolean;
   /** As the Turn's. */
   exactLogprobs: boolean;
+  /** The request's `tools`, as JSON (a teacher renders them as the engine did), or null. */
+  toolsJson: string | null;
   requestedAt: number;
   completedAt: number;
 }

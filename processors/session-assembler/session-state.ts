@@ -38,6 +38,7 @@ export function toPairTurn(turn: Turn, mainTurnIndex: number): PairTurn {
     responseLogprobs: turn.responseLogprobs,
     tokenized: turn.tokenized,
     exactLogprobs: turn.exactLogprobs,
+    toolsJson: turn.toolsJson,
     requestedAt: turn.requestedAt,
     completedAt: turn.completedAt,
   };

@@ -76,6 +76,7 @@ export function examplePairTurn(over: Partial<PairTurn> = {}): PairTurn {
     responseLogprobs: t.responseLogprobs,
     tokenized: t.tokenized,
     exactLogprobs: t.exactLogprobs,
+    toolsJson: t.toolsJson,
     requestedAt: t.requestedAt,
     completedAt: t.completedAt,
     ...over,

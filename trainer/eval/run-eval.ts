@@ -143,6 +143,7 @@ export function makePair(
       responseLogprobs: reply.logprobs,
       tokenized: true,
       exactLogprobs: true,
+      toolsJson: null,
       requestedAt: now,
       completedAt: now,
     },
