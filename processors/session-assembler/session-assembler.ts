@@ -169,7 +169,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
         (turn.requestMessages.length < pending.requestMessages.length &&
           pending.requestMessages.some((m) => matchesResponse(m, turn.response))));
     if (pending && isLate) {
-      const next = extractNextState(turn.response, pending.requestMessages);
+      const next = extractNextState(turn.response, pending.requestMessages, turn.requestMessages);
       if (next.historyVerified) {
         // The late turn slots in before pending: it takes pending's index, pending moves up.
         const late = toPairTurn(turn, pending.mainTurnIndex);
@@ -200,7 +200,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
     } else {
       if (pending) {
         state = claimAnonymous(state, turn.requestedAt);
-        const next = extractNextState(pending.response, turn.requestMessages);
+        const next = extractNextState(pending.response, turn.requestMessages, pending.requestMessages);
         ready.push(
           pairOf(
             state,
