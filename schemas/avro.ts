@@ -71,6 +71,7 @@ const pairTurn = (ctx: Ctx) =>
       field('exactLogprobs', 'boolean', { default: true }),
       field('requestedAt', millis),
       field('completedAt', millis),
+      field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
     ],
   }));
 
@@ -152,6 +153,7 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
       ),
       field('latencyMs', 'int'),
       field('gatewayId', 'string'),
+      field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
     ],
   }));
 }

@@ -10,6 +10,8 @@ export interface ExtractedNextState {
   historyVerified: boolean;
 }
 
+const CONTEXT_ROLES = new Set(['system', 'developer']);
+
 const norm = (s: string | null | undefined): string => (s ?? '').replace(/\s+/g, ' ').trim();
 
 // Some clients rewrite tool call ids; the same name and arguments are the same call.
@@ -36,14 +38,16 @@ const toItem = (m: ChatMessage): NextStateItem => ({
   toolCallId: roleOf(m) === 'TOOL' ? m.toolCallId : null,
 });
 
+/** Messages that followed a turn as its next state (system and developer messages are context, not events). */
+export const nextStateItems = (messages: readonly ChatMessage[]): NextStateItem[] =>
+  messages.filter((m) => m.role !== 'assistant' && !CONTEXT_ROLES.has(m.role)).map(toItem);
+
 /** The run of non-assistant messages starting at `from`. */
 function runFrom(messages: readonly ChatMessage[], from: number): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (let i = from; i < messages.length && messages[i].role !== 'assistant'; i++) out.push(messages[i]);
   return out;
 }
-
-const CONTEXT_ROLES = new Set(['system', 'developer']);
 
 const sameMessage = (a: ChatMessage, b: ChatMessage): boolean => a.role === b.role && norm(a.content) === norm(b.content);
 

@@ -40,6 +40,7 @@ export function toPairTurn(turn: Turn, mainTurnIndex: number): PairTurn {
     exactLogprobs: turn.exactLogprobs,
     requestedAt: turn.requestedAt,
     completedAt: turn.completedAt,
+    ...(turn.nextMessages?.length ? { nextMessages: turn.nextMessages } : {}),
   };
 }
 

@@ -188,6 +188,26 @@ describe('session assembler: pairing', () => {
     assert.equal(tools.historyVerified, true, 'a rewritten tool call id is the same call');
   });
 
+  it('a turn that carries what followed it (imported history) is paired with that when the session ends', () => {
+    const [t0, t1] = conversation(2, (i) => (i === 1 ? { sessionDone: true, nextMessages: [msg('user', '👎 no, that is wrong')] } : {}));
+    const { pairs } = run([t0, t1]);
+    assert.deepEqual(
+      pairs.map((p) => [p.pairId, p.endMarker, p.historyVerified]),
+      [
+        ['t0', null, true],
+        ['t1', null, true],
+      ],
+    );
+    assert.deepEqual(pairs[1].nextState, [{ role: 'USER', content: '👎 no, that is wrong', toolCallId: null }]);
+    // Closed by the idle timeout instead: the same.
+    const idle = run([exampleTurn({ turnId: 'x', nextMessages: [msg('user', 'perfect!')] })]);
+    const closed = expire(idle.state, T0 + 10_000_000, 1000);
+    assert.deepEqual(
+      closed.pairs.map((p) => [p.endMarker, p.nextState.map((i) => i.content)]),
+      [[null, ['perfect!']]],
+    );
+  });
+
   it('never pairs SIDE turns, but counts them as activity', () => {
     const turns = conversation(3, (i) => (i === 1 ? { turnType: 'SIDE' } : {}));
     const { pairs, state } = run(turns);
