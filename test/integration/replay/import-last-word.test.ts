@@ -23,7 +23,11 @@ function history(): string {
   const lines = VERDICTS.map((verdict, i) => {
     const messages: unknown[] = [{ role: 'user', content: `question ${i}` }];
     if (i === 1) {
-      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] });
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }],
+      });
       messages.push({ role: 'tool', tool_call_id: 'c1', content: 'a.txt' });
     }
     messages.push({ role: 'assistant', content: `answer ${i}` }, { role: 'user', content: verdict });
