@@ -42,17 +42,22 @@ export function resolveOptions(spec: BenchOptions, given: Record<string, string>
   for (const key of Object.keys(given)) {
     if (!Object.hasOwn(spec, key)) {
       const known = Object.keys(spec).map((k) => `--${k}`);
-      throw invalidInput(`unknown option --${key}; this benchmark takes ${known.length ? known.join(', ') : 'no options'} (and --json)`, `--${key}`);
+      throw invalidInput(
+        `unknown option --${key}; this benchmark takes ${known.length ? known.join(', ') : 'no options'} (and --json)`,
+        `--${key}`,
+      );
     }
   }
   for (const [key, o] of Object.entries(spec)) {
     const v = given[key] ?? o.default;
     if ((o.type ?? 'int') === 'int') {
       const min = o.min ?? 1;
-      if (!/^\d+$/.test(v) || Number(v) < min) throw invalidInput(`--${key} must be a whole number ≥ ${min}, got ${JSON.stringify(v)}`, `--${key}`);
+      if (!/^\d+$/.test(v) || Number(v) < min)
+        throw invalidInput(`--${key} must be a whole number ≥ ${min}, got ${JSON.stringify(v)}`, `--${key}`);
     } else if (o.choices) {
       const bad = v.split(',').filter((x) => !o.choices!.includes(x));
-      if (bad.length > 0 || v === '') throw invalidInput(`--${key} takes a comma-separated list of ${o.choices.join(', ')}; got ${JSON.stringify(v)}`, `--${key}`);
+      if (bad.length > 0 || v === '')
+        throw invalidInput(`--${key} takes a comma-separated list of ${o.choices.join(', ')}; got ${JSON.stringify(v)}`, `--${key}`);
     }
     out[key] = v;
   }
@@ -61,8 +66,19 @@ export function resolveOptions(spec: BenchOptions, given: Record<string, string>
 
 /** `turnstream bench NAME --help`. */
 export function benchHelp(name: string, description: string, spec: BenchOptions): string {
-  const rows = Object.entries(spec).map(([k, o]) => [`--${k} <${(o.type ?? 'int') === 'int' ? 'n' : 'list'}>`, `${o.help} (default ${o.default})`]);
+  const rows = Object.entries(spec).map(([k, o]) => [
+    `--${k} <${(o.type ?? 'int') === 'int' ? 'n' : 'list'}>`,
+    `${o.help} (default ${o.default})`,
+  ]);
   rows.push(['--json', 'one JSON object on stdout (progress and logs on stderr)']);
   const width = Math.max(...rows.map(([a]) => a.length));
-  return [`Usage: turnstream bench ${name} [options]`, '', description, '', 'Options:', ...rows.map(([a, b]) => `  ${a.padEnd(width)}  ${b}`), ''].join('\n');
+  return [
+    `Usage: turnstream bench ${name} [options]`,
+    '',
+    description,
+    '',
+    'Options:',
+    ...rows.map(([a, b]) => `  ${a.padEnd(width)}  ${b}`),
+    '',
+  ].join('\n');
 }

@@ -39,7 +39,12 @@ describe('benchmarks', { timeout: 900_000 }, () => {
     stack = await ensureStack();
     prefix = uniquePrefix('benches');
     config = loadConfig(
-      { KAFKA_BROKERS: stack.brokers, SCHEMA_REGISTRY_URL: stack.registryUrl, CLICKHOUSE_URL: stack.clickhouseUrl, TURNSTREAM_TOPIC_PREFIX: prefix },
+      {
+        KAFKA_BROKERS: stack.brokers,
+        SCHEMA_REGISTRY_URL: stack.registryUrl,
+        CLICKHOUSE_URL: stack.clickhouseUrl,
+        TURNSTREAM_TOPIC_PREFIX: prefix,
+      },
       REPO_ROOT,
     );
   });
