@@ -37,9 +37,9 @@ export async function funnel(store: AnalyticsStore, scope: QueryScope = {}): Pro
       (SELECT count() FROM ${t.pairs} FINAL WHERE ${derivedFilter(scope, t.turns, 'pair_id')}) AS pairs,
       (SELECT uniqExact(turn_id) FROM ${t.judgements} FINAL WHERE ${tag}) AS judged,
       (SELECT count() FROM ${t.samples} FINAL WHERE ${tag}) AS samples,
-      (SELECT count() FROM (SELECT policy_model_id, policy_version, created_at_ms FROM ${t.samples} FINAL WHERE ${tag})
-         ANY INNER JOIN (SELECT model_id AS policy_model_id, max(version) AS latest_version, max(created_at_ms) AS latest_at
-                         FROM ${t.weights} FINAL GROUP BY model_id) USING policy_model_id
+      (SELECT count() FROM (SELECT policy_model_id, policy_version, created_at_ms FROM ${t.samples} FINAL WHERE ${tag}) AS s
+         ALL INNER JOIN (SELECT model_id AS policy_model_id, max(version) AS latest_version, max(created_at_ms) AS latest_at
+                         FROM ${t.weights} FINAL GROUP BY model_id) AS w USING policy_model_id
          WHERE policy_version < latest_version AND created_at_ms <= latest_at) AS trained,
       (SELECT sum(samples) FROM ${t.weights} FINAL) AS trained_reported`);
   return {
