@@ -26,7 +26,8 @@ import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle }
 import { benchFamily, quantile, rawPassthrough, sleep, type BenchFamily } from './support.ts';
 import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
 
-export const description = 'turns/s through session assembler → embedded judge → sample builder, and live turn→sample latency, against plain kafkajs consume → produce';
+export const description =
+  'turns/s through session assembler → embedded judge → sample builder, and live turn→sample latency, against plain kafkajs consume → produce';
 
 export const options: BenchOptions = {
   sessions: { default: '2000', help: 'sessions in the backlog' },

@@ -11,7 +11,8 @@ import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
 import { benchFamily, benchTempDir, type BenchFamily } from './support.ts';
 
-export const description = 'historical turns re-derived per second by a replay (assembler → embedded judge → sample builder), against a decode-only read of the same turns';
+export const description =
+  'historical turns re-derived per second by a replay (assembler → embedded judge → sample builder), against a decode-only read of the same turns';
 
 export const options: BenchOptions = {
   turns: { default: '5000', help: 'turns of history' },
@@ -94,7 +95,13 @@ export async function run(args: BenchArgs): Promise<ReplayBenchResult> {
   }
 }
 
-async function measure(family: BenchFamily, dir: string, turns: number, perSession: number, progress: (l: string) => void): Promise<ReplayBenchResult> {
+async function measure(
+  family: BenchFamily,
+  dir: string,
+  turns: number,
+  perSession: number,
+  progress: (l: string) => void,
+): Promise<ReplayBenchResult> {
   const { endpoints: stack, prefix, kafka, codecs } = family;
   // History from a day ago: idle timeouts and feedback grace are long past, as for real history.
   const data = history(prefix, turns, perSession, Date.now() - 24 * 3600_000);

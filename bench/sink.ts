@@ -13,7 +13,8 @@ import { resolveOptions, type BenchOptions, type BenchResult } from './options.t
 import { learningDataset } from './sink-dataset.ts';
 import { benchFamily } from './support.ts';
 
-export const description = 'rows/s from Kafka into ClickHouse through the sink, against direct @clickhouse/client inserts of the same rows in inserts of the same sizes';
+export const description =
+  'rows/s from Kafka into ClickHouse through the sink, against direct @clickhouse/client inserts of the same rows in inserts of the same sizes';
 
 export const options: BenchOptions = {
   users: { default: '20', help: 'users of the synthetic history (10 sessions × 20 turns each)' },
@@ -37,7 +38,6 @@ export interface SinkBenchResult extends BenchResult {
   ratio: number;
   clickhouse: string;
 }
-
 
 export async function run(args: BenchArgs): Promise<SinkBenchResult> {
   const { config, progress } = args;

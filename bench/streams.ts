@@ -16,7 +16,8 @@ import { createLogger, runProcessor, type EventCodecs } from '../streams/index.t
 import { benchFamily, createPlainTopic, rawConsume, rawPassthrough, rawProduce, sleep, type BenchFamily } from './support.ts';
 import { syntheticTurn } from './pipeline-traffic.ts';
 
-export const description = 'the transactional streams runtime (exactly once) against plain kafkajs consume → produce, on the same ~1 KB Avro records';
+export const description =
+  'the transactional streams runtime (exactly once) against plain kafkajs consume → produce, on the same ~1 KB Avro records';
 
 export const options: BenchOptions = {
   records: { default: '20000', min: 100, help: 'Turn records of ~1 KB' },

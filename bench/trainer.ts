@@ -11,12 +11,17 @@ import { BACKEND_ORDER, ByteTokenizer, renderPrompt, selectBackend, TransformerM
 import { AdamW, BASE_MODEL_CONFIG, corpus, exchangeIds, learnerStep } from '../trainer/index.ts';
 
 export const description =
-  "learner steps per second on each tfjs backend available here; the backend turnstream picks against the pure-JS cpu backend";
+  'learner steps per second on each tfjs backend available here; the backend turnstream picks against the pure-JS cpu backend';
 
 export const options: BenchOptions = {
   steps: { default: '3', help: 'timed learner steps per backend (after one warm-up step)' },
   batch: { default: '16', help: 'samples per step' },
-  backends: { type: 'list', default: BACKEND_ORDER.join(','), choices: BACKEND_ORDER, help: 'backends to measure, in order of preference (cpu, the baseline, is always measured)' },
+  backends: {
+    type: 'list',
+    default: BACKEND_ORDER.join(','),
+    choices: BACKEND_ORDER,
+    help: 'backends to measure, in order of preference (cpu, the baseline, is always measured)',
+  },
 };
 
 interface BackendResult {

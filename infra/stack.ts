@@ -98,8 +98,17 @@ export async function stackUp(options: StackOptions = {}): Promise<StackUpResult
     }
     if (toStart('clickhouse')) needs.clickhouse = o.clickhouseBinary ?? true;
     const install = { needed: toStart('clickhouse'), binaryGiven: o.clickhouseBinary !== undefined, enabled: o.installClickhouse };
-    if (shouldInstallClickhouse({ ...install, found: install.needed && findClickhouse(o.clickhouseBinary) !== undefined, canApt: install.needed && canUseApt() })) {
-      progress('clickhouse', "clickhouse-server not found: installing Debian's clickhouse-server and clickhouse-client with apt-get (running as root)");
+    if (
+      shouldInstallClickhouse({
+        ...install,
+        found: install.needed && findClickhouse(o.clickhouseBinary) !== undefined,
+        canApt: install.needed && canUseApt(),
+      })
+    ) {
+      progress(
+        'clickhouse',
+        "clickhouse-server not found: installing Debian's clickhouse-server and clickhouse-client with apt-get (running as root)",
+      );
       await installClickhouseWithApt();
     }
     checkPrerequisites(needs);

@@ -370,7 +370,12 @@ export async function summarize(
     readToEnd(kafka, codecs.topic('judgements'), async (r) => {
       if (!r.value) return;
       const j = await codecs.of('judgements').decode(r.value);
-      judgements.set(j.judgementId, { score: j.score, judgeId: j.judgeId, votes: j.votes.length, valid: j.votes.filter((v) => v.score !== null).length });
+      judgements.set(j.judgementId, {
+        score: j.score,
+        judgeId: j.judgeId,
+        votes: j.votes.length,
+        valid: j.votes.filter((v) => v.score !== null).length,
+      });
     }),
     readToEnd(kafka, codecs.topic('samples'), async (r) => {
       if (!r.value) return;
