@@ -72,6 +72,7 @@ const pairTurn = (ctx: Ctx) =>
       optField('toolsJson', 'string'),
       field('requestedAt', millis),
       field('completedAt', millis),
+      field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
     ],
   }));
 
@@ -153,6 +154,7 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
       ),
       field('latencyMs', 'int'),
       field('gatewayId', 'string'),
+      field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
     ],
   }));
 }

@@ -87,6 +87,13 @@ export interface Turn {
   usage: Usage;
   latencyMs: number;
   gatewayId: string;
+  /**
+   * What followed this turn's answer when no later turn carries it: an imported conversation that
+   * ends with the user's reply (often the verdict: "👎", "perfect!"), or a record's next state.
+   * It is the turn's next state should the session end here. Absent or empty for live turns:
+   * the next turn's request carries what followed.
+   */
+  nextMessages?: ChatMessage[];
 }
 
 /** Explicit feedback (👍/👎, text). Key: sessionId. */
@@ -128,6 +135,8 @@ export interface PairTurn {
   toolsJson: string | null;
   requestedAt: number;
   completedAt: number;
+  /** The turn's `nextMessages` (see `Turn`). */
+  nextMessages?: ChatMessage[];
 }
 
 export interface NextStateItem {

@@ -68,11 +68,15 @@ export function dashboardPage(o: PageOptions): string {
   const REFRESH_MS = ${Math.max(500, Math.floor(o.refreshMs))};
   const state = { charts: {}, points: {}, refreshes: 0, updatedAt: null, error: null, runs: [], tag: '' };
   const TAG = new URLSearchParams(location.search).get('tag') || '';
+  // Imported history is a source of its own (never in the live figures): ?source=imported.
+  const SOURCE = !TAG && new URLSearchParams(location.search).get('source') === 'imported' ? 'imported' : 'live';
   state.tag = TAG;
-  const scoped = (path) => path + (TAG ? '?tag=' + encodeURIComponent(TAG) : '');
+  state.source = SOURCE;
+  state.imported = null;
+  const scoped = (path) => path + (TAG ? '?tag=' + encodeURIComponent(TAG) : SOURCE === 'imported' ? '?source=imported' : '');
   document.getElementById('run').addEventListener('change', (e) => {
     const v = e.target.value;
-    location.search = v ? '?tag=' + encodeURIComponent(v) : '';
+    location.search = v === '@imported' ? '?source=imported' : v ? '?tag=' + encodeURIComponent(v) : '';
   });
   window.turnstreamDashboard = state;
   Chart.defaults.animation = false;
@@ -187,7 +191,8 @@ export function dashboardPage(o: PageOptions): string {
     state.runs = runs.map((r) => r.tag);
     if (TAG && !state.runs.includes(TAG)) runs = [...runs, { tag: TAG, pairs: 0 }];
     const select = document.getElementById('run');
-    const html = runs.map((r) => '<option value="' + esc(r.tag) + '"' + (r.tag === TAG ? ' selected' : '') + '>' + (r.tag ? 'replay ' + esc(r.tag) : 'live') + ' (' + r.pairs + ' pairs)</option>').join('');
+    let html = runs.map((r) => '<option value="' + esc(r.tag) + '"' + (r.tag === TAG && SOURCE === 'live' ? ' selected' : '') + '>' + (r.tag ? 'replay ' + esc(r.tag) : 'live') + ' (' + r.pairs + ' pairs)</option>').join('');
+    if (SOURCE === 'imported' || state.imported) html += '<option value="@imported"' + (SOURCE === 'imported' ? ' selected' : '') + '>imported history' + (state.imported ? ' (' + state.imported.turns + ' turns)' : '') + '</option>';
     if (select.innerHTML !== html) select.innerHTML = html;
   }
 
@@ -214,6 +219,7 @@ export function dashboardPage(o: PageOptions): string {
         getJson('api/runs'),
         TAG ? getJson('api/compare?a=&b=' + encodeURIComponent(TAG)) : Promise.resolve(null),
       ]);
+      state.imported = body.imported || null;
       renderRuns(runs);
       if (compared) renderCompare(compared);
       render(body);

@@ -15,6 +15,7 @@ import { latencyPercentiles } from '../queries/latency.ts';
 import { rewardByVersion } from '../queries/reward-by-version.ts';
 import { rewardOverTime } from '../queries/reward-over-time.ts';
 import { listRuns } from '../queries/runs.ts';
+import type { QueryScope, TurnSource } from '../queries/scope.ts';
 import { sessionStats } from '../queries/session-stats.ts';
 import { userStats } from '../queries/user-stats.ts';
 import { overview } from '../overview.ts';
@@ -72,13 +73,20 @@ function runParam(q: Record<string, string | undefined>, name: string, fallback:
   return v;
 }
 
+/** `?source=live|imported`: live traffic (the default) or imported history. */
+function sourceParam(q: Record<string, string | undefined>): TurnSource {
+  const v = q.source ?? 'live';
+  if (v !== 'live' && v !== 'imported') throw invalidInput('source must be live or imported', 'source');
+  return v;
+}
+
 /** Builds the app without listening (tests inject requests). */
 export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   // No request log: the page polls every few seconds. Failures are logged below.
   const app = Fastify();
   const log = o.logger;
   const store = o.store;
-  const scopeOf = (q: Record<string, string | undefined>) => ({ tag: runParam(q, 'tag', o.tag ?? '') });
+  const scopeOf = (q: Record<string, string | undefined>): QueryScope => ({ tag: runParam(q, 'tag', o.tag ?? ''), source: sourceParam(q) });
   const page = dashboardPage({ refreshMs: o.refreshMs ?? 5000, title: o.title ?? 'turnstream analytics' });
   const json = <T>(path: string, run: (q: Record<string, string | undefined>) => Promise<T>): void => {
     app.get(path, async (req, reply) => {
@@ -105,7 +113,7 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
     rewardOverTime(store, { ...scopeOf(q), bucketMs: q.bucket_ms ? Number(q.bucket_ms) || undefined : o.bucketMs, limit: limitOf(q) }),
   );
   json('/api/judges', (q) => judgeStats(store, scopeOf(q)));
-  json('/api/latency', () => latencyPercentiles(store));
+  json('/api/latency', (q) => latencyPercentiles(store, scopeOf(q)));
   json('/api/users', (q) => userStats(store, { ...scopeOf(q), limit: limitOf(q) }));
   json('/api/sessions', (q) => sessionStats(store, { ...scopeOf(q), limit: limitOf(q), userId: q.user }));
   json('/api/dlq', (q) => dlqByReason(store, scopeOf(q)));

@@ -7,6 +7,7 @@ import { register as gateway } from './gateway.ts';
 import { register as importHistory } from './import.ts';
 import { register as infra } from './infra.ts';
 import { register as model } from './model.ts';
+import { register as openclaw } from './openclaw.ts';
 import { register as pretrain } from './pretrain.ts';
 import { register as processCommand } from './process.ts';
 import { register as replay } from './replay.ts';
@@ -41,4 +42,5 @@ export const commands: Array<(program: Command) => void> = [
   evaluate,
   bench,
   model,
+  openclaw,
 ];

@@ -41,6 +41,7 @@ export function toPairTurn(turn: Turn, mainTurnIndex: number): PairTurn {
     toolsJson: turn.toolsJson,
     requestedAt: turn.requestedAt,
     completedAt: turn.completedAt,
+    ...(turn.nextMessages?.length ? { nextMessages: turn.nextMessages } : {}),
   };
 }
 

@@ -44,6 +44,7 @@ export function exampleTurn(over: Partial<Turn> = {}): Turn {
     usage: { promptTokens: 4, completionTokens: 3, totalTokens: 7 },
     latencyMs: 250,
     gatewayId: 'gw-1',
+    nextMessages: [],
     ...over,
   };
 }
@@ -79,6 +80,7 @@ export function examplePairTurn(over: Partial<PairTurn> = {}): PairTurn {
     toolsJson: t.toolsJson,
     requestedAt: t.requestedAt,
     completedAt: t.completedAt,
+    nextMessages: [],
     ...over,
   };
 }
