@@ -329,7 +329,14 @@ export class SettingsReader {
   list<T extends string>(name: string, fallback: T[], choices: readonly T[]): T[] {
     const v = this.raw(name);
     if (v === undefined) return fallback;
-    const items = [...new Set(v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))];
+    const items = [
+      ...new Set(
+        v
+          .split(',')
+          .map((s) => s.trim().toLowerCase())
+          .filter(Boolean),
+      ),
+    ];
     if (items.length > 0 && items.every((i) => (choices as readonly string[]).includes(i))) return items as T[];
     this.problem(name, v, `a comma-separated list of ${choices.join(', ')}`);
     return fallback;

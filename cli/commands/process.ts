@@ -63,7 +63,9 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
       weightsDir: config.weightsDir,
       logger,
       upstream,
-      ...(served?.kind === 'llama' ? { llama: { model: { name: served.name, path: served.path }, systemPrompt: served.systemPrompt } } : {}),
+      ...(served?.kind === 'llama'
+        ? { llama: { model: { name: served.name, path: served.path }, systemPrompt: served.systemPrompt } }
+        : {}),
       ...(served?.kind === 'builtin' ? { modelId: served.modelId } : {}),
     });
   }

@@ -128,7 +128,12 @@ export function register(program: Command): void {
         },
         optimizer: { lr: s.lr ?? (lora ? LORA_LR : LEARNER_LR) },
         consensus: s.consensus,
-        step: { klCoef: s.klCoef, entropyCoef: s.entropyCoef, mismatchTis: s.mismatchTis, maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined) },
+        step: {
+          klCoef: s.klCoef,
+          entropyCoef: s.entropyCoef,
+          mismatchTis: s.mismatchTis,
+          maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
+        },
         logger,
       });
       await handle.ready;

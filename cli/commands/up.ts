@@ -50,7 +50,11 @@ export function register(program: Command): void {
       say(`turnstream: model ${config.model.spec}${config.upstream.baseUrl ? ` (gateway proxies to ${config.upstream.baseUrl})` : ''}`);
       const served = await servedModel(config);
       say(served.kind === 'llama' ? `  ${served.name}  ${served.path}` : '  the built-in tiny model');
-      const modelName = config.upstream.baseUrl ? (config.upstream.model ?? 'default') : served.kind === 'llama' ? served.name : served.modelId;
+      const modelName = config.upstream.baseUrl
+        ? (config.upstream.model ?? 'default')
+        : served.kind === 'llama'
+          ? served.name
+          : served.modelId;
       say('turnstream: starting the local stack (Kafka, Schema Registry, ClickHouse)…');
       const stack: StackUpResult = await stackUp({
         home: config.home,

@@ -40,7 +40,11 @@ export class LlamaTeacher implements Teacher {
 
   async score(messages: ChatMessage[], responseTokenIds: number[], opts: TeacherScoreOptions = {}): Promise<TeacherScores> {
     if (opts.topK) {
-      throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'the llama teacher is scored by the learner and gives no top-k; set TEACHER_TOP_K=0', { param: 'topK' });
+      throw new TurnstreamError(
+        ErrorCodes.INVALID_INPUT,
+        'the llama teacher is scored by the learner and gives no top-k; set TEACHER_TOP_K=0',
+        { param: 'topK' },
+      );
     }
     const rollout = opts.rollout;
     let tools: OpenAITool[] | null = null;
