@@ -16,8 +16,8 @@ export interface BenchOption {
   help: string;
   /** The value when not given, as typed on the command line. */
   default: string;
-  /** `int`: a whole number ≥ `min`; `list`: comma-separated, each one of `choices`. @default 'int' */
-  type?: 'int' | 'list';
+  /** `int`: a whole number ≥ `min`; `list`: comma-separated, each one of `choices`; `string`: any non-empty text. @default 'int' */
+  type?: 'int' | 'list' | 'string';
   /** @default 1 */
   min?: number;
   choices?: readonly string[];
@@ -54,6 +54,8 @@ export function resolveOptions(spec: BenchOptions, given: Record<string, string>
       const min = o.min ?? 1;
       if (!/^\d+$/.test(v) || Number(v) < min)
         throw invalidInput(`--${key} must be a whole number ≥ ${min}, got ${JSON.stringify(v)}`, `--${key}`);
+    } else if (o.type === 'string') {
+      if (v.trim() === '') throw invalidInput(`--${key} needs a value`, `--${key}`);
     } else if (o.choices) {
       const bad = v.split(',').filter((x) => !o.choices!.includes(x));
       if (bad.length > 0 || v === '')
@@ -67,7 +69,7 @@ export function resolveOptions(spec: BenchOptions, given: Record<string, string>
 /** `turnstream bench NAME --help`. */
 export function benchHelp(name: string, description: string, spec: BenchOptions): string {
   const rows = Object.entries(spec).map(([k, o]) => [
-    `--${k} <${(o.type ?? 'int') === 'int' ? 'n' : 'list'}>`,
+    `--${k} <${(o.type ?? 'int') === 'int' ? 'n' : o.type === 'string' ? 'value' : 'list'}>`,
     `${o.help} (default ${o.default})`,
   ]);
   rows.push(['--json', 'one JSON object on stdout (progress and logs on stderr)']);

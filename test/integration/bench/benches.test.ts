@@ -29,6 +29,7 @@ const TOY: Record<string, Record<string, string>> = {
   replay: { turns: '40', 'turns-per-session': '4' },
   sink: { users: '1' },
   trainer: { steps: '1', batch: '2', backends: 'wasm,cpu' },
+  model: { model: 'tiny', tokens: '16,32', steps: '1', 'gen-tokens': '8', backends: 'wasm' },
 };
 
 describe('benchmarks', { timeout: 900_000 }, () => {
