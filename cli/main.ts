@@ -11,6 +11,8 @@ export async function main(argv: string[]): Promise<void> {
   installExitOnError();
   const program = new Command();
   program.name('turnstream').description('Train a chat model simply by talking to it.').version('0.1.0').showHelpAfterError();
+  // Root options (--version) only before the sub-command: `export --version N` is the sub-command's.
+  program.enablePositionalOptions();
   // Any command with --json: stdout is one JSON object, logs and other output go to stderr.
   program.hook('preAction', (_program, action) => {
     if (action.opts().json === true) useJsonOutput();

@@ -3,6 +3,7 @@ import { loadConfig } from '../config.ts';
 import { register as bench } from './bench.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as evaluate } from './eval.ts';
+import { register as exportVersion } from './export.ts';
 import { register as gateway } from './gateway.ts';
 import { register as importHistory } from './import.ts';
 import { register as infra } from './infra.ts';
@@ -38,6 +39,7 @@ export const commands: Array<(program: Command) => void> = [
   report,
   importHistory,
   replay,
+  exportVersion,
   pretrain,
   evaluate,
   bench,
