@@ -1,7 +1,7 @@
 /**
  * `turnstream eval`: simulated users with hidden preferences talk to the model; the score is the
  * share of replies to held-out prompts that satisfy them, per weight version, over several seeds
- * (trainer/eval/). In-process by default (the pipeline's judge, sample builder and learner step,
+ * (eval/). In-process by default (the pipeline's judge, sample builder and learner step,
  * called directly); `--pipeline` sends the personas through the gateway and the Kafka pipeline.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -11,11 +11,11 @@ import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, loadPolicy, selectBackend, type BackendName } from '../../policy/index.ts';
 import { LEARNER_LR } from '../../trainer/index.ts';
-import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../trainer/eval/personas.ts';
-import { toCsv, toSvg } from '../../trainer/eval/report.ts';
-import { runPipelineEval } from '../../trainer/eval/pipeline.ts';
-import { runMultiUserEval } from '../../trainer/eval/multi-user.ts';
-import { runEval, type EvalResult } from '../../trainer/eval/run-eval.ts';
+import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../eval/personas.ts';
+import { toCsv, toSvg } from '../../eval/report.ts';
+import { runPipelineEval } from '../../eval/pipeline.ts';
+import { runMultiUserEval } from '../../eval/multi-user.ts';
+import { runEval, type EvalResult } from '../../eval/run-eval.ts';
 import { loadConfig } from '../config.ts';
 
 interface EvalFlags {

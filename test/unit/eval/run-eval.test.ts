@@ -8,9 +8,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadPersonas } from '../../../../trainer/eval/personas.ts';
-import { runEval } from '../../../../trainer/eval/run-eval.ts';
-import { initCheckpoint, loadPolicy } from '../../../../policy/index.ts';
+import { loadPersonas } from '../../../eval/personas.ts';
+import { runEval } from '../../../eval/run-eval.ts';
+import { initCheckpoint, loadPolicy } from '../../../policy/index.ts';
 
 test('runEval: versions, before/after in [0, 1], the paired test over the runs, and samples trained', { timeout: 240_000 }, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'ts-eval-'));

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { CASUAL_MARKERS, PROPERTIES, TOPICS, type Property, type Topic } from '../corpus.ts';
+import { CASUAL_MARKERS, PROPERTIES, TOPICS, type Property, type Topic } from '../trainer/corpus.ts';
 
 export interface Persona {
   id: string;

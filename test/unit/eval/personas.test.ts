@@ -4,9 +4,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { TOPICS } from '../../../../trainer/corpus.ts';
-import { loadPersonas, personaPrompt, react, satisfies, splitTopics, type Persona } from '../../../../trainer/eval/personas.ts';
-import { pairedPermutationTest } from '../../../../trainer/eval/stats.ts';
+import { TOPICS } from '../../../trainer/corpus.ts';
+import { loadPersonas, personaPrompt, react, satisfies, splitTopics, type Persona } from '../../../eval/personas.ts';
+import { pairedPermutationTest } from '../../../eval/stats.ts';
 
 const sam = { name: 'Sam' };
 

@@ -10,7 +10,7 @@
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway } from '../../gateway/index.ts';
+import { createGateway } from '../gateway/index.ts';
 import {
   createEmbeddedJudge,
   loadTeacher,
@@ -18,10 +18,10 @@ import {
   startSampleBuilder,
   startSessionAssembler,
   type TrainMethod,
-} from '../../processors/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import { LEARNER_LR, startLearner } from '../learner.ts';
+} from '../processors/index.ts';
+import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import { LEARNER_LR, startLearner } from '../trainer/learner.ts';
 import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
 import { summarize, type EvalResult, type RunResult } from './run-eval.ts';
 

@@ -6,16 +6,16 @@
  * prompt's name. Also the base rates of the five persona preferences and the share of replies
  * that end with `<|end|>`, so a new base can be compared with an old one on more than names.
  *
- *   node --import tsx trainer/eval/name-copy.ts <checkpoint dir> [samples per prompt]
+ *   node --import tsx eval/name-copy.ts <checkpoint dir> [samples per prompt]
  */
 import { pathToFileURL } from 'node:url';
-import { selectBackend } from '../../policy/tfjs-backend.ts';
-import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
-import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, type Topic } from '../corpus.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import type { TransformerModel } from '../../policy/builtin/model.ts';
-import { sampleMany } from '../../policy/builtin/sample-many.ts';
-import { ByteTokenizer } from '../../policy/builtin/tokenizer.ts';
+import { selectBackend } from '../policy/tfjs-backend.ts';
+import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
+import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, type Topic } from '../trainer/corpus.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import type { TransformerModel } from '../policy/builtin/model.ts';
+import { sampleMany } from '../policy/builtin/sample-many.ts';
+import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 import { loadPersonas, personaPrompt, satisfies, splitTopics } from './personas.ts';
 import { promptIds } from './run-eval.ts';
 

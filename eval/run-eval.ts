@@ -10,7 +10,7 @@
  * that satisfy the persona's hidden preference, `heldOutSamples` sampled replies per prompt at
  * temperature 1 (as served). One run = one persona × one seed, from the base checkpoint.
  */
-import type { ChatMessage as EventMessage, Sample, TurnPair } from '../../schemas/index.ts';
+import type { ChatMessage as EventMessage, Sample, TurnPair } from '../schemas/index.ts';
 import {
   buildSample,
   createEmbeddedJudge,
@@ -18,18 +18,18 @@ import {
   makeJudgement,
   type Teacher,
   type TrainMethod,
-} from '../../processors/index.ts';
-import { AdamW } from '../adamw.ts';
-import { renderPrompt, type ChatMessage } from '../../policy/builtin/chat-template.ts';
-import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import { learnerStep, type StepMetrics } from '../learner-step.ts';
-import { LEARNER_LR } from '../learner.ts';
-import type { TransformerModel } from '../../policy/builtin/model.ts';
-import type { PolicyHandle } from '../../policy/builtin/policy.ts';
-import { sampleMany } from '../../policy/builtin/sample-many.ts';
-import { ByteTokenizer } from '../../policy/builtin/tokenizer.ts';
-import type { Topic } from '../corpus.ts';
+} from '../processors/index.ts';
+import { AdamW } from '../trainer/adamw.ts';
+import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
+import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import { learnerStep, type StepMetrics } from '../trainer/learner-step.ts';
+import { LEARNER_LR } from '../trainer/learner.ts';
+import type { TransformerModel } from '../policy/builtin/model.ts';
+import type { PolicyHandle } from '../policy/builtin/policy.ts';
+import { sampleMany } from '../policy/builtin/sample-many.ts';
+import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
+import type { Topic } from '../trainer/corpus.ts';
 import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
 

@@ -17,18 +17,18 @@ import {
   makeJudgement,
   type Teacher,
   type TrainMethod,
-} from '../../processors/index.ts';
-import { AdamW } from '../adamw.ts';
-import { SampleBatcher } from '../batcher.ts';
-import type { ChatMessage } from '../../policy/builtin/chat-template.ts';
-import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
-import { ratedTurnOf, weighByConsensus } from '../consensus-weighting.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import { learnerStep, type StepSample } from '../learner-step.ts';
-import { LEARNER_LR } from '../learner.ts';
-import type { PolicyHandle } from '../../policy/builtin/policy.ts';
-import { sampleMany } from '../../policy/builtin/sample-many.ts';
-import { UserConsensus, type Conflict, type UserStats } from '../user-consensus.ts';
+} from '../processors/index.ts';
+import { AdamW } from '../trainer/adamw.ts';
+import { SampleBatcher } from '../trainer/batcher.ts';
+import type { ChatMessage } from '../policy/builtin/chat-template.ts';
+import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
+import { ratedTurnOf, weighByConsensus } from '../trainer/consensus-weighting.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import { learnerStep, type StepSample } from '../trainer/learner-step.ts';
+import { LEARNER_LR } from '../trainer/learner.ts';
+import type { PolicyHandle } from '../policy/builtin/policy.ts';
+import { sampleMany } from '../policy/builtin/sample-many.ts';
+import { UserConsensus, type Conflict, type UserStats } from '../trainer/user-consensus.ts';
 import { personaPrompt, satisfies, splitTopics, type Persona } from './personas.ts';
 import { makePair, promptIds, score } from './run-eval.ts';
 import { mean } from './stats.ts';
