@@ -22,7 +22,8 @@ import {
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
 import { mulberry32 } from '../policy/builtin/generate.ts';
 import { LEARNER_LR, startLearner } from '../trainer/learner.ts';
-import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
+import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { react } from './reaction.ts';
 import { summarize, type EvalResult, type RunResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions {
@@ -38,7 +39,8 @@ export interface PipelineEvalOptions {
   method?: TrainMethod;
   batchSize?: number;
   lr?: number;
-  heldOutPrompts?: number;
+  /** Share of each persona's prompts held out. @default 3/8 */
+  heldOut?: number;
   heldOutSamples?: number;
   onProgress?: (line: string) => void;
 }
@@ -78,7 +80,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
     method: opts.method ?? 'combined',
     batchSize: opts.batchSize ?? 4,
     lr: opts.lr ?? LEARNER_LR,
-    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOut: opts.heldOut ?? DEFAULT_HELD_OUT,
     heldOutSamples: opts.heldOutSamples ?? 4,
   };
   const logger = createLogger('eval-pipeline', 'warn');
@@ -99,10 +101,10 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
     services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: o.method }) }));
     const teacher = o.method === 'rl' ? undefined : await loadTeacher({ weightsDir, modelId: baseModelId });
     services.push(await startSampleBuilder({ ...common, method: o.method, teacher }));
-    const { train, heldOut } = splitTopics(o.heldOutPrompts);
     for (let seed = 1; seed <= o.seeds; seed++) {
       for (const persona of o.personas) {
-        const modelId = `eval-${persona.id}-s${seed}`;
+        const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
+        const modelId = `eval-${persona.name}-s${seed}`;
         await cp(join(weightsDir, baseModelId, 'v0'), join(weightsDir, modelId, 'v0'), { recursive: true });
         const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
         const gw = createGateway({
@@ -127,15 +129,15 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           let ok = 0;
           let n = 0;
           let version = -1;
-          for (const [j, topic] of heldOut.entries()) {
+          for (const [j, prompt] of heldOut.entries()) {
             for (let r = 0; r < o.heldOutSamples; r++) {
-              const res = await chat(url, [{ role: 'user', content: personaPrompt(persona, topic, j) }], {
+              const res = await chat(url, openingMessages(persona, prompt), {
                 'x-turn-type': 'side',
                 'x-user-id': 'eval-scorer',
                 'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
               });
               version = res.version;
-              if (satisfies(persona.preference, res.text, persona)) ok++;
+              if (persona.accepts(res.text)) ok++;
               n++;
             }
           }
@@ -145,11 +147,10 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
         try {
           await scoreNow(0);
           for (let i = 0; i < o.interactions; i++) {
-            const topic = train[Math.floor(rand() * train.length)];
             const session = `${modelId}-i${i}`;
-            const headers = { 'x-session-id': session, 'x-user-id': persona.id };
-            const q = { role: 'user', content: personaPrompt(persona, topic, Math.floor(rand() * 4)) };
-            const first = await chat(url, [q], headers);
+            const headers = { 'x-session-id': session, 'x-user-id': persona.name };
+            const opening = openingMessages(persona, train[Math.floor(rand() * train.length)]);
+            const first = await chat(url, opening, headers);
             const reaction = react(persona, first.text, rand);
             if (reaction.satisfied) satisfied++;
             if (reaction.rating !== null) {
@@ -161,7 +162,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             }
             await chat(
               url,
-              [q, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
+              [...opening, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
               { ...headers, 'x-session-done': 'yes' },
               1,
             );
@@ -193,7 +194,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           `${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`,
         );
         runs.push({
-          persona: persona.id,
+          persona: persona.name,
           preference: persona.preference,
           seed,
           scores,

@@ -6,7 +6,7 @@
  * step (trainer/learner-step.ts, the learner service's step) and a new version exists. What is
  * skipped is only the transport: no gateway, no Kafka.
  *
- * Score: for each version, the share of replies to HELD-OUT prompts (topics no interaction used)
+ * Score: for each version, the share of replies to HELD-OUT prompts (prompts no interaction used)
  * that satisfy the persona's hidden preference, `heldOutSamples` sampled replies per prompt at
  * temperature 1 (as served). One run = one persona × one seed, from the base checkpoint.
  */
@@ -29,8 +29,8 @@ import type { TransformerModel } from '../policy/builtin/model.ts';
 import type { PolicyHandle } from '../policy/builtin/policy.ts';
 import { sampleMany } from '../policy/builtin/sample-many.ts';
 import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
-import type { Topic } from '../trainer/corpus.ts';
-import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
+import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { react } from './reaction.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
 
 export interface EvalOptions {
@@ -49,8 +49,8 @@ export interface EvalOptions {
   batchSize?: number;
   /** @default LEARNER_LR */
   lr?: number;
-  /** Held-out topics. @default 8 */
-  heldOutPrompts?: number;
+  /** Share of each persona's prompts held out (eval/persona.ts splitPrompts). @default 3/8 */
+  heldOut?: number;
   /** Sampled replies per held-out prompt and version. @default 4 */
   heldOutSamples?: number;
   /** Score every n-th version (the first and last always). @default 1 */
@@ -84,7 +84,8 @@ export interface EvalResult {
   judgeAgreement: number;
   batchSize: number;
   lr: number;
-  heldOut: { prompts: number; samplesPerPrompt: number };
+  /** Share of each persona's prompts held out, and sampled replies per held-out prompt and version. */
+  heldOut: { share: number; samplesPerPrompt: number };
   seconds: number;
   runs: RunResult[];
 }
@@ -100,13 +101,13 @@ export function promptIds(model: TransformerModel, messages: ChatMessage[]): num
 }
 
 /** Share of held-out replies that satisfy the persona. */
-export async function score(model: TransformerModel, persona: Persona, heldOut: Topic[], samples: number, seed: number): Promise<number> {
+export async function score(model: TransformerModel, persona: Persona, heldOut: string[], samples: number, seed: number): Promise<number> {
   let ok = 0;
   let n = 0;
-  for (const [j, topic] of heldOut.entries()) {
-    const ids = promptIds(model, [{ role: 'user', content: personaPrompt(persona, topic, j) }]);
+  for (const [j, prompt] of heldOut.entries()) {
+    const ids = promptIds(model, openingMessages(persona, prompt));
     for (const r of await sampleMany(model, ids, samples, { seed: seed * 7919 + j })) {
-      if (satisfies(persona.preference, r.text, persona)) ok++;
+      if (persona.accepts(r.text)) ok++;
       n++;
     }
   }
@@ -129,7 +130,7 @@ export function makePair(
   return {
     pairId: turnId,
     sessionId: `${run}-s${i}`,
-    userId: persona.id,
+    userId: persona.name,
     turn: {
       turnId,
       mainTurnIndex: 0,
@@ -163,12 +164,12 @@ async function runOne(
   seed: number,
   judgeTally: { agree: number; total: number },
 ): Promise<RunResult> {
-  const { train, heldOut } = splitTopics(o.heldOutPrompts);
+  const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
   const { model } = await loadCheckpoint(o.baseUri);
   const opt = new AdamW({ lr: o.lr });
   const judge = createEmbeddedJudge({ mode: o.method });
-  const rand = mulberry32(seed * 1_000_003 + persona.id.length * 97 + persona.name.charCodeAt(0));
-  const runId = `${persona.id}-seed${seed}`;
+  const rand = mulberry32(seed * 1_000_003 + persona.name.length * 97 + persona.name.charCodeAt(0));
+  const runId = `${persona.name}-seed${seed}`;
   const scores: RunResult['scores'] = [];
   const steps: StepMetrics[] = [];
   let version = 0;
@@ -179,8 +180,7 @@ async function runOne(
     scores.push({ version: 0, interactions: 0, satisfaction: await score(model, persona, heldOut, o.heldOutSamples, seed) });
     let batch: Sample[] = [];
     for (let i = 0; i < o.interactions; i++) {
-      const topic = train[Math.floor(rand() * train.length)];
-      const messages: ChatMessage[] = [{ role: 'user', content: personaPrompt(persona, topic, Math.floor(rand() * 4)) }];
+      const messages: ChatMessage[] = openingMessages(persona, train[Math.floor(rand() * train.length)]);
       const prompt = promptIds(model, messages);
       const [reply] = await sampleMany(model, prompt, 1, { seed: Math.floor(rand() * 2 ** 31) });
       const reaction = react(persona, reply.text, rand);
@@ -221,7 +221,7 @@ async function runOne(
     `${runId}: ${scores.map((s) => s.satisfaction.toFixed(2)).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions})`,
   );
   return {
-    persona: persona.id,
+    persona: persona.name,
     preference: persona.preference,
     seed,
     scores,
@@ -241,7 +241,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalResult> {
     method: opts.method ?? 'combined',
     batchSize: opts.batchSize ?? 4,
     lr: opts.lr ?? LEARNER_LR,
-    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOut: opts.heldOut ?? DEFAULT_HELD_OUT,
     heldOutSamples: opts.heldOutSamples ?? 4,
     evalEvery: opts.evalEvery ?? 1,
     onProgress: opts.onProgress,
@@ -264,7 +264,7 @@ export function summarize(
     method: TrainMethod;
     batchSize: number;
     lr: number;
-    heldOutPrompts: number;
+    heldOut: number;
     heldOutSamples: number;
   },
   tally: { agree: number; total: number },
@@ -276,8 +276,8 @@ export function summarize(
     const at = runs.map((r) => ({ r, s: r.scores.find((s) => s.version === version) })).filter((x) => x.s);
     const byPersona: Record<string, number> = {};
     for (const p of o.personas) {
-      const v = at.filter((x) => x.r.persona === p.id).map((x) => x.s!.satisfaction);
-      if (v.length) byPersona[p.id] = mean(v);
+      const v = at.filter((x) => x.r.persona === p.name).map((x) => x.s!.satisfaction);
+      if (v.length) byPersona[p.name] = mean(v);
     }
     return { version, interactions: at[0]?.s?.interactions ?? 0, satisfaction: mean(at.map((x) => x.s!.satisfaction)), byPersona };
   });
@@ -299,7 +299,7 @@ export function summarize(
     judgeAgreement: tally.total ? tally.agree / tally.total : NaN,
     batchSize: o.batchSize,
     lr: o.lr,
-    heldOut: { prompts: o.heldOutPrompts, samplesPerPrompt: o.heldOutSamples },
+    heldOut: { share: o.heldOut, samplesPerPrompt: o.heldOutSamples },
     seconds,
     runs,
   };

@@ -5,21 +5,21 @@
  * called directly); `--pipeline` sends the personas through the gateway and the Kafka pipeline.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, loadPolicy, selectBackend, type BackendName } from '../../policy/index.ts';
 import { LEARNER_LR } from '../../trainer/index.ts';
-import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../eval/personas.ts';
-import { toCsv, toSvg } from '../../eval/report.ts';
+import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from '../../eval/persona.ts';
+import { toResultJson, writeReports } from '../../eval/report.ts';
 import { runPipelineEval } from '../../eval/pipeline.ts';
 import { runMultiUserEval } from '../../eval/multi-user.ts';
 import { runEval, type EvalResult } from '../../eval/run-eval.ts';
 import { loadConfig } from '../config.ts';
 
 interface EvalFlags {
-  personas: string;
+  personas?: string;
   interactions: string;
   seeds: string;
   json?: boolean;
@@ -43,18 +43,21 @@ export function register(program: Command): void {
   program
     .command('eval')
     .description('simulated users with hidden preferences: held-out satisfaction per weight version')
-    .option('--personas <file>', 'personas JSON', DEFAULT_PERSONAS_FILE)
+    .option(
+      '--personas <file>',
+      `personas JSON (default ${relative(process.cwd(), BUILTIN_PERSONAS_FILE)}; the real model's: ${relative(process.cwd(), DEFAULT_PERSONAS_FILE)})`,
+    )
     .option('--interactions <n>', 'interactions per persona', '36')
     .option('--seeds <k>', 'seeds per persona', '3')
     .option('--json', 'print one JSON object')
     .option('--method <m>', 'combined | rl | opd', 'combined')
     .option('--batch-size <n>', 'interactions per learner step (samples per step with --users: default 8)', '4')
     .option('--lr <x>', `learning rate (default ${LEARNER_LR})`)
-    .option('--held-out <n>', 'held-out prompts', '8')
+    .option('--held-out <share>', "share of each persona's prompts held out, never trained on", '0.375')
     .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
     .option('--eval-every <n>', 'score every n-th version (first and last always)', '1')
-    .option('--only <ids>', 'comma-separated persona ids')
-    .option('--out <dir>', 'folder for eval.csv, eval.svg, eval.json', '.turnstream/eval')
+    .option('--only <names>', 'comma-separated persona names')
+    .option('--out <dir>', 'folder for eval.csv, eval.json, eval.svg and curves/<persona>.svg (and .png)', '.turnstream/eval')
     .option('--backend <name>', 'force a tfjs backend')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
     .option('--users <k>', 'many users, one model: k users sharing a preference + 1 adversary, consensus on vs off (ALGORITHMS.md §7)')
@@ -67,6 +70,10 @@ export function register(program: Command): void {
       const logger = createLogger('eval', 'warn');
       if (!['combined', 'rl', 'opd'].includes(f.method))
         throw invalidInput(`--method must be combined, rl or opd (got ${f.method})`, '--method');
+      const heldOut = Number(f.heldOut);
+      if (!(heldOut > 0 && heldOut < 1)) throw invalidInput(`--held-out must be a share between 0 and 1 (got ${f.heldOut})`, '--held-out');
+      // The persona file is checked before tfjs loads: a bad file is one line, nothing else.
+      const personas = f.users ? [] : await selectPersonas(f);
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
       if (f.users) {
@@ -84,7 +91,7 @@ export function register(program: Command): void {
           batchSize: f.batchSize === '4' ? 8 : Number(f.batchSize),
           method: f.method as 'combined' | 'rl' | 'opd',
           lr: f.lr ? Number(f.lr) : undefined,
-          heldOutPrompts: Number(f.heldOut),
+          heldOut,
           heldOutSamples: Number(f.heldOutSamples),
           onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
         });
@@ -111,8 +118,6 @@ export function register(program: Command): void {
         }
         return;
       }
-      let personas = await loadPersonas(resolve(f.personas));
-      if (f.only) personas = personas.filter((p) => f.only!.split(',').includes(p.id));
       // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).
       const base = await initCheckpoint(config.weightsDir);
       const common = {
@@ -122,7 +127,7 @@ export function register(program: Command): void {
         method: f.method as 'combined' | 'rl' | 'opd',
         batchSize: Number(f.batchSize),
         lr: f.lr ? Number(f.lr) : undefined,
-        heldOutPrompts: Number(f.heldOut),
+        heldOut,
         heldOutSamples: Number(f.heldOutSamples),
         onProgress: (line: string) => process.stderr.write(`eval: ${line}\n`),
       };
@@ -147,12 +152,14 @@ export function register(program: Command): void {
         }
       }
       const out = resolve(f.out);
-      await mkdir(out, { recursive: true });
-      await writeFile(join(out, 'eval.csv'), toCsv(result));
-      await writeFile(join(out, 'eval.svg'), toSvg(result));
-      await writeFile(join(out, 'eval.json'), JSON.stringify(result, null, 2) + '\n');
+      const written = await writeReports(result, out);
+      if (written.pngSkipped) process.stderr.write(`eval: no PNG curves: ${written.pngSkipped}\n`);
+      // The dashboard's eval panel shows the latest result.
+      const latest = join(config.home, 'eval', 'latest.json');
+      await mkdir(dirname(latest), { recursive: true });
+      await writeFile(latest, JSON.stringify(toResultJson(result)) + '\n');
       if (f.json) {
-        const { runs, ...summary } = result;
+        const { runs, ...summary } = toResultJson(result);
         process.stdout.write(
           JSON.stringify({
             ...summary,
@@ -177,8 +184,29 @@ export function register(program: Command): void {
                     .join('  ')}`,
               )
               .join('\n') +
-            `\nwrote ${join(out, 'eval.csv')}, eval.svg, eval.json (${Math.round(result.seconds)} s)\n`,
+            `\nwrote ${written.csv}, eval.json, eval.svg, ${written.svg.length - 1} persona curves${written.png.length ? ' (SVG and PNG)' : ''} (${Math.round(result.seconds)} s)\n`,
         );
       }
     });
+}
+
+/**
+ * The personas of `--personas` (the builtin model's five by default, until eval takes `--model`),
+ * narrowed to `--only`; an unknown name there is an input error that lists the known ones.
+ */
+async function selectPersonas(f: EvalFlags): Promise<Persona[]> {
+  const personas = await loadPersonas(resolve(f.personas ?? BUILTIN_PERSONAS_FILE));
+  if (!f.only) return personas;
+  const wanted = f.only
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const names = personas.map((p) => p.name);
+  const unknown = wanted.filter((w) => !names.includes(w));
+  if (unknown.length > 0 || wanted.length === 0)
+    throw invalidInput(
+      `--only: ${unknown.length ? `unknown persona${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}` : 'no persona named'}; known: ${names.join(', ')}`,
+      '--only',
+    );
+  return personas.filter((p) => wanted.includes(p.name));
 }

@@ -26,7 +26,7 @@ test('runMultiUserEval: two arms, the adversary within the cap, weights and shar
         seeds: 1,
         batchSize: 4,
         maxUserShare: 0.25,
-        heldOutPrompts: 2,
+        heldOut: 0.06,
         heldOutSamples: 2,
       });
       assert.equal(r.runs.length, 2, 'one run with consensus weighting, one without');
