@@ -138,6 +138,8 @@ export interface LoraLineageOptions {
   maxTrainTokens?: number;
   /** Seed of a fresh adapter's A matrices. @default 0 */
   seed?: number;
+  /** The base already loaded into tfjs (shared by several lineages, not disposed by this one). @default loaded on first use */
+  baseTf?: { model: TfLlamaModel; config: LlamaConfig; architecture: string };
   logger?: Pick<Logger, 'info' | 'warn'>;
 }
 
@@ -152,6 +154,11 @@ export class LoraLineage implements PolicyLineage {
 
   constructor(private readonly o: LoraLineageOptions) {
     this.store = new AdapterStore(o.weightsDir);
+    if (o.baseTf) {
+      this.model = o.baseTf.model;
+      this.config = o.baseTf.config;
+      this.architecture = o.baseTf.architecture;
+    }
   }
 
   get modelId(): string {
@@ -267,7 +274,7 @@ export class LoraLineage implements PolicyLineage {
     this.vocab = null;
     this.lora?.dispose();
     this.lora = null;
-    this.model?.dispose();
+    if (!this.o.baseTf) this.model?.dispose();
     this.model = null;
   }
 }
