@@ -4,19 +4,22 @@
  * (eval/). In-process by default (the pipeline's judge, sample builder and learner step,
  * called directly); `--pipeline` sends the personas through the gateway and the Kafka pipeline.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
-import { initCheckpoint, loadPolicy, selectBackend, type BackendName } from '../../policy/index.ts';
-import { LEARNER_LR } from '../../trainer/index.ts';
+import { initCheckpoint, loadPolicy, selectBackend, type BackendName, type LoraConfig } from '../../policy/index.ts';
+import { LEARNER_LR, LORA_LR, LORA_MAX_KL } from '../../trainer/index.ts';
+import { builtinEvalModels, llamaEvalModels, type EvalModels } from '../../eval/eval-model.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from '../../eval/persona.ts';
 import { toResultJson, writeReports } from '../../eval/report.ts';
 import { runPipelineEval } from '../../eval/pipeline.ts';
 import { runMultiUserEval } from '../../eval/multi-user.ts';
 import { runEval, type EvalResult } from '../../eval/run-eval.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type TurnstreamConfig } from '../config.ts';
+import { servedModel, type ServedModel } from '../served-model.ts';
 
 interface EvalFlags {
   personas?: string;
@@ -37,6 +40,51 @@ interface EvalFlags {
   adversaryRate: string;
   maxUserShare: string;
   sharedRate: string;
+  model?: string;
+  quick?: boolean;
+  maxTokens: string;
+  temperature: string;
+  loraLastLayers?: string;
+}
+
+/** The model side of in-process runs: the served GGUF model as LoRA versions, or the built-in model. */
+async function openEvalModels(
+  config: TurnstreamConfig,
+  served: ServedModel,
+  baseUri: string,
+  f: EvalFlags,
+  lr: number | undefined,
+): Promise<EvalModels> {
+  const sampling = { temperature: Number(f.temperature), maxTokens: Number(f.maxTokens) };
+  if (served.kind === 'builtin') {
+    // The frozen base is the OPD teacher of the in-process loop (the pipeline's sample builder loads its own).
+    const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+    const models = builtinEvalModels({ baseUri, teacherPolicy, lr: lr ?? LEARNER_LR });
+    return { open: (id) => models.open(id), close: async () => teacherPolicy.dispose() };
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
+  const models = await llamaEvalModels({
+    model: { name: served.name, path: served.path, sha256: served.sha256 },
+    dir,
+    systemPrompt: served.systemPrompt,
+    sampling,
+    lora: {
+      rank: config.train.loraRank,
+      alpha: config.train.loraAlpha,
+      targets: config.train.loraTargets as LoraConfig['targets'],
+      lastLayers: f.loraLastLayers ? Number(f.loraLastLayers) : config.train.loraLastLayers,
+    },
+    lr: lr ?? LORA_LR,
+    step: { maxKl: config.train.maxKl ?? LORA_MAX_KL, mismatchTis: config.train.mismatchTis },
+    maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
+  });
+  return {
+    open: (id) => models.open(id),
+    close: async () => {
+      await models.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export function register(program: Command): void {
@@ -59,12 +107,17 @@ export function register(program: Command): void {
     .option('--only <names>', 'comma-separated persona names')
     .option('--out <dir>', 'folder for eval.csv, eval.json, eval.svg and curves/<persona>.svg (and .png)', '.turnstream/eval')
     .option('--backend <name>', 'force a tfjs backend')
+    .option('--model <spec>', 'the model to train, as TURNSTREAM_MODEL (default: the served model)')
+    .option('--quick', 'a few-minute subset: 2 personas, 1 seed, 8 interactions, 2 samples per held-out prompt')
+    .option('--max-tokens <n>', 'longest reply of the real model', '96')
+    .option('--temperature <t>', 'sampling temperature of the real model', '0.7')
+    .option('--lora-last-layers <n>', 'adapt only the last n layers (default TRAIN_LORA_LAST_LAYERS)')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
     .option('--users <k>', 'many users, one model: k users sharing a preference + 1 adversary, consensus on vs off (ALGORITHMS.md §7)')
     .option('--adversary-rate <n>', 'with --users: how many times as often as each other user the adversary talks', '1')
     .option('--max-user-share <x>', "with --users: the batcher's per-user cap", '0.25')
     .option('--shared-rate <p>', 'with --users: probability that one other user also reacts to a reply (shared thread)', '0')
-    .action(async (f: EvalFlags) => {
+    .action(async (f: EvalFlags, cmd: Command) => {
       const config = loadConfig();
       // stdout carries only the result (one JSON object with --json): progress and logs go to stderr.
       const logger = createLogger('eval', 'warn');
@@ -73,7 +126,15 @@ export function register(program: Command): void {
       const heldOut = Number(f.heldOut);
       if (!(heldOut > 0 && heldOut < 1)) throw invalidInput(`--held-out must be a share between 0 and 1 (got ${f.heldOut})`, '--held-out');
       // The persona file is checked before tfjs loads: a bad file is one line, nothing else.
-      const personas = f.users ? [] : await selectPersonas(f);
+      const served = await servedModel(config, { spec: f.model, logger });
+      if (f.quick) {
+        const given = (name: string) => cmd.getOptionValueSource(name) !== 'default';
+        if (!given('interactions')) f.interactions = '8';
+        if (!given('seeds')) f.seeds = '1';
+        if (!given('heldOutSamples')) f.heldOutSamples = '2';
+      }
+      let personas = f.users ? [] : await selectPersonas(f, served.kind === 'builtin' ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
+      if (f.quick && !f.only) personas = personas.slice(0, 2);
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
       if (f.users) {
@@ -118,7 +179,7 @@ export function register(program: Command): void {
         }
         return;
       }
-      // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).
+      // Every run starts from the base: the served model's version 0 (for the built-in model the store's, the shipped base when it had none).
       const base = await initCheckpoint(config.weightsDir);
       const common = {
         personas,
@@ -143,12 +204,11 @@ export function register(program: Command): void {
           baseWeightsDir: config.weightsDir,
         });
       } else {
-        // The frozen base is the OPD teacher of the in-process loop (the pipeline's sample builder loads its own).
-        const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+        const models = await openEvalModels(config, served, base.uri, f, common.lr);
         try {
-          result = await runEval({ ...common, baseUri: base.uri, teacherPolicy, evalEvery: Number(f.evalEvery) });
+          result = await runEval({ ...common, models, evalEvery: Number(f.evalEvery) });
         } finally {
-          teacherPolicy.dispose();
+          await models.close();
         }
       }
       const out = resolve(f.out);
@@ -191,11 +251,11 @@ export function register(program: Command): void {
 }
 
 /**
- * The personas of `--personas` (the builtin model's five by default, until eval takes `--model`),
+ * The personas of `--personas` (by default the real model's, or the built-in model's five for it),
  * narrowed to `--only`; an unknown name there is an input error that lists the known ones.
  */
-async function selectPersonas(f: EvalFlags): Promise<Persona[]> {
-  const personas = await loadPersonas(resolve(f.personas ?? BUILTIN_PERSONAS_FILE));
+async function selectPersonas(f: EvalFlags, defaultFile: string): Promise<Persona[]> {
+  const personas = await loadPersonas(resolve(f.personas ?? defaultFile));
   if (!f.only) return personas;
   const wanted = f.only
     .split(',')

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { BUILTIN_PERSONAS_FILE, loadPersonas } from '../../../eval/persona.ts';
 import { runEval } from '../../../eval/run-eval.ts';
+import { builtinEvalModels } from '../../../eval/eval-model.ts';
 import { initCheckpoint, loadPolicy } from '../../../policy/index.ts';
 
 test('runEval: versions, before/after in [0, 1], the paired test over the runs, and samples trained', { timeout: 240_000 }, async () => {
@@ -21,8 +22,7 @@ test('runEval: versions, before/after in [0, 1], the paired test over the runs, 
     try {
       const r = await runEval({
         personas,
-        baseUri: base.uri,
-        teacherPolicy,
+        models: builtinEvalModels({ baseUri: base.uri, teacherPolicy, lr: 1e-3 }),
         interactions: 4,
         seeds: 1,
         batchSize: 2,
