@@ -126,15 +126,16 @@ export function register(program: Command): void {
       const heldOut = Number(f.heldOut);
       if (!(heldOut > 0 && heldOut < 1)) throw invalidInput(`--held-out must be a share between 0 and 1 (got ${f.heldOut})`, '--held-out');
       // The persona file is checked before tfjs loads: a bad file is one line, nothing else.
-      const served = await servedModel(config, { spec: f.model, logger });
+      const builtin = (f.model ?? config.model.spec).trim() === 'builtin';
       if (f.quick) {
         const given = (name: string) => cmd.getOptionValueSource(name) !== 'default';
         if (!given('interactions')) f.interactions = '8';
         if (!given('seeds')) f.seeds = '1';
         if (!given('heldOutSamples')) f.heldOutSamples = '2';
       }
-      let personas = f.users ? [] : await selectPersonas(f, served.kind === 'builtin' ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
+      let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
       if (f.quick && !f.only) personas = personas.slice(0, 2);
+      const served = await servedModel(config, { spec: f.model, logger });
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
       if (f.users) {
@@ -187,7 +188,7 @@ export function register(program: Command): void {
         seeds: Number(f.seeds),
         method: f.method as 'combined' | 'rl' | 'opd',
         batchSize: Number(f.batchSize),
-        lr: f.lr ? Number(f.lr) : undefined,
+        lr: f.lr ? Number(f.lr) : served.kind === 'builtin' ? LEARNER_LR : LORA_LR,
         heldOut,
         heldOutSamples: Number(f.heldOutSamples),
         onProgress: (line: string) => process.stderr.write(`eval: ${line}\n`),
