@@ -47,6 +47,13 @@ interface EvalFlags {
   loraLastLayers?: string;
 }
 
+const loraOf = (config: TurnstreamConfig, f: EvalFlags): Partial<LoraConfig> => ({
+  rank: config.train.loraRank,
+  alpha: config.train.loraAlpha,
+  targets: config.train.loraTargets as LoraConfig['targets'],
+  lastLayers: f.loraLastLayers ? Number(f.loraLastLayers) : config.train.loraLastLayers,
+});
+
 /** The model side of in-process runs: the served GGUF model as LoRA versions, or the built-in model. */
 async function openEvalModels(
   config: TurnstreamConfig,
@@ -68,12 +75,7 @@ async function openEvalModels(
     dir,
     systemPrompt: served.systemPrompt,
     sampling,
-    lora: {
-      rank: config.train.loraRank,
-      alpha: config.train.loraAlpha,
-      targets: config.train.loraTargets as LoraConfig['targets'],
-      lastLayers: f.loraLastLayers ? Number(f.loraLastLayers) : config.train.loraLastLayers,
-    },
+    lora: loraOf(config, f),
     lr: lr ?? LORA_LR,
     step: { maxKl: config.train.maxKl ?? LORA_MAX_KL, mismatchTis: config.train.mismatchTis },
     maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
@@ -181,7 +183,7 @@ export function register(program: Command): void {
         return;
       }
       // Every run starts from the base: the served model's version 0 (for the built-in model the store's, the shipped base when it had none).
-      const base = await initCheckpoint(config.weightsDir);
+      const base = served.kind === 'builtin' ? await initCheckpoint(config.weightsDir) : { uri: '' };
       const common = {
         personas,
         interactions: Number(f.interactions),
@@ -203,6 +205,18 @@ export function register(program: Command): void {
           brokers: parseBrokers(endpoints.brokers),
           registryUrl: endpoints.registryUrl,
           baseWeightsDir: config.weightsDir,
+          ...(served.kind === 'llama'
+            ? {
+                llama: {
+                  model: { name: served.name, path: served.path, sha256: served.sha256 },
+                  systemPrompt: served.systemPrompt,
+                  lora: loraOf(config, f),
+                  maxKl: config.train.maxKl ?? LORA_MAX_KL,
+                  temperature: Number(f.temperature),
+                  maxTokens: Number(f.maxTokens),
+                },
+              }
+            : {}),
         });
       } else {
         const models = await openEvalModels(config, served, base.uri, f, common.lr);
