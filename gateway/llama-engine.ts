@@ -261,7 +261,6 @@ export class LlamaEngine implements Engine {
           }
           const render = (id: number, logprob: number) => ({ token: format.tokenText(id), logprob, bytes: l.bytes.bytes(id) });
           entry = { ...render(token, lp), top_logprobs: top.map((t) => render(t.id, t.lp)) };
-          entries!.push(entry);
         } else {
           next = undefined;
           lp = Math.log(Math.max((r.value as { confidence?: number }).confidence ?? 0, 1e-30));
@@ -269,6 +268,9 @@ export class LlamaEngine implements Engine {
         ids.push(token);
         logprobs.push(lp);
         const eog = model.isEogToken(token as Token);
+        // The end-of-generation token is trained on (the Turn keeps it) but is no part of the content.
+        if (eog) entry = null;
+        if (entry) entries!.push(entry);
         const step = eog ? { delta: '', stopped: false } : text.push(model.detokenize(ids as Token[], false));
         const delta: Delta = {};
         if (step.delta) delta.content = step.delta;

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import OpenAI from 'openai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../cli/config.ts';
 import { AdapterStore, resolveModel, selectBackend, type ResolvedModel } from '../../policy/index.ts';
@@ -68,6 +69,36 @@ async function chat(messages: Array<{ role: string; content: string }>, session:
   const body = (await res.json()) as { choices?: Array<{ message: { content: string } }> };
   return { status: res.status, text: body.choices?.[0]?.message.content ?? '', turnId: res.headers.get('x-turn-id') ?? '' };
 }
+
+test('the official openai client: Paris, streamed and not, with log-probs when asked', { timeout: 120_000 }, async () => {
+  const client = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'unused' });
+  const messages = [{ role: 'user' as const, content: 'What is the capital of France?' }];
+  const res = await client.chat.completions.create({
+    model: 'smollm2-135m',
+    messages,
+    temperature: 0,
+    max_tokens: 24,
+    logprobs: true,
+    top_logprobs: 2,
+  });
+  assert.match(res.choices[0].message.content ?? '', /Paris/);
+  const lps = res.choices[0].logprobs?.content ?? [];
+  assert.ok(lps.length > 0, 'log-probs of the sampled tokens');
+  assert.equal(lps.map((t) => t.token).join(''), res.choices[0].message.content, 'one entry per generated token, in order');
+  for (const t of lps) {
+    assert.ok(t.logprob <= 0 && Number.isFinite(t.logprob));
+    assert.equal(t.top_logprobs.length, 2);
+  }
+  const stream = await client.chat.completions.create({ model: 'smollm2-135m', messages, temperature: 0, max_tokens: 24, stream: true });
+  let text = '';
+  let chunks = 0;
+  for await (const c of stream) {
+    text += c.choices[0]?.delta?.content ?? '';
+    chunks++;
+  }
+  assert.ok(chunks > 3, `streamed in pieces (${chunks} chunks)`);
+  assert.match(text, /Paris/);
+});
 
 test(
   'real model: feedback → samples → a LoRA version served with no failed request; the rewarded reply became likelier',
