@@ -45,9 +45,11 @@ export const LEARNER_LR = 1e-3;
 /**
  * Learning rate of a LoRA adapter on a GGUF model, and the other defaults of that family: a
  * version needs LORA_MIN_SAMPLES trainable samples, and a step may move the policy by at most
- * LORA_MAX_KL (k3 KL, token mean). Chosen by measurement (trainer/README.md).
+ * LORA_MAX_KL (k3 KL, token mean). Chosen by measurement (trainer/README.md): on SmolLM2-135M,
+ * 2e-3 took a persona from 0 to 1.0 held-out satisfaction in 16 interactions where 3e-4 reached
+ * 0.17, with every step's KL under 0.09.
  */
-export const LORA_LR = 3e-4;
+export const LORA_LR = 2e-3;
 export const LORA_MIN_SAMPLES = 8;
 export const LORA_MAX_KL = 0.1;
 

@@ -101,7 +101,7 @@ export function register(program: Command): void {
     .option('--seeds <k>', 'seeds per persona', '3')
     .option('--json', 'print one JSON object')
     .option('--method <m>', 'combined | rl | opd', 'combined')
-    .option('--batch-size <n>', 'interactions per learner step (samples per step with --users: default 8)', '4')
+    .option('--batch-size <n>', 'interactions per learner step (2 for a GGUF model; samples per step with --users: default 8)', '4')
     .option('--lr <x>', `learning rate (default ${LEARNER_LR})`)
     .option('--held-out <share>', "share of each persona's prompts held out, never trained on", '0.375')
     .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
@@ -135,6 +135,8 @@ export function register(program: Command): void {
         if (!given('seeds')) f.seeds = '1';
         if (!given('heldOutSamples')) f.heldOutSamples = '2';
       }
+      // A LoRA step per 2 interactions learned fastest (trainer/README.md); the built-in model keeps 4.
+      if (!builtin && cmd.getOptionValueSource('batchSize') === 'default') f.batchSize = '2';
       let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
       if (f.quick && !f.only) personas = personas.slice(0, 2);
       const served = await servedModel(config, { spec: f.model, logger });
