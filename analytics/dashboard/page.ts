@@ -59,6 +59,7 @@ export function dashboardPage(o: PageOptions): string {
   <section><h2>Judges — agreement with the majority and vote failures</h2><div class="chart"><canvas id="chart-judges"></canvas></div></section>
   <section><h2>Latency percentiles (ms)</h2><div class="chart"><canvas id="chart-latency"></canvas></div></section>
   <section><h2>Dead letters by reason</h2><div id="dlq"></div></section>
+  <section class="wide" id="eval-section" hidden><h2>Simulated users — held-out satisfaction per version (last <code>turnstream eval</code>)</h2><p id="eval-summary"></p><div class="chart"><canvas id="chart-eval"></canvas></div></section>
   <section class="wide"><h2>Users</h2><div id="users"></div></section>
   <section class="wide"><h2>Recent sessions</h2><div id="sessions"></div></section>
 </main>
@@ -180,6 +181,25 @@ export function dashboardPage(o: PageOptions): string {
     ]);
   }
 
+  function renderEval(e) {
+    if (!e || !e.available) return;
+    document.getElementById('eval-section').hidden = false;
+    document.getElementById('eval-summary').textContent =
+      fmt(e.before) + ' → ' + fmt(e.after) + ' over ' + Object.keys(e.per_persona).length + ' personas × ' + e.seeds + ' seeds, ' + e.interactions +
+      ' interactions each (' + e.method + ', ' + e.mode + '), p = ' + fmt(e.p_value) + ', ' + Math.round(e.wall_s) + ' s, finished ' + time(e.finished_at);
+    const names = Object.keys(e.per_persona);
+    draw('eval', {
+      type: 'line',
+      data: {
+        labels: e.per_version.map((v) => String(v.interactions)),
+        datasets: [
+          { label: 'mean', data: e.per_version.map((v) => v.satisfaction), borderColor: '#000', backgroundColor: '#000', borderWidth: 3, tension: 0.2 },
+          ...names.map((n, i) => ({ label: n, data: e.per_version.map((v) => v.byPersona[n] ?? null), borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length], borderWidth: 1, tension: 0.2, spanGaps: true })),
+        ],
+      },
+      options: { scales: { y: { min: 0, max: 1 }, x: { title: { display: true, text: 'interactions' } } } },
+    });
+  }
   async function getJson(path) {
     const res = await fetch(path, { cache: 'no-store' });
     const body = await res.json();
@@ -214,11 +234,13 @@ export function dashboardPage(o: PageOptions): string {
   async function refresh() {
     const status = document.getElementById('status');
     try {
-      const [body, runs, compared] = await Promise.all([
+      const [body, runs, compared, evaluation] = await Promise.all([
         getJson(scoped('api/overview')),
         getJson('api/runs'),
         TAG ? getJson('api/compare?a=&b=' + encodeURIComponent(TAG)) : Promise.resolve(null),
+        getJson('api/eval'),
       ]);
+      renderEval(evaluation);
       state.imported = body.imported || null;
       renderRuns(runs);
       if (compared) renderCompare(compared);

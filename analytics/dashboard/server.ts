@@ -4,6 +4,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { invalidInput, metricsRegistry, toTurnstreamError, type Logger } from '../../streams/index.ts';
@@ -36,6 +37,8 @@ export interface DashboardOptions {
   tag?: string;
   /** @default 'turnstream analytics' */
   title?: string;
+  /** The last `turnstream eval` result (`$TURNSTREAM_HOME/eval/latest.json`), shown as its own panel. @default none */
+  evalFile?: string;
   logger?: Logger;
 }
 
@@ -80,6 +83,21 @@ function sourceParam(q: Record<string, string | undefined>): TurnSource {
   return v;
 }
 
+/** The fields of an eval result (eval/report.ts toResultJson) the dashboard shows. */
+interface EvalSummary {
+  mode: string;
+  method: string;
+  interactions: number;
+  seeds: number;
+  before: number;
+  after: number;
+  p_value: number;
+  wall_s: number;
+  finished_at: number;
+  per_version: Array<{ version: number; interactions: number; satisfaction: number; byPersona: Record<string, number> }>;
+  per_persona: Record<string, { preference: string; before: number; after: number }>;
+}
+
 /** Builds the app without listening (tests inject requests). */
 export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   // No request log: the page polls every few seconds. Failures are logged below.
@@ -118,6 +136,30 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   json('/api/sessions', (q) => sessionStats(store, { ...scopeOf(q), limit: limitOf(q), userId: q.user }));
   json('/api/dlq', (q) => dlqByReason(store, scopeOf(q)));
   json('/api/runs', () => listRuns(store));
+  // The latest simulated-user evaluation: held-out satisfaction per version, overall and per persona.
+  json('/api/eval', async () => {
+    if (!o.evalFile) return { available: false };
+    const text = await readFile(o.evalFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    if (text === null) return { available: false };
+    const r = JSON.parse(text) as EvalSummary;
+    return {
+      available: true,
+      mode: r.mode,
+      method: r.method,
+      interactions: r.interactions,
+      seeds: r.seeds,
+      before: r.before,
+      after: r.after,
+      p_value: r.p_value,
+      wall_s: r.wall_s,
+      finished_at: r.finished_at,
+      per_version: r.per_version,
+      per_persona: r.per_persona,
+    };
+  });
   // Two runs side by side: ?a=<tag>&b=<tag>, '' (or left out, for a) = the live pipeline.
   json('/api/compare', (q) => compareRuns(store, { a: runParam(q, 'a', ''), b: runParam(q, 'b', '') }));
   app.get('/healthz', async (_req, reply) => {
