@@ -13,7 +13,7 @@ export { latencyPercentiles, type LatencyStats } from './queries/latency.ts';
 export { userStats, type UserStats, type UserStatsOptions } from './queries/user-stats.ts';
 export { sessionStats, type SessionStats, type SessionStatsOptions } from './queries/session-stats.ts';
 export { dlqByReason, type DlqReason } from './queries/dlq-by-reason.ts';
-export type { QueryScope } from './queries/scope.ts';
+export type { QueryScope, TurnSource } from './queries/scope.ts';
 export { overview, type Overview, type OverviewOptions } from './overview.ts';
 export { buildReport, formatComparison, formatReport, type ReportOptions } from './report.ts';
 export { compareRuns, type CompareRunsOptions, type RunComparison, type RunStats } from './queries/compare-runs.ts';

@@ -1,3 +1,4 @@
+import type { createClient } from '@clickhouse/client';
 /** Where the analytics tables live. */
 export interface AnalyticsOptions {
   /** ClickHouse HTTP URL. @default 'http://127.0.0.1:8123' */
@@ -15,6 +16,12 @@ export interface AnalyticsOptions {
   tablePrefix?: string;
   /** Per-request timeout in ms. @default 30000 */
   requestTimeoutMs?: number;
+  /**
+   * A connection to use instead of HTTP to `url`: an `@clickhouse/client` connection such as
+   * npm chdb's `createChdbConnection` (ClickHouse in-process; the tests check the DDL and queries
+   * on a current ClickHouse with it). @default undefined (HTTP)
+   */
+  connection?: NonNullable<Parameters<typeof createClient>[0]>['connection'];
 }
 
 export interface ResolvedAnalyticsOptions {

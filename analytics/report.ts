@@ -4,6 +4,7 @@
  */
 import { overview, type Overview } from './overview.ts';
 import { compareRuns, type RunComparison, type RunStats } from './queries/compare-runs.ts';
+import type { TurnSource } from './queries/scope.ts';
 import type { AnalyticsStore } from './store.ts';
 
 const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
@@ -25,6 +26,9 @@ export function formatReport(o: Overview, width = 40): string {
   if (o.tag) {
     lines.push(`Replay "${o.tag}" (pairs, judgements, samples and dead letters of this tag; turns and weights are shared)`);
     lines.push('');
+  } else if (o.source === 'imported') {
+    lines.push('Imported history (turnstream import): its turns and what was derived from them; live traffic is left out');
+    lines.push('');
   }
   const stages: Array<[string, number]> = [
     ['turns', f.turns],
@@ -40,6 +44,12 @@ export function formatReport(o: Overview, width = 40): string {
     lines.push(`  ${pad(name, 8)} ${lpad(String(n), 8)} ${lpad(share, 6)}  ${bar(n, f.turns, width)}`);
   }
   lines.push(`  (trainer reports ${f.trained_reported} samples consumed)`);
+  if (o.imported) {
+    const i = o.imported;
+    lines.push(
+      `  imported history, not in these figures: ${i.turns} turns, ${i.main} main, ${i.pairs} pairs, ${i.judged} judged, ${i.samples} samples (report --source imported)`,
+    );
+  }
   lines.push('');
   lines.push('Learning curve: mean judge score per policy version (-1 … 1)');
   if (o.reward_by_version.length === 0) lines.push('  no judged turns yet');
@@ -63,7 +73,9 @@ export function formatReport(o: Overview, width = 40): string {
   const all = o.latency.find((l) => l.turn_type === 'ALL');
   if (all) {
     lines.push('');
-    lines.push(`Latency (all turns): p50 ${fmt(all.p50, 0)} ms  p90 ${fmt(all.p90, 0)} ms  p99 ${fmt(all.p99, 0)} ms`);
+    lines.push(
+      `Latency (${o.source === 'imported' ? 'imported turns, as recorded' : 'live turns'}): p50 ${fmt(all.p50, 0)} ms  p90 ${fmt(all.p90, 0)} ms  p99 ${fmt(all.p99, 0)} ms`,
+    );
   }
   if (o.dlq.length > 0) {
     lines.push('');
@@ -113,6 +125,8 @@ export interface ReportOptions {
    * @default undefined (no comparison)
    */
   compare?: string;
+  /** Without a tag: live traffic, or imported history. @default 'live' */
+  source?: TurnSource;
   /** One JSON object instead of text. @default false */
   json?: boolean;
   /** Bar width in cells. @default 40 */
@@ -129,6 +143,6 @@ export async function buildReport(store: AnalyticsStore, o: ReportOptions = {}):
     const c = await compareRuns(store, { a: tag, b: o.compare });
     return o.json ? JSON.stringify(c) : formatComparison(c);
   }
-  const ov = await overview(store, { tag });
+  const ov = await overview(store, { tag, source: o.source });
   return o.json ? JSON.stringify(ov) : formatReport(ov, o.width);
 }

@@ -31,6 +31,7 @@ export class AnalyticsStore {
       log: { level: ClickHouseLogLevel.OFF },
       // Short-lived sockets: after a server restart a stale keep-alive socket fails once.
       keep_alive: { enabled: true, idle_socket_ttl: 1500 },
+      ...(options.connection ? { connection: options.connection } : {}),
     });
   }
 
@@ -81,7 +82,11 @@ export class AnalyticsStore {
     } catch (err) {
       const short = what.replace(/\s+/g, ' ').slice(0, 120);
       // The server answered with an exception (its message starts with "Code: N"): not an outage.
-      if (err instanceof ClickHouseError || /^Code: \d+/.test((err as Error).message ?? '')) {
+      if (
+        err instanceof ClickHouseError ||
+        /^Code: \d+/.test((err as Error).message ?? '') ||
+        (err as { clickhouseCode?: unknown }).clickhouseCode !== undefined
+      ) {
         throw new TurnstreamError(ErrorCodes.INTERNAL, `ClickHouse refused "${short}": ${(err as Error).message}`, { cause: err });
       }
       throw new TurnstreamError(

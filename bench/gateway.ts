@@ -13,9 +13,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchArgs } from '../cli/commands/bench.ts';
+import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { createGateway, type Gateway } from '../gateway/index.ts';
 import { createLogger, parseBrokers, readToEnd } from '../streams/index.ts';
-import { benchFamily, intOption, quantile, sleep } from './support.ts';
+import { benchFamily, quantile, sleep } from './support.ts';
 
 interface ModeFigures {
   requests: number;
@@ -24,7 +25,16 @@ interface ModeFigures {
   tokens_per_s: number;
 }
 
-export interface GatewayBenchResult {
+export const description = 'the gateway (built-in model) with turn capture on (outbox → Kafka) against capture off, in alternating rounds';
+
+export const options: BenchOptions = {
+  clients: { default: '8', help: 'concurrent clients, each a session of its own' },
+  seconds: { default: '10', help: 'seconds per round and mode' },
+  rounds: { default: '2', help: 'rounds of (on, off)' },
+  'max-tokens': { default: '16', help: 'max_tokens of each call' },
+};
+
+export interface GatewayBenchResult extends BenchResult {
   clients: number;
   seconds_per_round: number;
   rounds: number;
@@ -87,11 +97,13 @@ function figures(t: Tally): ModeFigures {
 
 export async function run(args: BenchArgs): Promise<GatewayBenchResult> {
   const { config, progress } = args;
-  const clients = Math.max(1, intOption(args.options.clients, 8));
-  const seconds = Math.max(1, intOption(args.options.seconds, 10));
-  const rounds = Math.max(1, intOption(args.options.rounds, 2));
-  const maxTokens = Math.max(1, intOption(args.options['max-tokens'], 16));
-  const { endpoints, prefix, kafka, codecs } = await benchFamily(config, 'gateway', 3, ['turns', 'feedback', 'weights']);
+  const o = resolveOptions(options, args.options);
+  const clients = Number(o.clients);
+  const seconds = Number(o.seconds);
+  const rounds = Number(o.rounds);
+  const maxTokens = Number(o['max-tokens']);
+  const family = await benchFamily(config, 'gateway', 3, ['turns', 'feedback', 'weights']);
+  const { endpoints, prefix, kafka, codecs } = family;
   const home = await mkdtemp(join(tmpdir(), 'bench-gateway-'));
   const logger = createLogger('bench-gateway', 'warn');
   const weightsDir = join(home, 'weights');
@@ -144,6 +156,7 @@ export async function run(args: BenchArgs): Promise<GatewayBenchResult> {
       max_tokens: maxTokens,
       capture_on: onF,
       capture_off: offF,
+      baseline: 'the same gateway with capture off (serving only), rounds alternating with capture on',
       ratio: Number((onF.req_per_s / offF.req_per_s).toFixed(4)),
       tokens_per_s: Math.round(all / (tallies.on.seconds + tallies.off.seconds)),
       calls_with_capture: made,
@@ -154,5 +167,6 @@ export async function run(args: BenchArgs): Promise<GatewayBenchResult> {
     await on.stop();
     await off.stop();
     await rm(home, { recursive: true, force: true });
+    await family.cleanup();
   }
 }

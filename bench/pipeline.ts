@@ -13,6 +13,7 @@
 // - raw_msgs_per_s: the same backlog's records read and re-produced (acks=all) by plain kafkajs.
 import type { Kafka } from 'kafkajs';
 import type { BenchArgs } from '../cli/commands/bench.ts';
+import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import {
   createEmbeddedJudge,
   DEFAULT_FEEDBACK_GRACE_MS,
@@ -22,10 +23,20 @@ import {
 } from '../processors/index.ts';
 import type { Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
-import { benchFamily, intOption, quantile, rawPassthrough, sleep } from './support.ts';
+import { benchFamily, quantile, rawPassthrough, sleep, type BenchFamily } from './support.ts';
 import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
 
-export interface PipelineBenchResult {
+export const description =
+  'turns/s through session assembler → embedded judge → sample builder, and live turn→sample latency, against plain kafkajs consume → produce';
+
+export const options: BenchOptions = {
+  sessions: { default: '2000', help: 'sessions in the backlog' },
+  turns: { default: '10', min: 2, help: 'turns per session' },
+  'live-sessions': { default: '60', help: 'live two-turn sessions for the latency figures' },
+  'grace-ms': { default: String(DEFAULT_FEEDBACK_GRACE_MS), min: 0, help: 'the feedback grace period, ms' },
+};
+
+export interface PipelineBenchResult extends BenchResult {
   turns: number;
   samples: number;
   /** Main turns per second through the three processors (backlog). */
@@ -70,11 +81,24 @@ async function watchSamples(
 
 export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
   const { config, progress } = args;
-  const sessions = intOption(args.options.sessions, 2000);
-  const turnsPerSession = Math.max(2, intOption(args.options.turns, 10));
-  const liveSessions = intOption(args.options['live-sessions'], 60);
-  const graceMs = intOption(args.options['grace-ms'], DEFAULT_FEEDBACK_GRACE_MS);
-  const { prefix, kafka, codecs } = await benchFamily(config, 'pipeline', PARTITIONS);
+  const o = resolveOptions(options, args.options);
+  const family = await benchFamily(config, 'pipeline', PARTITIONS);
+  try {
+    return await measure(family, Number(o.sessions), Number(o.turns), Number(o['live-sessions']), Number(o['grace-ms']), progress);
+  } finally {
+    await family.cleanup();
+  }
+}
+
+async function measure(
+  family: BenchFamily,
+  sessions: number,
+  turnsPerSession: number,
+  liveSessions: number,
+  graceMs: number,
+  progress: (line: string) => void,
+): Promise<PipelineBenchResult> {
+  const { prefix, kafka, codecs } = family;
   const producer = new EventProducer(kafka, codecs);
   await producer.connect();
   const send = async (turns: Turn[]) => {
@@ -185,6 +209,7 @@ export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
     feedback_grace_ms: graceMs,
     raw_msgs_per_s: Math.round(rawRate),
     raw_seconds: Number(rawSeconds.toFixed(2)),
+    baseline: 'plain kafkajs consume → produce of the same records',
     ratio: Number((rate / rawRate).toFixed(4)),
     mean_turn_bytes: Math.round(bytes),
     partitions: PARTITIONS,

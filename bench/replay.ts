@@ -2,17 +2,24 @@
 // sample builder into tagged topics, from the range's start until all three stages have caught
 // up and stopped), against a baseline in the same run: a raw read of the same turns (decode only).
 //   turnstream bench replay [--json] [--turns 5000] [--turns-per-session 10]
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchArgs } from '../cli/commands/bench.ts';
+import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { createEmbeddedJudge } from '../processors/index.ts';
 import { parseBound, runReplay } from '../processors/replay/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
-import { benchFamily, intOption } from './support.ts';
+import { benchFamily, benchTempDir, type BenchFamily } from './support.ts';
 
-export interface ReplayBenchResult {
+export const description =
+  'historical turns re-derived per second by a replay (assembler → embedded judge → sample builder), against a decode-only read of the same turns';
+
+export const options: BenchOptions = {
+  turns: { default: '5000', help: 'turns of history' },
+  'turns-per-session': { default: '10', help: 'turns per session' },
+};
+
+export interface ReplayBenchResult extends BenchResult {
   turns: number;
   sessions: number;
   /** Turns re-derived per second, end to end (including group joins and the end-of-range wait). */
@@ -29,8 +36,6 @@ export interface ReplayBenchResult {
   judge: string;
 }
 
-/** A positive integer option (0 or a bad value: the default). */
-const int = (v: string | undefined, d: number): number => intOption(v, d) || d;
 const msg = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
 const REPLIES = ['Thanks, that works 👍', "No, that's too long.", 'ok', 'Great, perfect!', 'That is wrong, try again.'];
 
@@ -77,9 +82,27 @@ function history(prefix: string, turns: number, perSession: number, t0: number):
 
 export async function run(args: BenchArgs): Promise<ReplayBenchResult> {
   const { config, progress } = args;
-  const turns = int(args.options.turns, 5000);
-  const perSession = int(args.options['turns-per-session'], 10);
-  const { endpoints: stack, prefix, kafka, codecs } = await benchFamily(config, 'replay', 6);
+  const o = resolveOptions(options, args.options);
+  const turns = Number(o.turns);
+  const perSession = Number(o['turns-per-session']);
+  const family = await benchFamily(config, 'replay', 6);
+  const temp = await benchTempDir('replay');
+  try {
+    return await measure(family, temp.dir, turns, perSession, progress);
+  } finally {
+    await family.cleanup();
+    await temp.remove();
+  }
+}
+
+async function measure(
+  family: BenchFamily,
+  dir: string,
+  turns: number,
+  perSession: number,
+  progress: (l: string) => void,
+): Promise<ReplayBenchResult> {
+  const { endpoints: stack, prefix, kafka, codecs } = family;
   // History from a day ago: idle timeouts and feedback grace are long past, as for real history.
   const data = history(prefix, turns, perSession, Date.now() - 24 * 3600_000);
   progress(`producing ${turns} turns to ${codecs.topic('turns')}`);
@@ -112,7 +135,7 @@ export async function run(args: BenchArgs): Promise<ReplayBenchResult> {
     from: parseBound('0'),
     judge,
     samples: { method: 'rl' },
-    planFile: join(mkdtempSync(join(tmpdir(), 'bench-replay-')), 'plan.json'),
+    planFile: join(dir, 'plan.json'),
     logger: createLogger('replay', 'warn'),
   });
   const seconds = (performance.now() - r0) / 1000;
@@ -129,6 +152,7 @@ export async function run(args: BenchArgs): Promise<ReplayBenchResult> {
     samples: summary.samples.total,
     baseline_turns_per_s: round(turns / baselineSeconds),
     baseline_seconds: round(baselineSeconds),
+    baseline: 'a decode-only read of the same turns from the topic',
     ratio: Math.round((turns / seconds / (turns / baselineSeconds)) * 1000) / 1000,
     judge: judge.id,
   };

@@ -173,6 +173,7 @@ export function learningDataset(o: DatasetOptions = {}): Dataset {
           responseLogprobs: turn.responseLogprobs,
           tokenized: true,
           exactLogprobs: true,
+          toolsJson: null,
           requestedAt: turn.requestedAt,
           completedAt: turn.completedAt,
         },

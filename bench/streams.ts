@@ -10,12 +10,21 @@
 //   outputs and offsets in one transaction, read back with read_committed.
 // - ratio: runtime ÷ raw passthrough.
 import type { BenchArgs } from '../cli/commands/bench.ts';
+import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import type { TopicId, Turn } from '../schemas/index.ts';
 import { createLogger, runProcessor, type EventCodecs } from '../streams/index.ts';
-import { benchFamily, createPlainTopic, intOption, rawConsume, rawPassthrough, rawProduce, sleep } from './support.ts';
+import { benchFamily, createPlainTopic, rawConsume, rawPassthrough, rawProduce, sleep, type BenchFamily } from './support.ts';
 import { syntheticTurn } from './pipeline-traffic.ts';
 
-export interface StreamsBenchResult {
+export const description =
+  'the transactional streams runtime (exactly once) against plain kafkajs consume → produce, on the same ~1 KB Avro records';
+
+export const options: BenchOptions = {
+  records: { default: '20000', min: 100, help: 'Turn records of ~1 KB' },
+  partitions: { default: '3', help: 'partitions of the topics' },
+};
+
+export interface StreamsBenchResult extends BenchResult {
   records: number;
   mean_record_bytes: number;
   partitions: number;
@@ -56,9 +65,19 @@ function passthroughCodecs(codecs: EventCodecs, outTopic: string): EventCodecs {
 
 export async function run(args: BenchArgs): Promise<StreamsBenchResult> {
   const { config, progress } = args;
-  const n = Math.max(100, intOption(args.options.records, 20_000));
-  const partitions = Math.max(1, intOption(args.options.partitions, 3));
-  const { prefix, kafka, codecs } = await benchFamily(config, 'streams', partitions, ['turns', 'dlq']);
+  const o = resolveOptions(options, args.options);
+  const n = Number(o.records);
+  const partitions = Number(o.partitions);
+  const family = await benchFamily(config, 'streams', partitions, ['turns', 'dlq']);
+  try {
+    return await measure(family, n, partitions, progress);
+  } finally {
+    await family.cleanup();
+  }
+}
+
+async function measure(family: BenchFamily, n: number, partitions: number, progress: (l: string) => void): Promise<StreamsBenchResult> {
+  const { prefix, kafka, codecs } = family;
   const data = await records(codecs, n);
   const meanBytes = data.reduce((s, r) => s + r.value.length, 0) / n;
 
@@ -131,6 +150,7 @@ export async function run(args: BenchArgs): Promise<StreamsBenchResult> {
     raw_passthrough_msgs_per_s: Math.round(rawRate),
     runtime_passthrough_msgs_per_s: Math.round(runtimeRate),
     runtime_transactions: stats.committedTransactions,
+    baseline: 'plain kafkajs consume → produce (acks=all, at-least-once) of the same records',
     ratio: Number((runtimeRate / rawRate).toFixed(4)),
   };
 }

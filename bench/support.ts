@@ -5,6 +5,9 @@
  * consume, and consume → produce passthrough.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import type { TurnstreamConfig } from '../cli/config.ts';
 import { stackUp, type StackEndpoints } from '../infra/index.ts';
@@ -21,10 +24,33 @@ import {
 
 export interface BenchFamily {
   endpoints: StackEndpoints;
-  /** `bench-<name>-<random>.`: the run's topics and groups. */
+  /** `[TURNSTREAM_TOPIC_PREFIX]bench-<name>-<random>.`: the run's topics, groups and schema subjects. */
   prefix: string;
   kafka: Kafka;
   codecs: EventCodecs;
+  /** Deletes every topic, consumer group and schema subject of the run (call it in `finally`). */
+  cleanup(): Promise<void>;
+}
+
+/** Deletes the topics, consumer groups and registry subjects whose names start with `prefix`. */
+export async function deleteByPrefix(kafka: Kafka, registryUrl: string, prefix: string): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(prefix));
+    if (groups.length > 0) await admin.deleteGroups(groups);
+    const topics = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    if (topics.length > 0) await admin.deleteTopics({ topics, timeout: 30_000 });
+  } finally {
+    await admin.disconnect();
+  }
+  const res = await fetch(`${registryUrl}/subjects`);
+  if (!res.ok) throw new Error(`the registry answered ${res.status} listing subjects`);
+  for (const subject of ((await res.json()) as string[]).filter((x) => x.startsWith(prefix))) {
+    const url = `${registryUrl}/subjects/${encodeURIComponent(subject)}`;
+    await fetch(url, { method: 'DELETE' });
+    await fetch(`${url}?permanent=true`, { method: 'DELETE' });
+  }
 }
 
 /** The stack, a Kafka client and the codecs of a fresh topic family for one benchmark run. */
@@ -40,15 +66,27 @@ export async function benchFamily(
     schemaRegistryUrl: config.schemaRegistryUrl,
     clickhouseUrl: config.clickhouseUrl,
   });
-  const prefix = `bench-${name}-${randomBytes(3).toString('hex')}.`;
+  const prefix = `${config.topicPrefix}bench-${name}-${randomBytes(3).toString('hex')}.`;
   const kafka = createKafka({
     brokers: parseBrokers(endpoints.brokers),
     clientId: `bench-${name}`,
     logger: createLogger('kafka', 'error'),
   });
-  await ensureTopics(kafka, { naming: { prefix }, partitions, ids });
-  const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
-  return { endpoints, prefix, kafka, codecs };
+  const cleanup = () => deleteByPrefix(kafka, endpoints.registryUrl, prefix);
+  try {
+    await ensureTopics(kafka, { naming: { prefix }, partitions, ids });
+    const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
+    return { endpoints, prefix, kafka, codecs, cleanup };
+  } catch (err) {
+    await cleanup().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** A temp folder for one run, and its removal. */
+export async function benchTempDir(name: string): Promise<{ dir: string; remove: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), `bench-${name}-`));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

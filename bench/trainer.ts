@@ -5,9 +5,24 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { BenchArgs } from '../cli/commands/bench.ts';
+import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import type { Sample } from '../schemas/index.ts';
 import { BACKEND_ORDER, ByteTokenizer, renderPrompt, selectBackend, TransformerModel, type BackendName } from '../policy/index.ts';
 import { AdamW, BASE_MODEL_CONFIG, corpus, exchangeIds, learnerStep } from '../trainer/index.ts';
+
+export const description =
+  'learner steps per second on each tfjs backend available here; the backend turnstream picks against the pure-JS cpu backend';
+
+export const options: BenchOptions = {
+  steps: { default: '3', help: 'timed learner steps per backend (after one warm-up step)' },
+  batch: { default: '16', help: 'samples per step' },
+  backends: {
+    type: 'list',
+    default: BACKEND_ORDER.join(','),
+    choices: BACKEND_ORDER,
+    help: 'backends to measure, in order of preference (cpu, the baseline, is always measured)',
+  },
+};
 
 interface BackendResult {
   backend: BackendName;
@@ -82,10 +97,12 @@ async function child(backend: BackendName, steps: number, batch: number): Promis
   };
 }
 
-export async function run(args: BenchArgs): Promise<object> {
-  const steps = Number(args.options.steps ?? 3);
-  const batch = Number(args.options.batch ?? 16);
-  const backends = (args.options.backends?.split(',') ?? BACKEND_ORDER) as BackendName[];
+export async function run(args: BenchArgs): Promise<BenchResult & Record<string, unknown>> {
+  const o = resolveOptions(options, args.options);
+  const steps = Number(o.steps);
+  const batch = Number(o.batch);
+  const wanted = o.backends.split(',') as BackendName[];
+  const backends = wanted.includes('cpu') ? wanted : [...wanted, 'cpu' as const];
   const results: BackendResult[] = [];
   for (const b of backends) {
     args.progress(`bench trainer: ${b} …`);
@@ -101,7 +118,11 @@ export async function run(args: BenchArgs): Promise<object> {
     }
   }
   const ok = results.filter((r) => r.available);
-  const fastest = ok.sort((a, b) => (b.samplesPerSec ?? 0) - (a.samplesPerSec ?? 0))[0]?.backend ?? null;
+  const fastest = [...ok].sort((a, b) => (b.samplesPerSec ?? 0) - (a.samplesPerSec ?? 0))[0]?.backend ?? null;
+  // What turnstream would pick: the first available backend in order of preference.
+  const picked = ok.find((r) => wanted.includes(r.backend)) ?? null;
+  const cpu = ok.find((r) => r.backend === 'cpu');
+  if (!picked || !cpu) throw new Error(`bench trainer: the cpu baseline or the picked backend did not run: ${JSON.stringify(results)}`);
   return {
     bench: 'trainer',
     model: { ...BASE_MODEL_CONFIG },
@@ -110,6 +131,10 @@ export async function run(args: BenchArgs): Promise<object> {
     meanTokensPerSample: Math.round(samples(batch).reduce((a, s) => a + s.tokens.length, 0) / batch),
     backends: results,
     fastest,
+    picked: picked.backend,
+    baseline: 'the pure-JS cpu backend, same samples and steps',
+    /** samples/s of the picked backend ÷ the cpu backend's. */
+    ratio: Number(((picked.samplesPerSec ?? 0) / (cpu.samplesPerSec ?? 1)).toFixed(3)),
   };
 }
 

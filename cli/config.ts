@@ -67,6 +67,26 @@ export interface ModelConfig {
   hfToken: string | undefined;
 }
 
+/** How the gateway serves a GGUF model on llama.cpp (`TURNSTREAM_MODEL` other than `builtin`). */
+export interface LlamaServeConfig {
+  /** Tokens per sequence. `LLAMA_CONTEXT_SIZE` @default undefined = the model's training context, at most 8192 */
+  contextSize: number | undefined;
+  /** Generations at once (llama.cpp sequences per context). `LLAMA_PARALLEL` @default 2 */
+  parallel: number;
+  /** CPU threads of llama.cpp. `LLAMA_THREADS` @default undefined = half the cores, at least 1 */
+  threads: number | undefined;
+  /** temperature when a request gives none. `LLAMA_TEMPERATURE` @default 0.3 */
+  temperature: number;
+  /** top_p when a request gives none. `LLAMA_TOP_P` @default 0.9 */
+  topP: number;
+  /** max_tokens when a request gives none. `LLAMA_MAX_TOKENS` @default 512 */
+  maxTokens: number;
+  /** System prompt of conversations without one. `TURNSTREAM_SYSTEM_PROMPT` @default undefined = the catalog's suggestion, else the template's own */
+  systemPrompt: string | undefined;
+  /** `auto` uses a GPU build of llama.cpp when one loads; `off` forces the CPU. `LLAMA_GPU` @default 'auto' */
+  gpu: 'auto' | 'off';
+}
+
 /** What every stream processor shares (`turnstream process …`). */
 export interface ProcessorConfig {
   /** Records worked on at once per instance. `PROCESSOR_CONCURRENCY` @default undefined = the processor's 64 */
@@ -171,6 +191,22 @@ export interface TrainConfig {
   klCoef: number;
   /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
   entropyCoef: number;
+  /** LoRA rank (GGUF models). `TRAIN_LORA_RANK` @default 8 */
+  loraRank: number;
+  /** LoRA alpha; the update is scaled by alpha / rank. `TRAIN_LORA_ALPHA` @default 16 */
+  loraAlpha: number;
+  /** Matrices LoRA adapts: q, k, v, o, gate, up, down. `TRAIN_LORA_TARGETS` @default 'q,k,v,o' */
+  loraTargets: string[];
+  /** Adapt only the last N layers (cheaper steps); 0 = all. `TRAIN_LORA_LAST_LAYERS` @default 0 */
+  loraLastLayers: number;
+  /** Tokens of one training pass; a longer sample loses its prompt's head. `TRAIN_MAX_TOKENS` @default 1024 */
+  maxTrainTokens: number;
+  /** Fewest trainable samples a version is made from. `TRAIN_MIN_SAMPLES` @default undefined = 8 for GGUF models, 1 for the built-in one */
+  minSamples: number | undefined;
+  /** Largest KL(π_old‖π_new) of one step before it is halved, then undone. `TRAIN_MAX_KL` @default undefined = 0.1 for GGUF models, none for the built-in one */
+  maxKl: number | undefined;
+  /** Truncated importance weights for the serving engine's log-prob mismatch. `TRAIN_MISMATCH_TIS` @default true */
+  mismatchTis: boolean;
   /** Port of the learner's Prometheus `/metrics`; 0 = off. `TRAINER_METRICS_PORT` @default 0 */
   metricsPort: number;
 }
@@ -203,6 +239,7 @@ export interface TurnstreamConfig {
   metricsKey: string | undefined;
   /** Key the dashboard requires (besides the API keys). `TURNSTREAM_DASHBOARD_KEY` @default undefined = any API key when keys are on, else open */
   dashboardKey: string | undefined;
+  llama: LlamaServeConfig;
   gateway: GatewayConfig;
   upstream: UpstreamConfig;
   processor: ProcessorConfig;
@@ -308,6 +345,23 @@ export class SettingsReader {
     return [];
   }
 
+  /** A comma-separated list of `choices` (at least one, no repeats); unset = `fallback`. */
+  list<T extends string>(name: string, fallback: T[], choices: readonly T[]): T[] {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const items = [
+      ...new Set(
+        v
+          .split(',')
+          .map((s) => s.trim().toLowerCase())
+          .filter(Boolean),
+      ),
+    ];
+    if (items.length > 0 && items.every((i) => (choices as readonly string[]).includes(i))) return items as T[];
+    this.problem(name, v, `a comma-separated list of ${choices.join(', ')}`);
+    return fallback;
+  }
+
   /** 1/true/yes/on or 0/false/no/off. */
   boolean(name: string, fallback: boolean): boolean {
     const v = this.raw(name);
@@ -378,6 +432,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     metricsKey: env.TURNSTREAM_METRICS_KEY?.trim() || undefined,
     dashboardKey: env.TURNSTREAM_DASHBOARD_KEY?.trim() || undefined,
+    llama: {
+      contextSize: r.optionalNumber('LLAMA_CONTEXT_SIZE', { integer: true, min: 64 }),
+      parallel: r.number('LLAMA_PARALLEL', 2, count),
+      threads: r.optionalNumber('LLAMA_THREADS', count),
+      temperature: r.number('LLAMA_TEMPERATURE', 0.3, { min: 0, max: 2 }),
+      topP: r.number('LLAMA_TOP_P', 0.9, { above: 0, max: 1 }),
+      maxTokens: r.number('LLAMA_MAX_TOKENS', 512, count),
+      systemPrompt: env.TURNSTREAM_SYSTEM_PROMPT || undefined,
+      gpu: r.oneOf('LLAMA_GPU', 'auto', ['auto', 'off']),
+    },
     gateway: {
       port: r.number('PORT', 30000, RULES.port),
       apiKeys: list(env.TURNSTREAM_API_KEYS),
@@ -446,6 +510,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       consensus: r.boolean('TRAIN_CONSENSUS', true),
       klCoef: r.number('TRAIN_KL_COEF', 0, nonNegative),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
+      loraRank: r.number('TRAIN_LORA_RANK', 8, count),
+      loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),
+      loraTargets: r.list('TRAIN_LORA_TARGETS', ['q', 'k', 'v', 'o'], ['q', 'k', 'v', 'o', 'gate', 'up', 'down']),
+      loraLastLayers: r.number('TRAIN_LORA_LAST_LAYERS', 0, { integer: true, min: 0 }),
+      maxTrainTokens: r.number('TRAIN_MAX_TOKENS', 1024, { integer: true, min: 16 }),
+      minSamples: r.optionalNumber('TRAIN_MIN_SAMPLES', count),
+      maxKl: r.optionalNumber('TRAIN_MAX_KL', positive),
+      mismatchTis: r.boolean('TRAIN_MISMATCH_TIS', true),
       metricsPort: r.number('TRAINER_METRICS_PORT', 0, RULES.port),
     },
   });

@@ -3,20 +3,25 @@
  * `register(program)`; this file only wires them.
  */
 import { Command } from 'commander';
-import { TurnstreamError } from '../streams/errors.ts';
 import { commands } from './commands/index.ts';
+import { exitOnError, installExitOnError } from './exit-on-error.ts';
+import { useJsonOutput } from './json-output.ts';
 
 export async function main(argv: string[]): Promise<void> {
+  installExitOnError();
   const program = new Command();
   program.name('turnstream').description('Train a chat model simply by talking to it.').version('0.1.0').showHelpAfterError();
+  // Root options (--version) only before the sub-command: `export --version N` is the sub-command's.
+  program.enablePositionalOptions();
+  // Any command with --json: stdout is one JSON object, logs and other output go to stderr.
+  program.hook('preAction', (_program, action) => {
+    if (action.opts().json === true) useJsonOutput();
+  });
   for (const register of commands) register(program);
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    // turnstream's own errors say what is wrong and how to fix it: one line, no stack. A bad
-    // flag or setting is a usage error (2), like commander's own.
-    if (!(err instanceof TurnstreamError)) throw err;
-    process.stderr.write(`turnstream: ${err.message} (${err.code})\n`);
-    process.exit(err.code === 'TS_ERR_INVALID_INPUT' ? 2 : 1);
+    // One line that says what is wrong; a bad flag, setting or file is a usage error (2), like commander's own.
+    exitOnError(err);
   }
 }

@@ -17,6 +17,7 @@
  * - Tool calls are parsed in the template's syntax; streamed text never shows them.
  */
 import { randomInt } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import type { LlamaContextSequence, LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
 import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, mulberry32, type OpenAITool } from '../policy/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
@@ -36,7 +37,11 @@ export interface LlamaEngineOptions {
   contextSize?: number;
   /** Generations at once (sequences of each version's context). `LLAMA_PARALLEL` @default 2 */
   parallel?: number;
-  /** CPU threads. `LLAMA_THREADS` @default node-llama-cpp's choice (the math cores) */
+  /**
+   * CPU threads of each context. llama.cpp's threads spin while they wait for each other, so more
+   * threads than free cores makes every token slower; the default leaves half the cores to the
+   * rest of the loop (processors, trainer). `LLAMA_THREADS` @default half the cores, at least 1
+   */
   threads?: number;
   /** max_tokens when a request gives none. @default 512 */
   defaultMaxTokens?: number;
@@ -82,7 +87,7 @@ export class LlamaEngine implements Engine {
       store: new AdapterStore(this.o.weightsDir),
       contextSize,
       parallel: this.o.parallel ?? 2,
-      threads: this.o.threads,
+      threads: this.o.threads ?? Math.max(1, Math.floor(availableParallelism() / 2)),
       maxPinned: this.o.maxPinned,
       logger: this.o.logger,
       onSwap: this.o.onSwap,
@@ -256,7 +261,6 @@ export class LlamaEngine implements Engine {
           }
           const render = (id: number, logprob: number) => ({ token: format.tokenText(id), logprob, bytes: l.bytes.bytes(id) });
           entry = { ...render(token, lp), top_logprobs: top.map((t) => render(t.id, t.lp)) };
-          entries!.push(entry);
         } else {
           next = undefined;
           lp = Math.log(Math.max((r.value as { confidence?: number }).confidence ?? 0, 1e-30));
@@ -264,6 +268,9 @@ export class LlamaEngine implements Engine {
         ids.push(token);
         logprobs.push(lp);
         const eog = model.isEogToken(token as Token);
+        // The end-of-generation token is trained on (the Turn keeps it) but is no part of the content.
+        if (eog) entry = null;
+        if (entry) entries!.push(entry);
         const step = eog ? { delta: '', stopped: false } : text.push(model.detokenize(ids as Token[], false));
         const delta: Delta = {};
         if (step.delta) delta.content = step.delta;

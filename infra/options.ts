@@ -70,6 +70,11 @@ export interface StackOptions {
    * run as `clickhouse server`). @default found on PATH, /usr/bin, /usr/sbin
    */
   clickhouseBinary?: string;
+  /**
+   * When no ClickHouse server program is found and none is named: install Debian's
+   * `clickhouse-server` with apt-get, if running as root where apt-get exists. @default true
+   */
+  installClickhouse?: boolean;
   /** Extra JVM flags of the Kafka broker. @default ['-Xms256m', '-Xmx1g'] */
   kafkaJvmOptions?: string[];
   /**
@@ -124,6 +129,7 @@ export function resolveStackOptions(options: StackOptions = {}, cwd = process.cw
     javaBinary: options.javaBinary ?? 'java',
     mavenBinary: options.mavenBinary ?? 'mvn',
     clickhouseBinary: options.clickhouseBinary,
+    installClickhouse: options.installClickhouse ?? true,
     kafkaJvmOptions: options.kafkaJvmOptions ?? [...DEFAULT_KAFKA_JVM_OPTIONS],
     registryJvmOptions: options.registryJvmOptions ?? [...DEFAULT_REGISTRY_JVM_OPTIONS],
     startTimeoutMs: options.startTimeoutMs ?? 180_000,

@@ -19,7 +19,7 @@ export const MIN_JAVA_MAJOR = 17;
 const WHY: Record<Prerequisite, string> = {
   java: `Java ${MIN_JAVA_MAJOR}+ runs Kafka and the Schema Registry`,
   mvn: 'Maven fetches Kafka and Apicurio from Maven Central (once; cached in ~/.m2)',
-  'clickhouse-server': 'ClickHouse stores the analytics',
+  'clickhouse-server': 'ClickHouse stores the analytics (run as root where apt-get exists, turnstream installs it itself)',
 };
 
 const FIX: Record<Prerequisite, string> = {

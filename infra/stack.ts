@@ -18,6 +18,7 @@ import {
   type StackProgress,
 } from './options.ts';
 import { assertPortsFree, type PortClaim } from './ports.ts';
+import { canUseApt, installClickhouseWithApt, shouldInstallClickhouse } from './clickhouse-install.ts';
 import { checkPrerequisites, findClickhouse, type PrerequisiteNeeds } from './prerequisites.ts';
 import { readLivePid, spawnDetached, stopByPidFile, waitFor } from './process.ts';
 import { installRegistry, registryCommand, registryHealthy, registryPaths } from './registry.ts';
@@ -130,6 +131,20 @@ export async function stackUp(options: StackOptions = {}): Promise<StackUpResult
       needs.mvn = o.mavenBinary;
     }
     if (toStart('clickhouse')) needs.clickhouse = o.clickhouseBinary ?? true;
+    const install = { needed: toStart('clickhouse'), binaryGiven: o.clickhouseBinary !== undefined, enabled: o.installClickhouse };
+    if (
+      shouldInstallClickhouse({
+        ...install,
+        found: install.needed && findClickhouse(o.clickhouseBinary) !== undefined,
+        canApt: install.needed && canUseApt(),
+      })
+    ) {
+      progress(
+        'clickhouse',
+        "clickhouse-server not found: installing Debian's clickhouse-server and clickhouse-client with apt-get (running as root)",
+      );
+      await installClickhouseWithApt();
+    }
     checkPrerequisites(needs);
     const claims: PortClaim[] = [];
     if (toStart('kafka')) {

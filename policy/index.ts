@@ -62,3 +62,4 @@ export {
 export { ggufTensorSource } from './llama/gguf-tensor-source.ts';
 export { loadTfLlama, llamaConfigOf } from './llama/load-tf-llama.ts';
 export { selectRows } from './llama/select-rows.ts';
+export { sampleMany, type SampledReply, type SampleManyOptions } from './builtin/sample-many.ts';

@@ -42,6 +42,7 @@ export {
 export {
   buildSample,
   loadTeacher,
+  LlamaTeacher,
   createPolicyTeacher,
   createUpstreamTeacher,
   appendHint,

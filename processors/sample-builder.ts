@@ -35,7 +35,7 @@ export function startSampleBuilder(options: SampleBuilderServiceOptions): Promis
       }
       const kind = sample.lossMask.every((m) => m === 0)
         ? 'masked'
-        : sample.teacherLogprobs
+        : sample.teacherLogprobs || sample.teacherPromptTokens
           ? sample.reward !== 0
             ? 'both'
             : 'teacher'

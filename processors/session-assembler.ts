@@ -58,6 +58,7 @@ function warmUpPair(): TurnPair {
     responseLogprobs: [],
     tokenized: false,
     exactLogprobs: false,
+    toolsJson: null,
     requestedAt: 0,
     completedAt: 0,
   };

@@ -69,8 +69,10 @@ const pairTurn = (ctx: Ctx) =>
       field('responseLogprobs', arr('float')),
       field('tokenized', 'boolean'),
       field('exactLogprobs', 'boolean', { default: true }),
+      optField('toolsJson', 'string'),
       field('requestedAt', millis),
       field('completedAt', millis),
+      field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
     ],
   }));
 
@@ -152,6 +154,7 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
       ),
       field('latencyMs', 'int'),
       field('gatewayId', 'string'),
+      field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
       // Who made the call when a service key acted for `userId` (X-User-Id / user); null otherwise.
       optField('actedBy', 'string'),
       optField(

@@ -87,6 +87,13 @@ export interface Turn {
   usage: Usage;
   latencyMs: number;
   gatewayId: string;
+  /**
+   * What followed this turn's answer when no later turn carries it: an imported conversation that
+   * ends with the user's reply (often the verdict: "👎", "perfect!"), or a record's next state.
+   * It is the turn's next state should the session end here. Absent or empty for live turns:
+   * the next turn's request carries what followed.
+   */
+  nextMessages?: ChatMessage[];
   /** The user of the service key that acted for `userId` (X-User-Id / `user`); null or absent otherwise. */
   actedBy?: string | null;
   /** Set when the gateway shrank the Turn to fit its topic (gateway/turn-fit.ts); null or absent otherwise. */
@@ -144,8 +151,12 @@ export interface PairTurn {
   tokenized: boolean;
   /** As the Turn's. */
   exactLogprobs: boolean;
+  /** The request's `tools`, as JSON (a teacher renders them as the engine did), or null. */
+  toolsJson: string | null;
   requestedAt: number;
   completedAt: number;
+  /** The turn's `nextMessages` (see `Turn`). */
+  nextMessages?: ChatMessage[];
 }
 
 export interface NextStateItem {

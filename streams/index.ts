@@ -1,5 +1,5 @@
 export * from './errors.ts';
-export { createLogger, type Logger } from './logger.ts';
+export { createLogger, setLogFd, type Logger } from './logger.ts';
 export { createKafka, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
 export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
 export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';

@@ -2,8 +2,18 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
+let logFd: 1 | 2 = 1;
+
+/**
+ * Where loggers created from now on write their JSON lines: stdout (1, the default) or stderr
+ * (2). A command whose stdout is one JSON object (`--json`) sends its logs to stderr.
+ */
+export function setLogFd(fd: 1 | 2): void {
+  logFd = fd;
+}
+
 /** One structured logger per service. LOG_LEVEL is read here, as pino users expect, so that
- * tests and operators can quiet every service at once. JSON lines on stdout. */
+ * tests and operators can quiet every service at once. JSON lines on stdout (see `setLogFd`). */
 export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({ name, level });
+  return logFd === 1 ? pino({ name, level }) : pino({ name, level }, pino.destination({ fd: logFd, sync: true }));
 }

@@ -93,12 +93,18 @@ export class SampleBatcher<M = unknown> {
   }
 
   /** What a batch taken now would hold, without taking it. */
-  private plan(currentVersion: number): { take: Set<number>; drop: Set<number> } {
+  private plan(currentVersion: number): { take: Set<number>; drop: Set<number>; trainable: number } {
     const take = new Set<number>();
     const drop = new Set<number>();
     const perUser = new Map<string, number>();
+    let trainable = 0;
     this.buffer.forEach((p, i) => {
-      if (take.size >= this.batchSize) return;
+      // A sample with no trained token (masked) takes no slot: it only needs its offset committed.
+      if (!p.sample.lossMask.some((m) => m > 0) && !(this.staleness === 'drop' && this.isStale(p.sample, currentVersion))) {
+        take.add(i);
+        return;
+      }
+      if (trainable >= this.batchSize) return;
       if (this.staleness === 'drop' && this.isStale(p.sample, currentVersion)) {
         drop.add(i);
         return;
@@ -110,16 +116,16 @@ export class SampleBatcher<M = unknown> {
         perUser.set(user, n + 1);
       }
       take.add(i);
+      trainable++;
     });
-    return { take, drop };
+    return { take, drop, trainable };
   }
 
   /** A full batch is available, or a partial one whose oldest sample has waited `maxWaitMs`. */
   ready(currentVersion: number, now = Date.now()): boolean {
-    const { take, drop } = this.plan(currentVersion);
-    const trainable = [...take].filter((i) => this.buffer[i].sample.lossMask.some((m) => m > 0)).length;
+    const { take, drop, trainable } = this.plan(currentVersion);
     if (trainable > 0 && trainable < this.minSamples) return false;
-    if (take.size >= this.batchSize) return true;
+    if (trainable >= this.batchSize) return true;
     if (take.size === 0) return drop.size > 0 && now - this.buffer[0].receivedAt >= this.maxWaitMs;
     const oldest = Math.min(...[...take].map((i) => this.buffer[i].receivedAt));
     return now - oldest >= this.maxWaitMs;

@@ -29,14 +29,21 @@ export function lastUserMessage(promptIds: readonly number[]): string {
   return tok.decode(promptIds.slice(start + 1, stop), { skipSpecial: true });
 }
 
+/** A sample's prompt and response as text: how the trained model's tokenizer reads them. */
+export type SampleText = (sample: Sample) => { prompt: string; response: string };
+
+/** The built-in model's reading: the last user message of the prompt, and the response. */
+export const builtinSampleText: SampleText = (sample) => ({
+  prompt: lastUserMessage(sample.tokens.slice(0, sample.promptLength)),
+  response: tok.decode(sample.tokens.slice(sample.promptLength), { skipSpecial: true }),
+});
+
 /** The sample's turn as the consensus sees it. */
-export function ratedTurnOf(sample: Sample): { userId: string | null; prompt: string; response: string; reward: number } {
-  return {
-    userId: sample.userId,
-    prompt: lastUserMessage(sample.tokens.slice(0, sample.promptLength)),
-    response: tok.decode(sample.tokens.slice(sample.promptLength), { skipSpecial: true }),
-    reward: Math.sign(sample.reward),
-  };
+export function ratedTurnOf(
+  sample: Sample,
+  text: SampleText = builtinSampleText,
+): { userId: string | null; prompt: string; response: string; reward: number } {
+  return { userId: sample.userId, ...text(sample), reward: Math.sign(sample.reward) };
 }
 
 export interface WeighedBatch {
@@ -47,8 +54,12 @@ export interface WeighedBatch {
 }
 
 /** Observes the batch, then scales each sample's weight by its user's consensus weight. */
-export function weighByConsensus(consensus: UserConsensus, items: readonly StepSample[]): WeighedBatch {
-  for (const it of items) consensus.observe(ratedTurnOf(it.sample));
+export function weighByConsensus(
+  consensus: UserConsensus,
+  items: readonly StepSample[],
+  text: SampleText = builtinSampleText,
+): WeighedBatch {
+  for (const it of items) consensus.observe(ratedTurnOf(it.sample, text));
   const factors = items.map((it) => consensus.weight(it.sample.userId));
   return {
     items: items.map((it, i) => ({ ...it, sample: { ...it.sample, weight: it.sample.weight * factors[i] } })),

@@ -29,7 +29,24 @@ export {
 } from './pretrain.ts';
 export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
-export { startLearner, lastPublishedVersion, LEARNER_LR, type LearnerHandle, type LearnerOptions, type LearnerStats } from './learner.ts';
+export {
+  startLearner,
+  lastPublishedVersion,
+  LEARNER_LR,
+  LORA_LR,
+  LORA_MIN_SAMPLES,
+  LORA_MAX_KL,
+  type LearnerHandle,
+  type LearnerOptions,
+  type LearnerStats,
+} from './learner.ts';
 export { sampleMany, type SampledReply, type SampleManyOptions } from '../policy/builtin/sample-many.ts';
-export { BuiltinLineage, LoraLineage, type LoraLineageOptions, type PolicyLineage, type LoadedVersion, type SavedVersion } from './policy-lineage.ts';
+export {
+  BuiltinLineage,
+  LoraLineage,
+  type LoraLineageOptions,
+  type PolicyLineage,
+  type LoadedVersion,
+  type SavedVersion,
+} from './policy-lineage.ts';
 export { BuiltinTrainable, LoraTrainable, type TrainablePolicy, type TrainPass, type SequenceRow } from './trainable-policy.ts';

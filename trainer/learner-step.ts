@@ -513,6 +513,7 @@ export async function learnerStep(
       rejected,
     };
   } finally {
+    policy.endStep?.();
     tf.dispose(gradSum);
     for (const m of micros)
       tf.dispose([m.targets, m.mask, m.oldLp, m.adv, ...(m.refLp ? [m.refLp] : []), ...(m.tk ? [m.tk.ids, m.tk.lps, m.tk.mask] : [])]);

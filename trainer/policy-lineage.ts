@@ -21,6 +21,7 @@ import {
   loadCheckpoint,
   loadTfLlama,
   LoraAdapter,
+  llamaRuntime,
   openGguf,
   readLoraAdapter,
   saveCheckpoint,
@@ -31,8 +32,10 @@ import {
   type TfLlamaModel,
   type TransformerModel,
 } from '../policy/index.ts';
+import type { LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
 import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
 import type { Logger } from '../streams/logger.ts';
+import { builtinSampleText, type SampleText } from './consensus-weighting.ts';
 import { BuiltinTrainable, LoraTrainable, type TrainablePolicy } from './trainable-policy.ts';
 
 export interface LoadedVersion {
@@ -60,6 +63,8 @@ export interface PolicyLineage {
   path(version: number): string;
   /** Loads a version as the policy to train (replacing any loaded before). */
   load(version: number, expectedSha256?: string): Promise<LoadedVersion>;
+  /** How the consensus reads a sample as text (the model's tokenizer; call after `init`). */
+  sampleText: SampleText;
   /** Writes the loaded policy's current weights as `version`. */
   save(version: number, parentVersion: number, metrics: Record<string, number>): Promise<SavedVersion>;
   dispose(): void;
@@ -67,6 +72,7 @@ export interface PolicyLineage {
 
 export class BuiltinLineage implements PolicyLineage {
   readonly format = CHECKPOINT_FORMAT;
+  readonly sampleText = builtinSampleText;
   private readonly store: WeightStore;
   private model: TransformerModel | null = null;
   private base: string | null = null;
@@ -104,7 +110,14 @@ export class BuiltinLineage implements PolicyLineage {
 
   async save(version: number, parentVersion: number, metrics: Record<string, number>): Promise<SavedVersion> {
     if (!this.model) throw new TurnstreamError(ErrorCodes.INTERNAL, 'no policy loaded');
-    const saved = await saveCheckpoint(this.model, { weightsDir: this.weightsDir, modelId: this.modelId, version, parentVersion, baseModel: this.baseModel, metrics });
+    const saved = await saveCheckpoint(this.model, {
+      weightsDir: this.weightsDir,
+      modelId: this.modelId,
+      version,
+      parentVersion,
+      baseModel: this.baseModel,
+      metrics,
+    });
     return { uri: saved.uri, sha256: saved.sha256 };
   }
 
@@ -125,6 +138,8 @@ export interface LoraLineageOptions {
   maxTrainTokens?: number;
   /** Seed of a fresh adapter's A matrices. @default 0 */
   seed?: number;
+  /** The base already loaded into tfjs (shared by several lineages, not disposed by this one). @default loaded on first use */
+  baseTf?: { model: TfLlamaModel; config: LlamaConfig; architecture: string };
   logger?: Pick<Logger, 'info' | 'warn'>;
 }
 
@@ -135,9 +150,15 @@ export class LoraLineage implements PolicyLineage {
   private config: LlamaConfig | null = null;
   private architecture = '';
   private lora: LoraAdapter | null = null;
+  private vocab: NodeLlamaModel | null = null;
 
   constructor(private readonly o: LoraLineageOptions) {
     this.store = new AdapterStore(o.weightsDir);
+    if (o.baseTf) {
+      this.model = o.baseTf.model;
+      this.config = o.baseTf.config;
+      this.architecture = o.baseTf.architecture;
+    }
   }
 
   get modelId(): string {
@@ -157,14 +178,33 @@ export class LoraLineage implements PolicyLineage {
       this.config = config;
       this.architecture = architecture;
       this.o.logger?.info(
-        { base: this.o.base.name, layers: config.layers, hidden: config.hiddenSize, frozenMB: Math.round(model.frozenBytes / 2 ** 20), ms: Date.now() - t0 },
+        {
+          base: this.o.base.name,
+          layers: config.layers,
+          hidden: config.hiddenSize,
+          frozenMB: Math.round(model.frozenBytes / 2 ** 20),
+          ms: Date.now() - t0,
+        },
         'base model loaded into tfjs',
       );
     }
     return { model: this.model, config: this.config };
   }
 
+  /** The prompt's last 400 characters and the response, decoded by the model's own tokenizer. */
+  readonly sampleText: SampleText = (sample) => {
+    if (!this.vocab) throw new TurnstreamError(ErrorCodes.INTERNAL, 'init() loads the tokenizer first');
+    const text = (ids: number[]) => this.vocab!.detokenize(ids as Token[], false);
+    return {
+      prompt: text(sample.tokens.slice(0, sample.promptLength)).slice(-400),
+      response: text(sample.tokens.slice(sample.promptLength)),
+    };
+  };
+
   async init(): Promise<{ sha256: string }> {
+    this.vocab ??= await (
+      await llamaRuntime({ logger: this.o.logger as Logger | undefined })
+    ).loadModel({ modelPath: this.o.base.path, vocabOnly: true });
     const ref = await this.store.ensureBase(this.o.modelId, { name: this.o.base.name, sha256: this.o.base.sha256 });
     return { sha256: ref.manifest.sha256 };
   }
@@ -181,7 +221,10 @@ export class LoraLineage implements PolicyLineage {
     const { model, config } = await this.baseModelTf();
     const ref = await this.store.ref(this.o.modelId, version);
     if (ref.manifest.base.sha256 !== this.o.base.sha256) {
-      throw new TurnstreamError(ErrorCodes.CORRUPT_WEIGHTS, `${this.o.modelId} v${version} was trained on ${baseModelRef(ref.manifest.base)}, not ${this.baseModel}`);
+      throw new TurnstreamError(
+        ErrorCodes.CORRUPT_WEIGHTS,
+        `${this.o.modelId} v${version} was trained on ${baseModelRef(ref.manifest.base)}, not ${this.baseModel}`,
+      );
     }
     await this.store.verify(ref, expectedSha256);
     let lora: LoraAdapter;
@@ -206,18 +249,32 @@ export class LoraLineage implements PolicyLineage {
     if (!lora) throw new TurnstreamError(ErrorCodes.INTERNAL, 'no policy loaded');
     const pairs = await lora.toPairs();
     const ref = await this.store.write(
-      { modelId: this.o.modelId, version, parentVersion, base: { name: this.o.base.name, sha256: this.o.base.sha256 }, lora: lora.config, metrics },
+      {
+        modelId: this.o.modelId,
+        version,
+        parentVersion,
+        base: { name: this.o.base.name, sha256: this.o.base.sha256 },
+        lora: lora.config,
+        metrics,
+      },
       async (path) => {
-        await writeLoraAdapter(path, { architecture: this.architecture, alpha: lora.config.alpha, pairs, name: `${this.o.modelId} v${version}` });
+        await writeLoraAdapter(path, {
+          architecture: this.architecture,
+          alpha: lora.config.alpha,
+          pairs,
+          name: `${this.o.modelId} v${version}`,
+        });
       },
     );
     return { uri: ref.uri, sha256: ref.manifest.sha256 };
   }
 
   dispose(): void {
+    void this.vocab?.dispose();
+    this.vocab = null;
     this.lora?.dispose();
     this.lora = null;
-    this.model?.dispose();
+    if (!this.o.baseTf) this.model?.dispose();
     this.model = null;
   }
 }

@@ -34,6 +34,8 @@ export interface TrainablePolicy {
   logits(rows: SequenceRow[], opts?: { reference?: boolean }): tf.Tensor2D[];
   /** True when `logits(rows, { reference: true })` is available. */
   readonly hasReference: boolean;
+  /** Frees what the step kept between `forward` and later `logits` calls on the same rows. */
+  endStep?(): void;
 }
 
 /** The built-in model: all weights, all rows in one padded [B, T] pass. */
@@ -107,6 +109,8 @@ export class BuiltinTrainable implements TrainablePolicy {
 /** A Llama-family model: the LoRA adapter's variables, one sequence per pass. */
 export class LoraTrainable implements TrainablePolicy {
   readonly hasReference = true;
+  /** Each forwarded row's hidden state at the lowest adapted layer: the frozen layers below need not run again this step. */
+  private readonly kept = new Map<SequenceRow, tf.Tensor2D>();
 
   constructor(
     readonly model: TfLlamaModel,
@@ -129,6 +133,10 @@ export class LoraTrainable implements TrainablePolicy {
 
   forward(rows: SequenceRow[]): TrainPass {
     const passes = rows.map((r) => this.model.trainPass(r.ids, r.positions, this.lora));
+    passes.forEach((p, i) => {
+      this.kept.get(rows[i])?.dispose();
+      this.kept.set(rows[i], tf.clone(p.firstInput));
+    });
     return {
       logits: passes.map((p) => p.logits),
       backward: (dlogits) => {
@@ -149,6 +157,16 @@ export class LoraTrainable implements TrainablePolicy {
   }
 
   logits(rows: SequenceRow[], opts: { reference?: boolean } = {}): tf.Tensor2D[] {
-    return rows.map((r) => this.model.logitsAt(r.ids, r.positions, opts.reference ? null : this.lora));
+    return rows.map((r) => {
+      const h = this.kept.get(r);
+      // Below the lowest adapted layer the base and the adapted model coincide.
+      if (h) return this.model.logitsFrom(this.lora.firstLayer, tf.clone(h), r.positions, opts.reference ? null : this.lora);
+      return this.model.logitsAt(r.ids, r.positions, opts.reference ? null : this.lora);
+    });
+  }
+
+  endStep(): void {
+    for (const t of this.kept.values()) t.dispose();
+    this.kept.clear();
   }
 }

@@ -59,6 +59,7 @@ export function dashboardPage(o: PageOptions): string {
   <section><h2>Judges — agreement with the majority and vote failures</h2><div class="chart"><canvas id="chart-judges"></canvas></div></section>
   <section><h2>Latency percentiles (ms)</h2><div class="chart"><canvas id="chart-latency"></canvas></div></section>
   <section><h2>Dead letters by reason</h2><div id="dlq"></div></section>
+  <section class="wide" id="eval-section" hidden><h2>Simulated users — held-out satisfaction per version (last <code>turnstream eval</code>)</h2><p id="eval-summary"></p><div class="chart"><canvas id="chart-eval"></canvas></div></section>
   <section class="wide"><h2>Users</h2><div id="users"></div></section>
   <section class="wide"><h2>Recent sessions</h2><div id="sessions"></div></section>
 </main>
@@ -68,11 +69,15 @@ export function dashboardPage(o: PageOptions): string {
   const REFRESH_MS = ${Math.max(500, Math.floor(o.refreshMs))};
   const state = { charts: {}, points: {}, refreshes: 0, updatedAt: null, error: null, runs: [], tag: '' };
   const TAG = new URLSearchParams(location.search).get('tag') || '';
+  // Imported history is a source of its own (never in the live figures): ?source=imported.
+  const SOURCE = !TAG && new URLSearchParams(location.search).get('source') === 'imported' ? 'imported' : 'live';
   state.tag = TAG;
-  const scoped = (path) => path + (TAG ? '?tag=' + encodeURIComponent(TAG) : '');
+  state.source = SOURCE;
+  state.imported = null;
+  const scoped = (path) => path + (TAG ? '?tag=' + encodeURIComponent(TAG) : SOURCE === 'imported' ? '?source=imported' : '');
   document.getElementById('run').addEventListener('change', (e) => {
     const v = e.target.value;
-    location.search = v ? '?tag=' + encodeURIComponent(v) : '';
+    location.search = v === '@imported' ? '?source=imported' : v ? '?tag=' + encodeURIComponent(v) : '';
   });
   window.turnstreamDashboard = state;
   Chart.defaults.animation = false;
@@ -176,6 +181,25 @@ export function dashboardPage(o: PageOptions): string {
     ]);
   }
 
+  function renderEval(e) {
+    if (!e || !e.available) return;
+    document.getElementById('eval-section').hidden = false;
+    document.getElementById('eval-summary').textContent =
+      fmt(e.before) + ' → ' + fmt(e.after) + ' over ' + Object.keys(e.per_persona).length + ' personas × ' + e.seeds + ' seeds, ' + e.interactions +
+      ' interactions each (' + e.method + ', ' + e.mode + '), p = ' + fmt(e.p_value) + ', ' + Math.round(e.wall_s) + ' s, finished ' + time(e.finished_at);
+    const names = Object.keys(e.per_persona);
+    draw('eval', {
+      type: 'line',
+      data: {
+        labels: e.per_version.map((v) => String(v.interactions)),
+        datasets: [
+          { label: 'mean', data: e.per_version.map((v) => v.satisfaction), borderColor: '#000', backgroundColor: '#000', borderWidth: 3, tension: 0.2 },
+          ...names.map((n, i) => ({ label: n, data: e.per_version.map((v) => v.byPersona[n] ?? null), borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length], borderWidth: 1, tension: 0.2, spanGaps: true })),
+        ],
+      },
+      options: { scales: { y: { min: 0, max: 1 }, x: { title: { display: true, text: 'interactions' } } } },
+    });
+  }
   async function getJson(path) {
     const res = await fetch(path, { cache: 'no-store' });
     const body = await res.json();
@@ -187,7 +211,8 @@ export function dashboardPage(o: PageOptions): string {
     state.runs = runs.map((r) => r.tag);
     if (TAG && !state.runs.includes(TAG)) runs = [...runs, { tag: TAG, pairs: 0 }];
     const select = document.getElementById('run');
-    const html = runs.map((r) => '<option value="' + esc(r.tag) + '"' + (r.tag === TAG ? ' selected' : '') + '>' + (r.tag ? 'replay ' + esc(r.tag) : 'live') + ' (' + r.pairs + ' pairs)</option>').join('');
+    let html = runs.map((r) => '<option value="' + esc(r.tag) + '"' + (r.tag === TAG && SOURCE === 'live' ? ' selected' : '') + '>' + (r.tag ? 'replay ' + esc(r.tag) : 'live') + ' (' + r.pairs + ' pairs)</option>').join('');
+    if (SOURCE === 'imported' || state.imported) html += '<option value="@imported"' + (SOURCE === 'imported' ? ' selected' : '') + '>imported history' + (state.imported ? ' (' + state.imported.turns + ' turns)' : '') + '</option>';
     if (select.innerHTML !== html) select.innerHTML = html;
   }
 
@@ -209,11 +234,14 @@ export function dashboardPage(o: PageOptions): string {
   async function refresh() {
     const status = document.getElementById('status');
     try {
-      const [body, runs, compared] = await Promise.all([
+      const [body, runs, compared, evaluation] = await Promise.all([
         getJson(scoped('api/overview')),
         getJson('api/runs'),
         TAG ? getJson('api/compare?a=&b=' + encodeURIComponent(TAG)) : Promise.resolve(null),
+        getJson('api/eval'),
       ]);
+      renderEval(evaluation);
+      state.imported = body.imported || null;
       renderRuns(runs);
       if (compared) renderCompare(compared);
       render(body);

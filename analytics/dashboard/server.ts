@@ -9,6 +9,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { invalidInput, KeySet, metricsRegistry, presentedKey, toTurnstreamError, type Logger } from '../../streams/index.ts';
@@ -20,6 +21,7 @@ import { latencyPercentiles } from '../queries/latency.ts';
 import { rewardByVersion } from '../queries/reward-by-version.ts';
 import { rewardOverTime } from '../queries/reward-over-time.ts';
 import { listRuns } from '../queries/runs.ts';
+import type { QueryScope, TurnSource } from '../queries/scope.ts';
 import { sessionStats } from '../queries/session-stats.ts';
 import { userStats } from '../queries/user-stats.ts';
 import { overview } from '../overview.ts';
@@ -44,6 +46,8 @@ export interface DashboardOptions {
   keys?: readonly string[];
   /** Key `/metrics` needs (`TURNSTREAM_METRICS_KEY`). @default the dashboard's keys */
   metricsKey?: string;
+  /** The last `turnstream eval` result (`$TURNSTREAM_HOME/eval/latest.json`), shown as its own panel. @default none */
+  evalFile?: string;
   logger?: Logger;
 }
 
@@ -81,6 +85,28 @@ function runParam(q: Record<string, string | undefined>, name: string, fallback:
   return v;
 }
 
+/** `?source=live|imported`: live traffic (the default) or imported history. */
+function sourceParam(q: Record<string, string | undefined>): TurnSource {
+  const v = q.source ?? 'live';
+  if (v !== 'live' && v !== 'imported') throw invalidInput('source must be live or imported', 'source');
+  return v;
+}
+
+/** The fields of an eval result (eval/report.ts toResultJson) the dashboard shows. */
+interface EvalSummary {
+  mode: string;
+  method: string;
+  interactions: number;
+  seeds: number;
+  before: number;
+  after: number;
+  p_value: number;
+  wall_s: number;
+  finished_at: number;
+  per_version: Array<{ version: number; interactions: number; satisfaction: number; byPersona: Record<string, number> }>;
+  per_persona: Record<string, { preference: string; before: number; after: number }>;
+}
+
 /** Builds the app without listening (tests inject requests). */
 export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   // No request log: the page polls every few seconds. Failures are logged below.
@@ -103,7 +129,7 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
       .send({ error: { message, type: 'authentication_error', code: 'TS_ERR_UNAUTHORIZED', param: null } });
   });
   const store = o.store;
-  const scopeOf = (q: Record<string, string | undefined>) => ({ tag: runParam(q, 'tag', o.tag ?? '') });
+  const scopeOf = (q: Record<string, string | undefined>): QueryScope => ({ tag: runParam(q, 'tag', o.tag ?? ''), source: sourceParam(q) });
   const page = dashboardPage({ refreshMs: o.refreshMs ?? 5000, title: o.title ?? 'turnstream analytics' });
   const json = <T>(path: string, run: (q: Record<string, string | undefined>) => Promise<T>): void => {
     app.get(path, async (req, reply) => {
@@ -130,11 +156,35 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
     rewardOverTime(store, { ...scopeOf(q), bucketMs: q.bucket_ms ? Number(q.bucket_ms) || undefined : o.bucketMs, limit: limitOf(q) }),
   );
   json('/api/judges', (q) => judgeStats(store, scopeOf(q)));
-  json('/api/latency', () => latencyPercentiles(store));
+  json('/api/latency', (q) => latencyPercentiles(store, scopeOf(q)));
   json('/api/users', (q) => userStats(store, { ...scopeOf(q), limit: limitOf(q) }));
   json('/api/sessions', (q) => sessionStats(store, { ...scopeOf(q), limit: limitOf(q), userId: q.user }));
   json('/api/dlq', (q) => dlqByReason(store, scopeOf(q)));
   json('/api/runs', () => listRuns(store));
+  // The latest simulated-user evaluation: held-out satisfaction per version, overall and per persona.
+  json('/api/eval', async () => {
+    if (!o.evalFile) return { available: false };
+    const text = await readFile(o.evalFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null;
+      throw err;
+    });
+    if (text === null) return { available: false };
+    const r = JSON.parse(text) as EvalSummary;
+    return {
+      available: true,
+      mode: r.mode,
+      method: r.method,
+      interactions: r.interactions,
+      seeds: r.seeds,
+      before: r.before,
+      after: r.after,
+      p_value: r.p_value,
+      wall_s: r.wall_s,
+      finished_at: r.finished_at,
+      per_version: r.per_version,
+      per_persona: r.per_persona,
+    };
+  });
   // Two runs side by side: ?a=<tag>&b=<tag>, '' (or left out, for a) = the live pipeline.
   json('/api/compare', (q) => compareRuns(store, { a: runParam(q, 'a', ''), b: runParam(q, 'b', '') }));
   app.get('/healthz', async (_req, reply) => {

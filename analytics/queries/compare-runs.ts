@@ -82,10 +82,11 @@ export async function compareRuns(store: AnalyticsStore, o: CompareRunsOptions):
   const [sa, sb, [overlap]] = await Promise.all([
     runStats(store, a),
     runStats(store, o.b),
-    // ANY INNER JOIN … USING: the join form 18.16 and current servers both read the same way.
+    // ANY INNER JOIN … USING with aliased subqueries: a form 18.16 and current servers both read the
+    // same way (one row per turn id on each side, so ANY and ALL agree).
     store.rows<{ both: number; same: number }>(`
       SELECT count() AS both, countIf(sa = sb) AS same
-      FROM (SELECT turn_id, s AS sa FROM (${per(a)})) ANY INNER JOIN (SELECT turn_id, s AS sb FROM (${per(o.b)})) USING turn_id`),
+      FROM (SELECT turn_id, s AS sa FROM (${per(a)})) AS ra ANY INNER JOIN (SELECT turn_id, s AS sb FROM (${per(o.b)})) AS rb USING turn_id`),
   ]);
   const both = int(overlap?.both);
   const same = int(overlap?.same);

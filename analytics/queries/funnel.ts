@@ -1,7 +1,7 @@
 /**
  * The funnel of the learning loop, each stage a subset of the one before:
  *
- * - turns:   every turn the gateway recorded
+ * - turns:   every turn the gateway recorded (in the scope: live, imported, or all for a replay)
  * - main:    turns of type MAIN (side turns are never trained on)
  * - pairs:   main turns paired with their next state
  * - judged:  pairs with at least one judgement (distinct turn ids)
@@ -14,7 +14,7 @@
  *            versions; it counts training passes, so it can differ from `trained`.
  */
 import type { AnalyticsStore } from '../store.ts';
-import { int, tagFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, int, turnFilter, type QueryScope } from './scope.ts';
 
 export interface Funnel {
   turns: number;
@@ -28,17 +28,18 @@ export interface Funnel {
 
 export async function funnel(store: AnalyticsStore, scope: QueryScope = {}): Promise<Funnel> {
   const t = store.tables;
-  const tag = tagFilter(scope);
+  const tag = derivedFilter(scope, t.turns);
+  const turns = turnFilter(scope);
   const [r] = await store.rows<Record<keyof Funnel, number>>(`
     SELECT
-      (SELECT count() FROM ${t.turns} FINAL) AS turns,
-      (SELECT count() FROM ${t.turns} FINAL WHERE turn_type = 'MAIN') AS main,
-      (SELECT count() FROM ${t.pairs} FINAL WHERE ${tag}) AS pairs,
+      (SELECT count() FROM ${t.turns} FINAL WHERE ${turns}) AS turns,
+      (SELECT count() FROM ${t.turns} FINAL WHERE turn_type = 'MAIN' AND ${turns}) AS main,
+      (SELECT count() FROM ${t.pairs} FINAL WHERE ${derivedFilter(scope, t.turns, 'pair_id')}) AS pairs,
       (SELECT uniqExact(turn_id) FROM ${t.judgements} FINAL WHERE ${tag}) AS judged,
       (SELECT count() FROM ${t.samples} FINAL WHERE ${tag}) AS samples,
-      (SELECT count() FROM (SELECT policy_model_id, policy_version, created_at_ms FROM ${t.samples} FINAL WHERE ${tag})
-         ANY INNER JOIN (SELECT model_id AS policy_model_id, max(version) AS latest_version, max(created_at_ms) AS latest_at
-                         FROM ${t.weights} FINAL GROUP BY model_id) USING policy_model_id
+      (SELECT count() FROM (SELECT policy_model_id, policy_version, created_at_ms FROM ${t.samples} FINAL WHERE ${tag}) AS s
+         ALL INNER JOIN (SELECT model_id AS policy_model_id, max(version) AS latest_version, max(created_at_ms) AS latest_at
+                         FROM ${t.weights} FINAL GROUP BY model_id) AS w USING policy_model_id
          WHERE policy_version < latest_version AND created_at_ms <= latest_at) AS trained,
       (SELECT sum(samples) FROM ${t.weights} FINAL) AS trained_reported`);
   return {

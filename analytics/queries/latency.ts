@@ -1,6 +1,6 @@
-/** Gateway latency percentiles per turn type (and all turns), from the turns table. */
+/** Gateway latency percentiles per turn type (and all turns), from the turns table: live turns only by default. */
 import type { AnalyticsStore } from '../store.ts';
-import { int, num, r4 } from './scope.ts';
+import { int, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface LatencyStats {
   /** MAIN, SIDE or ALL. */
@@ -13,12 +13,14 @@ export interface LatencyStats {
   mean: number | null;
 }
 
-export async function latencyPercentiles(store: AnalyticsStore): Promise<LatencyStats[]> {
+export async function latencyPercentiles(store: AnalyticsStore, scope: QueryScope = {}): Promise<LatencyStats[]> {
   const t = store.tables.turns;
   const sel = `count() AS n, quantiles(0.5, 0.9, 0.99)(latency_ms) AS q, max(latency_ms) AS mx, avg(latency_ms) AS mean`;
   const [byType, all] = await Promise.all([
-    store.rows<Record<string, unknown>>(`SELECT turn_type, ${sel} FROM ${t} FINAL GROUP BY turn_type ORDER BY turn_type`),
-    store.rows<Record<string, unknown>>(`SELECT 'ALL' AS turn_type, ${sel} FROM ${t} FINAL`),
+    store.rows<Record<string, unknown>>(
+      `SELECT turn_type, ${sel} FROM ${t} FINAL WHERE ${turnFilter(scope)} GROUP BY turn_type ORDER BY turn_type`,
+    ),
+    store.rows<Record<string, unknown>>(`SELECT 'ALL' AS turn_type, ${sel} FROM ${t} FINAL WHERE ${turnFilter(scope)}`),
   ]);
   return [...byType, ...all]
     .filter((r) => int(r.n) > 0)

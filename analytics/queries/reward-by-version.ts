@@ -4,7 +4,7 @@
  * the trainer reported when it published that version.
  */
 import type { AnalyticsStore } from '../store.ts';
-import { int, num, r4, tagFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, int, num, r4, type QueryScope } from './scope.ts';
 
 export interface VersionReward {
   policy_version: number;
@@ -25,7 +25,7 @@ export interface VersionReward {
 
 export async function rewardByVersion(store: AnalyticsStore, scope: QueryScope = {}): Promise<VersionReward[]> {
   const t = store.tables;
-  const tag = tagFilter(scope);
+  const tag = derivedFilter(scope, t.turns);
   const [judged, samples, weights] = await Promise.all([
     store.rows<{ v: number; n: number; mean: number | null; pos: number }>(
       `SELECT policy_version AS v, count() AS n, avg(score) AS mean, countIf(score > 0) AS pos

@@ -1,7 +1,7 @@
 /** Mean judged score per time bucket (by judgement time): the learning curve in wall-clock time. */
 import { sqlNumber } from '../sql.ts';
 import type { AnalyticsStore } from '../store.ts';
-import { int, num, r4, tagFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, int, num, r4, type QueryScope } from './scope.ts';
 
 export interface RewardPoint {
   /** Bucket start, epoch ms. */
@@ -24,7 +24,7 @@ export async function rewardOverTime(store: AnalyticsStore, o: RewardOverTimeOpt
   const limit = sqlNumber(Math.max(1, Math.floor(o.limit ?? 240)));
   const rows = await store.rows<{ t: number; n: number; mean: number | null; v: number }>(`
     SELECT intDiv(created_at_ms, ${bucket}) * ${bucket} AS t, count() AS n, avg(score) AS mean, max(policy_version) AS v
-    FROM ${store.tables.judgements} FINAL WHERE ${tagFilter(o)}
+    FROM ${store.tables.judgements} FINAL WHERE ${derivedFilter(o, store.tables.turns)}
     GROUP BY t ORDER BY t DESC LIMIT ${limit}`);
   return rows.map((r) => ({ t: int(r.t), judged: int(r.n), mean_score: r4(num(r.mean)), policy_version: int(r.v) })).reverse();
 }

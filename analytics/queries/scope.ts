@@ -1,9 +1,32 @@
-/** What a query looks at: the live pipeline by default, or one replay tag. */
+/**
+ * What a query looks at: the live pipeline by default, imported history (`source: 'imported'`),
+ * or one replay tag. Live figures never include imported turns (their latency is not a gateway's,
+ * and they are not live traffic) nor what was derived from them; replays have tags of their own.
+ */
 import { sqlString } from '../sql.ts';
+
+/** Where turns came from: served by a gateway (`live`) or `turnstream import` (`imported`). */
+export type TurnSource = 'live' | 'imported';
 
 export interface QueryScope {
   /** Replay tag of pairs, judgements, samples and dead letters; '' = the live pipeline. @default '' */
   tag?: string;
+  /** Without a tag: live turns, or imported history. @default 'live' */
+  source?: TurnSource;
+}
+
+/** Turns (the turns table) in scope. A replay's scope has every turn: it reads the shared history. */
+export const turnFilter = (scope: QueryScope = {}): string =>
+  scope.tag ? '1' : scope.source === 'imported' ? `session_source = 'IMPORTED'` : `session_source != 'IMPORTED'`;
+
+/**
+ * Rows of a table derived from turns (pairs, judgements, samples) in scope: the replay tag, and
+ * without one, the rows of live turns only, or of imported turns only (`idColumn` holds the turn id).
+ */
+export function derivedFilter(scope: QueryScope, turnsTable: string, idColumn = 'turn_id'): string {
+  if (scope.tag) return tagFilter(scope);
+  const imported = `(SELECT turn_id FROM ${turnsTable} WHERE session_source = 'IMPORTED')`;
+  return `${tagFilter(scope)} AND ${idColumn} ${scope.source === 'imported' ? 'IN' : 'NOT IN'} ${imported}`;
 }
 
 /**

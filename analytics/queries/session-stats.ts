@@ -1,7 +1,7 @@
 /** Per session (most recent first): length, pairs, judged quality, how it ended. */
 import { sqlNumber, sqlString } from '../sql.ts';
 import type { AnalyticsStore } from '../store.ts';
-import { int, num, r4, tagFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, int, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface SessionStats {
   session_id: string;
@@ -27,19 +27,19 @@ export interface SessionStatsOptions extends QueryScope {
 export async function sessionStats(store: AnalyticsStore, o: SessionStatsOptions = {}): Promise<SessionStats[]> {
   const t = store.tables;
   const limit = sqlNumber(Math.max(1, Math.floor(o.limit ?? 50)));
-  const user = o.userId === undefined ? '' : `WHERE user_id = ${sqlString(o.userId)}`;
+  const where = `WHERE ${turnFilter(o)}${o.userId === undefined ? '' : ` AND user_id = ${sqlString(o.userId)}`}`;
   const sessions = await store.rows<Record<string, number | string>>(`
     SELECT session_id, any(user_id) AS session_user, count() AS turns, countIf(turn_type = 'MAIN') AS main,
       min(requested_at_ms) AS first_ms, max(completed_at_ms) AS last_ms, max(session_done) AS done
-    FROM ${t.turns} FINAL ${user} GROUP BY session_id ORDER BY last_ms DESC LIMIT ${limit}`);
+    FROM ${t.turns} FINAL ${where} GROUP BY session_id ORDER BY last_ms DESC LIMIT ${limit}`);
   if (sessions.length === 0) return [];
   const ids = `(${sessions.map((s) => sqlString(String(s.session_id))).join(', ')})`;
   const [pairs, judged] = await Promise.all([
     store.rows<Record<string, number | string>>(
-      `SELECT session_id, count() AS n FROM ${t.pairs} FINAL WHERE ${tagFilter(o)} AND session_id IN ${ids} GROUP BY session_id`,
+      `SELECT session_id, count() AS n FROM ${t.pairs} FINAL WHERE ${derivedFilter(o, t.turns, 'pair_id')} AND session_id IN ${ids} GROUP BY session_id`,
     ),
     store.rows<Record<string, number | string | null>>(
-      `SELECT session_id, uniqExact(turn_id) AS n, avg(score) AS mean FROM ${t.judgements} FINAL WHERE ${tagFilter(o)} AND session_id IN ${ids} GROUP BY session_id`,
+      `SELECT session_id, uniqExact(turn_id) AS n, avg(score) AS mean FROM ${t.judgements} FINAL WHERE ${derivedFilter(o, t.turns)} AND session_id IN ${ids} GROUP BY session_id`,
     ),
   ]);
   const p = new Map(pairs.map((r) => [String(r.session_id), r]));

@@ -1,7 +1,7 @@
 /** Per user: activity, judged quality and explicit feedback. Anonymous turns are user ''. */
 import { sqlNumber } from '../sql.ts';
 import type { AnalyticsStore } from '../store.ts';
-import { int, num, r4, tagFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, int, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface UserStats {
   user_id: string;
@@ -30,9 +30,9 @@ export async function userStats(store: AnalyticsStore, o: UserStatsOptions = {})
     store.rows<Record<string, number | string>>(`
       SELECT user_id, uniqExact(session_id) AS sessions, count() AS turns, countIf(turn_type = 'MAIN') AS main,
         sum(total_tokens) AS tokens, min(requested_at_ms) AS first_ms, max(completed_at_ms) AS last_ms
-      FROM ${t.turns} FINAL GROUP BY user_id ORDER BY turns DESC LIMIT ${limit}`),
+      FROM ${t.turns} FINAL WHERE ${turnFilter(o)} GROUP BY user_id ORDER BY turns DESC LIMIT ${limit}`),
     store.rows<Record<string, number | string | null>>(
-      `SELECT user_id, uniqExact(turn_id) AS judged, avg(score) AS mean FROM ${t.judgements} FINAL WHERE ${tagFilter(o)} GROUP BY user_id`,
+      `SELECT user_id, uniqExact(turn_id) AS judged, avg(score) AS mean FROM ${t.judgements} FINAL WHERE ${derivedFilter(o, t.turns)} GROUP BY user_id`,
     ),
     store.rows<Record<string, number | string>>(
       `SELECT user_id, countIf(has_rating AND rating > 0) AS up, countIf(has_rating AND rating < 0) AS down FROM ${t.feedback} FINAL GROUP BY user_id`,

@@ -2,6 +2,7 @@
  * `turnstream dashboard [--port 30001] [--host addr] [--refresh ms] [--tag name]`: the
  * analytics page (GET /dashboard) and its JSON API (GET /api/…) over ClickHouse.
  */
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { AnalyticsStore, migrate, startDashboard } from '../../analytics/index.ts';
 import { createLogger, toTurnstreamError } from '../../streams/index.ts';
@@ -44,6 +45,7 @@ export function register(program: Command): void {
         host: flags.host ?? config.host,
         refreshMs: Number(flags.refresh),
         tag: flags.tag,
+        evalFile: join(config.home, 'eval', 'latest.json'),
         logger,
         keys: dashboardKeys(config),
         metricsKey: config.metricsKey,

@@ -1,25 +1,28 @@
 /**
  * `turnstream eval`: simulated users with hidden preferences talk to the model; the score is the
  * share of replies to held-out prompts that satisfy them, per weight version, over several seeds
- * (trainer/eval/). In-process by default (the pipeline's judge, sample builder and learner step,
+ * (eval/). In-process by default (the pipeline's judge, sample builder and learner step,
  * called directly); `--pipeline` sends the personas through the gateway and the Kafka pipeline.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
-import { initCheckpoint, loadPolicy, selectBackend, type BackendName } from '../../policy/index.ts';
-import { LEARNER_LR } from '../../trainer/index.ts';
-import { DEFAULT_PERSONAS_FILE, loadPersonas } from '../../trainer/eval/personas.ts';
-import { toCsv, toSvg } from '../../trainer/eval/report.ts';
-import { runPipelineEval } from '../../trainer/eval/pipeline.ts';
-import { runMultiUserEval } from '../../trainer/eval/multi-user.ts';
-import { runEval, type EvalResult } from '../../trainer/eval/run-eval.ts';
-import { loadConfig } from '../config.ts';
+import { initCheckpoint, loadPolicy, selectBackend, type BackendName, type LoraConfig } from '../../policy/index.ts';
+import { LEARNER_LR, LORA_LR, LORA_MAX_KL } from '../../trainer/index.ts';
+import { builtinEvalModels, llamaEvalModels, type EvalModels } from '../../eval/eval-model.ts';
+import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from '../../eval/persona.ts';
+import { toResultJson, writeReports } from '../../eval/report.ts';
+import { runPipelineEval } from '../../eval/pipeline.ts';
+import { runMultiUserEval } from '../../eval/multi-user.ts';
+import { runEval, type EvalResult } from '../../eval/run-eval.ts';
+import { loadConfig, type TurnstreamConfig } from '../config.ts';
+import { servedModel, type ServedModel } from '../served-model.ts';
 
 interface EvalFlags {
-  personas: string;
+  personas?: string;
   interactions: string;
   seeds: string;
   json?: boolean;
@@ -37,36 +40,106 @@ interface EvalFlags {
   adversaryRate: string;
   maxUserShare: string;
   sharedRate: string;
+  model?: string;
+  quick?: boolean;
+  maxTokens: string;
+  temperature: string;
+  loraLastLayers?: string;
+}
+
+const loraOf = (config: TurnstreamConfig, f: EvalFlags): Partial<LoraConfig> => ({
+  rank: config.train.loraRank,
+  alpha: config.train.loraAlpha,
+  targets: config.train.loraTargets as LoraConfig['targets'],
+  lastLayers: f.loraLastLayers ? Number(f.loraLastLayers) : config.train.loraLastLayers,
+});
+
+/** The model side of in-process runs: the served GGUF model as LoRA versions, or the built-in model. */
+async function openEvalModels(
+  config: TurnstreamConfig,
+  served: ServedModel,
+  baseUri: string,
+  f: EvalFlags,
+  lr: number | undefined,
+): Promise<EvalModels> {
+  const sampling = { temperature: Number(f.temperature), maxTokens: Number(f.maxTokens) };
+  if (served.kind === 'builtin') {
+    // The frozen base is the OPD teacher of the in-process loop (the pipeline's sample builder loads its own).
+    const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+    const models = builtinEvalModels({ baseUri, teacherPolicy, lr: lr ?? LEARNER_LR });
+    return { open: (id) => models.open(id), close: async () => teacherPolicy.dispose() };
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
+  const models = await llamaEvalModels({
+    model: { name: served.name, path: served.path, sha256: served.sha256 },
+    dir,
+    systemPrompt: served.systemPrompt,
+    sampling,
+    lora: loraOf(config, f),
+    lr: lr ?? LORA_LR,
+    step: { maxKl: config.train.maxKl ?? LORA_MAX_KL, mismatchTis: config.train.mismatchTis },
+    maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
+  });
+  return {
+    open: (id) => models.open(id),
+    close: async () => {
+      await models.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export function register(program: Command): void {
   program
     .command('eval')
     .description('simulated users with hidden preferences: held-out satisfaction per weight version')
-    .option('--personas <file>', 'personas JSON', DEFAULT_PERSONAS_FILE)
+    .option(
+      '--personas <file>',
+      `personas JSON (default ${relative(process.cwd(), BUILTIN_PERSONAS_FILE)}; the real model's: ${relative(process.cwd(), DEFAULT_PERSONAS_FILE)})`,
+    )
     .option('--interactions <n>', 'interactions per persona', '36')
     .option('--seeds <k>', 'seeds per persona', '3')
     .option('--json', 'print one JSON object')
     .option('--method <m>', 'combined | rl | opd', 'combined')
-    .option('--batch-size <n>', 'interactions per learner step (samples per step with --users: default 8)', '4')
+    .option('--batch-size <n>', 'interactions per learner step (2 for a GGUF model; samples per step with --users: default 8)', '4')
     .option('--lr <x>', `learning rate (default ${LEARNER_LR})`)
-    .option('--held-out <n>', 'held-out prompts', '8')
+    .option('--held-out <share>', "share of each persona's prompts held out, never trained on", '0.375')
     .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
     .option('--eval-every <n>', 'score every n-th version (first and last always)', '1')
-    .option('--only <ids>', 'comma-separated persona ids')
-    .option('--out <dir>', 'folder for eval.csv, eval.svg, eval.json', '.turnstream/eval')
+    .option('--only <names>', 'comma-separated persona names')
+    .option('--out <dir>', 'folder for eval.csv, eval.json, eval.svg and curves/<persona>.svg (and .png)', '.turnstream/eval')
     .option('--backend <name>', 'force a tfjs backend')
+    .option('--model <spec>', 'the model to train, as TURNSTREAM_MODEL (default: the served model)')
+    .option('--quick', 'a few-minute subset: 2 personas, 1 seed, 8 interactions, 2 samples per held-out prompt')
+    .option('--max-tokens <n>', 'longest reply of the real model', '96')
+    .option('--temperature <t>', 'sampling temperature of the real model', '0.7')
+    .option('--lora-last-layers <n>', 'adapt only the last n layers (default TRAIN_LORA_LAST_LAYERS)')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
     .option('--users <k>', 'many users, one model: k users sharing a preference + 1 adversary, consensus on vs off (ALGORITHMS.md §7)')
     .option('--adversary-rate <n>', 'with --users: how many times as often as each other user the adversary talks', '1')
     .option('--max-user-share <x>', "with --users: the batcher's per-user cap", '0.25')
     .option('--shared-rate <p>', 'with --users: probability that one other user also reacts to a reply (shared thread)', '0')
-    .action(async (f: EvalFlags) => {
+    .action(async (f: EvalFlags, cmd: Command) => {
       const config = loadConfig();
       // stdout carries only the result (one JSON object with --json): progress and logs go to stderr.
       const logger = createLogger('eval', 'warn');
       if (!['combined', 'rl', 'opd'].includes(f.method))
         throw invalidInput(`--method must be combined, rl or opd (got ${f.method})`, '--method');
+      const heldOut = Number(f.heldOut);
+      if (!(heldOut > 0 && heldOut < 1)) throw invalidInput(`--held-out must be a share between 0 and 1 (got ${f.heldOut})`, '--held-out');
+      // The persona file is checked before tfjs loads: a bad file is one line, nothing else.
+      const builtin = (f.model ?? config.model.spec).trim() === 'builtin';
+      if (f.quick) {
+        const given = (name: string) => cmd.getOptionValueSource(name) !== 'default';
+        if (!given('interactions')) f.interactions = '8';
+        if (!given('seeds')) f.seeds = '1';
+        if (!given('heldOutSamples')) f.heldOutSamples = '2';
+      }
+      // A LoRA step per 2 interactions learned fastest (trainer/README.md); the built-in model keeps 4.
+      if (!builtin && cmd.getOptionValueSource('batchSize') === 'default') f.batchSize = '2';
+      let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
+      if (f.quick && !f.only) personas = personas.slice(0, 2);
+      const served = await servedModel(config, { spec: f.model, logger });
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
       if (f.users) {
@@ -84,7 +157,7 @@ export function register(program: Command): void {
           batchSize: f.batchSize === '4' ? 8 : Number(f.batchSize),
           method: f.method as 'combined' | 'rl' | 'opd',
           lr: f.lr ? Number(f.lr) : undefined,
-          heldOutPrompts: Number(f.heldOut),
+          heldOut,
           heldOutSamples: Number(f.heldOutSamples),
           onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
         });
@@ -111,18 +184,16 @@ export function register(program: Command): void {
         }
         return;
       }
-      let personas = await loadPersonas(resolve(f.personas));
-      if (f.only) personas = personas.filter((p) => f.only!.split(',').includes(p.id));
-      // Every run starts from the base checkpoint: the store's version 0 (the shipped base when the store had none).
-      const base = await initCheckpoint(config.weightsDir);
+      // Every run starts from the base: the served model's version 0 (for the built-in model the store's, the shipped base when it had none).
+      const base = served.kind === 'builtin' ? await initCheckpoint(config.weightsDir) : { uri: '' };
       const common = {
         personas,
         interactions: Number(f.interactions),
         seeds: Number(f.seeds),
         method: f.method as 'combined' | 'rl' | 'opd',
         batchSize: Number(f.batchSize),
-        lr: f.lr ? Number(f.lr) : undefined,
-        heldOutPrompts: Number(f.heldOut),
+        lr: f.lr ? Number(f.lr) : served.kind === 'builtin' ? LEARNER_LR : LORA_LR,
+        heldOut,
         heldOutSamples: Number(f.heldOutSamples),
         onProgress: (line: string) => process.stderr.write(`eval: ${line}\n`),
       };
@@ -136,23 +207,36 @@ export function register(program: Command): void {
           brokers: parseBrokers(endpoints.brokers),
           registryUrl: endpoints.registryUrl,
           baseWeightsDir: config.weightsDir,
+          ...(served.kind === 'llama'
+            ? {
+                llama: {
+                  model: { name: served.name, path: served.path, sha256: served.sha256 },
+                  systemPrompt: served.systemPrompt,
+                  lora: loraOf(config, f),
+                  maxKl: config.train.maxKl ?? LORA_MAX_KL,
+                  temperature: Number(f.temperature),
+                  maxTokens: Number(f.maxTokens),
+                },
+              }
+            : {}),
         });
       } else {
-        // The frozen base is the OPD teacher of the in-process loop (the pipeline's sample builder loads its own).
-        const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+        const models = await openEvalModels(config, served, base.uri, f, common.lr);
         try {
-          result = await runEval({ ...common, baseUri: base.uri, teacherPolicy, evalEvery: Number(f.evalEvery) });
+          result = await runEval({ ...common, models, evalEvery: Number(f.evalEvery) });
         } finally {
-          teacherPolicy.dispose();
+          await models.close();
         }
       }
       const out = resolve(f.out);
-      await mkdir(out, { recursive: true });
-      await writeFile(join(out, 'eval.csv'), toCsv(result));
-      await writeFile(join(out, 'eval.svg'), toSvg(result));
-      await writeFile(join(out, 'eval.json'), JSON.stringify(result, null, 2) + '\n');
+      const written = await writeReports(result, out);
+      if (written.pngSkipped) process.stderr.write(`eval: no PNG curves: ${written.pngSkipped}\n`);
+      // The dashboard's eval panel shows the latest result.
+      const latest = join(config.home, 'eval', 'latest.json');
+      await mkdir(dirname(latest), { recursive: true });
+      await writeFile(latest, JSON.stringify(toResultJson(result)) + '\n');
       if (f.json) {
-        const { runs, ...summary } = result;
+        const { runs, ...summary } = toResultJson(result);
         process.stdout.write(
           JSON.stringify({
             ...summary,
@@ -177,8 +261,29 @@ export function register(program: Command): void {
                     .join('  ')}`,
               )
               .join('\n') +
-            `\nwrote ${join(out, 'eval.csv')}, eval.svg, eval.json (${Math.round(result.seconds)} s)\n`,
+            `\nwrote ${written.csv}, eval.json, eval.svg, ${written.svg.length - 1} persona curves${written.png.length ? ' (SVG and PNG)' : ''} (${Math.round(result.seconds)} s)\n`,
         );
       }
     });
+}
+
+/**
+ * The personas of `--personas` (by default the real model's, or the built-in model's five for it),
+ * narrowed to `--only`; an unknown name there is an input error that lists the known ones.
+ */
+async function selectPersonas(f: EvalFlags, defaultFile: string): Promise<Persona[]> {
+  const personas = await loadPersonas(resolve(f.personas ?? defaultFile));
+  if (!f.only) return personas;
+  const wanted = f.only
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const names = personas.map((p) => p.name);
+  const unknown = wanted.filter((w) => !names.includes(w));
+  if (unknown.length > 0 || wanted.length === 0)
+    throw invalidInput(
+      `--only: ${unknown.length ? `unknown persona${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}` : 'no persona named'}; known: ${names.join(', ')}`,
+      '--only',
+    );
+  return personas.filter((p) => wanted.includes(p.name));
 }

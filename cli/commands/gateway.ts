@@ -13,6 +13,7 @@ import { createGateway, type GatewayOptions } from '../../gateway/index.ts';
 import { createLogger, parseBrokers } from '../../streams/index.ts';
 import { initCheckpoint, WeightStore } from '../../policy/index.ts';
 import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
+import { servedModel } from '../served-model.ts';
 
 const DEFAULT_BROKERS = '127.0.0.1:9092';
 const DEFAULT_REGISTRY = 'http://127.0.0.1:8081/apis/ccompat/v7';
@@ -44,9 +45,11 @@ export function register(program: Command): void {
     .description('serve the OpenAI-compatible API and capture every turn to Kafka')
     .option('--port <port>', 'listen port (PORT, default 30000)')
     .option('--host <addr>', 'listen address (HOST, default 127.0.0.1)')
-    .action(async (flags: { port?: string; host?: string }) => {
+    .option('--model <spec>', 'the model to serve: builtin, a catalog name, a .gguf path or hf:ORG/REPO/FILE.gguf (TURNSTREAM_MODEL)')
+    .action(async (flags: { port?: string; host?: string; model?: string }) => {
       const config = loadConfig();
       const logger = createLogger('gateway', config.logLevel);
+      const served = config.upstream.baseUrl ? null : await servedModel(config, { spec: flags.model, logger });
       const gw = createGateway({
         ...gatewayAddress(config, flags),
         home: config.home,
@@ -63,9 +66,24 @@ export function register(program: Command): void {
           registryUrl: config.schemaRegistryUrl ?? DEFAULT_REGISTRY,
           naming: { prefix: config.topicPrefix },
         },
-        ...(config.upstream.baseUrl
-          ? { upstream: { baseUrl: config.upstream.baseUrl, apiKey: config.upstream.apiKey, model: config.upstream.model } }
-          : { builtin: { weightsDir: config.weightsDir, modelId: config.modelId } }),
+        ...(!served
+          ? { upstream: { baseUrl: config.upstream.baseUrl!, apiKey: config.upstream.apiKey, model: config.upstream.model } }
+          : served.kind === 'builtin'
+            ? { builtin: { weightsDir: config.weightsDir, modelId: served.modelId } }
+            : {
+                llama: {
+                  model: { name: served.name, modelId: served.modelId, path: served.path, sha256: served.sha256 },
+                  weightsDir: config.weightsDir,
+                  contextSize: config.llama.contextSize,
+                  parallel: config.llama.parallel,
+                  threads: config.llama.threads,
+                  temperature: config.llama.temperature,
+                  topP: config.llama.topP,
+                  defaultMaxTokens: config.llama.maxTokens,
+                  systemPrompt: served.systemPrompt,
+                  gpu: config.llama.gpu === 'off' ? false : 'auto',
+                },
+              }),
       });
       const url = await gw.start();
       process.stdout.write(`gateway listening on ${url}  (OpenAI base URL: ${url}/v1)\n`);

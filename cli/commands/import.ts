@@ -22,13 +22,16 @@ number and reason and the import goes on):
     also: "response" (an assistant message or a string) instead of "response_text",
     "turn_type" (main|side, default main), "session_done", "user_id", "model", "tools",
     "usage", explicit feedback as "feedback" ({"rating": 1|-1, "text": …} or a list),
-    "rating", or "label": -1. "next_state": null marks the session's end. Timestamps:
+    "rating", or "label": -1. "next_state" is the turn's next state when no later record
+    of the session follows; "next_state": null marks the session's end. Timestamps:
     epoch ms/s, ISO-8601, or "YYYY-MM-DD HH:MM:SS" (read as UTC).
 
   openai-chat      one conversation per line:
     {"messages": [{"role": "system", …}, {"role": "user", …}, {"role": "assistant", …}, …],
      "session_id"?: "s1", "user"?: "alice", "timestamp"?: "2026-02-14T20:00:00Z"}
     every assistant message is one turn whose request is the history before it;
+    what the next turn adds after it (the user's reply, tool results) is its next state, and
+    the messages after the last one (the user's last word) are the last turn's next state;
     an assistant message may carry "feedback"/"rating" and its own "timestamp".
 
 Imported turns keep their original times, have sessionSource=IMPORTED and tokenized=false (no
@@ -37,13 +40,16 @@ paired and judged (by a replay, which judges untokenized turns), never trained t
 Ids are deterministic (session + turn index + content): importing a file twice adds nothing.
 `;
 
-function printSummary(s: ImportSummary): void {
-  const out = process.stdout;
-  out.write(`read ${s.read} lines: ${s.imported} turns imported, ${s.duplicates} duplicates, ${s.rejected} lines rejected`);
-  out.write(
-    s.feedbackImported || s.feedbackDuplicates ? `; feedback: ${s.feedbackImported} imported, ${s.feedbackDuplicates} duplicates\n` : '\n',
-  );
-  for (const e of s.errors) out.write(`  line ${e.line}: ${e.reason}\n`);
+/** One summary line, then each rejected line with its reason. */
+export function summaryText(s: ImportSummary): string {
+  const turns = s.imported + s.duplicates;
+  const feedback =
+    s.feedbackImported || s.feedbackDuplicates ? `; feedback: ${s.feedbackImported} imported, ${s.feedbackDuplicates} duplicates` : '';
+  const lines = [
+    `read ${s.read} lines: ${s.conversations} conversations, ${turns} turns, ${s.nextStates} next states (${s.imported} turns imported, ${s.duplicates} duplicates), ${s.rejected} lines rejected${feedback}`,
+    ...s.errors.map((e) => `  line ${e.line}: ${e.reason}`),
+  ];
+  return `${lines.join('\n')}\n`;
 }
 
 export function register(program: Command): void {
@@ -100,6 +106,6 @@ export function register(program: Command): void {
       });
       if (started) bar.stop();
       if (flags.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-      else printSummary(summary);
+      else process.stdout.write(summaryText(summary));
     });
 }

@@ -4,10 +4,12 @@ import { register as bench } from './bench.ts';
 import { register as chaos } from './chaos.ts';
 import { register as dashboard } from './dashboard.ts';
 import { register as evaluate } from './eval.ts';
+import { register as exportVersion } from './export.ts';
 import { register as gateway } from './gateway.ts';
 import { register as importHistory } from './import.ts';
 import { register as infra } from './infra.ts';
 import { register as model } from './model.ts';
+import { register as openclaw } from './openclaw.ts';
 import { register as pretrain } from './pretrain.ts';
 import { register as processCommand } from './process.ts';
 import { register as replay } from './replay.ts';
@@ -38,9 +40,11 @@ export const commands: Array<(program: Command) => void> = [
   report,
   importHistory,
   replay,
+  exportVersion,
   pretrain,
   evaluate,
   bench,
   chaos,
   model,
+  openclaw,
 ];

@@ -13,6 +13,7 @@ import {
   startSessionAssembler,
 } from '../../processors/index.ts';
 import { createKafka, createLogger, parseBrokers, waitForDependencies, type ProcessorHandle } from '../../streams/index.ts';
+import { servedModel } from '../served-model.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
 export const PROCESSORS = ['session-assembler', 'judge', 'sample-builder'] as const;
@@ -53,10 +54,20 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
     logger.info({ judge: judge.id, mode: config.trainMethod }, 'judge selected');
     return startJudge({ ...common, judge });
   }
-  const teacher =
-    config.trainMethod === 'rl'
-      ? undefined
-      : await loadTeacher({ weightsDir: config.weightsDir, logger, upstream: teacherUpstream(config) });
+  let teacher: Awaited<ReturnType<typeof loadTeacher>> | undefined;
+  if (config.trainMethod !== 'rl') {
+    const upstream = teacherUpstream(config);
+    const served = upstream ? null : await servedModel(config, { logger });
+    teacher = await loadTeacher({
+      weightsDir: config.weightsDir,
+      logger,
+      upstream,
+      ...(served?.kind === 'llama'
+        ? { llama: { model: { name: served.name, path: served.path }, systemPrompt: served.systemPrompt } }
+        : {}),
+      ...(served?.kind === 'builtin' ? { modelId: served.modelId } : {}),
+    });
+  }
   if (teacher) logger.info({ teacher: teacher.id }, 'teacher loaded');
   return startSampleBuilder({ ...common, method: config.trainMethod, teacher, topK: config.teacher.topK });
 }

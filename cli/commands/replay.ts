@@ -76,9 +76,9 @@ function printSummary(s: ReplaySummary): void {
   w(
     `replay ${s.tag}${s.resumed ? ' (resumed)' : ''}${s.interrupted ? ' (interrupted)' : ''}: ${s.range.turns} turns, ${s.range.feedback} feedback in range, ${(s.durationMs / 1000).toFixed(1)} s`,
   );
-  w(`  pairs       ${s.pairs.total} ${JSON.stringify(s.pairs.byEnd)}`);
+  w(`  pairs       ${s.pairs.total} (${s.pairs.withNextState} with a next state) ${JSON.stringify(s.pairs.byEnd)}`);
   w(
-    `  judgements  ${s.judgements.total} by score ${JSON.stringify(s.judgements.byScore)} (${s.judgements.judgeIds.join(', ') || 'no judge'})`,
+    `  judgements  ${s.judgements.total} by score ${JSON.stringify(s.judgements.byScore)}, ${s.judgements.votes} valid votes, ${s.judgements.withoutVotes} with nothing to judge (${s.judgements.judgeIds.join(', ') || 'no judge'})`,
   );
   w(
     `  samples     ${s.samples.total} by method ${JSON.stringify(s.samples.byMethod)}, by reward ${JSON.stringify(s.samples.byReward)}, ${s.samples.masked} masked`,

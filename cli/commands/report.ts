@@ -1,6 +1,7 @@
 /** `turnstream report [--json] [--tag name] [--compare name]`: the funnel and learning curve from ClickHouse, or two runs side by side. */
 import type { Command } from 'commander';
 import { AnalyticsStore, buildReport, migrate } from '../../analytics/index.ts';
+import { invalidInput } from '../../streams/index.ts';
 import { loadConfig } from '../config.ts';
 import { analyticsFromConfig } from './sink.ts';
 
@@ -11,14 +12,23 @@ export function register(program: Command): void {
     .option('--json', 'one JSON object: funnel, reward_by_version, judges, latency, users, sessions, dlq')
     .option('--tag <name>', 'a replay tag instead of the live pipeline', '')
     .option(
+      '--source <source>',
+      'live (gateway traffic) or imported (turnstream import); the live report never counts imported turns',
+      'live',
+    )
+    .option(
       '--compare <name>',
       "compare with another run: a replay tag, or '' for the live pipeline (pairs, judged, samples, score distribution, agreement)",
     )
-    .action(async (flags: { json?: boolean; tag: string; compare?: string }) => {
+    .action(async (flags: { json?: boolean; tag: string; source: string; compare?: string }) => {
+      if (flags.source !== 'live' && flags.source !== 'imported')
+        throw invalidInput(`--source must be live or imported, got ${JSON.stringify(flags.source)}`, '--source');
       const store = new AnalyticsStore(analyticsFromConfig(loadConfig()));
       try {
         await migrate(store); // an empty report rather than "unknown table" before the first sink run
-        process.stdout.write(`${await buildReport(store, { tag: flags.tag, compare: flags.compare, json: flags.json })}\n`);
+        process.stdout.write(
+          `${await buildReport(store, { tag: flags.tag, source: flags.source, compare: flags.compare, json: flags.json })}\n`,
+        );
       } finally {
         await store.close();
       }

@@ -3,6 +3,7 @@
  * several instances to share the partitions. Settings: `config.clickhouse` (where) and
  * `config.sink` (consumer group, batch size, flush interval).
  */
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
@@ -73,7 +74,12 @@ export function register(program: Command): void {
         `turnstream sink (instance ${flags.instance}) is running → ${sink.store.options.url} database ${sink.store.options.database}\n`,
       );
       const dashboard = flags.dashboard
-        ? await startDashboard({ store: sink.store, port: flags.dashboard === true ? 30001 : Number(flags.dashboard), host: config.host })
+        ? await startDashboard({
+            store: sink.store,
+            port: flags.dashboard === true ? 30001 : Number(flags.dashboard),
+            host: config.host,
+            evalFile: join(config.home, 'eval', 'latest.json'),
+          })
         : undefined;
       if (dashboard) process.stdout.write(`dashboard: ${dashboard.url}/dashboard\n`);
       let stopping = false;

@@ -16,8 +16,18 @@ import {
   presentedKey,
   waitForDependencies,
 } from '../../streams/index.ts';
-import { selectBackend, type BackendName } from '../../policy/index.ts';
-import { LEARNER_LR, startLearner, type StalenessMode } from '../../trainer/index.ts';
+import { selectBackend, type BackendName, type LoraTarget } from '../../policy/index.ts';
+import {
+  LEARNER_LR,
+  LORA_LR,
+  LORA_MAX_KL,
+  LORA_MIN_SAMPLES,
+  LoraLineage,
+  startLearner,
+  type PolicyLineage,
+  type StalenessMode,
+} from '../../trainer/index.ts';
+import { servedModel } from '../served-model.ts';
 import { dashboardKeys } from './dashboard.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
 
@@ -33,6 +43,7 @@ interface TrainFlags {
   /** false with --no-consensus. */
   consensus: boolean;
   instance: string;
+  model?: string;
 }
 
 /**
@@ -81,6 +92,7 @@ export function register(program: Command): void {
     .option('--lr <x>', `learning rate (TRAIN_LR, default ${LEARNER_LR})`)
     .option('--no-consensus', "don't weight users' feedback by their agreement with the others (TRAIN_CONSENSUS=0)")
     .option('--instance <id>', 'instance id (part of the transactional id)', '0')
+    .option('--model <spec>', 'the model to train: builtin, a catalog name, a .gguf path or hf:ORG/REPO/FILE.gguf (TURNSTREAM_MODEL)')
     .action(async (f: TrainFlags) => {
       const config = loadConfig();
       const s = trainSettings(config, f);
@@ -94,11 +106,24 @@ export function register(program: Command): void {
       const naming = { prefix: config.topicPrefix };
       const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
       if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
+      const served = await servedModel(config, { spec: f.model, logger });
+      const lora = served.kind === 'llama';
+      const lineage: PolicyLineage | undefined = lora
+        ? new LoraLineage({
+            weightsDir: config.weightsDir,
+            modelId: s.modelId ?? served.modelId,
+            base: { name: served.name, path: served.path, sha256: served.sha256 },
+            lora: { rank: s.loraRank, alpha: s.loraAlpha, targets: s.loraTargets as LoraTarget[], lastLayers: s.loraLastLayers },
+            maxTrainTokens: s.maxTrainTokens,
+            logger,
+          })
+        : undefined;
       const handle = await startLearner({
         kafka,
         codecs,
         weightsDir: config.weightsDir,
-        modelId: s.modelId,
+        modelId: s.modelId ?? served.modelId,
+        lineage,
         samplesTag: f.samplesTag,
         fromVersion: s.fromVersion,
         instanceId: f.instance,
@@ -108,10 +133,16 @@ export function register(program: Command): void {
           staleness: s.staleness satisfies StalenessMode,
           maxUserShare: s.maxUserShare,
           maxWaitMs: s.maxWaitMs,
+          minSamples: Math.min(s.batchSize, s.minSamples ?? (lora ? LORA_MIN_SAMPLES : 1)),
         },
-        optimizer: { lr: s.lr ?? LEARNER_LR },
+        optimizer: { lr: s.lr ?? (lora ? LORA_LR : LEARNER_LR) },
         consensus: s.consensus,
-        step: { klCoef: s.klCoef, entropyCoef: s.entropyCoef },
+        step: {
+          klCoef: s.klCoef,
+          entropyCoef: s.entropyCoef,
+          mismatchTis: s.mismatchTis,
+          maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
+        },
         logger,
       });
       await handle.ready;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { stackDown, stackUp, type StackUpResult } from '../../infra/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, parseBrokers } from '../../streams/index.ts';
 import { loadConfig } from '../config.ts';
+import { servedModel } from '../served-model.ts';
 import { Supervisor, type ServiceSpec } from '../supervisor.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/turnstream.js', import.meta.url));
@@ -45,6 +46,15 @@ export function register(program: Command): void {
     .action(async (flags: { keepInfra?: boolean; only?: string; dashboardPort: string }) => {
       const config = loadConfig();
       const say = (s: string) => process.stdout.write(`${s}\n`);
+      // Fetched once here (with progress) so the services find it in the cache.
+      say(`turnstream: model ${config.model.spec}${config.upstream.baseUrl ? ` (gateway proxies to ${config.upstream.baseUrl})` : ''}`);
+      const served = await servedModel(config);
+      say(served.kind === 'llama' ? `  ${served.name}  ${served.path}` : '  the built-in tiny model');
+      const modelName = config.upstream.baseUrl
+        ? (config.upstream.model ?? 'default')
+        : served.kind === 'llama'
+          ? served.name
+          : served.modelId;
       say('turnstream: starting the local stack (Kafka, Schema Registry, ClickHouse)…');
       const stack: StackUpResult = await stackUp({
         home: config.home,
@@ -83,7 +93,7 @@ export function register(program: Command): void {
       );
       if (specs.some((s) => s.name === 'gateway')) {
         say(
-          `Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"turnstream","messages":[{"role":"user","content":"hi"}]}'`,
+          `Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${modelName}","messages":[{"role":"user","content":"What is the capital of France?"}]}'`,
         );
       }
 

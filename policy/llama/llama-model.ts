@@ -41,6 +41,8 @@ interface LayerWeights {
 export interface LlamaTrainPass {
   /** Logits [R, V] at the requested positions. */
   readonly logits: tf.Tensor2D;
+  /** The input of the lowest adapted layer (owned by the pass: clone to keep it). */
+  readonly firstInput: tf.Tensor2D;
   /** Gradients of the adapter's variables (in `lora.variables` order) for dL/dlogits. */
   backward(dlogits: tf.Tensor2D): tf.Tensor[];
   dispose(): void;
@@ -228,9 +230,17 @@ export class TfLlamaModel {
   /** Logits [R, V] at `positions` of `ids` (no gradient). Position t predicts token t + 1. */
   logitsAt(ids: number[], positions: number[], lora: LoraAdapter | null = null): tf.Tensor2D {
     this.checkSequence(ids, positions);
+    return this.logitsFrom(0, this.embed(ids), positions, lora);
+  }
+
+  /**
+   * Logits at `positions` from the input `x` of layer `from` on (no gradient); `x` is consumed.
+   * With the hidden state a train pass kept at its lowest adapted layer, the frozen layers below
+   * are not run again.
+   */
+  logitsFrom(from: number, x: tf.Tensor2D, positions: number[], lora: LoraAdapter | null = null): tf.Tensor2D {
     const lt = lora ? loraTensors(lora) : null;
-    let x = this.embed(ids);
-    for (let l = 0; l < this.config.layers; l++) {
+    for (let l = from; l < this.config.layers; l++) {
       const next = tf.tidy(() => this.layer(l, x, lt));
       x.dispose();
       x = next;
@@ -278,6 +288,7 @@ export class TfLlamaModel {
     let disposed = false;
     return {
       logits,
+      firstInput: inputs[0] ?? top,
       backward: (dlogits: tf.Tensor2D): tf.Tensor[] => {
         const grads = new Map<tf.Variable, tf.Tensor>();
         let dx = tf.tidy(() => tf.grads((xt: tf.Tensor) => this.headAt(xt as tf.Tensor2D, positions))([top], dlogits)[0]) as tf.Tensor2D;

@@ -1,5 +1,5 @@
 import type { Kafka } from 'kafkajs';
-import type { AnalyticsOptions } from '../../analytics/index.ts';
+import type { AnalyticsOptions, TableId } from '../../analytics/index.ts';
 import type { TopicId } from '../../schemas/index.ts';
 import type { EventCodecs, Logger } from '../../streams/index.ts';
 
@@ -31,10 +31,17 @@ export interface ClickhouseSinkOptions {
    * @default 10000
    */
   replayDiscoveryMs?: number;
-  /** Insert when this many rows are buffered. @default 500 */
+  /**
+   * A flush starts once this many rows are buffered (or `flushIntervalMs` passed). A flush inserts
+   * everything buffered, one insert per table, so an insert can hold more rows than this: while
+   * catching up with a backlog, a whole fetch (thousands of records) is buffered at once. It also
+   * sets the default of `maxBufferedRows`. @default 500
+   */
   batchRows?: number;
   /** …or when the oldest buffered row is this old, in ms. @default 500 */
   flushIntervalMs?: number;
+  /** Called after each insert that succeeded, with its table and row count (benchmarks). */
+  onInsert?: (table: TableId, rows: number) => void;
   /** Pause fetching while this many rows wait (ClickHouse slow or down). @default 20 × batchRows */
   maxBufferedRows?: number;
   /** First retry delay after a failed insert, doubled up to `retryMaxMs`. @default 250 */

@@ -176,6 +176,7 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
         batch.count -= rows.length;
         stats.rowsInserted += rows.length;
         sinkMetrics.rows.inc({ table }, rows.length);
+        o.onInsert?.(table, rows.length);
       }
     } catch (err) {
       buffer.restore(batch);

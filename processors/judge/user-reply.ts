@@ -41,7 +41,11 @@ const CORRECTION_CUES: RegExp[] = [
   /\bredo\b/i,
   /\bi (?:said|told you|asked (?:you|for))\b/i,
   /\byou (?:forgot|missed|ignored|didn'?t|did not|misunderstood)\b/i,
-  /\btoo (?:long|short|verbose|wordy|formal|informal|casual|complicated|complex|vague)\b/i,
+  /\btoo (?:long|short|verbose|wordy|formal|informal|casual|complicated|complex|vague|impersonal|fragmented|long-winded|dense)\b/i,
+  // A request about the form of the answer just given.
+  /\bbe (?:more )?(?:concise|brief|direct|formal|personal)\b/i,
+  /\b(?:as|in) (?:one|a single) (?:paragraph|line|sentence)\b/i,
+  /\b(?:without|no) (?:line breaks|lists|bullet points|bullets)\b/i,
   /\b(?:please )?(?:don'?t|do not|stop) (?:\w+ing|use|say|call|write|add)\b/i,
 ];
 

@@ -59,8 +59,12 @@ export interface ImportSummary {
   format: ImportFormat;
   /** Non-blank lines read. */
   read: number;
+  /** Sessions the accepted lines hold (a conversation per line in `openai-chat`). */
+  conversations: number;
   /** New turns produced. */
   imported: number;
+  /** Turns of the accepted lines (new or not) whose next state the file holds: the next turn, or the user's last word. */
+  nextStates: number;
   /** Turns already in the topic (an earlier import) or repeated in the file. */
   duplicates: number;
   /** Lines rejected (see `errors`). */
@@ -135,7 +139,9 @@ export async function importFile(options: ImportOptions): Promise<ImportSummary>
     file,
     format,
     read: 0,
+    conversations: 0,
     imported: 0,
+    nextStates: 0,
     duplicates: 0,
     rejected: 0,
     feedbackImported: 0,
@@ -156,6 +162,7 @@ export async function importFile(options: ImportOptions): Promise<ImportSummary>
     await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
   };
 
+  const sessions = new Set<string>();
   let bytesRead = 0;
   let lineNo = 0;
   const progress = () =>
@@ -194,7 +201,10 @@ export async function importFile(options: ImportOptions): Promise<ImportSummary>
           });
         for (const t of fresh.turns) turnIds.add(t.turnId);
         for (const f of fresh.feedback) feedbackIds.add(f.feedbackId);
+        for (const t of parsed.turns) sessions.add(t.sessionId);
+        summary.conversations = sessions.size;
         summary.imported += fresh.turns.length;
+        summary.nextStates += parsed.nextStates;
         summary.duplicates += parsed.turns.length - fresh.turns.length;
         summary.feedbackImported += fresh.feedback.length;
         summary.feedbackDuplicates += parsed.feedback.length - fresh.feedback.length;

@@ -93,8 +93,10 @@ export interface ReplaySummary {
   /** Records after the range's end that the assembler fetched and dropped (never processed). */
   skippedPastEnd: number;
   topics: Record<'pairs' | 'judgements' | 'samples' | 'dlq', string>;
-  pairs: { total: number; byEnd: Record<string, number> };
-  judgements: { total: number; byScore: Record<string, number>; judgeIds: string[] };
+  /** `withNextState`: pairs with something that followed the turn (the rest are end markers alone). */
+  pairs: { total: number; byEnd: Record<string, number>; withNextState: number };
+  /** `votes`: valid votes over all judgements; `withoutVotes`: judgements with nothing to judge (no next state, no feedback). */
+  judgements: { total: number; byScore: Record<string, number>; judgeIds: string[]; votes: number; withoutVotes: number };
   samples: { total: number; byMethod: Record<string, number>; byReward: Record<string, number>; masked: number };
   deadLetters: { total: number; byStage: Record<string, number> };
   durationMs: number;
@@ -355,20 +357,25 @@ export async function summarize(
   kafka: Kafka,
   codecs: EventCodecs,
 ): Promise<Pick<ReplaySummary, 'pairs' | 'judgements' | 'samples' | 'deadLetters'>> {
-  const pairs = new Map<string, string>();
-  const judgements = new Map<string, { score: number; judgeId: string }>();
+  const pairs = new Map<string, { end: string; next: boolean }>();
+  const judgements = new Map<string, { score: number; judgeId: string; votes: number; valid: number }>();
   const samples = new Map<string, { method: string; reward: number; masked: boolean }>();
   const dlq: Array<{ stage: string }> = [];
   await Promise.all([
     readToEnd(kafka, codecs.topic('pairs'), async (r) => {
       if (!r.value) return;
       const p = await codecs.of('pairs').decode(r.value);
-      pairs.set(p.pairId, p.endMarker ?? 'none');
+      pairs.set(p.pairId, { end: p.endMarker ?? 'none', next: p.nextState.length > 0 });
     }),
     readToEnd(kafka, codecs.topic('judgements'), async (r) => {
       if (!r.value) return;
       const j = await codecs.of('judgements').decode(r.value);
-      judgements.set(j.judgementId, { score: j.score, judgeId: j.judgeId });
+      judgements.set(j.judgementId, {
+        score: j.score,
+        judgeId: j.judgeId,
+        votes: j.votes.length,
+        valid: j.votes.filter((v) => v.score !== null).length,
+      });
     }),
     readToEnd(kafka, codecs.topic('samples'), async (r) => {
       if (!r.value) return;
@@ -381,7 +388,7 @@ export async function summarize(
     }),
   ]);
   const byEnd: Record<string, number> = {};
-  for (const e of pairs.values()) bump(byEnd, e);
+  for (const p of pairs.values()) bump(byEnd, p.end);
   const byScore: Record<string, number> = { '-1': 0, '0': 0, '1': 0 };
   const judgeIds = new Set<string>();
   for (const j of judgements.values()) {
@@ -399,8 +406,14 @@ export async function summarize(
   const byStage: Record<string, number> = {};
   for (const d of dlq) bump(byStage, d.stage);
   return {
-    pairs: { total: pairs.size, byEnd },
-    judgements: { total: judgements.size, byScore, judgeIds: [...judgeIds].sort() },
+    pairs: { total: pairs.size, byEnd, withNextState: [...pairs.values()].filter((p) => p.next).length },
+    judgements: {
+      total: judgements.size,
+      byScore,
+      judgeIds: [...judgeIds].sort(),
+      votes: sum([...judgements.values()].map((j) => j.valid)),
+      withoutVotes: [...judgements.values()].filter((j) => j.votes === 0).length,
+    },
     samples: { total: samples.size, byMethod, byReward, masked },
     deadLetters: { total: dlq.length, byStage },
   };

@@ -99,6 +99,7 @@ export async function buildSample(
       const scored = await options.teacher!.score(appendHint(turn.requestMessages, judgement.hint!), turn.responseTokenIds, {
         topK: k,
         signal: call.signal,
+        rollout: { messages: turn.requestMessages, toolsJson: turn.toolsJson, promptTokens: turn.promptTokenIds.length },
       });
       if (scored.deferredPromptTokens) {
         // The learner scores the response under this prompt with its own current policy.

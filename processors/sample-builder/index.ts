@@ -10,3 +10,4 @@ export { appendHint, HINT_HEADER, type Teacher, type TeacherScoreOptions, type T
 export { PolicyTeacher, createPolicyTeacher, type ScoringPolicy } from './policy-teacher.ts';
 export { UpstreamTeacher, createUpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher.ts';
 export { loadTeacher, type LoadTeacherOptions } from './load-teacher.ts';
+export { LlamaTeacher, type LlamaTeacherOptions } from './llama-teacher.ts';

@@ -6,6 +6,7 @@
 import pRetry, { AbortError } from 'p-retry';
 import { ErrorCodes, TurnstreamError, type Logger } from '../../streams/index.ts';
 import { loadPolicy, selectBackend } from '../../policy/index.ts';
+import { LlamaTeacher, type LlamaTeacherOptions } from './llama-teacher.ts';
 import { PolicyTeacher } from './policy-teacher.ts';
 import type { Teacher } from './teacher.ts';
 import { UpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher.ts';
@@ -13,6 +14,8 @@ import { UpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher
 export interface LoadTeacherOptions {
   /** An engine that scores given tokens (see UpstreamTeacher). @default undefined (built-in) */
   upstream?: UpstreamTeacherOptions;
+  /** A GGUF model: the teacher is the learner's current policy, on the hinted prompt (LlamaTeacher). */
+  llama?: Omit<LlamaTeacherOptions, 'logger'>;
   /** Weight store of the built-in model. */
   weightsDir: string;
   /** @default 'turnstream-tiny' */
@@ -27,6 +30,7 @@ export interface LoadTeacherOptions {
 
 export async function loadTeacher(options: LoadTeacherOptions): Promise<Teacher> {
   if (options.upstream) return new UpstreamTeacher(options.upstream);
+  if (options.llama) return LlamaTeacher.load({ ...options.llama, logger: options.logger });
   await selectBackend();
   const version = options.version ?? 0;
   const policy = await pRetry(

@@ -7,6 +7,8 @@ import type { ChatMessage, TopKEntry } from '../../schemas/index.ts';
 export interface TeacherScoreOptions {
   /** Also return the teacher's top-k ids and log-probs per response position. @default 0 (none) */
   topK?: number;
+  /** The rollout: its messages (without the hint), `tools` as JSON, and the prompt tokens the engine used. */
+  rollout?: { messages: readonly ChatMessage[]; toolsJson: string | null; promptTokens: number };
   signal?: AbortSignal;
 }
 

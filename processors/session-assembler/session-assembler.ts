@@ -7,7 +7,8 @@
  * main turn waits as `pending`; when the next main turn arrives, pending is paired with what that
  * turn's request appended after pending's response (see `extractNextState`) and with the explicit
  * feedback collected for it. `sessionDone` closes the session with `SESSION_DONE`; `expire` closes
- * an idle one with `IDLE_TIMEOUT`. Pair ids are turn ids, so a main turn is paired at most once.
+ * an idle one with `IDLE_TIMEOUT`; the pending turn then gets the end marker, unless it carries
+ * `nextMessages` (imported history that ends with the user's reply): it is paired with those. Pair ids are turn ids, so a main turn is paired at most once.
  *
  * Duplicates: a turn or feedback id seen among the session's recent ids is ignored.
  *
@@ -37,7 +38,7 @@
  * grace period ends).
  */
 import type { EndMarker, Feedback, FeedbackEvidence, PairTurn, SessionState, Turn, TurnPair } from '../../schemas/index.ts';
-import { extractNextState, feedbackItem, matchesResponse } from './next-state.ts';
+import { extractNextState, feedbackItem, matchesResponse, nextStateItems } from './next-state.ts';
 import { resolveAssemblerOptions, type ResolvedAssemblerOptions, type SessionAssemblerOptions } from './options.ts';
 import { emptySession, rememberId, toPairTurn } from './session-state.ts';
 
@@ -135,8 +136,12 @@ function claimAnonymous(state: SessionState, until: number, also: (f: Feedback) 
 function close(prev: SessionState, reason: EndMarker, at: number, opts: ResolvedAssemblerOptions): AssemblerStep {
   const state = claimAnonymous(prev, Number.POSITIVE_INFINITY);
   const ready: TurnPair[] = [];
-  if (state.pending)
-    ready.push(pairOf(state, opts, { nextState: [], endMarker: reason, historyVerified: false, createdAt: at }, state.pendingFeedback));
+  // A turn that knows what followed it (imported history) is paired with that, as a live turn is.
+  const followed = nextStateItems(state.pending?.nextMessages ?? []);
+  const fields = followed.length
+    ? { nextState: followed, endMarker: null, historyVerified: true, createdAt: at }
+    : { nextState: [], endMarker: reason, historyVerified: false, createdAt: at };
+  if (state.pending) ready.push(pairOf(state, opts, fields, state.pendingFeedback));
   return settle({ ...state, pending: null, pendingFeedback: [], closed: true, closedReason: reason }, ready, opts);
 }
 
@@ -169,7 +174,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
         (turn.requestMessages.length < pending.requestMessages.length &&
           pending.requestMessages.some((m) => matchesResponse(m, turn.response))));
     if (pending && isLate) {
-      const next = extractNextState(turn.response, pending.requestMessages);
+      const next = extractNextState(turn.response, pending.requestMessages, turn.requestMessages);
       if (next.historyVerified) {
         // The late turn slots in before pending: it takes pending's index, pending moves up.
         const late = toPairTurn(turn, pending.mainTurnIndex);
@@ -200,7 +205,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
     } else {
       if (pending) {
         state = claimAnonymous(state, turn.requestedAt);
-        const next = extractNextState(pending.response, turn.requestMessages);
+        const next = extractNextState(pending.response, turn.requestMessages, pending.requestMessages);
         ready.push(
           pairOf(
             state,

@@ -38,8 +38,10 @@ export function toPairTurn(turn: Turn, mainTurnIndex: number): PairTurn {
     responseLogprobs: turn.responseLogprobs,
     tokenized: turn.tokenized,
     exactLogprobs: turn.exactLogprobs,
+    toolsJson: turn.toolsJson,
     requestedAt: turn.requestedAt,
     completedAt: turn.completedAt,
+    ...(turn.nextMessages?.length ? { nextMessages: turn.nextMessages } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -81,8 +81,34 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     replayCounts.pairs = data.counts.pairs;
     replayCounts.samples = data.counts.samples - 10;
     await waitFor('the replay stored', async () => (await funnel(store, { tag: REPLAY })).samples === replayCounts.samples);
-    dashboard = await startDashboard({ store, port: 0, refreshMs: 1000 });
+    // The last `turnstream eval`, as the command writes it: its curve gets a panel of its own.
     profile = mkdtempSync(join(tmpdir(), 'turnstream-chromium-'));
+    const evalFile = join(profile, 'latest.json');
+    writeFileSync(
+      evalFile,
+      JSON.stringify({
+        mode: 'in-process',
+        method: 'combined',
+        interactions: 24,
+        seeds: 3,
+        before: 0.1,
+        after: 0.7,
+        p_value: 0.002,
+        wall_s: 1800,
+        finished_at: Date.now(),
+        per_version: [0, 12, 24].map((n, i) => ({
+          version: i * 6,
+          interactions: n,
+          satisfaction: 0.1 + i * 0.3,
+          byPersona: { 'short-sue': 0.2 * (i + 1), 'formal-fi': 0.1 + i * 0.25 },
+        })),
+        per_persona: {
+          'short-sue': { preference: 'short', before: 0.2, after: 0.6 },
+          'formal-fi': { preference: 'formal', before: 0.1, after: 0.6 },
+        },
+      }),
+    );
+    dashboard = await startDashboard({ store, port: 0, refreshMs: 1000, evalFile });
     browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
@@ -117,6 +143,8 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     assert.ok(state.points.time > 10, `reward-over-time points: ${state.points.time}`);
     assert.equal(state.points.judges, 2);
     assert.equal(state.points.latency, 9, 'p50/p90/p99 for MAIN, SIDE and ALL');
+    assert.equal(state.points.eval, 3 * 3, 'the eval curve: the mean and two personas at three versions');
+    assert.match(await page.locator('#eval-summary').innerText(), /^0\.100 → 0\.700 over 2 personas × 3 seeds, 24 interactions each/);
 
     // Every chart's canvas really has ink on it.
     const ink = (await page.evaluate(`[...document.querySelectorAll('canvas')].map((c) => {
@@ -125,7 +153,7 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
       for (let i = 3; i < d.length; i += 4) if (d[i] > 0) painted++;
       return { id: c.id, painted, total: d.length / 4 };
     })`)) as Array<{ id: string; painted: number; total: number }>;
-    assert.equal(ink.length, 5);
+    assert.equal(ink.length, 6);
     for (const c of ink) assert.ok(c.painted > c.total * 0.005, `${c.id} is drawn (${c.painted} of ${c.total} pixels)`);
 
     const kpis = await page.locator('#kpis .kpi').allInnerTexts();
@@ -223,7 +251,12 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     const body = r.json() as { error: { code: string; type: string; message: string } };
     assert.equal(body.error.code, 'TS_ERR_UNAVAILABLE');
     assert.match(body.error.message, /ClickHouse/);
+    // No eval run yet (or none configured): the panel stays hidden.
+    assert.deepEqual((await app.inject({ method: 'GET', url: '/api/eval' })).json(), { available: false });
     await app.close();
+    const noFile = buildDashboardApp({ store: down, evalFile: join(tmpdir(), 'no-such-dir', 'latest.json') });
+    assert.deepEqual((await noFile.inject({ method: 'GET', url: '/api/eval' })).json(), { available: false });
+    await noFile.close();
     await down.close();
   });
 });

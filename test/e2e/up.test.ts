@@ -63,14 +63,23 @@ describe('turnstream up', { timeout: 420000 }, () => {
       assert.match(out, /turnstream is up\. Ctrl-C/, `every service is ready:\n${out}`);
       assert.match(out, new RegExp(`gateway\\s+ready\\s+pid \\d+\\s+http://127\\.0\\.0\\.1:${port}`));
 
+      // As a client would: the model named by /v1/models (the real SmolLM2 by default).
+      const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: Array<{ id: string }> };
+      const model = models.data[0].id;
+      assert.match(model, /smollm2/i);
       const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-session-id': 'up-session' },
-        body: JSON.stringify({ model: 'turnstream', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] }),
+        body: JSON.stringify({
+          model,
+          max_tokens: 16,
+          temperature: 0,
+          messages: [{ role: 'user', content: 'What is the capital of France?' }],
+        }),
       });
-      assert.equal(res.status, 200);
+      assert.equal(res.status, 200, await res.clone().text());
       const body = (await res.json()) as { choices: Array<{ message: { content: string } }> };
-      assert.equal(typeof body.choices[0].message.content, 'string');
+      assert.match(body.choices[0].message.content, /Paris/);
 
       // The turn reached Kafka.
       const kafka = createKafka({ brokers: [stack.brokers], clientId: 'up-test' });

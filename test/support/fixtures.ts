@@ -44,6 +44,7 @@ export function exampleTurn(over: Partial<Turn> = {}): Turn {
     usage: { promptTokens: 4, completionTokens: 3, totalTokens: 7 },
     latencyMs: 250,
     gatewayId: 'gw-1',
+    nextMessages: [],
     actedBy: null,
     truncation: null,
     ...over,
@@ -79,8 +80,10 @@ export function examplePairTurn(over: Partial<PairTurn> = {}): PairTurn {
     responseLogprobs: t.responseLogprobs,
     tokenized: t.tokenized,
     exactLogprobs: t.exactLogprobs,
+    toolsJson: t.toolsJson,
     requestedAt: t.requestedAt,
     completedAt: t.completedAt,
+    nextMessages: [],
     ...over,
   };
 }

@@ -14,6 +14,8 @@ export class ImportLineError extends Error {
 export interface ParsedLine {
   turns: Turn[];
   feedback: Feedback[];
+  /** Turns of the line whose next state the file holds (a later turn, or what followed the last). */
+  nextStates: number;
 }
 
 export type Json = Record<string, unknown>;
@@ -158,6 +160,8 @@ export interface ImportedExchange {
   response: AssistantResponse;
   usage: Turn['usage'] | null;
   feedback: FeedbackInput[];
+  /** What followed the answer when no later turn carries it (see `Turn.nextMessages`). */
+  nextMessages?: ChatMessage[];
 }
 
 /**
@@ -193,6 +197,7 @@ export function toEvents(x: ImportedExchange): ParsedLine {
     usage: x.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
     latencyMs: Math.max(0, x.completedAt - x.requestedAt),
     gatewayId: 'import',
+    ...(x.nextMessages?.length ? { nextMessages: x.nextMessages } : {}),
   };
   const feedback: Feedback[] = x.feedback.map((f, i) => ({
     feedbackId: importedFeedbackId(turnId, i),
@@ -203,7 +208,7 @@ export function toEvents(x: ImportedExchange): ParsedLine {
     text: f.text,
     createdAt: f.createdAt ?? turn.completedAt + 1 + i,
   }));
-  return { turns: [turn], feedback };
+  return { turns: [turn], feedback, nextStates: 0 };
 }
 
 export function usageOf(v: unknown): Turn['usage'] | null {

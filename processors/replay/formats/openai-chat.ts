@@ -6,9 +6,11 @@
  *    "model"?: "...", "tools"?: [...], "turn_type"?: "main"|"side"}
  *
  * Every assistant message is one turn whose request is the history before it (an assistant
- * message with nothing before it, a greeting, is not a turn). The conversation's last turn closes
- * the session (`sessionDone`); messages after the last assistant message have no turn to carry
- * them and are not imported. A message may carry its own `timestamp`: an assistant message's is
+ * message with nothing before it, a greeting, is not a turn). Each turn's next state is what the
+ * next turn's request adds after it (the user's reply, tool results), as for live turns. The
+ * conversation's last turn closes the session (`sessionDone`); the messages after it (the user's
+ * last word, often the verdict: "👎", "perfect!") travel with it as `nextMessages` and become its
+ * next state. A message may carry its own `timestamp`: an assistant message's is
  * its turn's completion time, the message before it its request time; else the line's
  * `timestamp`; else the import time. Session id: `session_id` (or `id`, `conversation_id`), else a
  * hash of the conversation, so re-imports match. Explicit feedback on a turn: a non-standard
@@ -62,7 +64,9 @@ export function openaiChatParser(now: () => number = Date.now): (rec: unknown) =
         'at least one assistant message after a request',
         rec.messages.map((m: Json) => m?.role),
       );
-    const out: ParsedLine = { turns: [], feedback: [] };
+    const last = assistants[assistants.length - 1];
+    const after = messages.slice(last + 1).filter((m) => m.role !== 'system' && m.role !== 'developer');
+    const out: ParsedLine = { turns: [], feedback: [], nextStates: assistants.length - 1 + (after.length > 0 ? 1 : 0) };
     assistants.forEach((i, k) => {
       const a = messages[i];
       if ((a.content === null || a.content === '') && a.toolCalls.length === 0)
@@ -83,6 +87,7 @@ export function openaiChatParser(now: () => number = Date.now): (rec: unknown) =
         response: { content: a.content, toolCalls: a.toolCalls, finishReason: a.toolCalls.length > 0 ? 'tool_calls' : 'stop' },
         usage: usageOf((raw[i] as Json).usage),
         feedback: feedbackOf(raw[i] as Json, `messages[${i}]`),
+        nextMessages: i === last ? after : [],
       });
       out.turns.push(...parsed.turns);
       out.feedback.push(...parsed.feedback);

@@ -17,13 +17,17 @@
  *
  * `response_text` is the chat-template rendering: end-of-turn tokens, `<think>…</think>` and
  * `<tool_call>…</tool_call>` blocks (when `tool_calls` carries them) are stripped from it.
- * `next_state` is not stored: turnstream derives a turn's next state from the NEXT turn's request
- * (the reference's next_state IS that request's last message). An explicit `"next_state": null`
- * is how the reference closed a session (`session_done`), so it marks the turn `sessionDone`.
+ * `next_state` travels with the turn as `nextMessages`: while the session goes on, turnstream takes
+ * the next state from the NEXT turn's request, as live (the reference's next_state IS that
+ * request's last message); for the session's last record it is the only place the user's last
+ * word is kept, and becomes the turn's next state when the session ends. An explicit
+ * `"next_state": null` is how the reference closed a session (`session_done`), so it marks the turn
+ * `sessionDone`.
  * `prompt_text` is ignored (no re-tokenizing, ALGORITHMS.md §1).
  */
 import {
   boolOf,
+  chatMessage,
   chatMessages,
   fail,
   feedbackInputs,
@@ -103,12 +107,13 @@ export function openclawRecordParser(now: () => number = Date.now): (rec: unknow
 
     if (rec.next_state !== undefined && rec.next_state !== null && !isObject(rec.next_state))
       fail('next_state', 'a message object or null', rec.next_state);
+    const nextMessages = isObject(rec.next_state) ? [chatMessage(rec.next_state, 'next_state')] : [];
     const sessionDone = rec.session_done !== undefined ? boolOf(rec.session_done) : 'next_state' in rec && rec.next_state === null;
     const at = rec.timestamp ?? rec.created_at ?? rec.requested_at;
     const requestedAt = at === undefined || at === null ? now() : parseTimestamp(at, 'timestamp');
     const completedAt =
       rec.completed_at === undefined || rec.completed_at === null ? requestedAt : parseTimestamp(rec.completed_at, 'completed_at');
-    return toEvents({
+    const parsed = toEvents({
       sessionId,
       turnIndex,
       userId: optString(rec, ['user_id', 'userId', 'user']),
@@ -122,6 +127,8 @@ export function openclawRecordParser(now: () => number = Date.now): (rec: unknow
       response: { content, toolCalls: calls, finishReason: finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop') },
       usage: usageOf(rec.usage),
       feedback: feedbackOf(rec),
+      nextMessages,
     });
+    return { ...parsed, nextStates: nextMessages.length > 0 ? 1 : 0 };
   };
 }

@@ -61,6 +61,8 @@ function learner(prefix: string, weightsDir: string): ChildProcess {
       SCHEMA_REGISTRY_URL: stack.registryUrl,
       TURNSTREAM_TOPIC_PREFIX: prefix,
       TURNSTREAM_WEIGHTS_DIR: weightsDir,
+      // The tiny built-in checkpoint this test writes, not the default real model.
+      TURNSTREAM_MODEL: 'builtin',
       TRAIN_BATCH_SIZE: '4',
       TRAIN_MAX_WAIT_MS: '1500',
       TRAIN_MAX_STALENESS: '100',

@@ -4,6 +4,8 @@ import { formatComparison, formatReport, sqlString, type Overview, type RunStats
 
 const overview: Overview = {
   generated_at_ms: 0,
+  source: 'live',
+  imported: null,
   funnel: { turns: 100, main: 80, pairs: 80, judged: 60, samples: 50, trained: 20, trained_reported: 32 },
   reward_by_version: [
     {
@@ -61,6 +63,17 @@ describe('turnstream report (terminal)', () => {
 });
 
 describe('turnstream report --tag / comparison (terminal)', () => {
+  it('shows imported history under its own source, never in the live figures', () => {
+    assert.doesNotMatch(formatReport(overview), /imported/);
+    const imported = { turns: 43, main: 43, pairs: 43, judged: 43, samples: 0, trained: 0, trained_reported: 0 };
+    const live = formatReport({ ...overview, imported });
+    assert.match(
+      live,
+      /imported history, not in these figures: 43 turns, 43 main, 43 pairs, 43 judged, 0 samples \(report --source imported\)/,
+    );
+    assert.match(formatReport({ ...overview, source: 'imported', funnel: imported }).split('\n')[0], /^Imported history/);
+  });
+
   it('names the replay a report is about', () => {
     assert.doesNotMatch(formatReport(overview), /Replay/);
     assert.match(formatReport({ ...overview, tag: 'judge-b' }).split('\n')[0], /^Replay "judge-b"/);

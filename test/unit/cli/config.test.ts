@@ -43,6 +43,16 @@ describe('loadConfig', () => {
       },
       metricsKey: undefined,
       dashboardKey: undefined,
+      llama: {
+        contextSize: undefined,
+        parallel: 2,
+        threads: undefined,
+        temperature: 0.3,
+        topP: 0.9,
+        maxTokens: 512,
+        systemPrompt: undefined,
+        gpu: 'auto',
+      },
       gateway: {
         port: 30000,
         apiKeys: [],
@@ -77,6 +87,14 @@ describe('loadConfig', () => {
         consensus: true,
         klCoef: 0,
         entropyCoef: 0,
+        loraRank: 8,
+        loraAlpha: 16,
+        loraTargets: ['q', 'k', 'v', 'o'],
+        loraLastLayers: 0,
+        maxTrainTokens: 1024,
+        minSamples: undefined,
+        maxKl: undefined,
+        mismatchTis: true,
         metricsPort: 0,
       },
     });
@@ -240,6 +258,14 @@ describe('loadConfig', () => {
       TRAIN_KL_COEF: '0.1',
       TRAIN_ENTROPY_COEF: '0.01',
       TRAINER_METRICS_PORT: '9464',
+      TRAIN_LORA_RANK: '16',
+      TRAIN_LORA_ALPHA: '32',
+      TRAIN_LORA_TARGETS: 'q,v,gate',
+      TRAIN_LORA_LAST_LAYERS: '8',
+      TRAIN_MAX_TOKENS: '256',
+      TRAIN_MIN_SAMPLES: '4',
+      TRAIN_MAX_KL: '0.05',
+      TRAIN_MISMATCH_TIS: 'off',
     });
     assert.deepEqual(c.train, {
       batchSize: 4,
@@ -251,6 +277,14 @@ describe('loadConfig', () => {
       consensus: false,
       klCoef: 0.1,
       entropyCoef: 0.01,
+      loraRank: 16,
+      loraAlpha: 32,
+      loraTargets: ['q', 'v', 'gate'],
+      loraLastLayers: 8,
+      maxTrainTokens: 256,
+      minSamples: 4,
+      maxKl: 0.05,
+      mismatchTis: false,
       metricsPort: 9464,
     });
     for (const on of ['1', 'true', 'YES', 'on']) assert.equal(load({ TRAIN_CONSENSUS: on }).train.consensus, true, on);
@@ -259,6 +293,11 @@ describe('loadConfig', () => {
 
   const bad: Array<[string, string, RegExp]> = [
     ['PORT', '70000', /an integer >= 0 and <= 65535/],
+    ['LLAMA_TEMPERATURE', '3', /a number >= 0 and <= 2/],
+    ['LLAMA_GPU', 'cuda', /one of auto, off/],
+    ['LLAMA_CONTEXT_SIZE', '10', /an integer >= 64/],
+    ['TRAIN_LORA_TARGETS', 'q,x', /a comma-separated list of q, k, v, o, gate, up, down/],
+    ['TRAIN_MAX_KL', '0', /a number > 0/],
     ['PORT', 'http', /an integer >= 0 and <= 65535/],
     ['TRAIN_METHOD', 'ppo', /one of rl, opd, combined/],
     ['DEFAULT_TURN_TYPE', 'aside', /one of main, side/],

@@ -38,9 +38,19 @@ describe('embedded judge: signals', () => {
       'too long',
       'Nope.',
       'you forgot the tests',
+      'Please be more concise.',
+      'Give me a single paragraph, without line breaks.',
+      'Too impersonal.',
     ])
       assert.ok(isCorrection(t), t);
-    for (const t of ['thanks!', 'no problem, thanks', 'Now translate it to French', 'Great, what about Spain?'])
+    for (const t of [
+      'thanks!',
+      'no problem, thanks',
+      'Now translate it to French',
+      'Great, what about Spain?',
+      'Please write me a poem about spring',
+      'Write a single paragraph about Rome',
+    ])
       assert.ok(!isCorrection(t), t);
   });
 

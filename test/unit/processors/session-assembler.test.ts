@@ -135,6 +135,79 @@ describe('session assembler: pairing', () => {
     assert.deepEqual(ex.items, [{ role: 'USER', content: 'ok', toolCallId: null }]);
   });
 
+  it('leaves out trailing context the client injects into every request and does not keep (OpenClaw)', () => {
+    const injected = (n: number) => msg('user', `<<<BEGIN_CONTEXT>>> active sessions: ${n} <<<END_CONTEXT>>>`);
+    const t0 = exampleTurn({
+      turnId: 'a',
+      requestMessages: [msg('system', 'agent'), msg('user', 'hello'), injected(0)],
+      response: { content: 'hi', toolCalls: [], finishReason: 'stop' },
+    });
+    const t1 = exampleTurn({
+      turnId: 'b',
+      requestedAt: T0 + 5000,
+      requestMessages: [
+        msg('system', 'agent'),
+        msg('user', 'hello'),
+        msg('assistant', 'hi'),
+        msg('user', 'no, that is wrong'),
+        injected(1),
+      ],
+    });
+    const { pairs } = run([t0, t1]);
+    assert.deepEqual(pairs[0].nextState, [{ role: 'USER', content: 'no, that is wrong', toolCallId: null }]);
+    assert.equal(pairs[0].historyVerified, true);
+    // A client that keeps what it sends gets everything after the answer, as before.
+    const kept = exampleTurn({
+      turnId: 'c',
+      requestedAt: T0 + 5000,
+      requestMessages: [...t0.requestMessages, msg('assistant', 'hi'), msg('user', 'one'), msg('user', 'two')],
+    });
+    assert.deepEqual(
+      run([t0, kept]).pairs[0].nextState.map((i) => i.content),
+      ['one', 'two'],
+    );
+    // Tool results after a tool call keep their place; only the injected tail goes.
+    const call = { id: 'c1', type: 'function', name: 'ls', arguments: '{}' };
+    const t2 = exampleTurn({
+      turnId: 'd',
+      requestMessages: [msg('user', 'list'), injected(0)],
+      response: { content: null, toolCalls: [call], finishReason: 'tool_calls' },
+    });
+    const t3 = exampleTurn({
+      turnId: 'e',
+      requestedAt: T0 + 5000,
+      requestMessages: [
+        msg('user', 'list'),
+        msg('assistant', null, { toolCalls: [{ ...call, id: 'callc1' }] }),
+        msg('tool', 'a.txt', { toolCallId: 'callc1' }),
+        injected(1),
+      ],
+    });
+    const tools = run([t2, t3]).pairs[0];
+    assert.deepEqual(tools.nextState, [{ role: 'TOOL', content: 'a.txt', toolCallId: 'callc1' }]);
+    assert.equal(tools.historyVerified, true, 'a rewritten tool call id is the same call');
+  });
+
+  it('a turn that carries what followed it (imported history) is paired with that when the session ends', () => {
+    const [t0, t1] = conversation(2, (i) => (i === 1 ? { sessionDone: true, nextMessages: [msg('user', '👎 no, that is wrong')] } : {}));
+    const { pairs } = run([t0, t1]);
+    assert.deepEqual(
+      pairs.map((p) => [p.pairId, p.endMarker, p.historyVerified]),
+      [
+        ['t0', null, true],
+        ['t1', null, true],
+      ],
+    );
+    assert.deepEqual(pairs[1].nextState, [{ role: 'USER', content: '👎 no, that is wrong', toolCallId: null }]);
+    // Closed by the idle timeout instead: the same.
+    const idle = run([exampleTurn({ turnId: 'x', nextMessages: [msg('user', 'perfect!')] })]);
+    const closed = expire(idle.state, T0 + 10_000_000, 1000);
+    assert.deepEqual(
+      closed.pairs.map((p) => [p.endMarker, p.nextState.map((i) => i.content)]),
+      [[null, ['perfect!']]],
+    );
+  });
+
   it('never pairs SIDE turns, but counts them as activity', () => {
     const turns = conversation(3, (i) => (i === 1 ? { turnType: 'SIDE' } : {}));
     const { pairs, state } = run(turns);

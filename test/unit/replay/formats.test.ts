@@ -80,6 +80,17 @@ describe('openclaw-record format', () => {
     assert.ok(f4.createdAt > t4.completedAt);
   });
 
+  it("a record's next_state travels with its turn", () => {
+    const [t1, , , t4] = r.turns;
+    assert.equal(t1.nextMessages?.[0].role, 'user');
+    assert.ok(t1.nextMessages?.[0].content, 'the user message that followed');
+    assert.equal(t4.nextMessages, undefined, '"next_state": null: nothing followed');
+    assert.deepEqual(
+      r.ok.map((l) => l.nextStates),
+      r.turns.map((t) => (t.nextMessages?.length ? 1 : 0)),
+    );
+  });
+
   it('gives deterministic, distinct ids', () => {
     const again = parseFile('openclaw-records.jsonl', 'openclaw-record');
     assert.deepEqual(
@@ -133,6 +144,34 @@ describe('openai-chat format', () => {
       [false, false, true],
     );
     assert.ok(chat2.every((t) => t.userId === 'carol' && t.sessionId === 'chat-2' && t.requestedAt === Date.parse('2026-03-01T11:00:00Z')));
+  });
+
+  it("the messages after the last assistant message are the last turn's next state; a summary counts the next states", () => {
+    const [chat1, chat2, chat3] = r.ok;
+    assert.deepEqual(chat1.turns.at(-1)!.nextMessages, [{ role: 'user', content: 'bye', name: null, toolCallId: null, toolCalls: [] }]);
+    assert.equal(chat1.turns[0].nextMessages, undefined, 'a turn that is not the last has its next state in the next turn');
+    assert.deepEqual(
+      [chat1, chat2, chat3].map((l) => l.nextStates),
+      [2, 2, 0],
+    );
+    // A conversation ending with tool results: they are the last turn's next state.
+    const parse = parserFor('openai-chat', () => 0);
+    const tools = parseLine(
+      parse,
+      JSON.stringify({
+        messages: [
+          { role: 'user', content: 'ls' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'c1', content: 'a.txt' },
+          { role: 'system', content: 'not an event' },
+        ],
+      }),
+    );
+    assert.deepEqual(
+      tools.turns[0].nextMessages!.map((m) => [m.role, m.content, m.toolCallId]),
+      [['tool', 'a.txt', 'c1']],
+    );
+    assert.equal(tools.nextStates, 1);
   });
 
   it('carries feedback on an assistant message and derives a stable session id when none is given', () => {

@@ -84,3 +84,12 @@ test('a few stray samples never make a batch, however long they wait; masked-onl
   assert.equal(masked.ready(0, 20), true, 'nothing to train: released so its offset commits');
   assert.throws(() => new SampleBatcher({ batchSize: 4, minSamples: 5 }), /minSamples/);
 });
+
+test('masked samples take no batch slot: they never keep trainable ones from forming a batch', () => {
+  const b = new SampleBatcher<number>({ batchSize: 4, minSamples: 4, maxUserShare: 1 });
+  for (let i = 0; i < 8; i++) b.add(exampleSample({ sampleId: `s${i}`, userId: null, lossMask: i % 2 === 0 ? [0, 0] : [1, 1] }), i, 0);
+  assert.equal(b.ready(0, 0), true, 'four trainable samples among eight');
+  const { batch } = b.take(0);
+  assert.equal(batch.length, 8, 'the masked ones ride along and commit');
+  assert.equal(batch.filter((p) => p.sample.lossMask.some((m) => m > 0)).length, 4);
+});

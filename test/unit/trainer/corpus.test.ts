@@ -11,7 +11,7 @@ import {
   type Exchange,
 } from '../../../trainer/corpus.ts';
 import { mulberry32 } from '../../../policy/builtin/generate.ts';
-import { unseenNames } from '../../../trainer/eval/name-copy.ts';
+import { unseenNames } from '../../../eval/name-copy.ts';
 
 const take = (n: number, seed = 0, names: 'shipped' | 'many' = 'many'): Exchange[] => {
   const it = corpus({ seed, names });

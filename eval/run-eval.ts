@@ -6,39 +6,28 @@
  * step (trainer/learner-step.ts, the learner service's step) and a new version exists. What is
  * skipped is only the transport: no gateway, no Kafka.
  *
- * Score: for each version, the share of replies to HELD-OUT prompts (topics no interaction used)
+ * Score: for each version, the share of replies to HELD-OUT prompts (prompts no interaction used)
  * that satisfy the persona's hidden preference, `heldOutSamples` sampled replies per prompt at
  * temperature 1 (as served). One run = one persona × one seed, from the base checkpoint.
  */
-import type { ChatMessage as EventMessage, Sample, TurnPair } from '../../schemas/index.ts';
-import {
-  buildSample,
-  createEmbeddedJudge,
-  createPolicyTeacher,
-  makeJudgement,
-  type Teacher,
-  type TrainMethod,
-} from '../../processors/index.ts';
-import { AdamW } from '../adamw.ts';
-import { renderPrompt, type ChatMessage } from '../../policy/builtin/chat-template.ts';
-import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import { learnerStep, type StepMetrics } from '../learner-step.ts';
-import { LEARNER_LR } from '../learner.ts';
-import type { TransformerModel } from '../../policy/builtin/model.ts';
-import type { PolicyHandle } from '../../policy/builtin/policy.ts';
-import { sampleMany } from '../../policy/builtin/sample-many.ts';
-import { ByteTokenizer } from '../../policy/builtin/tokenizer.ts';
-import type { Topic } from '../corpus.ts';
-import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
+import type { ChatMessage as EventMessage, Sample, TurnPair } from '../schemas/index.ts';
+import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
+import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import type { StepMetrics } from '../trainer/learner-step.ts';
+import { LEARNER_LR } from '../trainer/learner.ts';
+import type { TransformerModel } from '../policy/builtin/model.ts';
+import { sampleMany } from '../policy/builtin/sample-many.ts';
+import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
+import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
+import type { EvalModel, EvalModels } from './eval-model.ts';
+import { react } from './reaction.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
 
 export interface EvalOptions {
   personas: Persona[];
-  /** The base checkpoint folder every run starts from (version 0). */
-  baseUri: string;
-  /** The frozen teacher (the base checkpoint, loaded as a policy). */
-  teacherPolicy: PolicyHandle;
+  /** The model every run starts from (version 0) and learns on: eval/eval-model.ts. */
+  models: EvalModels;
   /** Interactions per persona and seed. @default 36 */
   interactions?: number;
   /** Seeds 1..seeds. @default 3 */
@@ -49,11 +38,11 @@ export interface EvalOptions {
   batchSize?: number;
   /** @default LEARNER_LR */
   lr?: number;
-  /** Held-out topics. @default 8 */
-  heldOutPrompts?: number;
+  /** Share of each persona's prompts held out (eval/persona.ts splitPrompts). @default 3/8 */
+  heldOut?: number;
   /** Sampled replies per held-out prompt and version. @default 4 */
   heldOutSamples?: number;
-  /** Score every n-th version (the first and last always). @default 1 */
+  /** Score after every n-th learner step (version 0 and the last always). @default 1 */
   evalEvery?: number;
   onProgress?: (line: string) => void;
 }
@@ -68,6 +57,8 @@ export interface RunResult {
   trainSatisfaction: number;
   samples: number;
   steps: StepMetrics[];
+  /** Seconds spent generating replies, judging and building samples, in learner steps, and scoring held-out prompts. */
+  time?: { generation: number; judging: number; training: number; scoring: number };
 }
 
 export interface EvalResult {
@@ -84,7 +75,8 @@ export interface EvalResult {
   judgeAgreement: number;
   batchSize: number;
   lr: number;
-  heldOut: { prompts: number; samplesPerPrompt: number };
+  /** Share of each persona's prompts held out, and sampled replies per held-out prompt and version. */
+  heldOut: { share: number; samplesPerPrompt: number };
   seconds: number;
   runs: RunResult[];
 }
@@ -100,13 +92,13 @@ export function promptIds(model: TransformerModel, messages: ChatMessage[]): num
 }
 
 /** Share of held-out replies that satisfy the persona. */
-export async function score(model: TransformerModel, persona: Persona, heldOut: Topic[], samples: number, seed: number): Promise<number> {
+export async function score(model: TransformerModel, persona: Persona, heldOut: string[], samples: number, seed: number): Promise<number> {
   let ok = 0;
   let n = 0;
-  for (const [j, topic] of heldOut.entries()) {
-    const ids = promptIds(model, [{ role: 'user', content: personaPrompt(persona, topic, j) }]);
+  for (const [j, prompt] of heldOut.entries()) {
+    const ids = promptIds(model, openingMessages(persona, prompt));
     for (const r of await sampleMany(model, ids, samples, { seed: seed * 7919 + j })) {
-      if (satisfies(persona.preference, r.text, persona)) ok++;
+      if (persona.accepts(r.text)) ok++;
       n++;
     }
   }
@@ -123,26 +115,29 @@ export function makePair(
   reply: { ids: number[]; logprobs: number[]; text: string },
   reaction: { text: string; rating: number | null },
   version: number,
+  served: { modelId?: string; exactLogprobs?: boolean } = {},
 ): TurnPair {
+  const modelId = served.modelId ?? 'turnstream-tiny';
   const turnId = `${run}-t${i}`;
   const now = Date.now();
   return {
     pairId: turnId,
     sessionId: `${run}-s${i}`,
-    userId: persona.id,
+    userId: persona.name,
     turn: {
       turnId,
       mainTurnIndex: 0,
-      policyModelId: 'turnstream-tiny',
+      policyModelId: modelId,
       policyVersion: version,
-      model: 'turnstream-tiny',
+      model: modelId,
       requestMessages: messages.map(toEvent),
       response: { content: reply.text, toolCalls: [], finishReason: 'stop' },
       promptTokenIds: prompt,
       responseTokenIds: reply.ids,
       responseLogprobs: reply.logprobs,
       tokenized: true,
-      exactLogprobs: true,
+      exactLogprobs: served.exactLogprobs ?? true,
+      toolsJson: null,
       requestedAt: now,
       completedAt: now,
     },
@@ -155,78 +150,108 @@ export function makePair(
   };
 }
 
+/** Share of held-out replies (`samples` per prompt) of the model's current version that satisfy the persona. */
+async function scoreModel(m: EvalModel, persona: Persona, heldOut: string[], samples: number, seed: number): Promise<number> {
+  let ok = 0;
+  let n = 0;
+  for (const [j, prompt] of heldOut.entries()) {
+    for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: seed * 7919 + j, n: samples })) {
+      if (persona.accepts(r.text)) ok++;
+      n++;
+    }
+  }
+  return ok / n;
+}
+
+const eventMessages = (messages: ChatMessage[]): EventMessage[] => messages.map(toEvent);
+
 async function runOne(
-  o: Required<Omit<EvalOptions, 'onProgress' | 'teacherPolicy'>> & Pick<EvalOptions, 'onProgress'>,
-  teacher: Teacher,
+  o: Required<Omit<EvalOptions, 'onProgress' | 'models'>> & Pick<EvalOptions, 'onProgress'>,
+  models: EvalModels,
   persona: Persona,
   seed: number,
   judgeTally: { agree: number; total: number },
 ): Promise<RunResult> {
-  const { train, heldOut } = splitTopics(o.heldOutPrompts);
-  const { model } = await loadCheckpoint(o.baseUri);
-  const opt = new AdamW({ lr: o.lr });
+  const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
+  const runId = `${persona.name}-seed${seed}`;
+  const m = await models.open(runId);
   const judge = createEmbeddedJudge({ mode: o.method });
-  const rand = mulberry32(seed * 1_000_003 + persona.id.length * 97 + persona.name.charCodeAt(0));
-  const runId = `${persona.id}-seed${seed}`;
+  const rand = mulberry32(seed * 1_000_003 + persona.name.length * 97 + persona.name.charCodeAt(0));
   const scores: RunResult['scores'] = [];
   const steps: StepMetrics[] = [];
-  let version = 0;
+  const time = { generation: 0, judging: 0, training: 0, scoring: 0 };
+  const timed = async <T>(k: keyof typeof time, f: () => Promise<T>): Promise<T> => {
+    const t = performance.now();
+    try {
+      return await f();
+    } finally {
+      time[k] += (performance.now() - t) / 1000;
+    }
+  };
   let satisfied = 0;
   let samples = 0;
-  const totalVersions = Math.ceil(o.interactions / o.batchSize);
+  let stepsTaken = 0;
+  const totalSteps = Math.ceil(o.interactions / o.batchSize);
   try {
-    scores.push({ version: 0, interactions: 0, satisfaction: await score(model, persona, heldOut, o.heldOutSamples, seed) });
+    scores.push({
+      version: 0,
+      interactions: 0,
+      satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed)),
+    });
     let batch: Sample[] = [];
     for (let i = 0; i < o.interactions; i++) {
-      const topic = train[Math.floor(rand() * train.length)];
-      const messages: ChatMessage[] = [{ role: 'user', content: personaPrompt(persona, topic, Math.floor(rand() * 4)) }];
-      const prompt = promptIds(model, messages);
-      const [reply] = await sampleMany(model, prompt, 1, { seed: Math.floor(rand() * 2 ** 31) });
+      const messages = openingMessages(persona, train[Math.floor(rand() * train.length)]);
+      const [reply] = await timed('generation', () => m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) }));
       const reaction = react(persona, reply.text, rand);
       if (reaction.satisfied) satisfied++;
-      const pair = makePair(runId, i, persona, messages, prompt, reply, reaction, version);
-      const { votes, score: s, hint } = judge.evaluate(pair);
-      if (s !== 0) {
-        judgeTally.total++;
-        if (s > 0 === reaction.satisfied) judgeTally.agree++;
-      }
-      // makePair put `version` on the pair's turn.
-      const judgement = makeJudgement(pair, 'embedded', votes, s, hint, Date.now());
-      const built = await buildSample(judgement, { method: o.method, teacher });
+      const pair = makePair(runId, i, persona, messages, reply.promptIds, reply, reaction, reply.version, {
+        modelId: m.modelId,
+        exactLogprobs: reply.exactLogprobs,
+      });
+      const built = await timed('judging', async () => {
+        const { votes, score: s, hint } = judge.evaluate(pair);
+        if (s !== 0) {
+          judgeTally.total++;
+          if (s > 0 === reaction.satisfied) judgeTally.agree++;
+        }
+        return buildSample(makeJudgement(pair, 'embedded', votes, s, hint, Date.now()), { method: o.method, teacher: m.teacher });
+      });
       if (built.sample) batch.push(built.sample);
       if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
         if (batch.length > 0) {
-          steps.push(
-            await learnerStep(
-              model,
-              opt,
-              batch.map((sample) => ({ sample })),
-            ),
-          );
+          const taken = batch;
+          steps.push(await timed('training', () => m.step(taken)));
           samples += batch.length;
         }
         batch = [];
-        version++;
-        if (version % o.evalEvery === 0 || version === totalVersions) {
-          scores.push({ version, interactions: i + 1, satisfaction: await score(model, persona, heldOut, o.heldOutSamples, seed) });
+        stepsTaken++;
+        if (stepsTaken % o.evalEvery === 0 || stepsTaken === totalSteps) {
+          scores.push({
+            version: stepsTaken,
+            interactions: i + 1,
+            satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed)),
+          });
         }
       }
     }
   } finally {
-    model.dispose();
-    opt.dispose();
+    await m.close();
   }
   o.onProgress?.(
-    `${runId}: ${scores.map((s) => s.satisfaction.toFixed(2)).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions})`,
+    `${runId}: ${scores.map((s) => s.satisfaction.toFixed(2)).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions}; ` +
+      `${Object.entries(time)
+        .map(([k, v]) => `${k} ${v.toFixed(0)} s`)
+        .join(', ')})`,
   );
   return {
-    persona: persona.id,
+    persona: persona.name,
     preference: persona.preference,
     seed,
     scores,
     trainSatisfaction: satisfied / o.interactions,
     samples,
     steps,
+    time,
   };
 }
 
@@ -234,22 +259,20 @@ export async function runEval(opts: EvalOptions): Promise<EvalResult> {
   const t0 = Date.now();
   const o = {
     personas: opts.personas,
-    baseUri: opts.baseUri,
     interactions: opts.interactions ?? 36,
     seeds: opts.seeds ?? 3,
     method: opts.method ?? 'combined',
     batchSize: opts.batchSize ?? 4,
     lr: opts.lr ?? LEARNER_LR,
-    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOut: opts.heldOut ?? DEFAULT_HELD_OUT,
     heldOutSamples: opts.heldOutSamples ?? 4,
     evalEvery: opts.evalEvery ?? 1,
     onProgress: opts.onProgress,
   };
-  const teacher = createPolicyTeacher(opts.teacherPolicy);
   const tally = { agree: 0, total: 0 };
   const runs: RunResult[] = [];
   for (let seed = 1; seed <= o.seeds; seed++) {
-    for (const persona of o.personas) runs.push(await runOne(o, teacher, persona, seed, tally));
+    for (const persona of o.personas) runs.push(await runOne(o, opts.models, persona, seed, tally));
   }
   return summarize(runs, o, tally, 'in-process', (Date.now() - t0) / 1000);
 }
@@ -263,7 +286,7 @@ export function summarize(
     method: TrainMethod;
     batchSize: number;
     lr: number;
-    heldOutPrompts: number;
+    heldOut: number;
     heldOutSamples: number;
   },
   tally: { agree: number; total: number },
@@ -275,8 +298,8 @@ export function summarize(
     const at = runs.map((r) => ({ r, s: r.scores.find((s) => s.version === version) })).filter((x) => x.s);
     const byPersona: Record<string, number> = {};
     for (const p of o.personas) {
-      const v = at.filter((x) => x.r.persona === p.id).map((x) => x.s!.satisfaction);
-      if (v.length) byPersona[p.id] = mean(v);
+      const v = at.filter((x) => x.r.persona === p.name).map((x) => x.s!.satisfaction);
+      if (v.length) byPersona[p.name] = mean(v);
     }
     return { version, interactions: at[0]?.s?.interactions ?? 0, satisfaction: mean(at.map((x) => x.s!.satisfaction)), byPersona };
   });
@@ -298,7 +321,7 @@ export function summarize(
     judgeAgreement: tally.total ? tally.agree / tally.total : NaN,
     batchSize: o.batchSize,
     lr: o.lr,
-    heldOut: { prompts: o.heldOutPrompts, samplesPerPrompt: o.heldOutSamples },
+    heldOut: { share: o.heldOut, samplesPerPrompt: o.heldOutSamples },
     seconds,
     runs,
   };

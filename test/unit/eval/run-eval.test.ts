@@ -8,25 +8,25 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadPersonas } from '../../../../trainer/eval/personas.ts';
-import { runEval } from '../../../../trainer/eval/run-eval.ts';
-import { initCheckpoint, loadPolicy } from '../../../../policy/index.ts';
+import { BUILTIN_PERSONAS_FILE, loadPersonas } from '../../../eval/persona.ts';
+import { runEval } from '../../../eval/run-eval.ts';
+import { builtinEvalModels } from '../../../eval/eval-model.ts';
+import { initCheckpoint, loadPolicy } from '../../../policy/index.ts';
 
 test('runEval: versions, before/after in [0, 1], the paired test over the runs, and samples trained', { timeout: 240_000 }, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'ts-eval-'));
   try {
     const base = await initCheckpoint(dir, { config: { contextLength: 192, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 }, seed: 1 });
     const teacherPolicy = await loadPolicy({ weightsDir: dir, version: 0 });
-    const personas = (await loadPersonas()).filter((p) => p.preference === 'short' || p.preference === 'noEmoji');
+    const personas = (await loadPersonas(BUILTIN_PERSONAS_FILE)).filter((p) => p.name === 'brief-bea' || p.name === 'plain-pat');
     try {
       const r = await runEval({
         personas,
-        baseUri: base.uri,
-        teacherPolicy,
+        models: builtinEvalModels({ baseUri: base.uri, teacherPolicy, lr: 1e-3 }),
         interactions: 4,
         seeds: 1,
         batchSize: 2,
-        heldOutPrompts: 2,
+        heldOut: 0.06,
         heldOutSamples: 2,
       });
       assert.equal(r.personas, 2);
@@ -41,7 +41,7 @@ test('runEval: versions, before/after in [0, 1], the paired test over the runs, 
       );
       for (const v of r.per_version) {
         assert.ok(v.satisfaction >= 0 && v.satisfaction <= 1);
-        assert.deepEqual(Object.keys(v.byPersona).sort(), personas.map((p) => p.id).sort());
+        assert.deepEqual(Object.keys(v.byPersona).sort(), personas.map((p) => p.name).sort());
       }
       assert.equal(r.before, r.per_version[0].satisfaction);
       assert.equal(r.after, r.per_version.at(-1)!.satisfaction);

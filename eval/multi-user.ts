@@ -17,19 +17,21 @@ import {
   makeJudgement,
   type Teacher,
   type TrainMethod,
-} from '../../processors/index.ts';
-import { AdamW } from '../adamw.ts';
-import { SampleBatcher } from '../batcher.ts';
-import type { ChatMessage } from '../../policy/builtin/chat-template.ts';
-import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
-import { ratedTurnOf, weighByConsensus } from '../consensus-weighting.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import { learnerStep, type StepSample } from '../learner-step.ts';
-import { LEARNER_LR } from '../learner.ts';
-import type { PolicyHandle } from '../../policy/builtin/policy.ts';
-import { sampleMany } from '../../policy/builtin/sample-many.ts';
-import { UserConsensus, type Conflict, type UserStats } from '../user-consensus.ts';
-import { personaPrompt, satisfies, splitTopics, type Persona } from './personas.ts';
+} from '../processors/index.ts';
+import { AdamW } from '../trainer/adamw.ts';
+import { SampleBatcher } from '../trainer/batcher.ts';
+import type { ChatMessage } from '../policy/builtin/chat-template.ts';
+import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
+import { ratedTurnOf, weighByConsensus } from '../trainer/consensus-weighting.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import { learnerStep, type StepSample } from '../trainer/learner-step.ts';
+import { LEARNER_LR } from '../trainer/learner.ts';
+import type { PolicyHandle } from '../policy/builtin/policy.ts';
+import { sampleMany } from '../policy/builtin/sample-many.ts';
+import { UserConsensus, type Conflict, type UserStats } from '../trainer/user-consensus.ts';
+import { compileCheck } from './persona-check.ts';
+import { BUILTIN_PERSONAS_FILE, DEFAULT_HELD_OUT, loadPersonas, openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { react } from './reaction.ts';
 import { makePair, promptIds, score } from './run-eval.ts';
 import { mean } from './stats.ts';
 
@@ -58,8 +60,8 @@ export interface MultiUserEvalOptions {
   method?: TrainMethod;
   /** @default LEARNER_LR */
   lr?: number;
-  /** @default 8 */
-  heldOutPrompts?: number;
+  /** Share of the persona's prompts held out. @default 3/8 */
+  heldOut?: number;
   /** @default 4 */
   heldOutSamples?: number;
   onProgress?: (line: string) => void;
@@ -115,43 +117,29 @@ export interface MultiUserEvalResult extends MultiUserArm {
 
 export const ADVERSARY_ID = 'adversary';
 
-function sharedPersona(i: number): Persona {
-  return {
-    id: `quinn-${i + 1}`,
-    name: `Quinn${i + 1}`,
-    preference: 'question',
-    description: 'wants every reply to end with a question back to them',
-    corrections: [
-      "You didn't end with a question. Please end with a question.",
-      'You forgot to ask me something. Please end with a question.',
-    ],
-    thanks: ["Thanks, that's great!", 'Nice, thank you!', 'Great, thanks.'],
-  };
+/** The users who share the preference: copies of the question persona under their own names. */
+function sharedPersona(quinn: Persona, i: number): Persona {
+  return { ...quinn, name: `quinn-${i + 1}` };
 }
 
-const adversary: Persona = {
-  id: ADVERSARY_ID,
-  name: 'Ada',
-  preference: 'question',
-  description: 'wants replies that do NOT end with a question (the opposite of the others)',
-  corrections: ["Don't ask me questions. Just answer, no question at the end.", 'Stop ending with a question. Just answer.'],
-  thanks: ["Thanks, that's great!", 'Nice, thank you!', 'Great, thanks.'],
-};
-
-/** The user's reaction: the adversary is satisfied exactly when the others are not. */
-function reactAs(p: Persona, reply: string, rand: () => number, ratingRate = 0.25) {
-  const ends = satisfies('question', reply, p);
-  const ok = p.id === ADVERSARY_ID ? !ends : ends;
-  const list = ok ? p.thanks : p.corrections;
-  const text = list[Math.floor(rand() * list.length)];
-  const rating = rand() < ratingRate ? (ok ? 1 : -1) : null;
-  return { satisfied: ok, text, rating };
+/** The adversary: satisfied exactly when the others are not (an empty reply satisfies nobody). */
+function adversaryOf(quinn: Persona): Persona {
+  const not = compileCheck({ not: quinn.check });
+  return {
+    ...quinn,
+    name: ADVERSARY_ID,
+    preference: `the opposite of the others: not (${quinn.preference})`,
+    check: { not: quinn.check },
+    accepts: not,
+    corrections: ["Don't ask me questions. Just answer, no question at the end.", 'Stop ending with a question. Just answer.'],
+  };
 }
 
 type O = Required<Omit<MultiUserEvalOptions, 'onProgress' | 'teacherPolicy'>> & Pick<MultiUserEvalOptions, 'onProgress'>;
 
-async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean): Promise<MultiUserRun> {
-  const { train, heldOut } = splitTopics(o.heldOutPrompts);
+async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean, quinn: Persona): Promise<MultiUserRun> {
+  const { train, heldOut } = splitPrompts(quinn, { heldOut: o.heldOut });
+  const adversary = adversaryOf(quinn);
   const { model } = await loadCheckpoint(o.baseUri);
   const opt = new AdamW({ lr: o.lr });
   const judge = createEmbeddedJudge({ mode: o.method });
@@ -163,8 +151,8 @@ async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean
     maxWaitMs: Number.POSITIVE_INFINITY,
   });
   const rand = mulberry32(seed * 1_000_003 + 7);
-  const people = Array.from({ length: o.users }, (_, i) => sharedPersona(i));
-  const probe = sharedPersona(0);
+  const people = Array.from({ length: o.users }, (_, i) => sharedPersona(quinn, i));
+  const probe = people[0];
   const satisfied: Record<string, { ok: number; n: number }> = {};
   let version = 0;
   let steps = 0;
@@ -186,19 +174,18 @@ async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean
       for (let a = 0; a < o.adversaryRate; a++) schedule.push(adversary);
     }
     for (const [i, p] of schedule.entries()) {
-      const topic = train[Math.floor(rand() * train.length)];
-      const messages: ChatMessage[] = [{ role: 'user', content: personaPrompt(p, topic, Math.floor(rand() * 4)) }];
+      const messages: ChatMessage[] = openingMessages(p, train[Math.floor(rand() * train.length)]);
       const prompt = promptIds(model, messages);
       const [reply] = await sampleMany(model, prompt, 1, { seed: Math.floor(rand() * 2 ** 31) });
       const reactors: Persona[] = [p];
       // A shared thread: now and then one other user (the adversary included) sees the same reply and reacts too.
       if (rand() < o.sharedRate) {
-        const others = [...people, adversary].filter((q) => q.id !== p.id);
+        const others = [...people, adversary].filter((q) => q.name !== p.name);
         reactors.push(others[Math.floor(rand() * others.length)]);
       }
       for (const [k, q] of reactors.entries()) {
-        const reaction = reactAs(q, reply.text, rand);
-        const s = (satisfied[q.id] ??= { ok: 0, n: 0 });
+        const reaction = react(q, reply.text, rand);
+        const s = (satisfied[q.name] ??= { ok: 0, n: 0 });
         s.n++;
         if (reaction.satisfied) s.ok++;
         const pair = makePair(`mu-${seed}-${consensusOn ? 'c' : 'n'}-${k}`, i, q, messages, prompt, reply, reaction, version);
@@ -268,14 +255,16 @@ export async function runMultiUserEval(opts: MultiUserEvalOptions): Promise<Mult
     maxUserShare: opts.maxUserShare ?? 0.25,
     method: opts.method ?? 'combined',
     lr: opts.lr ?? LEARNER_LR,
-    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOut: opts.heldOut ?? DEFAULT_HELD_OUT,
     heldOutSamples: opts.heldOutSamples ?? 4,
     onProgress: opts.onProgress,
   };
   const teacher = createPolicyTeacher(opts.teacherPolicy);
+  // The shared preference: curious-quinn of the builtin personas (replies that end with a question).
+  const quinn = (await loadPersonas(BUILTIN_PERSONAS_FILE)).find((p) => p.name === 'curious-quinn')!;
   const runs: MultiUserRun[] = [];
   for (let seed = 1; seed <= o.seeds; seed++) {
-    for (const on of [true, false]) runs.push(await runOne(o, teacher, seed, on));
+    for (const on of [true, false]) runs.push(await runOne(o, teacher, seed, on, quinn));
   }
   return {
     users: o.users,

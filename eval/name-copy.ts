@@ -6,17 +6,17 @@
  * prompt's name. Also the base rates of the five persona preferences and the share of replies
  * that end with `<|end|>`, so a new base can be compared with an old one on more than names.
  *
- *   node --import tsx trainer/eval/name-copy.ts <checkpoint dir> [samples per prompt]
+ *   node --import tsx eval/name-copy.ts <checkpoint dir> [samples per prompt]
  */
 import { pathToFileURL } from 'node:url';
-import { selectBackend } from '../../policy/tfjs-backend.ts';
-import { loadCheckpoint } from '../../policy/builtin/checkpoint.ts';
-import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, type Topic } from '../corpus.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import type { TransformerModel } from '../../policy/builtin/model.ts';
-import { sampleMany } from '../../policy/builtin/sample-many.ts';
-import { ByteTokenizer } from '../../policy/builtin/tokenizer.ts';
-import { loadPersonas, personaPrompt, satisfies, splitTopics } from './personas.ts';
+import { selectBackend } from '../policy/tfjs-backend.ts';
+import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
+import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, TOPICS, type Topic } from '../trainer/corpus.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import type { TransformerModel } from '../policy/builtin/model.ts';
+import { sampleMany } from '../policy/builtin/sample-many.ts';
+import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
+import { BUILTIN_PERSONAS_FILE, loadPersonas, openingMessages, splitPrompts } from './persona.ts';
 import { promptIds } from './run-eval.ts';
 
 /** A greeting and the word after it: "Hi Sam!" → "Sam". */
@@ -46,8 +46,11 @@ export function unseenNames(n: number, seed = 99): string[] {
   });
 }
 
+/** The corpus topics the name check asks about: every 4th, 8 in all (those the old topic split held out). */
+const heldOutTopics = (): Topic[] => TOPICS.filter((_, i) => i % 4 === 3).slice(0, 8);
+
 export async function nameCopy(model: TransformerModel, samples = 2, seed = 1): Promise<NameCopyRow[]> {
-  const { heldOut } = splitTopics();
+  const heldOut = heldOutTopics();
   const groups: Record<string, string[]> = {
     'corpus names': REAL_NAMES.slice(0, 16),
     'held-out real names': HELD_OUT_NAMES,
@@ -78,26 +81,25 @@ export async function nameCopy(model: TransformerModel, samples = 2, seed = 1): 
   return rows;
 }
 
-/** Version-0 satisfaction of each persona on the held-out prompts, and the share ending with `<|end|>`. */
+/** Version-0 satisfaction of each builtin persona on its held-out prompts, and the share ending with `<|end|>`. */
 export async function baseRates(model: TransformerModel, samples = 4, seed = 1): Promise<Record<string, number>> {
-  const { heldOut } = splitTopics();
   const end = new ByteTokenizer().end;
   const out: Record<string, number> = {};
   let ended = 0;
   let n = 0;
-  for (const persona of await loadPersonas()) {
+  for (const persona of await loadPersonas(BUILTIN_PERSONAS_FILE)) {
     let ok = 0;
     let k = 0;
-    for (const [j, topic] of heldOut.entries()) {
-      const ids = promptIds(model, [{ role: 'user', content: personaPrompt(persona, topic, j) }]);
+    for (const [j, prompt] of splitPrompts(persona).heldOut.entries()) {
+      const ids = promptIds(model, openingMessages(persona, prompt));
       for (const r of await sampleMany(model, ids, samples, { seed: seed * 7919 + j })) {
-        if (satisfies(persona.preference, r.text, persona)) ok++;
+        if (persona.accepts(r.text)) ok++;
         if (r.ids.at(-1) === end) ended++;
         k++;
         n++;
       }
     }
-    out[persona.id] = ok / k;
+    out[persona.name] = ok / k;
   }
   out.endsWithEnd = ended / n;
   return out;

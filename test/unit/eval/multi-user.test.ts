@@ -8,8 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ADVERSARY_ID, runMultiUserEval } from '../../../../trainer/eval/multi-user.ts';
-import { initCheckpoint, loadPolicy } from '../../../../policy/index.ts';
+import { ADVERSARY_ID, runMultiUserEval } from '../../../eval/multi-user.ts';
+import { initCheckpoint, loadPolicy } from '../../../policy/index.ts';
 
 test('runMultiUserEval: two arms, the adversary within the cap, weights and shares reported', { timeout: 240_000 }, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'ts-eval-users-'));
@@ -26,7 +26,7 @@ test('runMultiUserEval: two arms, the adversary within the cap, weights and shar
         seeds: 1,
         batchSize: 4,
         maxUserShare: 0.25,
-        heldOutPrompts: 2,
+        heldOut: 0.06,
         heldOutSamples: 2,
       });
       assert.equal(r.runs.length, 2, 'one run with consensus weighting, one without');

@@ -4,13 +4,14 @@
  * sample builder (frozen base teacher) to the learner service, whose versions the gateway
  * hot-swaps. Held-out prompts are sent as `side` turns, so they are recorded but never trained.
  *
- * Each run (persona × seed) gets its own model id (a copy of the base checkpoint), gateway and
- * learner; the processors are shared. Everything lives under a fresh topic prefix.
+ * Each run (persona × seed) gets its own model id (a copy of the base checkpoint, or for a GGUF
+ * model a LoRA lineage of its own served by llama.cpp), gateway and learner; the processors are
+ * shared. Everything lives under a fresh topic prefix.
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway } from '../../gateway/index.ts';
+import { createGateway } from '../gateway/index.ts';
 import {
   createEmbeddedJudge,
   loadTeacher,
@@ -18,11 +19,14 @@ import {
   startSampleBuilder,
   startSessionAssembler,
   type TrainMethod,
-} from '../../processors/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
-import { mulberry32 } from '../../policy/builtin/generate.ts';
-import { LEARNER_LR, startLearner } from '../learner.ts';
-import { personaPrompt, react, satisfies, splitTopics, type Persona } from './personas.ts';
+} from '../processors/index.ts';
+import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
+import { mulberry32 } from '../policy/builtin/generate.ts';
+import { LEARNER_LR, startLearner } from '../trainer/learner.ts';
+import { LoraLineage } from '../trainer/policy-lineage.ts';
+import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
+import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { react } from './reaction.ts';
 import { summarize, type EvalResult, type RunResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions {
@@ -38,8 +42,21 @@ export interface PipelineEvalOptions {
   method?: TrainMethod;
   batchSize?: number;
   lr?: number;
-  heldOutPrompts?: number;
+  /** Share of each persona's prompts held out. @default 3/8 */
+  heldOut?: number;
   heldOutSamples?: number;
+  /** A GGUF model served by llama.cpp and trained as LoRA versions instead of the built-in model. */
+  llama?: {
+    model: { name: string; path: string; sha256: string };
+    systemPrompt?: string;
+    lora?: Partial<LoraConfig>;
+    /** Largest KL of one step (the learner's guard). */
+    maxKl?: number;
+    /** @default 0.7 */
+    temperature?: number;
+    /** @default 96 */
+    maxTokens?: number;
+  };
   onProgress?: (line: string) => void;
 }
 
@@ -53,12 +70,12 @@ async function chat(
   url: string,
   messages: Array<{ role: string; content: string }>,
   headers: Record<string, string>,
-  maxTokens = 120,
+  sampling: { maxTokens: number; temperature: number },
 ): Promise<ChatResult> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ messages, max_tokens: maxTokens, temperature: 1 }),
+    body: JSON.stringify({ messages, max_tokens: sampling.maxTokens, temperature: sampling.temperature }),
   });
   if (res.status !== 200) throw new Error(`gateway answered ${res.status}: ${await res.text()}`);
   const body = (await res.json()) as { choices: Array<{ message: { content: string | null } }> };
@@ -78,7 +95,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
     method: opts.method ?? 'combined',
     batchSize: opts.batchSize ?? 4,
     lr: opts.lr ?? LEARNER_LR,
-    heldOutPrompts: opts.heldOutPrompts ?? 8,
+    heldOut: opts.heldOut ?? DEFAULT_HELD_OUT,
     heldOutSamples: opts.heldOutSamples ?? 4,
   };
   const logger = createLogger('eval-pipeline', 'warn');
@@ -89,7 +106,12 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
   const codecs = await createEventCodecs({ registryUrl: opts.registryUrl, naming });
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
   const baseModelId = opts.baseModelId ?? 'turnstream-tiny';
-  await cp(join(opts.baseWeightsDir, baseModelId, 'v0'), join(weightsDir, baseModelId, 'v0'), { recursive: true });
+  const llama = opts.llama;
+  if (!llama) await cp(join(opts.baseWeightsDir, baseModelId, 'v0'), join(weightsDir, baseModelId, 'v0'), { recursive: true });
+  const sampling = llama ? { maxTokens: llama.maxTokens ?? 96, temperature: llama.temperature ?? 0.7 } : { maxTokens: 120, temperature: 1 };
+  const oneToken = { ...sampling, maxTokens: 1 };
+  // The base in tfjs, loaded once for every run's learner.
+  const baseTf = llama ? await loadTfLlama(llama.model.path) : undefined;
   const common = { kafka, codecs, logger };
   const services: ProcessorHandle[] = [];
   const tally = { agree: 0, total: 0 };
@@ -97,28 +119,52 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
   try {
     services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 3_600_000, endPolicy: 'drop' }));
     services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: o.method }) }));
-    const teacher = o.method === 'rl' ? undefined : await loadTeacher({ weightsDir, modelId: baseModelId });
+    const teacher =
+      o.method === 'rl'
+        ? undefined
+        : await loadTeacher(
+            llama
+              ? { weightsDir, llama: { model: { name: llama.model.name, path: llama.model.path }, systemPrompt: llama.systemPrompt } }
+              : { weightsDir, modelId: baseModelId },
+          );
     services.push(await startSampleBuilder({ ...common, method: o.method, teacher }));
-    const { train, heldOut } = splitTopics(o.heldOutPrompts);
     for (let seed = 1; seed <= o.seeds; seed++) {
       for (const persona of o.personas) {
-        const modelId = `eval-${persona.id}-s${seed}`;
-        await cp(join(weightsDir, baseModelId, 'v0'), join(weightsDir, modelId, 'v0'), { recursive: true });
+        const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
+        const modelId = `eval-${persona.name}-s${seed}`;
+        if (!llama) await cp(join(weightsDir, baseModelId, 'v0'), join(weightsDir, modelId, 'v0'), { recursive: true });
         const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
         const gw = createGateway({
           port: 0,
           home,
           logger,
-          builtin: { weightsDir, modelId, initIfEmpty: false },
+          ...(llama
+            ? {
+                llama: {
+                  model: { ...llama.model, modelId },
+                  weightsDir,
+                  contextSize: 1024,
+                  parallel: 2,
+                  threads: 1,
+                  systemPrompt: llama.systemPrompt,
+                  maxPinned: 0,
+                },
+              }
+            : { builtin: { weightsDir, modelId, initIfEmpty: false } }),
           kafka: { brokers: opts.brokers, registryUrl: opts.registryUrl, naming },
         });
         const url = await gw.start();
+        const lineage = llama
+          ? new LoraLineage({ weightsDir, modelId, base: llama.model, lora: llama.lora, maxTrainTokens: 512, baseTf, logger })
+          : undefined;
         const learner = await startLearner({
           ...common,
           weightsDir,
           modelId,
+          lineage,
           batch: { batchSize: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
           optimizer: { lr: o.lr },
+          ...(llama ? { step: { maxKl: llama.maxKl, mismatchTis: true } } : {}),
         });
         await learner.ready;
         const rand = mulberry32(seed * 1_000_003 + persona.name.charCodeAt(0));
@@ -127,15 +173,20 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           let ok = 0;
           let n = 0;
           let version = -1;
-          for (const [j, topic] of heldOut.entries()) {
+          for (const [j, prompt] of heldOut.entries()) {
             for (let r = 0; r < o.heldOutSamples; r++) {
-              const res = await chat(url, [{ role: 'user', content: personaPrompt(persona, topic, j) }], {
-                'x-turn-type': 'side',
-                'x-user-id': 'eval-scorer',
-                'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
-              });
+              const res = await chat(
+                url,
+                openingMessages(persona, prompt),
+                {
+                  'x-turn-type': 'side',
+                  'x-user-id': 'eval-scorer',
+                  'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
+                },
+                sampling,
+              );
               version = res.version;
-              if (satisfies(persona.preference, res.text, persona)) ok++;
+              if (persona.accepts(res.text)) ok++;
               n++;
             }
           }
@@ -145,11 +196,10 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
         try {
           await scoreNow(0);
           for (let i = 0; i < o.interactions; i++) {
-            const topic = train[Math.floor(rand() * train.length)];
             const session = `${modelId}-i${i}`;
-            const headers = { 'x-session-id': session, 'x-user-id': persona.id };
-            const q = { role: 'user', content: personaPrompt(persona, topic, Math.floor(rand() * 4)) };
-            const first = await chat(url, [q], headers);
+            const headers = { 'x-session-id': session, 'x-user-id': persona.name };
+            const opening = openingMessages(persona, train[Math.floor(rand() * train.length)]);
+            const first = await chat(url, opening, headers, sampling);
             const reaction = react(persona, first.text, rand);
             if (reaction.satisfied) satisfied++;
             if (reaction.rating !== null) {
@@ -161,14 +211,15 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             }
             await chat(
               url,
-              [q, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
+              [...opening, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
               { ...headers, 'x-session-done': 'yes' },
-              1,
+              oneToken,
             );
             if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
               // Wait for the learner to publish from this block, then for the gateway to serve it.
               const before = learner.stats().version;
-              const deadline = Date.now() + 90_000;
+              // A LoRA step on the real model takes seconds per sample on a CPU.
+              const deadline = Date.now() + (llama ? 600_000 : 90_000);
               while (learner.stats().version === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
               const want = learner.stats().version;
               while (Date.now() < deadline) {
@@ -176,7 +227,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                   url,
                   [{ role: 'user', content: 'hi' }],
                   { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
-                  1,
+                  oneToken,
                 );
                 if (probe.version >= want) break;
                 await new Promise((r) => setTimeout(r, 250));
@@ -193,7 +244,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           `${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`,
         );
         runs.push({
-          persona: persona.id,
+          persona: persona.name,
           preference: persona.preference,
           seed,
           scores,
@@ -205,6 +256,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
     }
   } finally {
     for (const s of services) await s.stop().catch(() => undefined);
+    baseTf?.model.dispose();
     await rm(weightsDir, { recursive: true, force: true });
   }
   const result = summarize(runs, o, tally, 'pipeline', (Date.now() - t0) / 1000);

@@ -1,0 +1,264 @@
+/**
+ * The model side of an in-process evaluation run: replies from the current version, and a
+ * learner step that makes the next one. For a GGUF model it is the very serving engine
+ * (gateway/llama-engine.ts: chat template, sampling, log-probs) over a weight store of the run's
+ * own, and the very learner lineage (trainer/policy-lineage.ts: LoRA in tfjs, versions written as
+ * llama.cpp adapters and swapped into the engine) — only Kafka and HTTP are left out. The base
+ * model is loaded once per process and shared by every run.
+ */
+import { randomInt } from 'node:crypto';
+import { join } from 'node:path';
+import type { ChatRequest } from '../gateway/chat-request.ts';
+import { LlamaEngine } from '../gateway/llama-engine.ts';
+import {
+  loadCheckpoint,
+  loadTfLlama,
+  renderPrompt,
+  sampleMany,
+  ByteTokenizer,
+  toPolicyMessages,
+  type LlamaConfig,
+  type LoraConfig,
+  type PolicyHandle,
+  type TfLlamaModel,
+  type TransformerModel,
+} from '../policy/index.ts';
+import { createPolicyTeacher, LlamaTeacher, type Teacher } from '../processors/index.ts';
+import type { ChatMessage, Sample } from '../schemas/index.ts';
+import { AdamW, learnerStep, LoraLineage, type LearnerStepOptions, type StepMetrics } from '../trainer/index.ts';
+
+/** A reply and what the Turn would record of it. */
+export interface EvalReply {
+  text: string;
+  promptIds: number[];
+  ids: number[];
+  logprobs: number[];
+  exactLogprobs: boolean;
+  /** The version that answered. */
+  version: number;
+}
+
+export interface ReplyOptions {
+  seed: number;
+  /** Replies to draw (at once, in parallel sequences). @default 1 */
+  n?: number;
+}
+
+export interface EvalModel {
+  readonly modelId: string;
+  /** The version replies come from. */
+  readonly version: number;
+  reply(messages: ChatMessage[], opts: ReplyOptions): Promise<EvalReply[]>;
+  /** The OPD teacher the sample builder uses. */
+  readonly teacher: Teacher;
+  /** One learner step; a new version when it trained anything (and was not undone). */
+  step(samples: Sample[]): Promise<StepMetrics>;
+  close(): Promise<void>;
+}
+
+export interface EvalModels {
+  /** A fresh run from version 0. */
+  open(runId: string): Promise<EvalModel>;
+  close(): Promise<void>;
+}
+
+export interface SamplingDefaults {
+  /** @default 0.7 */
+  temperature?: number;
+  /** @default 1 */
+  topP?: number;
+  /** Longest reply. @default 64 */
+  maxTokens?: number;
+}
+
+const message = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
+export { message as chatMessage };
+
+function chatRequest(messages: ChatMessage[], s: Required<SamplingDefaults>, seed: number): ChatRequest {
+  return {
+    model: '',
+    messages,
+    tools: null,
+    toolChoice: null,
+    stream: false,
+    includeUsage: false,
+    temperature: s.temperature,
+    topP: s.topP,
+    maxTokens: s.maxTokens,
+    stop: [],
+    seed,
+    logprobs: false,
+    topLogprobs: null,
+    user: null,
+    bodySessionId: null,
+    bodyTurnType: null,
+    bodySessionDone: undefined,
+    upstreamBody: {},
+  };
+}
+
+export interface LlamaEvalOptions {
+  model: { name: string; path: string; sha256: string };
+  /** Where each run keeps its weight store. */
+  dir: string;
+  systemPrompt?: string;
+  sampling?: SamplingDefaults;
+  lora?: Partial<LoraConfig>;
+  /** @default LORA_LR */
+  lr: number;
+  step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
+  /** llama.cpp threads. @default 1 */
+  threads?: number;
+  /** Parallel sequences (held-out samples are drawn at once). @default 4 */
+  parallel?: number;
+  /** Tokens of one training pass. @default 512 */
+  maxTrainTokens?: number;
+}
+
+/** Evaluation runs on a GGUF model served by llama.cpp, trained as LoRA adapters. */
+export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> {
+  const base: { model: TfLlamaModel; config: LlamaConfig; architecture: string } = await loadTfLlama(o.model.path);
+  const teacher = await LlamaTeacher.load({ model: { name: o.model.name, path: o.model.path }, systemPrompt: o.systemPrompt });
+  const sampling = { temperature: 0.7, topP: 1, maxTokens: 64, ...o.sampling };
+  return {
+    async open(runId: string): Promise<EvalModel> {
+      const weightsDir = join(o.dir, runId);
+      const engine = new LlamaEngine({
+        model: { name: o.model.name, modelId: runId, path: o.model.path, sha256: o.model.sha256 },
+        weightsDir,
+        systemPrompt: o.systemPrompt,
+        threads: o.threads ?? 1,
+        parallel: o.parallel ?? 4,
+        contextSize: 1024,
+        maxPinned: 0,
+      });
+      await engine.start();
+      const lineage = new LoraLineage({
+        weightsDir,
+        modelId: runId,
+        base: { name: o.model.name, path: o.model.path, sha256: o.model.sha256 },
+        lora: o.lora,
+        maxTrainTokens: o.maxTrainTokens ?? 512,
+        baseTf: base,
+      });
+      await lineage.init();
+      const { policy } = await lineage.load(0);
+      const opt = new AdamW({ lr: o.lr });
+      let version = 0;
+      return {
+        modelId: runId,
+        get version() {
+          return version;
+        },
+        teacher,
+        async reply(messages, r) {
+          const signal = new AbortController().signal;
+          const n = r.n ?? 1;
+          return Promise.all(
+            Array.from({ length: n }, async (_, i) => {
+              const res = await engine.complete(chatRequest(messages, sampling, r.seed * 7919 + i), { signal });
+              return {
+                text: res.content ?? '',
+                promptIds: res.promptTokenIds,
+                ids: res.responseTokenIds,
+                logprobs: res.responseLogprobs,
+                exactLogprobs: res.exactLogprobs,
+                version: res.policyVersion,
+              };
+            }),
+          );
+        },
+        async step(samples) {
+          const m = await learnerStep(
+            policy,
+            opt,
+            samples.map((sample) => ({ sample })),
+            { measureAfter: false, ...o.step },
+          );
+          if (m.samples > 0 && !m.rejected) {
+            version++;
+            const metrics = { loss: m.loss, meanReward: m.meanReward, kl: m.kl, samples: m.samples, tokens: m.tokens, steps: version };
+            const saved = await lineage.save(version, version - 1, metrics);
+            await engine.offer({
+              modelId: runId,
+              version,
+              parentVersion: version - 1,
+              uri: saved.uri,
+              sha256: saved.sha256,
+              format: lineage.format,
+              baseModel: lineage.baseModel,
+              metrics: { ...metrics, clipFraction: m.clipFraction, logprobDrift: m.logprobDrift, droppedStale: 0 },
+              createdAt: Date.now(),
+            });
+          }
+          return m;
+        },
+        async close() {
+          opt.dispose();
+          lineage.dispose();
+          await engine.close();
+        },
+      };
+    },
+    async close() {
+      base.model.dispose();
+    },
+  };
+}
+
+export interface BuiltinEvalOptions {
+  /** The base checkpoint every run starts from. */
+  baseUri: string;
+  /** The frozen teacher (the base checkpoint as a policy). */
+  teacherPolicy: PolicyHandle;
+  lr: number;
+  sampling?: SamplingDefaults;
+  step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
+}
+
+/** Evaluation runs on the built-in tiny model (all its weights trained). */
+export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
+  const tok = new ByteTokenizer();
+  const teacher = createPolicyTeacher(o.teacherPolicy);
+  const temperature = o.sampling?.temperature ?? 1;
+  const maxTokens = o.sampling?.maxTokens ?? 120;
+  return {
+    async open(runId: string): Promise<EvalModel> {
+      const { model }: { model: TransformerModel } = await loadCheckpoint(o.baseUri);
+      const opt = new AdamW({ lr: o.lr });
+      let version = 0;
+      return {
+        modelId: runId,
+        get version() {
+          return version;
+        },
+        teacher,
+        async reply(messages, r) {
+          const ids = renderPrompt(tok, toPolicyMessages(messages), {
+            maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4),
+          }).ids;
+          const replies = await sampleMany(model, ids, r.n ?? 1, { seed: r.seed, temperature, maxTokens });
+          return replies.map((x) => ({ text: x.text, promptIds: ids, ids: x.ids, logprobs: x.logprobs, exactLogprobs: true, version }));
+        },
+        async step(samples) {
+          const m = await learnerStep(
+            model,
+            opt,
+            samples.map((sample) => ({ sample })),
+            o.step,
+          );
+          if (m.samples > 0 && !m.rejected) version++;
+          return m;
+        },
+        async close() {
+          model.dispose();
+          opt.dispose();
+        },
+      };
+    },
+    async close() {},
+  };
+}
+
+/** A random seed for runs that do not fix one. */
+export const randomSeed = (): number => randomInt(1, 2 ** 31);

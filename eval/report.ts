@@ -1,0 +1,272 @@
+/**
+ * The evaluation's outputs: a CSV (one row per run × scored version), the JSON result, and
+ * learning curves as hand-written SVG (the overall one and one per persona: held-out satisfaction,
+ * mean across seeds, against interactions), rendered to PNG by @resvg/resvg-js (prebuilt, no
+ * native build) where it loads.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { mean } from './stats.ts';
+import type { EvalResult } from './run-eval.ts';
+
+/** What the reports read of a result. */
+export type ReportInput = Pick<
+  EvalResult,
+  | 'personas'
+  | 'interactions'
+  | 'seeds'
+  | 'method'
+  | 'mode'
+  | 'before'
+  | 'after'
+  | 'per_version'
+  | 'statistic'
+  | 'batchSize'
+  | 'seconds'
+  | 'runs'
+>;
+
+const csvCell = (v: string | number): string => {
+  const s = String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+};
+
+export const CSV_HEADER = 'persona,preference,seed,version,interactions,satisfaction,train_satisfaction';
+
+/** One row per run (persona × seed) and scored version. */
+export function toCsv(r: Pick<ReportInput, 'runs'>): string {
+  const lines = [CSV_HEADER];
+  for (const run of r.runs) {
+    for (const s of run.scores)
+      lines.push(
+        [run.persona, run.preference, run.seed, s.version, s.interactions, s.satisfaction.toFixed(4), run.trainSatisfaction.toFixed(4)]
+          .map(csvCell)
+          .join(','),
+      );
+  }
+  return lines.join('\n') + '\n';
+}
+
+export interface PersonaSummary {
+  preference: string;
+  /** Mean over seeds of the held-out satisfaction of version 0… */
+  before: number;
+  /** …and of the last version. */
+  after: number;
+  seeds: number;
+}
+
+/** Before/after per persona, means across its seeds. */
+export function perPersona(r: Pick<ReportInput, 'runs'>): Record<string, PersonaSummary> {
+  const out: Record<string, PersonaSummary> = {};
+  for (const name of [...new Set(r.runs.map((x) => x.persona))]) {
+    const runs = r.runs.filter((x) => x.persona === name && x.scores.length > 0);
+    out[name] = {
+      preference: runs[0]?.preference ?? '',
+      before: mean(runs.map((x) => x.scores[0].satisfaction)),
+      after: mean(runs.map((x) => x.scores[x.scores.length - 1].satisfaction)),
+      seeds: runs.length,
+    };
+  }
+  return out;
+}
+
+/** The JSON result: the whole result plus the per-persona summary, the p-value and the wall time. */
+export type EvalJson<R extends ReportInput = ReportInput> = R & {
+  per_persona: Record<string, PersonaSummary>;
+  p_value: number;
+  wall_s: number;
+  /** When the report was written (ms since the epoch). */
+  finished_at: number;
+};
+
+export function toResultJson<R extends ReportInput>(r: R, now = Date.now()): EvalJson<R> {
+  return { ...r, per_persona: perPersona(r), p_value: r.statistic.p, wall_s: r.seconds, finished_at: now };
+}
+
+const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+const esc = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+interface Series {
+  /** Legend label (also the path's `data-series`). */
+  label: string;
+  points: Array<[number, number]>;
+  color: string;
+  width: number;
+  dash?: string;
+  /** Circles on the first and last points (before/after). */
+  ends?: boolean;
+}
+
+/** A line chart of satisfaction (0–1) against interactions; the legend on the right. */
+function lineChart(title: string, subtitles: string[], xLabel: string, xs: number[], series: Series[]): string {
+  const W = 760;
+  const m = { l: 60, r: 200, t: 40 + 18 * subtitles.length, b: 50 };
+  const H = Math.max(420, m.t + 16 * series.length + 40);
+  const pw = W - m.l - m.r;
+  const ph = H - m.t - m.b;
+  const maxX = Math.max(1, ...xs);
+  const x = (v: number): string => (m.l + (v / maxX) * pw).toFixed(1);
+  const y = (v: number): string => (m.t + (1 - v) * ph).toFixed(1);
+  const out: string[] = [];
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="DejaVu Sans, sans-serif" font-size="12">`,
+  );
+  out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
+  out.push(`<text x="${m.l}" y="22" font-size="15" font-weight="bold">${esc(title)}</text>`);
+  subtitles.forEach((line, i) => out.push(`<text x="${m.l}" y="${42 + 18 * i}" fill="#555">${esc(line)}</text>`));
+  for (let i = 0; i <= 5; i++) {
+    const v = i / 5;
+    out.push(`<line x1="${m.l}" x2="${m.l + pw}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/>`);
+    out.push(`<text x="${m.l - 8}" y="${(Number(y(v)) + 4).toFixed(1)}" text-anchor="end">${v.toFixed(1)}</text>`);
+  }
+  for (const v of [...new Set(xs)].sort((a, b) => a - b))
+    out.push(`<text x="${x(v)}" y="${m.t + ph + 18}" text-anchor="middle">${v}</text>`);
+  out.push(`<text x="${m.l + pw / 2}" y="${H - 10}" text-anchor="middle">${esc(xLabel)}</text>`);
+  out.push(`<text transform="translate(16,${m.t + ph / 2}) rotate(-90)" text-anchor="middle">held-out satisfaction</text>`);
+  out.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${m.t + ph}" stroke="#333"/>`);
+  out.push(`<line x1="${m.l}" x2="${m.l + pw}" y1="${m.t + ph}" y2="${m.t + ph}" stroke="#333"/>`);
+  series.forEach((s, i) => {
+    if (s.points.length === 0) return;
+    const d = s.points.map(([a, b], k) => `${k ? 'L' : 'M'}${x(a)},${y(b)}`).join(' ');
+    const dash = s.dash ? ` stroke-dasharray="${s.dash}"` : '';
+    out.push(`<path data-series="${esc(s.label)}" d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width}"${dash}/>`);
+    if (s.ends) {
+      const first = s.points[0];
+      const last = s.points[s.points.length - 1];
+      for (const [a, b] of [first, last]) out.push(`<circle cx="${x(a)}" cy="${y(b)}" r="4" fill="${s.color}"/>`);
+      // The before/after values beside their points.
+      out.push(
+        `<text x="${Number(x(first[0])) + 6}" y="${Number(y(first[1])) - 8}" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">${first[1].toFixed(2)}</text>`,
+      );
+      out.push(
+        `<text x="${Number(x(last[0])) - 6}" y="${Number(y(last[1])) - 8}" font-weight="bold" text-anchor="end" stroke="white" stroke-width="3" paint-order="stroke">${last[1].toFixed(2)}</text>`,
+      );
+    }
+    const ly = m.t + 16 * i + 10;
+    out.push(
+      `<line x1="${m.l + pw + 12}" x2="${m.l + pw + 32}" y1="${ly - 4}" y2="${ly - 4}" stroke="${s.color}" stroke-width="${s.width}"${dash}/>`,
+    );
+    out.push(`<text x="${m.l + pw + 38}" y="${ly}" fill="${s.color === 'black' ? '#000' : s.color}">${esc(s.label)}</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n') + '\n';
+}
+
+// A Monte-Carlo p of 0 only says that none of the random sign patterns was as extreme.
+const fmtP = (p: number): string => (!Number.isFinite(p) ? 'n/a' : p === 0 ? '< 1e-5' : `= ${p.toPrecision(2)}`);
+
+/** The overall curve: the mean over personas and seeds in bold, one thin line per persona. */
+export function toSvg(r: ReportInput): string {
+  const names = [...new Set(r.runs.map((x) => x.persona))];
+  const series: Series[] = names.map((p, i) => ({
+    label: p,
+    points: r.per_version.filter((v) => p in v.byPersona).map((v) => [v.interactions, v.byPersona[p]] as [number, number]),
+    color: COLORS[i % COLORS.length],
+    width: 1.5,
+  }));
+  series.push({ label: 'mean', points: r.per_version.map((v) => [v.interactions, v.satisfaction]), color: 'black', width: 3, ends: true });
+  return lineChart(
+    `Held-out satisfaction, ${r.personas} personas × ${r.seeds} seeds (${r.method}, ${r.mode})`,
+    [`before ${r.before.toFixed(2)} → after ${r.after.toFixed(2)}; ${r.statistic.test} p ${fmtP(r.statistic.p)} (n = ${r.statistic.n})`],
+    `interactions per persona (a weight version every ${r.batchSize})`,
+    r.per_version.map((v) => v.interactions),
+    series,
+  );
+}
+
+/** One persona's curve: each seed as a thin dashed line, their mean in bold. */
+export function toPersonaSvg(r: ReportInput, persona: string): string {
+  const runs = r.runs.filter((x) => x.persona === persona).sort((a, b) => a.seed - b.seed);
+  const summary = perPersona({ runs })[persona];
+  const series: Series[] = runs.map((run, i) => ({
+    label: `seed ${run.seed}`,
+    points: run.scores.map((s) => [s.interactions, s.satisfaction] as [number, number]),
+    color: COLORS[i % COLORS.length],
+    width: 1.2,
+    dash: '4 3',
+  }));
+  series.push({
+    label: 'mean',
+    points: r.per_version.filter((v) => persona in v.byPersona).map((v) => [v.interactions, v.byPersona[persona]] as [number, number]),
+    color: 'black',
+    width: 3,
+    ends: true,
+  });
+  return lineChart(
+    persona,
+    [
+      summary?.preference ?? '',
+      `before ${summary ? summary.before.toFixed(2) : '—'} → after ${summary ? summary.after.toFixed(2) : '—'}, mean of ${runs.length} seed${runs.length === 1 ? '' : 's'} (${r.method}, ${r.mode})`,
+    ],
+    `interactions (a weight version every ${r.batchSize})`,
+    runs.flatMap((run) => run.scores.map((s) => s.interactions)),
+    series,
+  );
+}
+
+type Renderer = (svg: string) => Buffer;
+let renderer: Renderer | null | undefined;
+/** Why PNGs are not rendered here (the import's error), once tried. */
+let rendererError: string | null = null;
+
+/**
+ * An SVG as PNG through @resvg/resvg-js with the system fonts, or null where the package (its
+ * prebuilt binary for this platform) does not load.
+ */
+export async function svgToPng(svg: string): Promise<Buffer | null> {
+  if (renderer === undefined) {
+    try {
+      const { Resvg } = await import('@resvg/resvg-js');
+      renderer = (s) => new Resvg(s, { font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' } }).render().asPng();
+    } catch (err) {
+      // PNGs are optional: the SVGs are written regardless, and writeReports says why none came.
+      renderer = null;
+      rendererError = `@resvg/resvg-js did not load: ${(err as Error).message.split('\n')[0]}`;
+    }
+  }
+  return renderer ? renderer(svg) : null;
+}
+
+export interface WrittenReports {
+  csv: string;
+  json: string;
+  /** The overall curve first, then one per persona. */
+  svg: string[];
+  /** The same curves as PNG; empty when no renderer loaded… */
+  png: string[];
+  /** …and then why. */
+  pngSkipped: string | null;
+}
+
+/** A persona name as a file name (names are validated to [A-Za-z0-9_-], but runs may come from elsewhere). */
+const fileName = (name: string): string => name.replace(/[^A-Za-z0-9_-]/g, '_');
+
+/**
+ * Writes `eval.csv`, `eval.json`, `eval.svg` and `curves/<persona>.svg` (and `.png` beside each
+ * SVG where a renderer loads) into `dir`. The JSON is `toResultJson(result)`.
+ */
+export interface WriteReportsOptions {
+  /** Render each SVG to PNG as well (where @resvg/resvg-js loads). @default true */
+  png?: boolean;
+}
+
+export async function writeReports(r: ReportInput, dir: string, options: WriteReportsOptions = {}): Promise<WrittenReports> {
+  await mkdir(join(dir, 'curves'), { recursive: true });
+  const written: WrittenReports = { csv: join(dir, 'eval.csv'), json: join(dir, 'eval.json'), svg: [], png: [], pngSkipped: null };
+  await writeFile(written.csv, toCsv(r));
+  await writeFile(written.json, JSON.stringify(toResultJson(r), null, 2) + '\n');
+  const charts: Array<[string, string]> = [[join(dir, 'eval'), toSvg(r)]];
+  for (const p of [...new Set(r.runs.map((x) => x.persona))]) charts.push([join(dir, 'curves', fileName(p)), toPersonaSvg(r, p)]);
+  for (const [base, svg] of charts) {
+    await writeFile(`${base}.svg`, svg);
+    written.svg.push(`${base}.svg`);
+    const png = options.png === false ? null : await svgToPng(svg);
+    if (png) {
+      await writeFile(`${base}.png`, png);
+      written.png.push(`${base}.png`);
+    }
+  }
+  written.pngSkipped = options.png === false ? 'not asked for' : rendererError;
+  return written;
+}

@@ -1,0 +1,99 @@
+/**
+ * Every benchmark at toy size on the real stack: it declares its options, reports a baseline
+ * measured in the same run and a ratio, and leaves no topic, consumer group, schema subject or
+ * temp folder behind. (No timing is asserted: figures are measured, not tested.)
+ */
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { after, before, describe, it } from 'node:test';
+import { createKafka } from '../../../streams/index.ts';
+import { availableBenches, type BenchArgs } from '../../../cli/commands/bench.ts';
+import { loadConfig } from '../../../cli/config.ts';
+import type { BenchOptions, BenchResult } from '../../../bench/options.ts';
+import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+
+interface BenchModule {
+  description: string;
+  options: BenchOptions;
+  run: (args: BenchArgs) => Promise<BenchResult & Record<string, unknown>>;
+}
+
+const load = async (name: string): Promise<BenchModule> => (await import(`../../../bench/${name}.ts`)) as BenchModule;
+
+/** Toy sizes: each bench in seconds. */
+const TOY: Record<string, Record<string, string>> = {
+  streams: { records: '200' },
+  gateway: { clients: '1', seconds: '1', rounds: '1', 'max-tokens': '2' },
+  pipeline: { sessions: '10', turns: '2', 'live-sessions': '2', 'grace-ms': '0' },
+  replay: { turns: '40', 'turns-per-session': '4' },
+  sink: { users: '1' },
+  trainer: { steps: '1', batch: '2', backends: 'wasm,cpu' },
+  model: { model: 'tiny', tokens: '16,32', steps: '1', 'gen-tokens': '8', backends: 'wasm' },
+};
+
+describe('benchmarks', { timeout: 900_000 }, () => {
+  let stack: Awaited<ReturnType<typeof ensureStack>>;
+  let prefix: string;
+  let config: ReturnType<typeof loadConfig>;
+  before(async () => {
+    stack = await ensureStack();
+    prefix = uniquePrefix('benches');
+    config = loadConfig(
+      {
+        KAFKA_BROKERS: stack.brokers,
+        SCHEMA_REGISTRY_URL: stack.registryUrl,
+        CLICKHOUSE_URL: stack.clickhouseUrl,
+        TURNSTREAM_TOPIC_PREFIX: prefix,
+      },
+      REPO_ROOT,
+    );
+  });
+
+  /** What the run left behind under its prefix: topics, groups, subjects. */
+  async function leftovers(): Promise<string[]> {
+    const kafka = createKafka({ brokers: [stack.brokers], clientId: 'bench-leftovers' });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const topics = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+      const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(prefix));
+      const subjects = ((await (await fetch(`${stack.registryUrl}/subjects`)).json()) as string[]).filter((s) => s.startsWith(prefix));
+      return [...topics, ...groups, ...subjects];
+    } finally {
+      await admin.disconnect();
+    }
+  }
+  const tempDirs = () => readdirSync(tmpdir()).filter((d) => d.startsWith('bench-')).length;
+
+  it('every benchmark declares a description and its options, with valid defaults', async () => {
+    assert.deepEqual(availableBenches().sort(), Object.keys(TOY).sort(), 'each benchmark has a toy size here');
+    for (const name of availableBenches()) {
+      const m = await load(name);
+      assert.ok(m.description.length > 20, `${name} describes itself`);
+      assert.ok(Object.keys(m.options).length > 0, `${name} declares its options`);
+      for (const o of Object.values(m.options)) assert.ok(o.help && o.default !== undefined);
+    }
+  });
+
+  for (const name of Object.keys(TOY)) {
+    it(`bench ${name}: a baseline in the same run, a ratio, and nothing left behind`, async () => {
+      const before = tempDirs();
+      const m = await load(name);
+      const r = await m.run({ config, options: TOY[name], progress: () => {} });
+      assert.ok(typeof r.baseline === 'string' && r.baseline.length > 10, `${name} says what its baseline is`);
+      assert.ok(Number.isFinite(r.ratio) && r.ratio > 0, `${name} ratio ${r.ratio}`);
+      assert.deepEqual(await leftovers(), [], `${name} deleted its topics, groups and subjects`);
+      assert.ok(tempDirs() <= before, `${name} removed its temp folders`);
+      if (name === 'sink') {
+        // The baseline repeats the sink's own inserts: same count, same sizes.
+        assert.ok(Number(r.inserts) >= 1);
+        assert.equal(r.mean_rows_per_insert, Math.round(Number(r.rows) / Number(r.inserts)));
+      }
+    });
+  }
+
+  after(async () => {
+    assert.deepEqual(await leftovers(), []);
+  });
+});

@@ -1,0 +1,73 @@
+/**
+ * `eval --pipeline` on a GGUF model (a tiny one the test writes), against the real Kafka and
+ * registry: personas talk to a gateway serving it on llama.cpp, turns go through the assembler,
+ * the embedded judge and the sample builder (the model as its own OPD teacher) to a LoRA learner,
+ * and the held-out score is taken from the version the gateway swapped in.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { parsePersonas } from '../../../eval/persona.ts';
+import { runPipelineEval } from '../../../eval/pipeline.ts';
+import { parseBrokers } from '../../../streams/index.ts';
+import { selectBackend, writeTinyModel, type TinyModel } from '../../../policy/index.ts';
+import { ensureStack } from '../../support/stack.ts';
+
+let dir: string;
+let tiny: TinyModel;
+let stack: Awaited<ReturnType<typeof ensureStack>>;
+
+before(async () => {
+  stack = await ensureStack();
+  await selectBackend('wasm');
+  dir = await mkdtemp(join(tmpdir(), 'ts-eval-pipeline-'));
+  tiny = await writeTinyModel(join(dir, 'tiny.gguf'), { architecture: 'llama', seed: 11 });
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and served by the gateway', { timeout: 600_000 }, async () => {
+  const personas = parsePersonas(
+    {
+      personas: [
+        {
+          name: 'terse-tom',
+          preference: 'at most 3 words',
+          check: { max_words: 3 },
+          satisfied: ['Great, thanks!'],
+          corrections: ['No, too long. Try again.'],
+          prompts: ['how do I make tea?', 'what is gravity?', 'how do I cook rice?', 'why is the sky blue?'],
+        },
+      ],
+    },
+    'test personas',
+  );
+  const r = await runPipelineEval({
+    personas,
+    brokers: parseBrokers(stack.brokers),
+    registryUrl: stack.registryUrl,
+    baseWeightsDir: dir,
+    interactions: 4,
+    seeds: 1,
+    batchSize: 2,
+    lr: 1e-3,
+    heldOut: 0.25,
+    heldOutSamples: 1,
+    llama: { model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 }, maxTokens: 6, temperature: 1 },
+  });
+  assert.equal(r.mode, 'pipeline');
+  assert.equal(r.runs.length, 1);
+  const [run] = r.runs;
+  assert.deepEqual(
+    run.scores.map((s) => s.interactions),
+    [0, 2, 4],
+  );
+  assert.equal(run.scores[0].version, 0, 'the base answers first');
+  const versions = run.scores.map((s) => s.version);
+  assert.ok(versions[1] >= 1 && versions[2] > versions[1], `each block is scored on a newer LoRA version: ${versions.join(', ')}`);
+  assert.equal(run.samples, 4, 'every interaction became one trained sample');
+  for (const s of run.scores) assert.ok(s.satisfaction >= 0 && s.satisfaction <= 1);
+});

@@ -1,0 +1,133 @@
+/**
+ * `turnstream eval --personas FILE` as a user runs it: any file in the open format is accepted
+ * (here one with checks and a system prompt the shipped personas do not use), on a GGUF model
+ * served by llama.cpp and trained as LoRA versions (a tiny one the test writes) as on the built-in
+ * model, and a bad file or an unknown `--only` name ends the command with one line and exit 2.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { writeTinyModel } from '../../../../policy/index.ts';
+import { REPO_ROOT } from '../../../support/stack.ts';
+
+const persona = (name: string, check: unknown, system?: string) => ({
+  name,
+  preference: `a test preference for ${name}`,
+  check,
+  satisfied: ['Great, thanks!'],
+  corrections: ['No, that is not what I asked. Try again, please.'],
+  prompts: ['how do I make tea?', 'what is gravity?', 'how do I cook rice?', 'why is the sky blue?'],
+  ...(system ? { system } : {}),
+});
+
+describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
+  let dir: string;
+  let model: string;
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, ['bin/turnstream.js', 'eval', ...args], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      timeout: 240_000,
+      env: { ...process.env, TURNSTREAM_HOME: join(dir, 'home'), TURNSTREAM_MODEL: model, LOG_LEVEL: 'warn' },
+    });
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ts-eval-cli-'));
+    model = (await writeTinyModel(join(dir, 'tiny.gguf'), { seed: 7 })).path;
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a bad file: one line naming the persona and the field, exit 2, before any model loads', async () => {
+    const file = join(dir, 'bad.json');
+    await writeFile(
+      file,
+      JSON.stringify({ personas: [persona('ok-olly', { max_words: 5 }), persona('x', { all: [{ ends_with: '?' }, { max_words: 0 }] })] }),
+    );
+    const r = run(['--personas', file, '--json']);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, 'turnstream: bad.json: persona "x": check.all[1].max_words must be a positive integer (TS_ERR_INVALID_INPUT)\n');
+  });
+
+  it('--only with an unknown name is an input error that lists the known names', async () => {
+    const file = join(dir, 'two.json');
+    await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
+    const r = run(['--personas', file, '--only', 'ann,carl', '--json']);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, 'turnstream: --only: unknown persona carl; known: ann, bob (TS_ERR_INVALID_INPUT)\n');
+  });
+
+  for (const kind of ['gguf', 'builtin'] as const)
+    it(`accepts a file with checks the shipped personas do not use, and writes the reports and latest.json (${kind} model)`, async () => {
+      const file = join(dir, 'custom.json');
+      await writeFile(
+        file,
+        JSON.stringify({
+          personas: [
+            persona(
+              'wordy-wes',
+              { any: [{ min_words: 3 }, { regex_present: { regex: '^ok', flags: 'i' } }] },
+              'You are a helpful assistant.',
+            ),
+            persona('dotty-dee', { all: [{ not: { min_words: 40 } }, { regex_count_at_least: ['\\.', 1] }] }),
+          ],
+        }),
+      );
+      const out = join(dir, `out-${kind}`);
+      // As small a run as the loop allows.
+      const r = run([
+        ...(kind === 'builtin' ? ['--model', 'builtin'] : ['--max-tokens', '8']),
+        '--personas',
+        file,
+        '--interactions',
+        '2',
+        '--seeds',
+        '1',
+        '--batch-size',
+        '2',
+        '--held-out',
+        '0.25',
+        '--held-out-samples',
+        '1',
+        '--out',
+        out,
+        '--json',
+      ]);
+      assert.equal(r.status, 0, r.stderr.slice(-2000));
+      const result = JSON.parse(r.stdout) as {
+        personas: number;
+        per_persona: Record<string, { preference: string; before: number; after: number }>;
+        per_version: Array<{ interactions: number }>;
+        p_value: number;
+        wall_s: number;
+        lr: number;
+        runs: Array<{ samples: number }>;
+      };
+      assert.equal(result.lr, kind === 'builtin' ? 1e-3 : 2e-3, 'the learning rate of the model kind');
+      assert.ok(
+        result.runs.every((x) => x.samples > 0),
+        'every run trained on its interactions',
+      );
+      assert.equal(result.personas, 2);
+      assert.deepEqual(Object.keys(result.per_persona).sort(), ['dotty-dee', 'wordy-wes']);
+      assert.equal(result.per_persona['wordy-wes'].preference, 'a test preference for wordy-wes');
+      for (const p of Object.values(result.per_persona)) assert.ok(p.before >= 0 && p.before <= 1 && p.after >= 0 && p.after <= 1);
+      assert.deepEqual(
+        result.per_version.map((v) => v.interactions),
+        [0, 2],
+      );
+      assert.ok(typeof result.p_value === 'number' && result.wall_s > 0);
+      assert.deepEqual((await readdir(join(out, 'curves'))).sort(), ['dotty-dee.png', 'dotty-dee.svg', 'wordy-wes.png', 'wordy-wes.svg']);
+      const latest = JSON.parse(await readFile(join(dir, 'home', 'eval', 'latest.json'), 'utf8')) as {
+        per_persona: object;
+        finished_at: number;
+      };
+      assert.deepEqual(Object.keys(latest.per_persona).sort(), ['dotty-dee', 'wordy-wes']);
+      assert.ok(latest.finished_at > Date.now() - 300_000);
+    });
+});
