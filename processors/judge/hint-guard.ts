@@ -13,7 +13,8 @@ const INSTRUCTION_LIKE: RegExp[] = [
   /\b(?:system|developer)\s*(?:prompt|message|instructions?|role)\b/i,
   /\b(?:you are now|from now on you|act as|pretend (?:to be|you are)|new instructions?|jailbreak|do anything now|developer mode)\b/i,
   /\\boxed|\[HINT_(?:START|END)\]|<\|[^|>]{1,40}\|>|<\/?(?:system|assistant|user|tool|context|next_state|quote|assistant_output)\b/i,
-  /\b(?:output|print|write|respond with|reply with|answer with|say|type)\s+(?:only\s+|exactly\s+|just\s+)?(?:["'`“‘]|the (?:word|text|string)\b)/i,
+  // An order to emit exact text; "end every reply with 'Cheers!'" (reply as a noun) is a style correction.
+  /(?<!\b(?:every|each|your|the|a|my|this|that)\s+)\b(?:output|print|write|respond with|reply with|answer with|say|type)\s+(?:only\s+|exactly\s+|just\s+)?(?:["'`“‘]|the (?:word|text|string)\b)/i,
   /\b(?:score|rate|judge|grade)\b.{0,30}\b(?:this|it|me|the answer|the reply)\b.{0,20}(?:\b1\b|\bpositive\b|\bhigh(?:est)?\b|\bperfect\b)/i,
 ];
 

@@ -27,6 +27,8 @@ test('instruction-like sentences are recognised; ordinary corrections are not', 
     'Use a casual, friendly tone.',
     'Give a more detailed answer.',
     'Do not use emoji.',
+    "Finish every reply with 'Cheers!' as the very last word.",
+    'Start each reply with "Sure thing:".',
   ])
     assert.equal(isInstructionLike(s), false, s);
 });
