@@ -212,8 +212,6 @@ describe('the shipped persona files', () => {
         'For example, bread cost $1 and now costs $2. For example, rent went up.',
       ],
       'formal-fiona': ['You should schedule a meeting and present your results.', "Hey, just ask! It's not that hard."],
-      'calm-cal': ['Try a long walk in the park.', 'Try a long walk in the park!'],
-      'plain-vera': ['Coffee is best freshly ground.', 'Coffee is very good freshly ground.'],
       'cheers-chad': ['Try a pale ale. Cheers!', 'Cheers! Try a pale ale.'],
       'surething-suri': ['Sure thing: rainbows form when light bends in raindrops.', 'Rainbows form when light bends in raindrops.'],
       'lower-lou': ['try a slow piano playlist.', 'Try a slow piano playlist.'],
