@@ -26,6 +26,7 @@ import {
 import { createPolicyTeacher, LlamaTeacher, type Teacher } from '../processors/index.ts';
 import type { ChatMessage, Sample } from '../schemas/index.ts';
 import { AdamW, learnerStep, LoraLineage, type LearnerStepOptions, type StepMetrics } from '../trainer/index.ts';
+import type { SampleText } from '../trainer/consensus-weighting.ts';
 
 /** A reply and what the Turn would record of it. */
 export interface EvalReply {
@@ -51,6 +52,8 @@ export interface EvalModel {
   reply(messages: ChatMessage[], opts: ReplyOptions): Promise<EvalReply[]>;
   /** The OPD teacher the sample builder uses. */
   readonly teacher: Teacher;
+  /** How the consensus reads a sample's prompt and reply (the model's own tokenizer). @default the byte tokenizer */
+  readonly sampleText?: SampleText;
   /** One learner step; a new version when it trained anything (and was not undone). */
   step(samples: Sample[]): Promise<StepMetrics>;
   close(): Promise<void>;
@@ -151,6 +154,7 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
           return version;
         },
         teacher,
+        sampleText: lineage.sampleText,
         async reply(messages, r) {
           const signal = new AbortController().signal;
           const n = r.n ?? 1;

@@ -1,8 +1,8 @@
 /**
  * "Many users, one model" (ALGORITHMS.md §7), in-process: K simulated users who share one hidden
- * preference (replies that end with a question) and one adversarial user with the opposite one
- * (pleased by replies that do NOT end with a question, correcting the others) all talk to ONE
- * model. Their turns go through the pipeline's judge and sample builder, into the learner's
+ * preference (any persona; by default replies that end with a question) and one adversarial user
+ * with the opposite one (pleased exactly when the others are not, correcting the others) all talk
+ * to ONE model (the built-in one or a GGUF model with LoRA versions: eval/eval-model.ts). Their turns go through the pipeline's judge and sample builder, into the learner's
  * batcher (per-user share cap) and, with `consensus`, the learner's consensus weighting
  * (trainer/consensus-weighting.ts), then the learner step. Every run is done twice with the same
  * seed — consensus on and off — so the weighting's effect is measured side by side.
@@ -10,34 +10,25 @@
  * Measured: the shared preference's held-out satisfaction before/after; the adversary's share of
  * the trained samples, its mean effective consensus weight and its share of the total loss weight.
  */
-import {
-  buildSample,
-  createEmbeddedJudge,
-  createPolicyTeacher,
-  makeJudgement,
-  type Teacher,
-  type TrainMethod,
-} from '../processors/index.ts';
-import { AdamW } from '../trainer/adamw.ts';
+import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
 import { SampleBatcher } from '../trainer/batcher.ts';
-import type { ChatMessage } from '../policy/builtin/chat-template.ts';
-import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
 import { ratedTurnOf, weighByConsensus } from '../trainer/consensus-weighting.ts';
 import { mulberry32 } from '../policy/builtin/generate.ts';
-import { learnerStep, type StepSample } from '../trainer/learner-step.ts';
+import type { StepSample } from '../trainer/learner-step.ts';
 import { LEARNER_LR } from '../trainer/learner.ts';
-import type { PolicyHandle } from '../policy/builtin/policy.ts';
-import { sampleMany } from '../policy/builtin/sample-many.ts';
 import { UserConsensus, type Conflict, type UserStats } from '../trainer/user-consensus.ts';
+import type { EvalModels } from './eval-model.ts';
 import { compileCheck } from './persona-check.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_HELD_OUT, loadPersonas, openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { react } from './reaction.ts';
-import { makePair, promptIds, score } from './run-eval.ts';
+import { eventMessages, makePair, scoreModel } from './run-eval.ts';
 import { mean } from './stats.ts';
 
 export interface MultiUserEvalOptions {
-  baseUri: string;
-  teacherPolicy: PolicyHandle;
+  /** The model every run starts from and learns on. */
+  models: EvalModels;
+  /** The preference the users share. @default curious-quinn of the built-in personas (ends with a question) */
+  persona?: Persona;
   /** Users sharing the preference. @default 3 */
   users?: number;
   /** Interactions per user (the adversary's included). @default 24 */
@@ -104,7 +95,9 @@ export interface MultiUserEvalResult extends MultiUserArm {
   adversaries: number;
   interactions: number;
   seeds: number;
-  preference: 'question';
+  /** The shared persona's name and preference. */
+  persona: string;
+  preference: string;
   batchSize: number;
   maxUserShare: number;
   sharedRate: number;
@@ -131,17 +124,19 @@ function adversaryOf(quinn: Persona): Persona {
     preference: `the opposite of the others: not (${quinn.preference})`,
     check: { not: quinn.check },
     accepts: not,
-    corrections: ["Don't ask me questions. Just answer, no question at the end.", 'Stop ending with a question. Just answer.'],
+    corrections:
+      quinn.name === 'curious-quinn'
+        ? ["Don't ask me questions. Just answer, no question at the end.", 'Stop ending with a question. Just answer.']
+        : ['No, I do not like it this way. Try again.', 'That is not what I wanted. Answer differently.'],
   };
 }
 
-type O = Required<Omit<MultiUserEvalOptions, 'onProgress' | 'teacherPolicy'>> & Pick<MultiUserEvalOptions, 'onProgress'>;
+type O = Required<Omit<MultiUserEvalOptions, 'onProgress' | 'models' | 'persona'>> & Pick<MultiUserEvalOptions, 'onProgress'>;
 
-async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean, quinn: Persona): Promise<MultiUserRun> {
+async function runOne(o: O, models: EvalModels, seed: number, consensusOn: boolean, quinn: Persona): Promise<MultiUserRun> {
   const { train, heldOut } = splitPrompts(quinn, { heldOut: o.heldOut });
   const adversary = adversaryOf(quinn);
-  const { model } = await loadCheckpoint(o.baseUri);
-  const opt = new AdamW({ lr: o.lr });
+  const m = await models.open(`users-${quinn.name}-${seed}-${consensusOn ? 'c' : 'n'}`);
   const judge = createEmbeddedJudge({ mode: o.method });
   const consensus = new UserConsensus();
   const batcher = new SampleBatcher<null>({
@@ -154,29 +149,26 @@ async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean
   const people = Array.from({ length: o.users }, (_, i) => sharedPersona(quinn, i));
   const probe = people[0];
   const satisfied: Record<string, { ok: number; n: number }> = {};
-  let version = 0;
   let steps = 0;
   const trained: Array<{ user: string | null; factor: number; weight: number }> = [];
   const step = async (items: StepSample[]): Promise<void> => {
     if (items.length === 0) return;
-    const w = consensusOn ? weighByConsensus(consensus, items) : { items, factors: items.map(() => 1) };
-    if (!consensusOn) for (const it of items) consensus.observe(ratedTurnOf(it.sample)); // stats only, not applied
-    await learnerStep(model, opt, w.items);
+    const w = consensusOn ? weighByConsensus(consensus, items, m.sampleText) : { items, factors: items.map(() => 1) };
+    if (!consensusOn) for (const it of items) consensus.observe(ratedTurnOf(it.sample, m.sampleText)); // stats only, not applied
+    await m.step(w.items.map((it) => it.sample));
     w.items.forEach((it, i) => trained.push({ user: it.sample.userId, factor: w.factors[i], weight: it.sample.weight }));
-    version++;
     steps++;
   };
   try {
-    const before = await score(model, probe, heldOut, o.heldOutSamples, seed);
+    const before = await scoreModel(m, probe, heldOut, o.heldOutSamples, seed);
     const schedule: Persona[] = [];
     for (let r = 0; r < o.interactions; r++) {
       schedule.push(...people);
       for (let a = 0; a < o.adversaryRate; a++) schedule.push(adversary);
     }
     for (const [i, p] of schedule.entries()) {
-      const messages: ChatMessage[] = openingMessages(p, train[Math.floor(rand() * train.length)]);
-      const prompt = promptIds(model, messages);
-      const [reply] = await sampleMany(model, prompt, 1, { seed: Math.floor(rand() * 2 ** 31) });
+      const messages = openingMessages(p, train[Math.floor(rand() * train.length)]);
+      const [reply] = await m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) });
       const reactors: Persona[] = [p];
       // A shared thread: now and then one other user (the adversary included) sees the same reply and reacts too.
       if (rand() < o.sharedRate) {
@@ -188,19 +180,31 @@ async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean
         const s = (satisfied[q.name] ??= { ok: 0, n: 0 });
         s.n++;
         if (reaction.satisfied) s.ok++;
-        const pair = makePair(`mu-${seed}-${consensusOn ? 'c' : 'n'}-${k}`, i, q, messages, prompt, reply, reaction, version);
+        const pair = makePair(
+          `mu-${seed}-${consensusOn ? 'c' : 'n'}-${k}`,
+          i,
+          q,
+          messages,
+          reply.promptIds,
+          reply,
+          reaction,
+          reply.version,
+          {
+            modelId: m.modelId,
+            exactLogprobs: reply.exactLogprobs,
+          },
+        );
         const { votes, score: js, hint } = judge.evaluate(pair);
-        // makePair put `version` on the pair's turn.
         const judgement = makeJudgement(pair, 'embedded', votes, js, hint, Date.now());
-        const built = await buildSample(judgement, { method: o.method, teacher });
+        const built = await buildSample(judgement, { method: o.method, teacher: m.teacher });
         if (built.sample) batcher.add(built.sample, null);
       }
-      while (batcher.ready(version)) await step(batcher.take(version).batch.map((b) => ({ sample: b.sample })));
+      while (batcher.ready(m.version)) await step(batcher.take(m.version).batch.map((b) => ({ sample: b.sample })));
     }
     // The tail: one last (partial, capped) batch; what the cap still holds back stays untrained.
-    await step(batcher.take(version).batch.map((b) => ({ sample: b.sample })));
+    await step(batcher.take(m.version).batch.map((b) => ({ sample: b.sample })));
     const adversaryCapped = batcher.pending().filter((p) => p.sample.userId === ADVERSARY_ID).length;
-    const after = await score(model, probe, heldOut, o.heldOutSamples, seed);
+    const after = await scoreModel(m, probe, heldOut, o.heldOutSamples, seed);
     const adv = trained.filter((t) => t.user === ADVERSARY_ID);
     const others = trained.filter((t) => t.user !== ADVERSARY_ID);
     const totalW = trained.reduce((a, t) => a + t.weight, 0);
@@ -226,8 +230,7 @@ async function runOne(o: O, teacher: Teacher, seed: number, consensusOn: boolean
     );
     return run;
   } finally {
-    model.dispose();
-    opt.dispose();
+    await m.close();
   }
 }
 
@@ -245,7 +248,6 @@ function arm(runs: MultiUserRun[]): MultiUserArm {
 export async function runMultiUserEval(opts: MultiUserEvalOptions): Promise<MultiUserEvalResult> {
   const t0 = Date.now();
   const o: O = {
-    baseUri: opts.baseUri,
     users: opts.users ?? 3,
     interactions: opts.interactions ?? 24,
     adversaryRate: opts.adversaryRate ?? 1,
@@ -259,19 +261,19 @@ export async function runMultiUserEval(opts: MultiUserEvalOptions): Promise<Mult
     heldOutSamples: opts.heldOutSamples ?? 4,
     onProgress: opts.onProgress,
   };
-  const teacher = createPolicyTeacher(opts.teacherPolicy);
-  // The shared preference: curious-quinn of the builtin personas (replies that end with a question).
-  const quinn = (await loadPersonas(BUILTIN_PERSONAS_FILE)).find((p) => p.name === 'curious-quinn')!;
+  // The shared preference: by default curious-quinn of the builtin personas (replies that end with a question).
+  const quinn = opts.persona ?? (await loadPersonas(BUILTIN_PERSONAS_FILE)).find((p) => p.name === 'curious-quinn')!;
   const runs: MultiUserRun[] = [];
   for (let seed = 1; seed <= o.seeds; seed++) {
-    for (const on of [true, false]) runs.push(await runOne(o, teacher, seed, on, quinn));
+    for (const on of [true, false]) runs.push(await runOne(o, opts.models, seed, on, quinn));
   }
   return {
     users: o.users,
     adversaries: 1,
     interactions: o.interactions,
     seeds: o.seeds,
-    preference: 'question',
+    persona: quinn.name,
+    preference: quinn.preference,
     ...arm(runs.filter((r) => r.consensus)),
     baseline_no_consensus: arm(runs.filter((r) => !r.consensus)),
     batchSize: o.batchSize,

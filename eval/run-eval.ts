@@ -17,7 +17,6 @@ import { mulberry32 } from '../policy/builtin/generate.ts';
 import type { StepMetrics } from '../trainer/learner-step.ts';
 import { LEARNER_LR } from '../trainer/learner.ts';
 import type { TransformerModel } from '../policy/builtin/model.ts';
-import { sampleMany } from '../policy/builtin/sample-many.ts';
 import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
@@ -91,20 +90,6 @@ export function promptIds(model: TransformerModel, messages: ChatMessage[]): num
   return renderPrompt(tok, messages, { maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4) }).ids;
 }
 
-/** Share of held-out replies that satisfy the persona. */
-export async function score(model: TransformerModel, persona: Persona, heldOut: string[], samples: number, seed: number): Promise<number> {
-  let ok = 0;
-  let n = 0;
-  for (const [j, prompt] of heldOut.entries()) {
-    const ids = promptIds(model, openingMessages(persona, prompt));
-    for (const r of await sampleMany(model, ids, samples, { seed: seed * 7919 + j })) {
-      if (persona.accepts(r.text)) ok++;
-      n++;
-    }
-  }
-  return ok / n;
-}
-
 /** A TurnPair as the session assembler would emit it for (reply, reaction). */
 export function makePair(
   run: string,
@@ -151,7 +136,7 @@ export function makePair(
 }
 
 /** Share of held-out replies (`samples` per prompt) of the model's current version that satisfy the persona. */
-async function scoreModel(m: EvalModel, persona: Persona, heldOut: string[], samples: number, seed: number): Promise<number> {
+export async function scoreModel(m: EvalModel, persona: Persona, heldOut: string[], samples: number, seed: number): Promise<number> {
   let ok = 0;
   let n = 0;
   for (const [j, prompt] of heldOut.entries()) {
@@ -163,7 +148,7 @@ async function scoreModel(m: EvalModel, persona: Persona, heldOut: string[], sam
   return ok / n;
 }
 
-const eventMessages = (messages: ChatMessage[]): EventMessage[] => messages.map(toEvent);
+export const eventMessages = (messages: ChatMessage[]): EventMessage[] => messages.map(toEvent);
 
 async function runOne(
   o: Required<Omit<EvalOptions, 'onProgress' | 'models'>> & Pick<EvalOptions, 'onProgress'>,

@@ -115,7 +115,10 @@ export function register(program: Command): void {
     .option('--temperature <t>', 'sampling temperature of the real model', '0.7')
     .option('--lora-last-layers <n>', 'adapt only the last n layers (default TRAIN_LORA_LAST_LAYERS)')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
-    .option('--users <k>', 'many users, one model: k users sharing a preference + 1 adversary, consensus on vs off (ALGORITHMS.md §7)')
+    .option(
+      '--users <k>',
+      'many users, one model: k users sharing the preference of --only NAME (default curious-quinn, on a GGUF model concise-carl) + 1 adversary, consensus on vs off (ALGORITHMS.md §7)',
+    )
     .option('--adversary-rate <n>', 'with --users: how many times as often as each other user the adversary talks', '1')
     .option('--max-user-share <x>', "with --users: the batcher's per-user cap", '0.25')
     .option('--shared-rate <p>', 'with --users: probability that one other user also reacts to a reply (shared thread)', '0')
@@ -139,29 +142,35 @@ export function register(program: Command): void {
       if (!builtin && cmd.getOptionValueSource('batchSize') === 'default') f.batchSize = '2';
       let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
       if (f.quick && !f.only) personas = personas.slice(0, 2);
+      // With --users: the preference the users share, --only NAME of --personas, else the default of the model kind.
+      const shared = f.users && f.only ? await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE) : null;
+      if (shared && shared.length !== 1)
+        throw invalidInput('--users takes one persona in --only (the preference the users share)', '--only');
       const served = await servedModel(config, { spec: f.model, logger });
       const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
       process.stderr.write(`eval: tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}\n`);
       if (f.users) {
-        const base = await initCheckpoint(config.weightsDir);
-        const teacherPolicy = await loadPolicy({ weightsDir: config.weightsDir, version: 0 });
+        const base = served.kind === 'builtin' ? await initCheckpoint(config.weightsDir) : { uri: '' };
+        const lr = f.lr ? Number(f.lr) : served.kind === 'builtin' ? LEARNER_LR : LORA_LR;
+        const persona =
+          shared?.[0] ?? (builtin ? undefined : (await loadPersonas(DEFAULT_PERSONAS_FILE)).find((p) => p.name === 'concise-carl'));
+        const models = await openEvalModels(config, served, base.uri, f, lr);
         const res = await runMultiUserEval({
-          baseUri: base.uri,
-          teacherPolicy,
+          models,
+          persona,
           users: Number(f.users),
           interactions: Number(f.interactions),
           seeds: Number(f.seeds),
           adversaryRate: Number(f.adversaryRate),
           maxUserShare: Number(f.maxUserShare),
           sharedRate: Number(f.sharedRate),
-          batchSize: f.batchSize === '4' ? 8 : Number(f.batchSize),
+          batchSize: cmd.getOptionValueSource('batchSize') === 'default' ? 8 : Number(f.batchSize),
           method: f.method as 'combined' | 'rl' | 'opd',
-          lr: f.lr ? Number(f.lr) : undefined,
+          lr,
           heldOut,
           heldOutSamples: Number(f.heldOutSamples),
           onProgress: (line) => process.stderr.write(`eval: ${line}\n`),
-        });
-        teacherPolicy.dispose();
+        }).finally(() => models.close());
         const out = resolve(f.out);
         await mkdir(out, { recursive: true });
         await writeFile(join(out, 'eval-users.json'), JSON.stringify(res, null, 2) + '\n');
@@ -176,7 +185,7 @@ export function register(program: Command): void {
         } else {
           const b = res.baseline_no_consensus;
           process.stdout.write(
-            `${res.users} users ("ends with a question") + ${res.adversaries} adversary, ${res.interactions} interactions each, ${res.seeds} seeds\n` +
+            `${res.users} users (${res.persona}: "${res.preference}") + ${res.adversaries} adversary, ${res.interactions} interactions each, ${res.seeds} seeds\n` +
               `consensus on : held-out ${res.before.toFixed(3)} → ${res.after.toFixed(3)}, adversary share ${res.adversary_share.toFixed(3)} (cap ${res.maxUserShare}), weight ${res.adversary_weight.toFixed(3)} (others ${res.others_weight.toFixed(3)}), loss-weight share ${res.adversary_weight_share.toFixed(3)}\n` +
               `consensus off: held-out ${b.before.toFixed(3)} → ${b.after.toFixed(3)}, adversary share ${b.adversary_share.toFixed(3)}, weight ${b.adversary_weight.toFixed(3)}, loss-weight share ${b.adversary_weight_share.toFixed(3)}\n` +
               `wrote ${join(out, 'eval-users.json')} (${Math.round(res.seconds)} s)\n`,

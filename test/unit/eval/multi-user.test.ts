@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ADVERSARY_ID, runMultiUserEval } from '../../../eval/multi-user.ts';
+import { builtinEvalModels } from '../../../eval/eval-model.ts';
 import { initCheckpoint, loadPolicy } from '../../../policy/index.ts';
 
 test('runMultiUserEval: two arms, the adversary within the cap, weights and shares reported', { timeout: 240_000 }, async () => {
@@ -18,8 +19,7 @@ test('runMultiUserEval: two arms, the adversary within the cap, weights and shar
     const teacherPolicy = await loadPolicy({ weightsDir: dir, version: 0 });
     try {
       const r = await runMultiUserEval({
-        baseUri: base.uri,
-        teacherPolicy,
+        models: builtinEvalModels({ baseUri: base.uri, teacherPolicy, lr: 1e-3 }),
         users: 2,
         adversaryRate: 2,
         interactions: 8,

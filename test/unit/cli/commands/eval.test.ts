@@ -54,6 +54,55 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     assert.equal(r.stderr, 'turnstream: bad.json: persona "x": check.all[1].max_words must be a positive integer (TS_ERR_INVALID_INPUT)\n');
   });
 
+  it('--users with an open persona on a GGUF model: both arms, the shared preference named', async () => {
+    const file = join(dir, 'users.json');
+    await writeFile(
+      file,
+      JSON.stringify({ personas: [persona('dotty-dee', { regex_count_at_least: ['\\.', 1] }), persona('ann', { max_words: 5 })] }),
+    );
+    const r = run([
+      '--users',
+      '1',
+      '--personas',
+      file,
+      '--only',
+      'dotty-dee',
+      '--interactions',
+      '2',
+      '--seeds',
+      '1',
+      '--batch-size',
+      '2',
+      '--held-out',
+      '0.25',
+      '--held-out-samples',
+      '1',
+      '--max-tokens',
+      '4',
+      '--out',
+      join(dir, 'out-users'),
+      '--json',
+    ]);
+    assert.equal(r.status, 0, r.stderr.slice(-2000));
+    const res = JSON.parse(r.stdout) as {
+      persona: string;
+      users: number;
+      runs: Array<{ consensus: boolean; trained: number }>;
+      lr: number;
+    };
+    assert.equal(res.persona, 'dotty-dee');
+    assert.equal(res.users, 1);
+    assert.equal(res.lr, 2e-3);
+    assert.deepEqual(res.runs.map((x) => x.consensus).sort(), [false, true]);
+    assert.ok(
+      res.runs.every((x) => x.trained > 0),
+      'both arms trained LoRA versions',
+    );
+    const two = run(['--users', '1', '--personas', file, '--only', 'dotty-dee,ann', '--json']);
+    assert.equal(two.status, 2);
+    assert.equal(two.stderr, 'turnstream: --users takes one persona in --only (the preference the users share) (TS_ERR_INVALID_INPUT)\n');
+  });
+
   it('--only with an unknown name is an input error that lists the known names', async () => {
     const file = join(dir, 'two.json');
     await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
