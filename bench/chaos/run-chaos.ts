@@ -120,6 +120,8 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
     SCHEMA_REGISTRY_URL: up.registryUrl,
     CLICKHOUSE_URL: up.clickhouseUrl,
     TURNSTREAM_TOPIC_PREFIX: '',
+    // The faults are the subject, not the model: the built-in tiny one answers in milliseconds.
+    TURNSTREAM_MODEL: 'builtin',
     PORT: String(gatewayPort),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
