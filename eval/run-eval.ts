@@ -311,3 +311,37 @@ export function summarize(
     runs,
   };
 }
+
+/**
+ * One result from results of disjoint personas run apart (`eval --workers N`): the runs pooled,
+ * the curve and the paired test over all of them, the wall time the longest part's.
+ */
+export function mergeResults(parts: EvalResult[], personas: Persona[]): EvalResult {
+  const [first] = parts;
+  const runs = parts.flatMap((p) => p.runs);
+  const tally = { agree: 0, total: 0 };
+  for (const p of parts) {
+    // judgeAgreement is a share; weigh each part by its runs (its own tally is not kept).
+    if (Number.isFinite(p.judgeAgreement)) {
+      tally.agree += p.judgeAgreement * p.runs.length;
+      tally.total += p.runs.length;
+    }
+  }
+  const names = new Set(runs.map((r) => r.persona));
+  return summarize(
+    runs,
+    {
+      personas: personas.filter((p) => names.has(p.name)),
+      interactions: first.interactions,
+      seeds: first.seeds,
+      method: first.method,
+      batchSize: first.batchSize,
+      lr: first.lr,
+      heldOut: first.heldOut.share,
+      heldOutSamples: first.heldOut.samplesPerPrompt,
+    },
+    tally,
+    first.mode,
+    Math.max(...parts.map((p) => p.seconds)),
+  );
+}

@@ -4,12 +4,13 @@
  * (eval/). In-process by default (the pipeline's judge, sample builder and learner step,
  * called directly); `--pipeline` sends the personas through the gateway and the Kafka pipeline.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
+import { createLogger, ErrorCodes, invalidInput, parseBrokers, TurnstreamError } from '../../streams/index.ts';
 import { initCheckpoint, loadPolicy, selectBackend, type BackendName, type LoraConfig } from '../../policy/index.ts';
 import { LEARNER_LR, LORA_LR, LORA_MAX_KL } from '../../trainer/index.ts';
 import { builtinEvalModels, llamaEvalModels, type EvalModels } from '../../eval/eval-model.ts';
@@ -17,7 +18,7 @@ import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Person
 import { toResultJson, writeReports } from '../../eval/report.ts';
 import { runPipelineEval } from '../../eval/pipeline.ts';
 import { runMultiUserEval } from '../../eval/multi-user.ts';
-import { runEval, type EvalResult } from '../../eval/run-eval.ts';
+import { mergeResults, runEval, type EvalResult } from '../../eval/run-eval.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel, type ServedModel } from '../served-model.ts';
 
@@ -42,6 +43,7 @@ interface EvalFlags {
   sharedRate: string;
   model?: string;
   quick?: boolean;
+  workers: string;
   maxTokens: string;
   temperature: string;
   loraLastLayers?: string;
@@ -53,6 +55,48 @@ const loraOf = (config: TurnstreamConfig, f: EvalFlags): Partial<LoraConfig> => 
   targets: config.train.loraTargets as LoraConfig['targets'],
   lastLayers: f.loraLastLayers ? Number(f.loraLastLayers) : config.train.loraLastLayers,
 });
+
+/**
+ * `--workers N`: the personas split over N child processes of this very command (each with its
+ * own `--only` and `--out`), their eval.json files joined into one result.
+ */
+async function runInWorkers(personas: Persona[], n: number): Promise<EvalResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'turnstream-eval-workers-'));
+  const own = new Set(['--only', '--out', '--workers']);
+  const args: string[] = [];
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const name = a.split('=')[0];
+    if (own.has(name)) {
+      if (!a.includes('=')) i++;
+      continue;
+    }
+    if (a === '--json') continue;
+    args.push(a);
+  }
+  try {
+    const groups = Array.from({ length: n }, (_, w) => personas.filter((_, i) => i % n === w));
+    const parts = await Promise.all(
+      groups.map(async (g, w) => {
+        const out = join(dir, String(w));
+        const child = spawn(
+          process.execPath,
+          [process.argv[1], ...args, '--only', g.map((p) => p.name).join(','), '--out', out, '--workers', '1'],
+          {
+            stdio: ['ignore', 'ignore', 'inherit'],
+          },
+        );
+        const code = await new Promise<number | null>((r) => child.once('exit', r));
+        if (code !== 0) throw new TurnstreamError(ErrorCodes.INTERNAL, `eval worker ${w + 1} of ${n} exited with ${code}`);
+        return JSON.parse(await readFile(join(out, 'eval.json'), 'utf8')) as EvalResult;
+      }),
+    );
+    return mergeResults(parts, personas);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** The model side of in-process runs: the served GGUF model as LoRA versions, or the built-in model. */
 async function openEvalModels(
@@ -114,6 +158,7 @@ export function register(program: Command): void {
     .option('--max-tokens <n>', 'longest reply of the real model', '96')
     .option('--temperature <t>', 'sampling temperature of the real model', '0.7')
     .option('--lora-last-layers <n>', 'adapt only the last n layers (default TRAIN_LORA_LAST_LAYERS)')
+    .option('--workers <n>', 'run the personas in n processes side by side (one report)', '1')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
     .option(
       '--users <k>',
@@ -207,7 +252,12 @@ export function register(program: Command): void {
         onProgress: (line: string) => process.stderr.write(`eval: ${line}\n`),
       };
       let result: EvalResult;
-      if (f.pipeline) {
+      const workers = Number(f.workers);
+      if (!(Number.isInteger(workers) && workers >= 1))
+        throw invalidInput(`--workers must be an integer >= 1 (got ${f.workers})`, '--workers');
+      if (workers > 1 && personas.length > 1) {
+        result = await runInWorkers(personas, Math.min(workers, personas.length));
+      } else if (f.pipeline) {
         const endpoints = endpointsOf(
           resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
         );

@@ -103,6 +103,40 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     assert.equal(two.stderr, 'turnstream: --users takes one persona in --only (the preference the users share) (TS_ERR_INVALID_INPUT)\n');
   });
 
+  it('--workers 2: the personas in two processes, one report over both', async () => {
+    const file = join(dir, 'workers.json');
+    await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
+    const r = run([
+      '--workers',
+      '2',
+      '--personas',
+      file,
+      '--interactions',
+      '2',
+      '--seeds',
+      '1',
+      '--batch-size',
+      '2',
+      '--held-out',
+      '0.25',
+      '--held-out-samples',
+      '1',
+      '--max-tokens',
+      '4',
+      '--out',
+      join(dir, 'out-workers'),
+      '--json',
+    ]);
+    assert.equal(r.status, 0, r.stderr.slice(-2000));
+    const res = JSON.parse(r.stdout) as { personas: number; per_persona: object; runs: Array<{ persona: string }>; p_value: number };
+    assert.equal(res.personas, 2);
+    assert.deepEqual(Object.keys(res.per_persona).sort(), ['ann', 'bob']);
+    assert.deepEqual(res.runs.map((x) => x.persona).sort(), ['ann', 'bob']);
+    assert.equal(typeof res.p_value, 'number');
+    assert.match(r.stderr, /eval: ann-seed1: /);
+    assert.match(r.stderr, /eval: bob-seed1: /);
+  });
+
   it('--only with an unknown name is an input error that lists the known names', async () => {
     const file = join(dir, 'two.json');
     await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
