@@ -167,7 +167,8 @@ async function runOne(o: O, models: EvalModels, seed: number, consensusOn: boole
       for (let a = 0; a < o.adversaryRate; a++) schedule.push(adversary);
     }
     for (const [i, p] of schedule.entries()) {
-      const messages = openingMessages(p, train[Math.floor(rand() * train.length)]);
+      const question = train[Math.floor(rand() * train.length)];
+      const messages = openingMessages(p, question);
       const [reply] = await m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) });
       const reactors: Persona[] = [p];
       // A shared thread: now and then one other user (the adversary included) sees the same reply and reacts too.
@@ -176,7 +177,7 @@ async function runOne(o: O, models: EvalModels, seed: number, consensusOn: boole
         reactors.push(others[Math.floor(rand() * others.length)]);
       }
       for (const [k, q] of reactors.entries()) {
-        const reaction = react(q, reply.text, rand);
+        const reaction = react(q, reply.text, rand, undefined, question);
         const s = (satisfied[q.name] ??= { ok: 0, n: 0 });
         s.n++;
         if (reaction.satisfied) s.ok++;

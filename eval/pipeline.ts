@@ -26,7 +26,7 @@ import { LEARNER_LR, startLearner } from '../trainer/learner.ts';
 import { LoraLineage } from '../trainer/policy-lineage.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
-import { react } from './reaction.ts';
+import { react, satisfies } from './reaction.ts';
 import { summarize, type EvalResult, type RunResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions {
@@ -186,7 +186,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                 sampling,
               );
               version = res.version;
-              if (persona.accepts(res.text)) ok++;
+              if (satisfies(persona, res.text, prompt)) ok++;
               n++;
             }
           }
@@ -198,9 +198,10 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           for (let i = 0; i < o.interactions; i++) {
             const session = `${modelId}-i${i}`;
             const headers = { 'x-session-id': session, 'x-user-id': persona.name };
-            const opening = openingMessages(persona, train[Math.floor(rand() * train.length)]);
+            const question = train[Math.floor(rand() * train.length)];
+            const opening = openingMessages(persona, question);
             const first = await chat(url, opening, headers, sampling);
-            const reaction = react(persona, first.text, rand);
+            const reaction = react(persona, first.text, rand, undefined, question);
             if (reaction.satisfied) satisfied++;
             if (reaction.rating !== null) {
               await fetch(`${url}/v1/feedback`, {

@@ -1,8 +1,17 @@
 /**
- * How a persona answers a reply, as people do: thanks when it satisfies the hidden preference, a
- * correction in plain words otherwise, and now and then an explicit 👍/👎.
+ * How a persona answers a reply, as people do: thanks when it answers the question and satisfies
+ * the hidden preference, a correction in plain words otherwise, and now and then an explicit 👍/👎.
  */
+import { answersPrompt } from './answers-prompt.ts';
 import type { Persona } from './persona.ts';
+
+/** What a persona says to a reply that does not answer the question at all. */
+export const NOT_AN_ANSWER = ["That doesn't answer my question.", 'No, that is not what I asked. Please answer the question.'];
+
+/** The persona is satisfied: the reply answers `question` (when given) and meets the preference. */
+export function satisfies(persona: Pick<Persona, 'accepts'>, reply: string, question?: string): boolean {
+  return (question === undefined || answersPrompt(question, reply)) && persona.accepts(reply);
+}
 
 export interface Reaction {
   satisfied: boolean;
@@ -14,7 +23,8 @@ export interface Reaction {
 
 /**
  * The persona's reaction to `reply`. `rand` (uniform in [0, 1)) picks the message and whether a
- * rating comes with it, so a seeded generator replays the same conversation.
+ * rating comes with it, so a seeded generator replays the same conversation. With `question`,
+ * a reply that does not answer it gets a "that doesn't answer my question" correction.
  * @param ratingRate probability of a 👍/👎 with the message. @default 0.25
  */
 export function react(
@@ -22,9 +32,11 @@ export function react(
   reply: string,
   rand: () => number,
   ratingRate = 0.25,
+  question?: string,
 ): Reaction {
-  const ok = persona.accepts(reply);
-  const list = ok ? persona.satisfied : persona.corrections;
+  const answered = question === undefined || answersPrompt(question, reply);
+  const ok = answered && persona.accepts(reply);
+  const list = ok ? persona.satisfied : answered ? persona.corrections : NOT_AN_ANSWER;
   const text = list[Math.floor(rand() * list.length)];
   const rating = rand() < ratingRate ? (ok ? 1 : -1) : null;
   return { satisfied: ok, text, rating };

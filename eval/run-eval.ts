@@ -20,7 +20,7 @@ import type { TransformerModel } from '../policy/builtin/model.ts';
 import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
-import { react } from './reaction.ts';
+import { react, satisfies } from './reaction.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
 
 export interface EvalOptions {
@@ -141,7 +141,7 @@ export async function scoreModel(m: EvalModel, persona: Persona, heldOut: string
   let n = 0;
   for (const [j, prompt] of heldOut.entries()) {
     for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: seed * 7919 + j, n: samples })) {
-      if (persona.accepts(r.text)) ok++;
+      if (satisfies(persona, r.text, prompt)) ok++;
       n++;
     }
   }
@@ -185,9 +185,10 @@ async function runOne(
     });
     let batch: Sample[] = [];
     for (let i = 0; i < o.interactions; i++) {
-      const messages = openingMessages(persona, train[Math.floor(rand() * train.length)]);
+      const question = train[Math.floor(rand() * train.length)];
+      const messages = openingMessages(persona, question);
       const [reply] = await timed('generation', () => m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) }));
-      const reaction = react(persona, reply.text, rand);
+      const reaction = react(persona, reply.text, rand, undefined, question);
       if (reaction.satisfied) satisfied++;
       const pair = makePair(runId, i, persona, messages, reply.promptIds, reply, reaction, reply.version, {
         modelId: m.modelId,

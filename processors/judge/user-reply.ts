@@ -39,6 +39,7 @@ const CORRECTION_CUES: RegExp[] = [
   /\bnot what i (?:asked|meant|wanted|said)\b/i,
   /\b(?:try|do it|answer|start) (?:again|over)\b/i,
   /\bredo\b/i,
+  /\b(?:doesn'?t|does not|didn'?t|did not) answer\b/i,
   /\bi (?:said|told you|asked (?:you|for))\b/i,
   /\byou (?:forgot|missed|ignored|didn'?t|did not|misunderstood)\b/i,
   /\btoo (?:long|short|verbose|wordy|formal|informal|casual|complicated|complex|vague|impersonal|fragmented|long-winded|dense)\b/i,

@@ -2,7 +2,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parsePersonas } from '../../../eval/persona.ts';
-import { react } from '../../../eval/reaction.ts';
+import { NOT_AN_ANSWER, react, satisfies } from '../../../eval/reaction.ts';
+import { answersPrompt } from '../../../eval/answers-prompt.ts';
+import { createEmbeddedJudge } from '../../../processors/index.ts';
+import { examplePair } from '../../support/fixtures.ts';
 
 const [sue] = parsePersonas({
   personas: [
@@ -47,4 +50,39 @@ test('react: a rating comes with about ratingRate of the reactions, and every me
   }
   assert.ok(Math.abs(rated / n - 0.25) < 0.03, `rated share ${rated / n}`);
   assert.deepEqual([...texts].sort(), ['Perfect.', 'Shorter, please.', 'Thanks!', 'Too long.']);
+});
+
+test('a reply that does not answer the question satisfies no one: a "that does not answer" correction the judge scores −1', () => {
+  const six = parsePersonas(
+    {
+      personas: [
+        {
+          name: 'sue',
+          preference: 'short',
+          check: { max_words: 6 },
+          satisfied: ['Thanks!'],
+          corrections: ['Shorter, please.'],
+          prompts: ['a', 'b', 'c', 'd'],
+        },
+      ],
+    },
+    'test',
+  )[0];
+  assert.equal(answersPrompt('how do tides work?', 'The moon pulls the oceans.'), false, 'no content word of the question');
+  assert.equal(answersPrompt('how do tides work?', 'Tides rise and fall with the moon.'), true);
+  assert.equal(answersPrompt('what is inflation?', 'You are a helpful assistant.'), false);
+  assert.equal(answersPrompt('hi!', 'Hello there.'), true, 'a question without content words takes any reply');
+  assert.equal(answersPrompt('what is inflation?', '  '), false);
+  assert.equal(satisfies(six, 'You are a helpful assistant.', 'what is inflation?'), false);
+  assert.equal(satisfies(six, 'Inflation: prices rising.', 'what is inflation?'), true);
+  const r = react(six, 'You are a helpful assistant.', () => 0, 0, 'what is inflation?');
+  assert.equal(r.satisfied, false);
+  assert.ok(NOT_AN_ANSWER.includes(r.text));
+  const judge = createEmbeddedJudge({ mode: 'combined' });
+  for (const text of NOT_AN_ANSWER)
+    assert.equal(
+      judge.evaluate(examplePair({ nextState: [{ role: 'USER', content: text, toolCallId: null }], feedback: [] })).score,
+      -1,
+      text,
+    );
 });

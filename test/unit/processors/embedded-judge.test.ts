@@ -41,6 +41,7 @@ describe('embedded judge: signals', () => {
       'Please be more concise.',
       'Give me a single paragraph, without line breaks.',
       'Too impersonal.',
+      "That doesn't answer my question.",
     ])
       assert.ok(isCorrection(t), t);
     for (const t of [

@@ -1,0 +1,30 @@
+/**
+ * Does a reply answer the question at all? A person with a style preference still wants an
+ * answer: a reply that shares no content word with the question ("You are a helpful
+ * assistant.", an empty or off-topic reply) satisfies no persona, however short or formal it
+ * is. Without this, learning the style can collapse into a stock sentence that fits every check.
+ */
+
+const STOP = new Set(
+  'about above after again also because been before being best between both could does doing down during each from have having here how into just like make more most much must need only other over same should some such than that their them then there these they this those through under very want what when where which while will with would your yours good tell give know'.split(
+    ' ',
+  ),
+);
+
+/** The question's content words: 4+ letters, not a function word, lower-cased. */
+export function contentWords(question: string): string[] {
+  return [...new Set((question.toLowerCase().match(/\p{L}{4,}/gu) ?? []).filter((w) => !STOP.has(w)))];
+}
+
+/**
+ * True when the reply mentions one of the question's content words (its first 4 letters, so
+ * "tides" meets "tide" and "cooking" meets "cook"); a question without content words accepts
+ * any non-empty reply.
+ */
+export function answersPrompt(question: string, reply: string): boolean {
+  if (!reply.trim()) return false;
+  const words = contentWords(question);
+  if (words.length === 0) return true;
+  const said = reply.toLowerCase();
+  return words.some((w) => said.includes(w.slice(0, 4)));
+}
