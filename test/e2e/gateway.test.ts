@@ -19,7 +19,9 @@ before(async () => {
   k = await testKafka(stack, uniquePrefix('gateway-e2e'));
   g = await startGateway({
     home: home.dir,
-    apiKeys: ['sk-bob:bob', 'sk-anon'],
+    apiKeys: ['sk-bob:bob'],
+    // A service (an agent runner) names the user it talks for.
+    serviceKeys: ['sk-service'],
     kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
   });
 });
@@ -30,7 +32,7 @@ after(async () => {
 
 test('N calls in two sessions (headers / inferred) → exactly N turns with the right fields', async () => {
   const collector = await TopicCollector.start(k.kafka, k.codecs, 'turns');
-  const withHeaders = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-anon', maxRetries: 0 });
+  const withHeaders = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-service', maxRetries: 0 });
   const plain = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-bob', maxRetries: 0 });
   const TURNS = 4;
   const expected = new Map<string, { session: string | null; type: 'MAIN' | 'SIDE'; user: string | null; tokens: number; text: string }>();

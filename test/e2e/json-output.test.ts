@@ -100,6 +100,8 @@ describe('--json commands print exactly one JSON object', { timeout: 600_000 }, 
 
     const evalRun = await turnstream(
       'eval',
+      '--model',
+      'builtin',
       '--interactions',
       '2',
       '--seeds',
