@@ -92,7 +92,7 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     };
     assert.equal(res.persona, 'dotty-dee');
     assert.equal(res.users, 1);
-    assert.equal(res.lr, 2e-3);
+    assert.equal(res.lr, 3e-4);
     assert.deepEqual(res.runs.map((x) => x.consensus).sort(), [false, true]);
     assert.ok(
       res.runs.every((x) => x.trained > 0),
@@ -191,7 +191,7 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
         lr: number;
         runs: Array<{ samples: number }>;
       };
-      assert.equal(result.lr, kind === 'builtin' ? 1e-3 : 2e-3, 'the learning rate of the model kind');
+      assert.equal(result.lr, kind === 'builtin' ? 1e-3 : 3e-4, 'the learning rate of the model kind');
       assert.ok(
         result.runs.every((x) => x.samples > 0),
         'every run trained on its interactions',
