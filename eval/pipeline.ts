@@ -52,6 +52,8 @@ export interface PipelineEvalOptions {
     lora?: Partial<LoraConfig>;
     /** Largest KL of one step (the learner's guard). */
     maxKl?: number;
+    /** Weight of the KL penalty to the base model in the loss. @default 0 */
+    klCoef?: number;
     /** @default 0.7 */
     temperature?: number;
     /** @default 96 */
@@ -164,7 +166,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           lineage,
           batch: { batchSize: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
           optimizer: { lr: o.lr },
-          ...(llama ? { step: { maxKl: llama.maxKl, mismatchTis: true } } : {}),
+          ...(llama ? { step: { maxKl: llama.maxKl, klCoef: llama.klCoef ?? 0, mismatchTis: true } } : {}),
         });
         await learner.ready;
         const rand = mulberry32(seed * 1_000_003 + persona.name.charCodeAt(0));

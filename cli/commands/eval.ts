@@ -121,7 +121,7 @@ async function openEvalModels(
     sampling,
     lora: loraOf(config, f),
     lr: lr ?? LORA_LR,
-    step: { maxKl: config.train.maxKl ?? LORA_MAX_KL, mismatchTis: config.train.mismatchTis },
+    step: { maxKl: config.train.maxKl ?? LORA_MAX_KL, klCoef: config.train.klCoef, mismatchTis: config.train.mismatchTis },
     maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
   });
   return {
@@ -273,6 +273,7 @@ export function register(program: Command): void {
                   systemPrompt: served.systemPrompt,
                   lora: loraOf(config, f),
                   maxKl: config.train.maxKl ?? LORA_MAX_KL,
+                  klCoef: config.train.klCoef,
                   temperature: Number(f.temperature),
                   maxTokens: Number(f.maxTokens),
                 },
