@@ -22,10 +22,11 @@ import {
 } from '../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
 import { mulberry32 } from '../policy/builtin/generate.ts';
-import { LEARNER_LR, startLearner } from '../trainer/learner.ts';
+import { LEARNER_LR, LORA_LR, startLearner } from '../trainer/learner.ts';
 import { LoraLineage } from '../trainer/policy-lineage.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
-import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { evalSettings } from './eval-settings.ts';
 import { react, satisfies } from './reaction.ts';
 import { summarize, type EvalResult, type RunResult } from './run-eval.ts';
 
@@ -41,6 +42,7 @@ export interface PipelineEvalOptions {
   seeds?: number;
   method?: TrainMethod;
   batchSize?: number;
+  /** @default LORA_LR with `llama`, else LEARNER_LR */
   lr?: number;
   /** Share of each persona's prompts held out. @default 3/8 */
   heldOut?: number;
@@ -90,16 +92,7 @@ async function chat(
 
 export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
   const t0 = Date.now();
-  const o = {
-    personas: opts.personas,
-    interactions: opts.interactions ?? 36,
-    seeds: opts.seeds ?? 1,
-    method: opts.method ?? 'combined',
-    batchSize: opts.batchSize ?? 4,
-    lr: opts.lr ?? LEARNER_LR,
-    heldOut: opts.heldOut ?? DEFAULT_HELD_OUT,
-    heldOutSamples: opts.heldOutSamples ?? 4,
-  };
+  const o = evalSettings(opts, { seeds: 1, lr: opts.llama ? LORA_LR : LEARNER_LR });
   const logger = createLogger('eval-pipeline', 'warn');
   const prefix = `eval-${Date.now().toString(36)}.`;
   const naming = { prefix };

@@ -15,10 +15,10 @@ import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } fro
 import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
 import { mulberry32 } from '../policy/builtin/generate.ts';
 import type { StepMetrics } from '../trainer/learner-step.ts';
-import { LEARNER_LR } from '../trainer/learner.ts';
 import type { TransformerModel } from '../policy/builtin/model.ts';
 import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
-import { DEFAULT_HELD_OUT, openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { openingMessages, splitPrompts, type Persona } from './persona.ts';
+import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
 import { react, satisfies } from './reaction.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
@@ -243,18 +243,7 @@ async function runOne(
 
 export async function runEval(opts: EvalOptions): Promise<EvalResult> {
   const t0 = Date.now();
-  const o = {
-    personas: opts.personas,
-    interactions: opts.interactions ?? 36,
-    seeds: opts.seeds ?? 3,
-    method: opts.method ?? 'combined',
-    batchSize: opts.batchSize ?? 4,
-    lr: opts.lr ?? LEARNER_LR,
-    heldOut: opts.heldOut ?? DEFAULT_HELD_OUT,
-    heldOutSamples: opts.heldOutSamples ?? 4,
-    evalEvery: opts.evalEvery ?? 1,
-    onProgress: opts.onProgress,
-  };
+  const o = { ...evalSettings(opts, { seeds: 3 }), evalEvery: opts.evalEvery ?? 1, onProgress: opts.onProgress };
   const tally = { agree: 0, total: 0 };
   const runs: RunResult[] = [];
   for (let seed = 1; seed <= o.seeds; seed++) {
@@ -265,16 +254,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalResult> {
 
 export function summarize(
   runs: RunResult[],
-  o: {
-    personas: Persona[];
-    interactions: number;
-    seeds: number;
-    method: TrainMethod;
-    batchSize: number;
-    lr: number;
-    heldOut: number;
-    heldOutSamples: number;
-  },
+  o: EvalSettings,
   tally: { agree: number; total: number },
   mode: EvalResult['mode'],
   seconds: number,
