@@ -4,7 +4,7 @@
  * (server unreachable) or TS_ERR_INTERNAL (the server refused the statement).
  */
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
 import { tableNames, type Tables } from './tables.ts';
 

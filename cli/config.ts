@@ -6,7 +6,7 @@
  */
 import { config as loadDotenv } from 'dotenv';
 import { resolve } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 
 /** The gateway service (`turnstream gateway`). */
 export interface GatewayConfig {

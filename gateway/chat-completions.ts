@@ -13,8 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionSource, Turn } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError, toTurnstreamError } from '../streams/errors.ts';
-import type { Logger } from '../streams/logger.ts';
+import { ErrorCodes, TurnstreamError, toTurnstreamError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
 import type { Admission } from './admission.ts';
 import { OPEN_CALLER } from './auth.ts';
 import { parseChatRequest, type ChatRequest } from './chat-request.ts';

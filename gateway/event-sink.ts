@@ -19,7 +19,7 @@ import {
 } from '../streams/index.ts';
 import { hostname } from 'node:os';
 import type { OutboxRecord } from '../streams/outbox.ts';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import { maxValueBytes } from '../streams/producer.ts';
 
 export interface KafkaLinkOptions {

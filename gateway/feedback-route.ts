@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Feedback } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../core/errors.ts';
 import { actAs, OPEN_CALLER, type Caller } from './auth.ts';
 import { wellFormed } from './content.ts';
 import { forbidden, type Ownership } from './ownership.ts';

@@ -15,8 +15,8 @@
 import type { LlamaContext, LlamaContextSequence, LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
 import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
-import type { Logger } from '../streams/logger.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
 
 export interface LlamaVersionsOptions {
   model: NodeLlamaModel;

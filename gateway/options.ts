@@ -1,5 +1,5 @@
 /** Options of `createGateway`. The CLI builds them from `loadConfig()`; tests pass them directly. */
-import type { Logger } from '../streams/logger.ts';
+import type { Logger } from '../core/logger.ts';
 import type { ModelConfig } from '../policy/index.ts';
 import type { AdmissionOptions } from './admission.ts';
 import type { SseLimits } from './sse-writer.ts';

@@ -10,7 +10,7 @@
  * chdb (ClickHouse 26.x) serves in the tests to check the DDL and queries on a modern server.
  */
 import { spawn } from 'node:child_process';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import { findExecutable } from './prerequisites.ts';
 
 export const CLICKHOUSE_PACKAGES = ['clickhouse-server', 'clickhouse-client'] as const;

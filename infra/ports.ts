@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 
 /** A port a service is about to listen on. */
 export interface PortClaim {

@@ -1,7 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 
 /** A program the local stack needs. */
 export type Prerequisite = 'java' | 'mvn' | 'clickhouse-server';

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import { clickhouseCommand, clickhousePaths, clickhouseVersion, prepareClickhouse } from './clickhouse.ts';
 import { installKafka, kafkaCommand, kafkaHealthy, kafkaPaths, prepareKafka } from './kafka.ts';
 import { withLock } from './lock.ts';

@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
-import type { Logger } from '../streams/logger.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
 
 export type BackendName = 'tensorflow-gpu' | 'tensorflow' | 'wasm' | 'cpu';
 

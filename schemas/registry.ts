@@ -8,8 +8,8 @@
  * conflicting registration is retried (it then returns the existing schema's id).
  */
 import { Compatibility, SchemaRegistryClient, type Client } from '@confluentinc/schemaregistry';
-import pRetry from 'p-retry';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { retry } from '../core/retry.ts';
 import { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming } from './topics.ts';
 
 export interface RegistryOptions {
@@ -43,12 +43,9 @@ export async function registerSchemas(
     const subject = valueSubject(topicName(id, naming));
     const schema = JSON.stringify(TOPICS[id].schema());
     try {
-      await pRetry(() => ensureBackward(client, subject), { retries: 5, minTimeout: 100, shouldRetry: ({ error }) => isConflict(error) });
-      out[id] = await pRetry(() => client.register(subject, { schemaType: 'AVRO', schema }, false), {
-        retries: 5,
-        minTimeout: 100,
-        shouldRetry: ({ error }) => isConflict(error),
-      });
+      const onConflict = { attempts: 6, baseMs: 100, retryIf: isConflict };
+      await retry(() => ensureBackward(client, subject), onConflict);
+      out[id] = await retry(() => client.register(subject, { schemaType: 'AVRO', schema }, false), onConflict);
     } catch (err) {
       throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `could not register ${subject}: ${(err as Error).message}`, { cause: err });
     }

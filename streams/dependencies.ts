@@ -5,11 +5,11 @@
  * instead of exiting at once.
  */
 import type { Kafka } from 'kafkajs';
-import pRetry from 'p-retry';
 import type { TopicId, TopicNaming } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from './errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { retry } from '../core/retry.ts';
 import { createEventCodecs, type EventCodecs } from './event-codecs.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../core/logger.ts';
 import { ensureTopics } from './topic-admin.ts';
 
 export interface DependenciesOptions {
@@ -33,7 +33,7 @@ export interface DependenciesOptions {
 /** Topics and codecs (schemas registered), waiting for Kafka and the registry as long as it takes. */
 export async function waitForDependencies(o: DependenciesOptions): Promise<EventCodecs> {
   let what: 'Kafka' | 'the schema registry' = 'Kafka';
-  return pRetry(
+  return retry(
     async () => {
       what = 'Kafka';
       await ensureTopics(o.kafka, { naming: o.naming, ids: o.ids });
@@ -41,16 +41,15 @@ export async function waitForDependencies(o: DependenciesOptions): Promise<Event
       return createEventCodecs({ registryUrl: o.registryUrl, naming: o.naming });
     },
     {
-      retries: Number.POSITIVE_INFINITY,
-      minTimeout: o.minDelayMs ?? 1000,
-      maxTimeout: o.maxDelayMs ?? 15_000,
-      factor: 2,
-      maxRetryTime: o.timeoutMs,
+      baseMs: o.minDelayMs ?? 1000,
+      maxMs: o.maxDelayMs ?? 15_000,
+      maxTimeMs: o.timeoutMs,
       signal: o.signal,
-      shouldRetry: ({ error }) => !(error instanceof TurnstreamError && error.code === ErrorCodes.INVALID_INPUT),
-      onFailedAttempt: ({ error, attemptNumber }) => {
+      // Whatever kafkajs or the registry client says: only a bad setting of ours is final.
+      retryIf: (err) => !(err instanceof TurnstreamError && err.code === ErrorCodes.INVALID_INPUT),
+      onRetry: (err, attempt) => {
         const where = what === 'Kafka' ? o.brokers : o.registryUrl;
-        o.logger.warn({ waitingFor: what, at: where, attempt: attemptNumber, err: error.message }, `waiting for ${what} at ${where}`);
+        o.logger.warn({ waitingFor: what, at: where, attempt, err: (err as Error).message }, `waiting for ${what} at ${where}`);
       },
     },
   );

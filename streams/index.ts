@@ -1,5 +1,4 @@
-export * from './errors.ts';
-export { createLogger, setLogFd, type Logger } from './logger.ts';
+export * from '../core/index.ts';
 export { createKafka, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
 export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
 export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';
@@ -14,7 +13,6 @@ export {
 export { followTopic, type Follower, type FollowOptions } from './follow.ts';
 export { readToEnd, type RawRecord, type ReadToEndOptions } from './topic-reader.ts';
 export { deadLetter } from './dead-letter.ts';
-export { registry as metricsRegistry, counter, gauge, histogram } from './metrics.ts';
 export {
   runProcessor,
   type HandlerContext,

@@ -1,6 +1,6 @@
 /** Kafka client factory: one place that decides client ids, retries and logging. */
 import { Kafka, logLevel as KafkaLogLevel, type KafkaConfig, type logCreator } from 'kafkajs';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, type Logger } from '../core/logger.ts';
 
 export interface KafkaClientOptions {
   /** Bootstrap servers, e.g. ['127.0.0.1:9092']. */

@@ -15,14 +15,14 @@
  *   predecessor and aborts whatever it left open.
  */
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import pRetry from 'p-retry';
 import type { TopicId } from '../schemas/index.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
 import { deadLetter } from './dead-letter.ts';
-import { ErrorCodes, isRetriable, TurnstreamError } from './errors.ts';
+import { ErrorCodes, isRetriable, TurnstreamError } from '../core/errors.ts';
 import type { EventCodecs, TopicValues } from './event-codecs.ts';
-import { createLogger, type Logger } from './logger.ts';
-import { counter, gauge, histogram } from './metrics.ts';
+import { createLogger, type Logger } from '../core/logger.ts';
+import { counter, gauge, histogram } from '../core/metrics.ts';
+import { retry } from '../core/retry.ts';
 import { OffsetTracker } from './offset-tracker.ts';
 import { maxValueBytes } from './producer.ts';
 import { StateStore } from './state-store.ts';
@@ -350,7 +350,7 @@ class ProcessorRuntime<S> {
       if (m.value === null) throw new TurnstreamError(ErrorCodes.DECODE, 'record has no value (tombstone)', { retriable: false });
       const value = await this.o.codecs.of(topicId).decode(m.value);
       const record: InputRecord = { topicId, topic, partition, offset: m.offset, key, value, timestamp: Number(m.timestamp), lag };
-      await pRetry(
+      await retry(
         async () => {
           attempts++;
           outputs = [];
@@ -364,13 +364,10 @@ class ProcessorRuntime<S> {
               outputs.push({ topic: this.store.topic, key: sk, value: sv === undefined ? null : await this.store.encode(sv) });
         },
         {
-          retries: Math.max(0, (this.o.maxAttempts ?? 5) - 1),
-          minTimeout: this.o.retryBaseMs ?? 200,
-          factor: 2,
-          shouldRetry: ({ error }) => isRetriable(error) && !this.stopping,
-          onFailedAttempt: ({ error, attemptNumber }) => {
-            this.log.warn({ err: error.message, offset: m.offset, partition, attempt: attemptNumber }, 'handler failed');
-          },
+          attempts: this.o.maxAttempts ?? 5,
+          baseMs: this.o.retryBaseMs ?? 200,
+          retryIf: (err) => isRetriable(err) && !this.stopping,
+          onRetry: (err, attempt) => this.log.warn({ err: (err as Error).message, offset: m.offset, partition, attempt }, 'handler failed'),
         },
       );
       // An output the broker would refuse would fail every transaction it is in, for ever: the

@@ -1,7 +1,7 @@
 /** Typed Avro producer: idempotent, acks=all, keys as UTF-8 strings. */
 import { Partitioners, type IHeaders, type Kafka, type Message, type Producer } from 'kafkajs';
 import { TOPICS, type TopicId } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from './errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import type { EventCodecs, TopicValues } from './event-codecs.ts';
 
 export interface EventProducerOptions {

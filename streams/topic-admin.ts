@@ -10,7 +10,7 @@
  * other settings; a larger one set by an operator is left alone.
  */
 import kafkajs, { type Admin, type Kafka } from 'kafkajs';
-import pRetry from 'p-retry';
+import { retry } from '../core/retry.ts';
 import { TOPICS, topicName, type TopicId, type TopicNaming } from '../schemas/index.ts';
 
 export interface TopicAdminOptions {
@@ -37,7 +37,7 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
     const wanted = ids.map((id) => ({ id, name: topicName(id, options.naming) }));
     const missing = wanted.filter((w) => !existing.has(w.name));
     if (missing.length > 0) {
-      await pRetry(
+      await retry(
         () =>
           admin.createTopics({
             waitForLeaders: true,
@@ -54,11 +54,10 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
             })),
           }),
         {
-          retries: 6,
-          minTimeout: 200,
-          factor: 2,
-          shouldRetry: ({ error }) => {
-            const e = error as { retriable?: boolean; type?: string; originalError?: { type?: string } };
+          attempts: 7,
+          // A topic being created under another client's feet answers UNKNOWN_TOPIC_OR_PARTITION for a moment.
+          retryIf: (err) => {
+            const e = err as { retriable?: boolean; type?: string; originalError?: { type?: string } };
             return e.retriable === true || [e.type, e.originalError?.type].includes('UNKNOWN_TOPIC_OR_PARTITION');
           },
         },

@@ -15,10 +15,10 @@
  * - Fencing (another instance took the transactional id) is fatal: never retried.
  */
 import type { Kafka, Message, Producer } from 'kafkajs';
-import pRetry from 'p-retry';
-import { ErrorCodes, TurnstreamError } from './errors.ts';
-import type { Logger } from './logger.ts';
-import { counter } from './metrics.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import { counter } from '../core/metrics.ts';
+import { retry } from '../core/retry.ts';
 import { chunksOf, kafkaErrorType, MAX_SEND_BYTES, partitioner } from './producer.ts';
 
 export interface TransactionOutput {
@@ -116,7 +116,7 @@ export class Transactions {
     build: () => T | null | Promise<T | null>,
     opts: { signal?: AbortSignal; attempts?: number } = {},
   ): Promise<T | null> {
-    return pRetry(
+    return retry(
       async () => {
         if (this.unanswered) {
           const landed = await this.settleUnanswered();
@@ -129,16 +129,16 @@ export class Transactions {
         return content;
       },
       {
-        retries: opts.attempts !== undefined ? Math.max(0, opts.attempts - 1) : Number.POSITIVE_INFINITY,
-        minTimeout: this.o.retryBaseMs ?? 200,
-        maxTimeout: this.o.retryMaxMs ?? 5000,
-        factor: 2,
+        attempts: opts.attempts,
+        baseMs: this.o.retryBaseMs ?? 200,
+        maxMs: this.o.retryMaxMs ?? 5000,
         signal: opts.signal,
-        shouldRetry: ({ error }) => !(error instanceof TurnstreamError && !error.retriable),
-        onFailedAttempt: ({ error, attemptNumber }) => {
-          retries.inc({ reason: kafkaErrorType(error) ?? (error as TurnstreamError).param ?? 'other' });
-          const log = attemptNumber >= 3 ? this.o.logger.warn.bind(this.o.logger) : this.o.logger.debug.bind(this.o.logger);
-          log({ err: error.message, attempt: attemptNumber }, 'transaction failed; retrying');
+        // Kafka's own errors are retried whatever kafkajs says of them; only ours may say no.
+        retryIf: (err) => !(err instanceof TurnstreamError && !err.retriable),
+        onRetry: (err, attempt) => {
+          retries.inc({ reason: kafkaErrorType(err) ?? (err as TurnstreamError).param ?? 'other' });
+          const log = attempt >= 3 ? this.o.logger.warn.bind(this.o.logger) : this.o.logger.debug.bind(this.o.logger);
+          log({ err: (err as Error).message, attempt }, 'transaction failed; retrying');
         },
       },
     );

@@ -19,10 +19,10 @@
 import { rm } from 'node:fs/promises';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
-import { createLogger, type Logger } from '../streams/logger.ts';
+import { createLogger, type Logger } from '../core/logger.ts';
 import { deadLetter } from '../streams/dead-letter.ts';
 import type { EventCodecs } from '../streams/event-codecs.ts';
-import { counter, gauge, histogram } from '../streams/metrics.ts';
+import { counter, gauge, histogram } from '../core/metrics.ts';
 import { readToEnd } from '../streams/topic-reader.ts';
 import { Transactions } from '../streams/transactions.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';

@@ -33,8 +33,8 @@ import {
   type TransformerModel,
 } from '../policy/index.ts';
 import type { LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
-import { ErrorCodes, TurnstreamError } from '../streams/errors.ts';
-import type { Logger } from '../streams/logger.ts';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
 import { builtinSampleText, type SampleText } from './consensus-weighting.ts';
 import { BuiltinTrainable, LoraTrainable, type TrainablePolicy } from './trainable-policy.ts';
 

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { benchHelp, resolveOptions, type BenchOptions } from '../../bench/options.ts';
-import { invalidInput } from '../../streams/errors.ts';
+import { invalidInput } from '../../core/errors.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
 const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));

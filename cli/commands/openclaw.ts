@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { installPlugin } from '../../integrations/openclaw/index.ts';
-import { ErrorCodes, invalidInput, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
 
 const HELP = `
 The plugin adds X-Session-Id (OpenClaw's session id) and X-Turn-Type (main for a run the user

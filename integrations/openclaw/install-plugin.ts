@@ -10,7 +10,7 @@
 import { copyFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorCodes, invalidInput, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
 
 export const PLUGIN_ID = 'rl-training-headers';
 const PLUGIN_FILES = ['index.ts', 'openclaw.plugin.json', 'package.json'];

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/errors.ts';
 import { disposeCache, type KvCache, type TransformerModel } from './model.ts';
 import { ByteTokenizer } from './tokenizer.ts';
 

@@ -10,7 +10,7 @@
  * long prompt costs layers, not vocabulary-sized products.
  */
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 import { causalAttention, causalMask } from './causal-attention.ts';
 import { frozenLinear, frozenMatrix, loraDelta, type FrozenMatrix } from './frozen-linear.ts';
 import type { LlamaConfig } from './llama-config.ts';

@@ -6,7 +6,7 @@
  * is renamed into place.
  */
 import lockfile from 'proper-lockfile';
-import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 
 /** Options of {@link withCacheLock}. */
 export interface CacheLockOptions {

@@ -2,13 +2,13 @@
  * Downloading one file into the model cache: into `<dest>.part`, resumed with a Range request
  * after a broken connection, checked against the expected sha256 (or the one the Hugging Face hub
  * announces for LFS files in `x-linked-etag`), then renamed into place. Network failures are
- * retried with backoff (p-retry, on the `retriable` flag); a wrong checksum is not.
+ * retried with backoff (core/retry.ts, on the `retriable` flag); a wrong checksum is not.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
-import pRetry from 'p-retry';
-import { ErrorCodes, TurnstreamError, isRetriable } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { retry } from '../../core/retry.ts';
 
 /** Where a download stands. */
 export interface DownloadProgress {
@@ -191,14 +191,10 @@ export async function downloadFile(options: DownloadFileOptions): Promise<Downlo
     return { path: dest, sha256, bytes: received, verifiedBy: options.expectedSha256 ? 'expected' : announced ? 'announced' : 'none' };
   };
 
-  return pRetry(attempt, {
-    retries: options.retries ?? 4,
-    minTimeout: options.minRetryDelayMs ?? 1000,
-    factor: 2,
+  return retry(attempt, {
+    attempts: (options.retries ?? 4) + 1,
+    baseMs: options.minRetryDelayMs ?? 1000,
     signal,
-    shouldRetry: ({ error }) => isRetriable(error),
-    onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-      if (retriesLeft > 0 && isRetriable(error)) options.onRetry?.(error as TurnstreamError, attemptNumber);
-    },
+    onRetry: (err, n) => options.onRetry?.(err as TurnstreamError, n),
   });
 }

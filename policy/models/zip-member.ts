@@ -8,7 +8,7 @@ import { rename, rm } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 
 /** Options of {@link extractZipMember}. */
 export interface ExtractZipMemberOptions {

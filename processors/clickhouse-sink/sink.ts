@@ -22,6 +22,7 @@ import {
   deadLetter,
   ErrorCodes,
   EventProducer,
+  retry,
   toTurnstreamError,
   TurnstreamError,
   type EventCodecs,
@@ -363,20 +364,15 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
 
   const ready = (async () => {
     // ClickHouse may be starting: retry the migrations instead of failing the service.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const r = await migrate(store);
-        log.info({ applied: r.applied, version: r.version, server: r.server, database: store.options.database }, 'analytics schema ready');
-        break;
-      } catch (err) {
-        if (stopping) throw err;
-        const e = toTurnstreamError(err);
-        if (!e.retriable) throw e;
-        const delay = backoffMs(attempt, retryInitialMs, retryMaxMs);
-        log.warn({ err: e.message, retryInMs: delay }, 'ClickHouse not ready; retrying');
-        await new Promise((r) => setTimeout(r, delay));
-      }
-    }
+    const r = await retry(() => migrate(store), {
+      baseMs: retryInitialMs,
+      maxMs: retryMaxMs,
+      retryIf: (err) => !stopping && toTurnstreamError(err).retriable,
+      onRetry: (err, attempt) => log.warn({ err: (err as Error).message, attempt }, 'ClickHouse not ready; retrying'),
+    }).catch((err: unknown) => {
+      throw stopping ? err : toTurnstreamError(err);
+    });
+    log.info({ applied: r.applied, version: r.version, server: r.server, database: store.options.database }, 'analytics schema ready');
     await producer.connect();
     if (replay) {
       admin = o.kafka.admin();

@@ -6,9 +6,9 @@
  * pair is not scored 0: `judge()` throws `TurnstreamError(JUDGE_FAILED)` with the reasons, so the
  * runtime sends it to the DLQ and a replay can re-judge it.
  */
-import pRetry, { AbortError } from 'p-retry';
 import type { Judgement, TurnPair, Vote } from '../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError, isRetriable } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { retry } from '../../core/retry.ts';
 import { parseBoxed, parseHint } from './boxed.ts';
 import { hasEvidence, makeJudgement, type Judge, type JudgeCallOptions, type JudgeMode } from './judge.ts';
 import { majorityVote, selectHint } from './majority-vote.ts';
@@ -127,28 +127,21 @@ export class LlmJudge implements Judge {
     const started = performance.now();
     let attempts = 0;
     try {
-      const text = await pRetry(
-        async () => {
+      // Non-retriable failures (4xx, shutdown) end the vote at once.
+      const text = await retry(
+        () => {
           attempts++;
           const timeout = AbortSignal.timeout(this.o.timeoutMs);
-          const s = signal ? AbortSignal.any([signal, timeout]) : timeout;
-          try {
-            return await complete(this.o, messages, s);
-          } catch (err) {
-            // Non-retriable failures (4xx, shutdown) end the vote now.
-            if (!isRetriable(err)) throw new AbortError(err as Error);
-            throw err;
-          }
+          return complete(this.o, messages, signal ? AbortSignal.any([signal, timeout]) : timeout);
         },
-        { retries: this.o.retries, minTimeout: this.o.minBackoffMs, maxTimeout: 10_000, factor: 2, signal },
+        { attempts: this.o.retries + 1, baseMs: this.o.minBackoffMs, maxMs: 10_000, signal },
       );
       const score = parseBoxed(text);
       const hint = kind === 'hint' && score === 1 ? parseHint(text) : null;
       return { index, score, hint, latencyMs: Math.round(performance.now() - started), error: null, attempts };
     } catch (err) {
       if (signal?.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, 'judging aborted', { cause: err, retriable: false });
-      const e = err instanceof AbortError ? err.originalError : err;
-      const message = e instanceof TurnstreamError ? `${e.code}: ${e.message}` : String((e as Error)?.message ?? e);
+      const message = err instanceof TurnstreamError ? `${err.code}: ${err.message}` : String((err as Error)?.message ?? err);
       return { index, score: null, hint: null, latencyMs: Math.round(performance.now() - started), error: message, attempts };
     }
   }

@@ -15,7 +15,7 @@
  * `${turnId}:${method}`, so rebuilding a judgement yields the same sample.
  */
 import type { Judgement, Sample, SampleMethod } from '../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 import { appendHint, type Teacher } from './teacher.ts';
 
 export type TrainMethod = 'rl' | 'opd' | 'combined';

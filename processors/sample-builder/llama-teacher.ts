@@ -10,8 +10,8 @@
  */
 import { ChatFormat, llamaRuntime, type OpenAITool } from '../../policy/index.ts';
 import type { ChatMessage } from '../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
-import type { Logger } from '../../streams/logger.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { Teacher, TeacherScoreOptions, TeacherScores } from './teacher.ts';
 
 export interface LlamaTeacherOptions {

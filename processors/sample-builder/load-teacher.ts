@@ -3,8 +3,7 @@
  * else the built-in model's base checkpoint (version 0 of the weight store), waited for when the
  * store has none yet (the gateway or trainer creates it on first start).
  */
-import pRetry, { AbortError } from 'p-retry';
-import { ErrorCodes, TurnstreamError, type Logger } from '../../streams/index.ts';
+import { ErrorCodes, TurnstreamError, retry, type Logger } from '../../core/index.ts';
 import { loadPolicy, selectBackend } from '../../policy/index.ts';
 import { LlamaTeacher, type LlamaTeacherOptions } from './llama-teacher.ts';
 import { PolicyTeacher } from './policy-teacher.ts';
@@ -33,25 +32,14 @@ export async function loadTeacher(options: LoadTeacherOptions): Promise<Teacher>
   if (options.llama) return LlamaTeacher.load({ ...options.llama, logger: options.logger });
   await selectBackend();
   const version = options.version ?? 0;
-  const policy = await pRetry(
-    async () => {
-      try {
-        return await loadPolicy({ weightsDir: options.weightsDir, modelId: options.modelId, version });
-      } catch (err) {
-        if (err instanceof TurnstreamError && err.code === ErrorCodes.NOT_FOUND) {
-          options.logger?.info({ weightsDir: options.weightsDir, version }, 'teacher checkpoint not there yet; waiting');
-          throw err;
-        }
-        throw new AbortError(err as Error);
-      }
-    },
-    {
-      retries: Number.POSITIVE_INFINITY,
-      minTimeout: 1000,
-      maxTimeout: 5000,
-      maxRetryTime: options.waitMs ?? 300_000,
-      signal: options.signal,
-    },
-  );
+  const notThereYet = (err: unknown): boolean => err instanceof TurnstreamError && err.code === ErrorCodes.NOT_FOUND;
+  const policy = await retry(() => loadPolicy({ weightsDir: options.weightsDir, modelId: options.modelId, version }), {
+    baseMs: 1000,
+    maxMs: 5000,
+    maxTimeMs: options.waitMs ?? 300_000,
+    signal: options.signal,
+    retryIf: notThereYet,
+    onRetry: () => options.logger?.info({ weightsDir: options.weightsDir, version }, 'teacher checkpoint not there yet; waiting'),
+  });
   return new PolicyTeacher(policy);
 }

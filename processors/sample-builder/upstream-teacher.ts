@@ -12,9 +12,9 @@
  * SGLang offers the same through `/generate` with `input_ids`, `return_logprob` and
  * `logprob_start_len`; a different transport can be plugged in as another `Teacher`.
  */
-import pRetry, { AbortError } from 'p-retry';
 import type { ChatMessage, TopKEntry } from '../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError, isRetriable } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { retry } from '../../core/retry.ts';
 import type { Teacher, TeacherScoreOptions, TeacherScores } from './teacher.ts';
 
 export interface UpstreamTeacherOptions {
@@ -61,44 +61,37 @@ export class UpstreamTeacher implements Teacher {
   }
 
   private async post<T>(url: string, body: unknown, signal?: AbortSignal): Promise<T> {
-    return pRetry(
+    return retry(
       async () => {
         const timeout = AbortSignal.timeout(this.o.timeoutMs ?? 60_000);
         const s = signal ? AbortSignal.any([signal, timeout]) : timeout;
+        let res: Response;
         try {
-          let res: Response;
-          try {
-            res = await this.f(url, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}) },
-              body: JSON.stringify(body),
-              signal: s,
-            });
-          } catch (err) {
-            if (timeout.aborted) throw new TurnstreamError(ErrorCodes.TIMEOUT, `teacher call to ${url} timed out`, { cause: err });
-            if (signal?.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, 'teacher call aborted', { cause: err, retriable: false });
-            throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `teacher unreachable at ${url}: ${(err as Error).message}`, { cause: err });
-          }
-          const text = await res.text();
-          if (!res.ok) {
-            throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher answered HTTP ${res.status} at ${url}: ${text.slice(0, 200)}`, {
-              retriable: res.status === 408 || res.status === 429 || res.status >= 500,
-            });
-          }
-          try {
-            return JSON.parse(text) as T;
-          } catch (err) {
-            throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher reply is not JSON: ${text.slice(0, 200)}`, { cause: err });
-          }
+          res = await this.f(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}) },
+            body: JSON.stringify(body),
+            signal: s,
+          });
         } catch (err) {
-          if (!isRetriable(err)) throw new AbortError(err as Error);
-          throw err;
+          if (timeout.aborted) throw new TurnstreamError(ErrorCodes.TIMEOUT, `teacher call to ${url} timed out`, { cause: err });
+          if (signal?.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, 'teacher call aborted', { cause: err, retriable: false });
+          throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `teacher unreachable at ${url}: ${(err as Error).message}`, { cause: err });
+        }
+        const text = await res.text();
+        if (!res.ok) {
+          throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher answered HTTP ${res.status} at ${url}: ${text.slice(0, 200)}`, {
+            retriable: res.status === 408 || res.status === 429 || res.status >= 500,
+          });
+        }
+        try {
+          return JSON.parse(text) as T;
+        } catch (err) {
+          throw new TurnstreamError(ErrorCodes.UPSTREAM, `teacher reply is not JSON: ${text.slice(0, 200)}`, { cause: err });
         }
       },
-      { retries: this.o.retries ?? 2, minTimeout: this.o.minBackoffMs ?? 500, maxTimeout: 10_000, signal },
-    ).catch((err: unknown) => {
-      throw err instanceof AbortError ? err.originalError : err;
-    });
+      { attempts: (this.o.retries ?? 2) + 1, baseMs: this.o.minBackoffMs ?? 500, maxMs: 10_000, signal },
+    );
   }
 
   async score(messages: ChatMessage[], responseTokenIds: number[], opts: TeacherScoreOptions = {}): Promise<TeacherScores> {

@@ -13,7 +13,7 @@ import { request as httpsRequest, type RequestOptions as HttpsRequestOptions } f
 import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { clickhouseVersion, kafkaHealthy, registryHealthy } from '../../infra/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 
 export const KAFKA_IMAGE = 'apache/kafka:4.1.1';
 export const REGISTRY_IMAGE = 'apicurio/apicurio-registry:3.0.9';

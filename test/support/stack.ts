@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../cli/config.ts';
 import { clickhouseVersion, kafkaHealthy, registryHealthy, stackUp, type StackEndpoints } from '../../infra/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 import { detectDockerEngine, noDockerEngineError, startContainers, type DockerEngine, type DockerProbe } from './containers.ts';
 
 /** The repository root (test/support/../..). */

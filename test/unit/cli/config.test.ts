@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { describeRule, loadConfig, SettingsReader } from '../../../cli/config.ts';
-import { TurnstreamError } from '../../../streams/errors.ts';
+import { TurnstreamError } from '../../../core/errors.ts';
 
 const CWD = mkdtempSync(join(tmpdir(), 'config-'));
 const load = (env: Record<string, string>) => loadConfig(env, CWD);

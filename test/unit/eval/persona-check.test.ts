@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CHECK_OPERATORS, compileCheck, wordCount } from '../../../eval/persona-check.ts';
-import { TurnstreamError } from '../../../streams/errors.ts';
+import { TurnstreamError } from '../../../core/errors.ts';
 
 const ok = (check: unknown, reply: string): boolean => compileCheck(check)(reply);
 

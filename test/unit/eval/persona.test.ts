@@ -19,7 +19,7 @@ import {
 } from '../../../eval/persona.ts';
 import { createEmbeddedJudge } from '../../../processors/index.ts';
 import type { TurnPair } from '../../../schemas/index.ts';
-import { TurnstreamError } from '../../../streams/errors.ts';
+import { TurnstreamError } from '../../../core/errors.ts';
 
 const good = {
   name: 'short-sue',

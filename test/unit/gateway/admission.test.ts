@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Admission, type Slot } from '../../../gateway/admission.ts';
-import { TurnstreamError } from '../../../streams/errors.ts';
+import { TurnstreamError } from '../../../core/errors.ts';
 
 const overloaded = (e: unknown) =>
   e instanceof TurnstreamError && e.code === 'TS_ERR_OVERLOADED' && e.retriable && (e.retryAfterMs ?? 0) >= 1000;

@@ -4,7 +4,7 @@ import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { Outbox, type OutboxRecord } from '../../../streams/outbox.ts';
 
 const dirs: string[] = [];

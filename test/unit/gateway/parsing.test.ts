@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { parseChatRequest } from '../../../gateway/chat-request.ts';
 import { flattenContent } from '../../../gateway/content.ts';
 import { parseTruthy, resolveTurnContext } from '../../../gateway/turn-context.ts';
-import { TurnstreamError } from '../../../streams/errors.ts';
+import { TurnstreamError } from '../../../core/errors.ts';
 
 const base = { messages: [{ role: 'user', content: 'hi' }] };
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
-import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { assertPortsFree, getFreePort, isPortFree, portsTakenMessage } from '../../../infra/ports.ts';
 import { checkPrerequisites, findExecutable, parseJavaMajor, prerequisiteMessage } from '../../../infra/prerequisites.ts';
 

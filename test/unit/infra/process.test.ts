@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { withLock } from '../../../infra/lock.ts';
 import { isAlive, readLivePid, spawnDetached, stopByPidFile, waitFor } from '../../../infra/process.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { createLlmJudge, HINT_SYSTEM_PROMPT, PRM_SYSTEM_PROMPT } from '../../../processors/judge/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { examplePair } from '../../support/fixtures.ts';
 import { chat, startFakeOpenAI, type FakeReply, type FakeRequest } from './support/fake-openai.ts';
 

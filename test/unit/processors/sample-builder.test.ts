@@ -8,7 +8,7 @@ import {
   type Teacher,
 } from '../../../processors/sample-builder/index.ts';
 import type { ChatMessage, Judgement } from '../../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { exampleJudgement, examplePair, examplePairTurn } from '../../support/fixtures.ts';
 import { startFakeOpenAI } from './support/fake-openai.ts';
 

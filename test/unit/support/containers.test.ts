@@ -12,7 +12,7 @@ import {
   kafkaStarterScript,
   noDockerEngineError,
 } from '../../support/containers.ts';
-import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 
 /** A fake engine: `ok` answers /_ping like Docker, `hang` accepts and never answers, `error` answers 500. */
 async function fakeEngine(

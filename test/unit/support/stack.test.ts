@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { detectDockerEngine, type DockerProbe } from '../../support/containers.ts';
 import { parseTestStackMode, selectTestStack, type GivenEndpoints } from '../../support/stack.ts';
-import { ErrorCodes, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 
 const none: GivenEndpoints = { kafkaBrokers: undefined, schemaRegistryUrl: undefined, clickhouseUrl: undefined };
 const all: GivenEndpoints = {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { trainSettings } from '../../../../cli/commands/train.ts';
 import { loadConfig } from '../../../../cli/config.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 
 const config = (env: Record<string, string> = {}) => loadConfig(env, '/tmp');
 

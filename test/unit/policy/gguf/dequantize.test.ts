@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { canDequantize, dequantize } from '../../../../policy/gguf/dequantize.ts';
 import { GgmlType } from '../../../../policy/gguf/ggml-type.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 
 /** Little-endian bytes of fp16 bit patterns. */
 const halfBytes = (...bits: number[]): number[] => bits.flatMap((h) => [h & 0xff, h >> 8]);

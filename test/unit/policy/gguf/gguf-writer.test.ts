@@ -9,7 +9,7 @@ import { openGguf } from '../../../../policy/gguf/gguf-file.ts';
 import { kv, writeGguf, type GgufKv } from '../../../../policy/gguf/gguf-writer.ts';
 import { quantize } from '../../../../policy/gguf/quantize.ts';
 import { readRawMetadata } from '../../../../policy/gguf/raw-metadata.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 
 let dir: string;
 before(async () => {

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { openGguf, type GgufFile } from '../../../../policy/gguf/gguf-file.ts';
 import { readLoraAdapter, writeLoraAdapter, type LoraPair } from '../../../../policy/gguf/lora-adapter.ts';
 import { writeTinyModel } from '../../../../policy/gguf/tiny-model.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 import { llamaLogProbs, logProbDistance } from '../../../support/llama-logprobs.ts';
 
 let dir: string;

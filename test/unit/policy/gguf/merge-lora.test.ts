@@ -8,7 +8,7 @@ import { writeLoraAdapter, type LoraPair } from '../../../../policy/gguf/lora-ad
 import { addLoraDelta, mergeLora } from '../../../../policy/gguf/merge-lora.ts';
 import { readRawMetadata } from '../../../../policy/gguf/raw-metadata.ts';
 import { writeTinyModel } from '../../../../policy/gguf/tiny-model.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 import { llamaLogProbs, logProbDistance } from '../../../support/llama-logprobs.ts';
 
 let dir: string;

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { dequantize } from '../../../../policy/gguf/dequantize.ts';
 import { GgmlType, ggmlTypeLayout, tensorByteLength, type GgmlTypeName } from '../../../../policy/gguf/ggml-type.ts';
 import { canQuantize, quantize } from '../../../../policy/gguf/quantize.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 
 function gaussian(n: number, seed: number): Float32Array {
   let s = seed;

@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { MODEL_CATALOG, catalogModel, parseModelSpec, toModelId } from '../../../../policy/models/index.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 
 const coded = (code: string) => (e: unknown) => e instanceof TurnstreamError && e.code === code && e.param === 'model';
 

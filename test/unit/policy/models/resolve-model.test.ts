@@ -15,7 +15,7 @@ import {
   type ModelProgress,
   type ResolveModelOptions,
 } from '../../../../policy/models/index.ts';
-import { TurnstreamError } from '../../../../streams/errors.ts';
+import { TurnstreamError } from '../../../../core/errors.ts';
 import { startFileServer, type FileServer } from '../../../support/file-server.ts';
 
 let dir: string;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { STATUS, toOpenAIError } from '../../../gateway/openai-errors.ts';
-import { ErrorCodes, isRetriable, TurnstreamError } from '../../../streams/errors.ts';
+import { ErrorCodes, isRetriable, TurnstreamError } from '../../../core/errors.ts';
 import { REPO_ROOT } from '../../support/stack.ts';
 
 const readme = readFileSync(`${REPO_ROOT}README.md`, 'utf8');
