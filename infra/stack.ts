@@ -119,6 +119,19 @@ export async function stackUp(options: StackOptions = {}): Promise<StackUpResult
       registry: local.registry ? readLivePid(p.registry.pidFile, mark.registry) : undefined,
       clickhouse: local.clickhouse ? readLivePid(p.clickhouse.pidFile, mark.clickhouse) : undefined,
     };
+    // A given endpoint on this home's ports that this home is not running, but that answers, is
+    // another home's stack on the same ports (a second checkout): used as given, not restarted.
+    const healthy: Record<ServiceName, () => Promise<boolean>> = {
+      kafka: () => kafkaHealthy(endpoints.brokers),
+      registry: () => registryHealthy(endpoints.registryUrl),
+      clickhouse: async () => (await clickhouseVersion(endpoints.clickhouseUrl)) !== undefined,
+    };
+    for (const s of Object.keys(own) as ServiceName[]) {
+      if (own[s] && running[s] === undefined && (await healthy[s]().catch(() => false))) {
+        local[s] = false;
+        progress(s, `${VARIABLE[s]} answers, though not from this home: used as given`);
+      }
+    }
     const toStart = (s: ServiceName): boolean => local[s] && running[s] === undefined;
 
     // Every missing program and every taken port in one message, before starting anything.
