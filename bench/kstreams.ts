@@ -48,8 +48,8 @@ export interface KStreamsBenchResult extends BenchResult {
   kstreams_msgs_per_s: number;
   runtime_passthrough_msgs_per_s: number;
   raw_passthrough_msgs_per_s: number;
-  /** Each pair's figures, in run order. */
-  runs: Array<{ kstreams_msgs_per_s: number; runtime_msgs_per_s: number; raw_msgs_per_s: number }>;
+  /** Each pair's figures, in run order; `kstreams_records`: what its read_committed consumer counted on the output. */
+  runs: Array<{ kstreams_msgs_per_s: number; kstreams_records: number; runtime_msgs_per_s: number; raw_msgs_per_s: number }>;
   /** The unmeasured first run of the JVM. */
   kstreams_cold_msgs_per_s: number;
   /** runtime ÷ Kafka Streams (medians): the figure of issue 14's "≥ 1.0×". */
@@ -196,6 +196,7 @@ async function measure(
     progress('kafka streams: warming the JVM (unmeasured)');
     const cold = await kstreams('warm');
     const runs: KStreamsBenchResult['runs'] = [];
+    const rates = { kstreams: [] as number[], runtime: [] as number[], raw: [] as number[] };
     for (let i = 0; i < pairs; i++) {
       const tag = `p${i}`;
       const runtime = async (): Promise<number> => {
@@ -215,15 +216,19 @@ async function measure(
       }
       const rawSeconds = await rawPassthrough(kafka, input, `${prefix}raw-${tag}-out`, n, `${prefix}raw-${tag}`, partitions);
       progress(`raw kafkajs ${tag}: ${Math.round(n / rawSeconds)} msgs/s`);
+      rates.kstreams.push(ks.msgs_per_s);
+      rates.runtime.push(rt);
+      rates.raw.push(n / rawSeconds);
       runs.push({
         kstreams_msgs_per_s: Math.round(ks.msgs_per_s),
+        kstreams_records: ks.records,
         runtime_msgs_per_s: Math.round(rt),
         raw_msgs_per_s: Math.round(n / rawSeconds),
       });
     }
-    const kstreamsRate = median(runs.map((r) => r.kstreams_msgs_per_s));
-    const runtimeRate = median(runs.map((r) => r.runtime_msgs_per_s));
-    const rawRate = median(runs.map((r) => r.raw_msgs_per_s));
+    const kstreamsRate = median(rates.kstreams);
+    const runtimeRate = median(rates.runtime);
+    const rawRate = median(rates.raw);
     return {
       records: n,
       mean_record_bytes: Math.round(meanBytes),
