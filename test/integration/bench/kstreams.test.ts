@@ -35,7 +35,7 @@ test(
     // A first build downloads kafka-streams and avro with Maven: minutes, once.
     const { stdout } = await exec(
       process.execPath,
-      ['bin/turnstream.js', 'bench', 'kstreams', '--json', '--records', String(records), '--pairs', '1'],
+      ['bin/turnstream.js', 'bench', 'kstreams', '--json', '--records', String(records), '--pairs', '1', '--warmups', '1'],
       {
         cwd: REPO_ROOT,
         env,
@@ -64,6 +64,10 @@ test(
     ]) {
       assert.ok(positive(r[k]), `${k} = ${String(r[k])}`);
     }
+    assert.equal(r.warmups, 1);
+    assert.ok(
+      Array.isArray(r.kstreams_warmup_msgs_per_s) && r.kstreams_warmup_msgs_per_s.length === 1 && positive(r.kstreams_warmup_msgs_per_s[0]),
+    );
     assert.ok(typeof r.baseline === 'string' && r.baseline.includes('Kafka Streams'));
 
     assert.equal(r.runs.length, 1);
