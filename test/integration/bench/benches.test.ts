@@ -24,6 +24,7 @@ const load = async (name: string): Promise<BenchModule> => (await import(`../../
 /** Toy sizes: each bench in seconds. */
 const TOY: Record<string, Record<string, string>> = {
   streams: { records: '200' },
+  kstreams: { records: '200', pairs: '1', warmups: '1' },
   gateway: { clients: '1', seconds: '1', rounds: '1', 'max-tokens': '2' },
   pipeline: { sessions: '10', turns: '2', 'live-sessions': '2', 'grace-ms': '0' },
   replay: { turns: '40', 'turns-per-session': '4' },
