@@ -72,11 +72,16 @@ export class AvroCodec<T> implements Codec<T> {
   }
 
   async encode(value: T): Promise<Buffer> {
-    if (!this.type.isValid(value)) {
+    // avsc's writer refuses what does not fit the schema as it writes (a missing field, a wrong
+    // type, an unknown symbol): the separate validation pass runs only to explain a refusal.
+    let body: Buffer;
+    try {
+      body = this.type.toBuffer(value);
+    } catch {
       const paths = invalidPaths(this.type, value);
       throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `invalid ${TOPICS[this.id].base} value: ${paths.slice(0, 5).join(', ')}`);
     }
-    return Buffer.concat([this.header, this.type.toBuffer(value)]);
+    return Buffer.concat([this.header, body], 5 + body.length);
   }
 
   async decode(bytes: Buffer): Promise<T> {
