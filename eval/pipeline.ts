@@ -28,7 +28,7 @@ import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings } from './eval-settings.ts';
 import { react, satisfies } from './reaction.ts';
-import { summarize, type EvalResult, type RunResult } from './run-eval.ts';
+import { summarize, type EvalResult, type HeldOutReply, type RunResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions {
   personas: Persona[];
@@ -164,7 +164,9 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
         await learner.ready;
         const rand = mulberry32(seed * 1_000_003 + persona.name.charCodeAt(0));
         const scores: RunResult['scores'] = [];
+        const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
         const scoreNow = async (interactions: number): Promise<void> => {
+          const scored = interactions === 0 ? replies.first : (replies.last = []);
           let ok = 0;
           let n = 0;
           let version = -1;
@@ -181,7 +183,9 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                 sampling,
               );
               version = res.version;
-              if (satisfies(persona, res.text, prompt)) ok++;
+              const satisfied = satisfies(persona, res.text, prompt);
+              scored.push({ prompt, text: res.text, satisfied });
+              if (satisfied) ok++;
               n++;
             }
           }
@@ -244,6 +248,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           preference: persona.preference,
           seed,
           scores,
+          replies,
           trainSatisfaction: satisfied / o.interactions,
           samples: learner.stats().trained,
           steps: [],

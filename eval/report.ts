@@ -84,6 +84,27 @@ export function toResultJson<R extends ReportInput>(r: R, now = Date.now()): Eva
   return { ...r, per_persona: perPersona(r), p_value: r.statistic.p, wall_s: r.seconds, finished_at: now };
 }
 
+/** Every run's held-out replies, before and after, as a page to read: a score can be met by replies no user would want. */
+export function toRepliesMarkdown(r: Pick<ReportInput, 'runs'>): string {
+  const out = ['# Held-out replies, first and last version of each run', ''];
+  const quote = (t: string): string => JSON.stringify(t);
+  for (const run of r.runs) {
+    if (!run.replies) continue;
+    const first = run.scores[0];
+    const last = run.scores[run.scores.length - 1];
+    out.push(`## ${run.persona}, seed ${run.seed} (${run.preference})`, '');
+    for (const [label, list, s] of [
+      ['before', run.replies.first, first],
+      ['after', run.replies.last, last],
+    ] as const) {
+      out.push(`${label}: version ${s?.version ?? '?'}, satisfaction ${s ? s.satisfaction.toFixed(2) : '?'}`, '');
+      for (const x of list) out.push(`- ${x.satisfied ? '✓' : '✗'} **${x.prompt}** → ${quote(x.text)}`);
+      out.push('');
+    }
+  }
+  return out.join('\n');
+}
+
 const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 const esc = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -256,6 +277,7 @@ export async function writeReports(r: ReportInput, dir: string, options: WriteRe
   const written: WrittenReports = { csv: join(dir, 'eval.csv'), json: join(dir, 'eval.json'), svg: [], png: [], pngSkipped: null };
   await writeFile(written.csv, toCsv(r));
   await writeFile(written.json, JSON.stringify(toResultJson(r), null, 2) + '\n');
+  await writeFile(join(dir, 'replies.md'), toRepliesMarkdown(r));
   const charts: Array<[string, string]> = [[join(dir, 'eval'), toSvg(r)]];
   for (const p of [...new Set(r.runs.map((x) => x.persona))]) charts.push([join(dir, 'curves', fileName(p)), toPersonaSvg(r, p)]);
   for (const [base, svg] of charts) {

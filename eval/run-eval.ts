@@ -46,12 +46,21 @@ export interface EvalOptions {
   onProgress?: (line: string) => void;
 }
 
+/** One reply to a held-out prompt, and whether the persona was satisfied with it. */
+export interface HeldOutReply {
+  prompt: string;
+  text: string;
+  satisfied: boolean;
+}
+
 export interface RunResult {
   persona: string;
   preference: string;
   seed: number;
   /** Score per scored version. */
   scores: Array<{ version: number; interactions: number; satisfaction: number }>;
+  /** The held-out replies of the first and the last scored version, to read rather than trust a score. */
+  replies?: { first: HeldOutReply[]; last: HeldOutReply[] };
   /** Share of the interactions' replies the persona was satisfied with. */
   trainSatisfaction: number;
   samples: number;
@@ -136,12 +145,22 @@ export function makePair(
 }
 
 /** Share of held-out replies (`samples` per prompt) of the model's current version that satisfy the persona. */
-export async function scoreModel(m: EvalModel, persona: Persona, heldOut: string[], samples: number, seed: number): Promise<number> {
+/** The held-out satisfaction of the current version; each reply is also appended to `replies` when given. */
+export async function scoreModel(
+  m: EvalModel,
+  persona: Persona,
+  heldOut: string[],
+  samples: number,
+  seed: number,
+  replies?: HeldOutReply[],
+): Promise<number> {
   let ok = 0;
   let n = 0;
   for (const [j, prompt] of heldOut.entries()) {
     for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: seed * 7919 + j, n: samples })) {
-      if (satisfies(persona, r.text, prompt)) ok++;
+      const satisfied = satisfies(persona, r.text, prompt);
+      replies?.push({ prompt, text: r.text, satisfied });
+      if (satisfied) ok++;
       n++;
     }
   }
@@ -177,11 +196,12 @@ async function runOne(
   let samples = 0;
   let stepsTaken = 0;
   const totalSteps = Math.ceil(o.interactions / o.batchSize);
+  const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
   try {
     scores.push({
       version: 0,
       interactions: 0,
-      satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed)),
+      satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.first)),
     });
     let batch: Sample[] = [];
     for (let i = 0; i < o.interactions; i++) {
@@ -212,10 +232,11 @@ async function runOne(
         batch = [];
         stepsTaken++;
         if (stepsTaken % o.evalEvery === 0 || stepsTaken === totalSteps) {
+          replies.last = [];
           scores.push({
             version: stepsTaken,
             interactions: i + 1,
-            satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed)),
+            satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.last)),
           });
         }
       }
@@ -234,6 +255,7 @@ async function runOne(
     preference: persona.preference,
     seed,
     scores,
+    replies,
     trainSatisfaction: satisfied / o.interactions,
     samples,
     steps,

@@ -26,6 +26,10 @@ function result(): ReportInput {
     preference,
     seed,
     scores: s.map((satisfaction, i) => ({ version: i, interactions: 4 * i, satisfaction })),
+    replies: {
+      first: [{ prompt: 'how do tides work?', text: 'The moon pulls the sea <a lot>.', satisfied: false }],
+      last: [{ prompt: 'how do tides work?', text: 'The moon pulls.', satisfied: true }],
+    },
     trainSatisfaction: 0.5,
     samples: 8,
     steps: [],
@@ -175,6 +179,13 @@ describe('eval reports', () => {
         assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG signature');
         assert.ok((await stat(png)).size > 5000, `${png} has content`);
       }
+      const replies = await readFile(join(dir, 'replies.md'), 'utf8');
+      assert.equal(replies.match(/^## /gm)?.length, 4, 'a section per run');
+      assert.match(
+        replies,
+        /## short-sue, seed 1 \(at most 12 words\)\n\nbefore: version 0, satisfaction 0\.25\n\n- ✗ \*\*how do tides work\?\*\* → "The moon pulls the sea <a lot>\."/,
+      );
+      assert.match(replies, /after: version 2, satisfaction 0\.75\n\n- ✓ \*\*how do tides work\?\*\* → "The moon pulls\."/);
       const without = await writeReports(result(), join(dir, 'no-png'), { png: false });
       assert.deepEqual(without.png, []);
       assert.equal(without.pngSkipped, 'not asked for');

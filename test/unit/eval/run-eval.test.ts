@@ -50,6 +50,14 @@ test('runEval: versions, before/after in [0, 1], the paired test over the runs, 
         r.runs.every((run) => run.samples > 0 && run.steps.length === 2),
         'every step trained on samples',
       );
+      for (const run of r.runs) {
+        // The replies behind the first and last score: one per held-out prompt and sample, and they agree with it.
+        const first = run.replies!.first;
+        const last = run.replies!.last;
+        assert.ok(first.length > 0 && first.length === last.length, 'replies of the first and the last version');
+        assert.equal(first.filter((x) => x.satisfied).length / first.length, run.scores[0].satisfaction);
+        assert.equal(last.filter((x) => x.satisfied).length / last.length, run.scores.at(-1)!.satisfaction);
+      }
     } finally {
       teacherPolicy.dispose();
     }
