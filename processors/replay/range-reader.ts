@@ -1,6 +1,7 @@
 /**
  * Reads bounded ranges of topics once (read_committed), with a throwaway consumer group pointed
- * at the ranges' starts before it joins (kafkajs has no manual assignment). A partition is done
+ * at the ranges' starts by seeking (kafkajs has no manual assignment; setting a new group's offsets
+ * with the admin client joins it, which takes seconds). A partition is done
  * when the consumer has fetched up to its end, transaction markers included (kafkajs reports
  * those in its batch events, never to `eachBatch`), so no idle wait is needed at the end.
  */
@@ -24,6 +25,7 @@ export async function readRanges(
   const out = new Map<string, Map<number, RawRecord[]>>();
   const ends = new Map<string, bigint>();
   const pos = new Map<string, bigint>();
+  const starts = new Map<string, bigint>();
   const id = (topic: string, p: number) => `${topic}\u0000${p}`;
   for (const r of ranges) {
     const byPartition = new Map<number, RawRecord[]>();
@@ -34,24 +36,13 @@ export async function readRanges(
       if (BigInt(r.end[p]) > BigInt(start)) {
         ends.set(id(r.topic, p), BigInt(r.end[p]));
         pos.set(id(r.topic, p), BigInt(start));
+        starts.set(id(r.topic, p), BigInt(start));
       }
     }
   }
   if (ends.size === 0) return out;
 
   const groupId = `turnstream-range-reader-${randomUUID()}`;
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    for (const r of ranges)
-      await admin.setOffsets({
-        groupId,
-        topic: r.topic,
-        partitions: Object.entries(r.start).map(([p, offset]) => ({ partition: Number(p), offset })),
-      });
-  } finally {
-    await admin.disconnect();
-  }
   const consumer = kafka.consumer({
     groupId,
     readUncommitted: false,
@@ -81,14 +72,16 @@ export async function readRanges(
   });
   await consumer.connect();
   try {
-    await consumer.subscribe({ topics: ranges.map((r) => r.topic) });
+    await consumer.subscribe({ topics: ranges.map((r) => r.topic), fromBeginning: true });
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
         const end = ends.get(id(batch.topic, batch.partition));
         const list = out.get(batch.topic)?.get(batch.partition);
         if (end === undefined || !list) return;
+        const start = starts.get(id(batch.topic, batch.partition)) ?? 0n;
         for (const m of batch.messages) {
+          if (BigInt(m.offset) < start) continue;
           if (BigInt(m.offset) >= end) break;
           list.push({
             topic: batch.topic,
@@ -101,6 +94,16 @@ export async function readRanges(
         }
       },
     });
+    // Seeks made before the assignment apply to its first fetch (and records before the start are dropped anyway).
+    for (const r of ranges) {
+      const empty: number[] = [];
+      for (const [ps, start] of Object.entries(r.start)) {
+        if (starts.has(id(r.topic, Number(ps)))) consumer.seek({ topic: r.topic, partition: Number(ps), offset: start });
+        else empty.push(Number(ps));
+      }
+      // Nothing to read there: not fetched at all.
+      if (empty.length > 0) consumer.pause([{ topic: r.topic, partitions: empty }]);
+    }
     const timeoutMs = options.timeoutMs ?? 600_000;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -112,7 +115,7 @@ export async function readRanges(
     ]).finally(() => clearTimeout(timer));
   } finally {
     await consumer.disconnect();
-    const a = kafka.admin();
+    const a = kafka.admin({ retry: { retries: 0 } });
     await a.connect();
     await a.deleteGroups([groupId]).catch(() => undefined);
     await a.disconnect();

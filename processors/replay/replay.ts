@@ -20,7 +20,7 @@
  * The stream-processor replay (streaming-replay.ts) gives the same outputs for the same history;
  * test/integration/replay/batch-vs-streaming.test.ts compares them.
  */
-import type { DeadLetter, Judgement, Sample, TurnPair } from '../../schemas/index.ts';
+import { topicName, type DeadLetter, type Judgement, type Sample, type TurnPair } from '../../schemas/index.ts';
 import { buildSample, defaultGroupId, isTrainable, type Judge, type SampleBuilderOptions, type SessionAssemblerOptions } from '../index.ts';
 import {
   createEventCodecs,
@@ -159,22 +159,29 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
   const log = o.logger ?? createLogger('replay');
   if (!/^[A-Za-z0-9_-]+$/.test(o.tag)) throw new Error(`replay tag "${o.tag}" must be letters, digits, - or _`);
   const naming = { prefix, tag: o.tag };
-  await ensureTopics(o.kafka, { naming, partitions: o.partitions });
-  const codecs: EventCodecs = await createEventCodecs({ registryUrl: o.registryUrl, naming });
+  // Tagged topics, schemas and the transactional producer are set up while the range is read.
+  const setup = (async () => {
+    await ensureTopics(o.kafka, { naming, partitions: o.partitions });
+    const codecs = await createEventCodecs({ registryUrl: o.registryUrl, naming });
+    return codecs;
+  })();
+  setup.catch(() => undefined);
   const batchSize = o.batchSize ?? 2000;
   const concurrency = o.concurrency ?? 64;
   const judgeUntrainable = o.judgeUntrainable ?? true;
   const groupId = defaultGroupId('replay', naming);
   const topics = {
-    pairs: codecs.topic('pairs'),
-    judgements: codecs.topic('judgements'),
-    samples: codecs.topic('samples'),
-    dlq: codecs.topic('dlq'),
+    pairs: topicName('pairs', naming),
+    judgements: topicName('judgements', naming),
+    samples: topicName('samples', naming),
+    dlq: topicName('dlq', naming),
   };
 
   const admin = o.kafka.admin();
   await admin.connect();
   let txns: Transactions | undefined;
+  let codecs!: EventCodecs;
+  let committing: Promise<void> = Promise.resolve();
   try {
     let plan = readPlan(o.planFile);
     const resumed = plan !== null;
@@ -189,8 +196,8 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       plan = await resolvePlan(admin, {
         prefix,
         tag: o.tag,
-        turnsTopic: codecs.topic('turns'),
-        feedbackTopic: codecs.topic('feedback'),
+        turnsTopic: topicName('turns', naming),
+        feedbackTopic: topicName('feedback', naming),
         from: o.from,
         to: o.to,
       });
@@ -243,19 +250,23 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
     try {
       if (aborted()) throw new Interrupted();
       if (todo.length > 0) {
-        txns = new Transactions({ kafka: o.kafka, transactionalId: groupId, logger: log });
-        await txns.connect();
+        const producer = new Transactions({ kafka: o.kafka, transactionalId: groupId, logger: log });
+        txns = producer;
+        const ready = Promise.all([setup, producer.connect()]);
+        ready.catch(() => undefined);
         const range = (r: TopicRange): TopicRange => ({
           topic: r.topic,
           start: Object.fromEntries(todo.filter((p) => r.start[p] !== undefined).map((p) => [p, r.start[p]])),
           end: Object.fromEntries(todo.filter((p) => r.end[p] !== undefined).map((p) => [p, r.end[p]])),
         });
         const records = await readRanges(o.kafka, [range(turns), range(feedback)], { signal: o.signal });
+        codecs = (await ready)[0];
         for (const p of todo) {
           await replayPartition(p, records.get(turns.topic)?.get(p) ?? [], records.get(feedback.topic)?.get(p) ?? []);
           records.get(turns.topic)?.delete(p);
           records.get(feedback.topic)?.delete(p);
         }
+        await committing;
       }
     } catch (err) {
       if (!(err instanceof Interrupted) && !aborted()) throw err;
@@ -380,18 +391,24 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
           { topic: feedback.topic, partitions: [{ partition: p, offset: posF.toString() }] },
         ],
       };
-      await txns!.commit(() => ({ outputs, offsets }), { signal: o.signal });
-      for (const t of tallied) t();
-      progress.read += read;
-      progress.pairs += pairs.length;
-      progress.judged += outcomes.filter((x) => x.judgement).length;
-      progress.built += outcomes.filter((x) => x.judgement && !x.failed).length;
-      log.debug({ partition: p, pairs: pairs.length, records: outputs.length }, 'replay transaction committed');
-      report(false);
+      // Committed in order, one at a time, while the next batch is worked on.
+      await committing;
+      committing = txns!
+        .commit(() => ({ outputs, offsets }), { signal: o.signal })
+        .then(() => {
+          for (const t of tallied) t();
+          progress.read += read;
+          progress.pairs += pairs.length;
+          progress.judged += outcomes.filter((x) => x.judgement).length;
+          progress.built += outcomes.filter((x) => x.judgement && !x.failed).length;
+          log.debug({ partition: p, pairs: pairs.length, records: outputs.length }, 'replay transaction committed');
+          report(false);
+        });
+      committing.catch(() => undefined);
     }
 
     // A replay that continued an earlier run counts what the tagged topics hold; a fresh one what it wrote.
-    const counts = anyCommitted ? await summarize(o.kafka, codecs) : tally.counts();
+    const counts = anyCommitted ? await summarize(o.kafka, await setup) : tally.counts();
     return {
       tag: o.tag,
       from: plan.from,
@@ -405,6 +422,8 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       durationMs: Date.now() - t0,
     };
   } finally {
+    await setup.catch(() => undefined);
+    await committing.catch(() => undefined);
     await txns?.disconnect();
     await admin.disconnect().catch(() => undefined);
   }
