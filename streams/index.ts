@@ -27,3 +27,10 @@ export { KeyedWorkPool } from './work-pool.ts';
 export { OffsetTracker } from './offset-tracker.ts';
 export { KeySet, presentedKey } from './api-keys.ts';
 export { waitForDependencies, type DependenciesOptions } from './dependencies.ts';
+export {
+  Transactions,
+  type TransactionContent,
+  type TransactionOutput,
+  type TransactionOffsets,
+  type TransactionsOptions,
+} from './transactions.ts';

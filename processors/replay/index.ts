@@ -16,14 +16,9 @@ export { ImportLineError, type ParsedLine } from './formats/common.ts';
 export { openclawRecordParser, cleanRenderedResponse } from './formats/openclaw-record.ts';
 export { openaiChatParser } from './formats/openai-chat.ts';
 export { deterministicId, importedTurnId, importedFeedbackId } from './turn-id.ts';
-export {
-  runReplay,
-  summarize,
-  type ReplayOptions,
-  type ReplayProgress,
-  type ReplaySummary,
-  type StageProgress,
-  type StageName,
-} from './replay.ts';
+export { runReplay, type ReplayOptions, type ReplayProgress, type ReplaySummary, type StageProgress, type StageName } from './replay.ts';
+export { summarize } from './summary.ts';
+export { runStreamingReplay } from './streaming-replay.ts';
+export { EventTimeAssembler, mergeByEventTime, type HistoryEvent } from './event-time-assembler.ts';
 export { parseBound, resolvePlan, readPlan, type Bound, type ReplayPlan } from './replay-range.ts';
 export { loadReplayConfig, validateReplayConfig, type ReplayConfig, type ReplayJudgeConfig } from './replay-config.ts';

@@ -1,41 +1,47 @@
 /**
  * `turnstream replay`: re-derives pairs, judgements and samples from a range of history with
- * another configuration, into topics of their own (`turnstream.replay.<tag>.*`), under consumer
- * groups of their own (`turnstream.<service>.<tag>`). The live topics are only read.
+ * another configuration, into topics of their own (`turnstream.replay.<tag>.*`). The live topics
+ * are only read.
  *
- * The three stages run at once, as in the live pipeline, and are stopped one after the other as
- * each catches up with the range:
+ * A batch job, not three stream processors: the range (turns and feedback, resolved once to exact
+ * offsets and kept in a plan file, see replay-range.ts) is read with a plain consumer, and the
+ * pure cores run in-process, one partition after another (turns and feedback are co-partitioned by
+ * session): the session assembler on event time (event-time-assembler.ts), the judge (awaited
+ * with bounded concurrency, so an LLM judge is the only bound), the sample builder. Outputs go out
+ * in large transactions (`batchSize` pairs and what came of them), each with the position reached
+ * in the range committed as the offsets of the replay's group (`turnstream.replay.<tag>`).
  *
- * 1. session assembler: its group starts at the range's start (set before it joins); it is done
- *    when its committed offsets reach the range's end on the turns and feedback topics. It then
- *    runs a little longer (quiet + expiry interval) so that sessions left open at the end of the
- *    history are closed by the idle timeout and pairs held for the feedback grace period are
- *    released (history is older than both, and a caught-up
- *    assembler's clock is the wall clock), and is stopped, which finishes and commits its work.
- * 2. judge: done when it has consumed the (now final) tagged pairs topic to its end.
- * 3. sample builder: likewise on the tagged judgements topic.
+ * Resuming: running the same replay again (same tag) reuses the plan. A partition whose offsets
+ * reached the range's end is done; any other is read again from the range's start, and the
+ * assembler is run over what was committed without emitting (it is deterministic on event time),
+ * so each pair, judgement and sample is written exactly once in the tagged topics. The judge only
+ * sees pairs that were not written yet.
  *
- * `--to` is exact: the assembler's consumer drops records at or after the range's end before the
- * runtime sees them (see bounded-kafka.ts), and pauses the partition.
- *
- * Resuming: the resolved range is kept in a plan file; running the same replay again (same tag)
- * reuses it and the groups continue from their committed offsets.
+ * The stream-processor replay (streaming-replay.ts) gives the same outputs for the same history;
+ * test/integration/replay/batch-vs-streaming.test.ts compares them.
  */
-import type { Admin, Kafka } from 'kafkajs';
-import type { Judge, SampleBuilderOptions, SessionAssemblerOptions } from '../index.ts';
-import { defaultGroupId, startJudge, startSampleBuilder, startSessionAssembler } from '../index.ts';
-import type { TopicId } from '../../schemas/index.ts';
+import { topicName, type DeadLetter, type Judgement, type Sample, type TurnPair } from '../../schemas/index.ts';
+import { buildSample, defaultGroupId, isTrainable, type Judge, type SampleBuilderOptions, type SessionAssemblerOptions } from '../index.ts';
 import {
   createEventCodecs,
   createLogger,
+  deadLetter,
   ensureTopics,
-  readToEnd,
+  ErrorCodes,
+  isRetriable,
+  Transactions,
+  TurnstreamError,
   type EventCodecs,
   type Logger,
-  type ProcessorHandle,
+  type RawRecord,
+  type TopicValues,
+  type TransactionOutput,
 } from '../../streams/index.ts';
-import { boundedKafka } from './bounded-kafka.ts';
-import { committedOffsets, readPlan, resolvePlan, seedGroup, writePlan, type Bound, type TopicRange } from './replay-range.ts';
+import type { Kafka } from 'kafkajs';
+import { EventTimeAssembler, mergeByEventTime, type HistoryEvent } from './event-time-assembler.ts';
+import { readRanges } from './range-reader.ts';
+import { committedOffsets, readPlan, resolvePlan, writePlan, type Bound, type TopicRange } from './replay-range.ts';
+import { OutputTally, summarize } from './summary.ts';
 
 export interface ReplayOptions {
   kafka: Kafka;
@@ -52,8 +58,10 @@ export interface ReplayOptions {
   judgeUntrainable?: boolean;
   assembler?: Pick<SessionAssemblerOptions, 'idleTimeoutMs' | 'endPolicy' | 'feedbackGraceMs'>;
   samples?: SampleBuilderOptions;
-  /** Records in flight per stage. @default the runtime's */
+  /** Judge and teacher calls in flight (the streaming replay: records in flight per stage). @default 64 */
   concurrency?: number;
+  /** Pairs per transaction (their judgements and samples go with them). @default 2000 */
+  batchSize?: number;
   /** Where the resolved range is kept for resuming (one file per prefix + tag). */
   planFile: string;
   /** Partitions of the tagged topics, when they are created. @default 6 */
@@ -61,9 +69,9 @@ export interface ReplayOptions {
   onProgress?: (p: ReplayProgress) => void;
   /** Cancels the replay (stages stop cleanly; run it again to resume). */
   signal?: AbortSignal;
-  /** How often offsets are looked at, in ms. @default 250 */
+  /** Streaming replay only: how often offsets are looked at, in ms. @default 250 */
   pollMs?: number;
-  /** No record for this long after the end counts as caught up, in ms. @default 1500 */
+  /** Streaming replay only: no record for this long after the end counts as caught up, in ms. @default 1500 */
   settleMs?: number;
   logger?: Logger;
 }
@@ -103,56 +111,46 @@ export interface ReplaySummary {
 }
 
 const sum = (xs: Iterable<number>) => [...xs].reduce((a, b) => a + b, 0);
+const rangeSize = (r: TopicRange) => sum(Object.keys(r.start).map((p) => Number(BigInt(r.end[Number(p)]) - BigInt(r.start[Number(p)]))));
 
-interface StageRun {
-  name: StageName;
-  groupId: string;
-  handle: ProcessorHandle;
-  /** Input ranges; for downstream stages known once the upstream stage has stopped. */
-  ranges: TopicRange[] | null;
-  inputTopic: string;
-  done: boolean;
-  lastConsumed: number;
-  lastChangeAt: number;
-  reachedAt: number | null;
-}
-
-async function highs(admin: Admin, topic: string): Promise<Record<number, string>> {
-  const out: Record<number, string> = {};
-  for (const o of await admin.fetchTopicOffsets(topic)) out[o.partition] = o.high;
+/** Runs `f` over `items` with at most `limit` calls in flight; results in order. */
+async function mapLimit<T, R>(items: T[], limit: number, f: (x: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await f(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
 
-async function progressOf(
-  admin: Admin,
-  s: StageRun,
-): Promise<{ consumed: number; total: number; reached: (tolerance: boolean) => boolean }> {
-  if (!s.ranges) {
-    // Upstream still running: show the input as it grows.
-    const h = await highs(admin, s.inputTopic);
-    const c = await committedOffsets(admin, s.groupId, s.inputTopic);
-    const consumed = sum(Object.entries(h).map(([p, hi]) => Math.min(Number(hi), Math.max(0, Number(c.get(Number(p)) ?? -1n)))));
-    return { consumed, total: sum(Object.values(h).map(Number)), reached: () => false };
-  }
-  let consumed = 0;
-  let total = 0;
-  const perPartition: Array<{ c: bigint; end: bigint }> = [];
-  for (const r of s.ranges) {
-    const c = await committedOffsets(admin, s.groupId, r.topic);
-    for (const [ps, startS] of Object.entries(r.start)) {
-      const p = Number(ps);
-      const start = BigInt(startS);
-      const end = BigInt(r.end[p]);
-      const committed = c.get(p) ?? -1n;
-      const at = committed < 0n ? start : committed;
-      consumed += Number((at < start ? start : at > end ? end : at) - start);
-      total += Number(end - start);
-      perPartition.push({ c: at, end });
+/** The runtime's handler retry: a retriable failure is tried again with backoff, up to `attempts`. */
+async function attempt<R>(
+  f: () => Promise<R>,
+  attempts: number,
+  signal?: AbortSignal,
+): Promise<{ value?: R; error?: unknown; attempts: number }> {
+  for (let n = 1; ; n++) {
+    try {
+      return { value: await f(), attempts: n };
+    } catch (error) {
+      if (n >= attempts || !isRetriable(error) || signal?.aborted) return { error, attempts: n };
+      await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** (n - 1))));
     }
   }
-  // Tolerance: the last entry of a partition may be a transaction marker, never delivered.
-  const reached = (tolerance: boolean) => perPartition.every(({ c, end }) => c >= end || (tolerance && c >= end - 1n));
-  return { consumed, total, reached };
+}
+
+class Interrupted extends Error {}
+
+/** What became of one pair. */
+interface Outcome {
+  pair: TurnPair;
+  judgement?: Judgement;
+  sample?: Sample | null;
+  failed?: { stage: 'judge' | 'sample-builder'; error: unknown; attempts: number };
 }
 
 export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
@@ -161,16 +159,29 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
   const log = o.logger ?? createLogger('replay');
   if (!/^[A-Za-z0-9_-]+$/.test(o.tag)) throw new Error(`replay tag "${o.tag}" must be letters, digits, - or _`);
   const naming = { prefix, tag: o.tag };
-  await ensureTopics(o.kafka, { naming, partitions: o.partitions });
-  const codecs: EventCodecs = await createEventCodecs({ registryUrl: o.registryUrl, naming });
-  const pollMs = o.pollMs ?? 250;
-  const settleMs = o.settleMs ?? 1500;
-  const quietMs = Math.max(500, settleMs);
-  const expireIntervalMs = 250;
+  // Tagged topics, schemas and the transactional producer are set up while the range is read.
+  const setup = (async () => {
+    await ensureTopics(o.kafka, { naming, partitions: o.partitions });
+    const codecs = await createEventCodecs({ registryUrl: o.registryUrl, naming });
+    return codecs;
+  })();
+  setup.catch(() => undefined);
+  const batchSize = o.batchSize ?? 2000;
+  const concurrency = o.concurrency ?? 64;
+  const judgeUntrainable = o.judgeUntrainable ?? true;
+  const groupId = defaultGroupId('replay', naming);
+  const topics = {
+    pairs: topicName('pairs', naming),
+    judgements: topicName('judgements', naming),
+    samples: topicName('samples', naming),
+    dlq: topicName('dlq', naming),
+  };
 
   const admin = o.kafka.admin();
   await admin.connect();
-  const handles: ProcessorHandle[] = [];
+  let txns: Transactions | undefined;
+  let codecs!: EventCodecs;
+  let committing: Promise<void> = Promise.resolve();
   try {
     let plan = readPlan(o.planFile);
     const resumed = plan !== null;
@@ -185,236 +196,235 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       plan = await resolvePlan(admin, {
         prefix,
         tag: o.tag,
-        turnsTopic: codecs.topic('turns'),
-        feedbackTopic: codecs.topic('feedback'),
+        turnsTopic: topicName('turns', naming),
+        feedbackTopic: topicName('feedback', naming),
         from: o.from,
         to: o.to,
       });
       writePlan(o.planFile, plan);
     }
-    const assemblerGroup = defaultGroupId('session-assembler', naming);
-    await seedGroup(admin, assemblerGroup, [plan.turns, plan.feedback]);
+    const { turns, feedback } = plan;
+    const committedT = await committedOffsets(admin, groupId, turns.topic);
+    const committedF = await committedOffsets(admin, groupId, feedback.topic);
+    await admin.disconnect();
+    const bound = (r: TopicRange, p: number, side: 'start' | 'end') => (r[side][p] !== undefined ? BigInt(r[side][p]) : 0n);
+    /** Where partition `p` of `r` stands: committed offsets at or past the range's end mean done. */
+    const at = (r: TopicRange, c: Map<number, bigint>, p: number) => {
+      const v = c.get(p) ?? -1n;
+      const start = bound(r, p, 'start');
+      return v < start ? start : v;
+    };
+    const partitions = [...new Set([...Object.keys(turns.start), ...Object.keys(feedback.start)].map(Number))].sort((a, b) => a - b);
+    const isDone = (p: number) =>
+      at(turns, committedT, p) >= bound(turns, p, 'end') && at(feedback, committedF, p) >= bound(feedback, p, 'end');
+    const anyCommitted = [...committedT.values(), ...committedF.values()].some((v) => v >= 0n);
+    const todo = partitions.filter((p) => !isDone(p));
 
-    const common = { kafka: o.kafka, codecs, concurrency: o.concurrency };
-    const child = (name: string) => log.child({ stage: name });
-    const ends = new Map<string, Map<number, bigint>>();
-    for (const r of [plan.turns, plan.feedback]) ends.set(r.topic, new Map(Object.entries(r.end).map(([p, e]) => [Number(p), BigInt(e)])));
-    const bounded = boundedKafka(o.kafka, ends);
-    const assembler = await startSessionAssembler({
-      ...common,
-      kafka: bounded.kafka,
-      logger: child('session-assembler'),
-      idleTimeoutMs: o.assembler?.idleTimeoutMs,
-      endPolicy: o.assembler?.endPolicy,
-      feedbackGraceMs: o.assembler?.feedbackGraceMs,
-      tag: o.tag,
-      quietMs,
-      expireIntervalMs,
-      releaseIntervalMs: expireIntervalMs,
-      // Never forget closed sessions during a replay: history is older than any retention, and
-      // the live service's clean-up (a day after a session's last activity) would run in the same
-      // tick that releases its last held pairs, which are then lost (reported to its owner).
-      closedRetentionMs: Number.MAX_SAFE_INTEGER,
-    });
-    handles.push(assembler);
-    const judge = await startJudge({ ...common, logger: child('judge'), judge: o.judge, judgeUntrainable: o.judgeUntrainable ?? true });
-    handles.push(judge);
-    const builder = await startSampleBuilder({ ...common, logger: child('sample-builder'), ...o.samples });
-    handles.push(builder);
-    await Promise.all(handles.map((h) => h.ready));
+    const inRange = { turns: rangeSize(turns), feedback: rangeSize(feedback) };
+    const totalIn = inRange.turns + inRange.feedback;
+    const tally = new OutputTally();
+    const progress = {
+      read:
+        totalIn -
+        sum(
+          todo.map((p) =>
+            Number(bound(turns, p, 'end') - bound(turns, p, 'start') + bound(feedback, p, 'end') - bound(feedback, p, 'start')),
+          ),
+        ),
+      pairs: 0,
+      judged: 0,
+      built: 0,
+    };
+    const report = (finished: boolean) =>
+      o.onProgress?.({
+        stages: [
+          { stage: 'session-assembler', consumed: progress.read, total: totalIn, done: finished },
+          { stage: 'judge', consumed: progress.judged, total: progress.pairs, done: finished },
+          { stage: 'sample-builder', consumed: progress.built, total: progress.judged, done: finished },
+        ],
+      });
+    report(todo.length === 0);
 
-    const now = Date.now();
-    const stages: StageRun[] = [
-      {
-        name: 'session-assembler',
-        groupId: assemblerGroup,
-        handle: assembler,
-        ranges: [plan.turns, plan.feedback],
-        inputTopic: plan.turns.topic,
-        done: false,
-        lastConsumed: -1,
-        lastChangeAt: now,
-        reachedAt: null,
-      },
-      {
-        name: 'judge',
-        groupId: defaultGroupId('judge', naming),
-        handle: judge,
-        ranges: null,
-        inputTopic: codecs.topic('pairs'),
-        done: false,
-        lastConsumed: -1,
-        lastChangeAt: now,
-        reachedAt: null,
-      },
-      {
-        name: 'sample-builder',
-        groupId: defaultGroupId('sample-builder', naming),
-        handle: builder,
-        ranges: null,
-        inputTopic: codecs.topic('judgements'),
-        done: false,
-        lastConsumed: -1,
-        lastChangeAt: now,
-        reachedAt: null,
-      },
-    ];
-    const outputOf: Record<StageName, TopicId> = { 'session-assembler': 'pairs', judge: 'judgements', 'sample-builder': 'samples' };
-    let skippedPastEnd = 0;
     let interrupted = false;
-    // A stage that dies (fatal Kafka error) ends the replay with its error; a clean stop does not.
-    const failed = Promise.race(handles.map((h) => h.closed.then(() => new Promise<never>(() => undefined))));
-    failed.catch(() => undefined);
-    const pause = () => Promise.race([failed, new Promise<void>((r) => setTimeout(r, pollMs))]);
-
-    for (;;) {
-      if (o.signal?.aborted) {
-        interrupted = true;
-        break;
+    const aborted = () => o.signal?.aborted === true;
+    try {
+      if (aborted()) throw new Interrupted();
+      if (todo.length > 0) {
+        const producer = new Transactions({ kafka: o.kafka, transactionalId: groupId, logger: log });
+        txns = producer;
+        const ready = Promise.all([setup, producer.connect()]);
+        ready.catch(() => undefined);
+        const range = (r: TopicRange): TopicRange => ({
+          topic: r.topic,
+          start: Object.fromEntries(todo.filter((p) => r.start[p] !== undefined).map((p) => [p, r.start[p]])),
+          end: Object.fromEntries(todo.filter((p) => r.end[p] !== undefined).map((p) => [p, r.end[p]])),
+        });
+        const records = await readRanges(o.kafka, [range(turns), range(feedback)], { signal: o.signal });
+        codecs = (await ready)[0];
+        for (const p of todo) {
+          await replayPartition(p, records.get(turns.topic)?.get(p) ?? [], records.get(feedback.topic)?.get(p) ?? []);
+          records.get(turns.topic)?.delete(p);
+          records.get(feedback.topic)?.delete(p);
+        }
+        await committing;
       }
-      const report: StageProgress[] = [];
-      for (let i = 0; i < stages.length; i++) {
-        const s = stages[i];
-        const p = await progressOf(admin, s);
-        if (s.done) {
-          report.push({ stage: s.name, consumed: p.total, total: p.total, done: true });
-          continue;
-        }
-        const stats = s.handle.stats();
-        const t = Date.now();
-        if (stats.consumed !== s.lastConsumed) {
-          s.lastConsumed = stats.consumed;
-          s.lastChangeAt = t;
-        }
-        const quiet = t - s.lastChangeAt >= settleMs && stats.inFlight === 0;
-        const upstreamDone = i === 0 || stages[i - 1].done;
-        if (upstreamDone && s.ranges && p.reached(quiet || i > 0)) {
-          s.reachedAt ??= t;
-          // The assembler lingers so the idle timeout can close the sessions the history left open.
-          const linger = i === 0 ? quietMs + 3 * expireIntervalMs + settleMs : 0;
-          if (t - s.reachedAt >= linger && (i === 0 || stats.inFlight === 0)) {
-            await s.handle.stop(600_000);
-            s.done = true;
-            if (i === 0) skippedPastEnd = bounded.skipped();
-            log.info({ stage: s.name, ms: t - t0 }, 'stage caught up with the range; stopped');
-            const next = stages[i + 1];
-            if (next) {
-              const out = codecs.topic(outputOf[s.name]);
-              const end = await highs(admin, out);
-              const start: Record<number, string> = {};
-              for (const lo of await admin.fetchTopicOffsets(out)) start[lo.partition] = lo.low;
-              next.ranges = [{ topic: out, start, end }];
-            }
+    } catch (err) {
+      if (!(err instanceof Interrupted) && !aborted()) throw err;
+      interrupted = true;
+    }
+    report(!interrupted);
+
+    async function replayPartition(p: number, rawTurns: RawRecord[], rawFeedback: RawRecord[]): Promise<void> {
+      const doneT = at(turns, committedT, p);
+      const doneF = at(feedback, committedF, p);
+      const dead: Array<{ key: string; dl: DeadLetter }> = [];
+      const decode = async <K extends 'turns' | 'feedback'>(id: K, raw: RawRecord[], done: bigint): Promise<HistoryEvent[]> => {
+        const out: HistoryEvent[] = [];
+        for (const r of raw) {
+          try {
+            if (!r.value) throw new TurnstreamError(ErrorCodes.DECODE, 'record has no value (tombstone)', { retriable: false });
+            out.push({ topicId: id, offset: BigInt(r.offset), value: await codecs.of(id).decode(r.value) } as HistoryEvent);
+          } catch (err) {
+            // Only once: a record before the committed position was dead-lettered already.
+            if (BigInt(r.offset) >= done) dead.push({ key: r.key?.toString('utf8') ?? '', dl: deadLetter(r, err, 'session-assembler', 1) });
           }
         }
-        report.push({ stage: s.name, consumed: s.done ? p.total : p.consumed, total: p.total, done: s.done });
+        return out;
+      };
+      const tEvents = await decode('turns', rawTurns, doneT);
+      const fEvents = await decode('feedback', rawFeedback, doneF);
+      const asm = new EventTimeAssembler({ ...o.assembler, tag: o.tag });
+      let nextT = doneT;
+      let nextF = doneF;
+      let batch: TurnPair[] = [];
+      let read = 0;
+      let added = 0;
+      for (const e of mergeByEventTime(tEvents, fEvents)) {
+        const old = e.offset < (e.topicId === 'turns' ? doneT : doneF);
+        if (!old && batch.length >= batchSize) {
+          await flush(p, batch, dead.splice(0), nextT, nextF, read);
+          added += read;
+          batch = [];
+          read = 0;
+        }
+        const pairs = asm.apply(e);
+        if (old) continue;
+        read++;
+        for (const x of pairs) batch.push(x);
+        if (e.topicId === 'turns') nextT = e.offset + 1n;
+        else nextF = e.offset + 1n;
       }
-      o.onProgress?.({ stages: report });
-      if (stages.every((s) => s.done)) break;
-      await pause();
+      for (const x of asm.finish(Date.now())) batch.push(x);
+      const rest = Number(bound(turns, p, 'end') - bound(turns, p, 'start') + bound(feedback, p, 'end') - bound(feedback, p, 'start'));
+      // The last transaction moves the position to the range's end: the partition is done.
+      await flush(p, batch, dead.splice(0), bound(turns, p, 'end'), bound(feedback, p, 'end'), rest - added);
+      const ig = asm.counts;
+      if (ig.lostFeedback > 0 || Object.keys(ig.ignored).length > 0) log.debug({ partition: p, ...ig }, 'assembler left events out');
     }
-    if (interrupted) await Promise.all(handles.map((h) => h.stop().catch(() => undefined)));
 
-    const summary = await summarize(o.kafka, codecs);
+    async function flush(
+      p: number,
+      pairs: TurnPair[],
+      dead: Array<{ key: string; dl: DeadLetter }>,
+      posT: bigint,
+      posF: bigint,
+      read: number,
+    ): Promise<void> {
+      const outcomes: Outcome[] = await mapLimit(pairs, concurrency, async (pair): Promise<Outcome> => {
+        if (!judgeUntrainable && !isTrainable(pair.turn)) return { pair };
+        const j = await attempt(() => o.judge.judge(pair, { signal: o.signal }), 5, o.signal);
+        if (!j.value) return { pair, failed: { stage: 'judge', error: j.error, attempts: j.attempts } };
+        const judgement = j.value;
+        const b = await attempt(() => buildSample(judgement, o.samples ?? {}, { signal: o.signal }), 5, o.signal);
+        if (!b.value) return { pair, judgement, failed: { stage: 'sample-builder', error: b.error, attempts: b.attempts } };
+        return { pair, judgement, sample: b.value.sample };
+      });
+      if (aborted()) throw new Interrupted();
+      const outputs: TransactionOutput[] = [];
+      const encode = async <K extends 'pairs' | 'judgements' | 'samples' | 'dlq'>(
+        id: K,
+        key: string,
+        value: TopicValues[K],
+      ): Promise<Buffer> => {
+        const buf = await codecs.of(id).encode(value);
+        outputs.push({ topic: topics[id], key, value: buf });
+        return buf;
+      };
+      const tallied: Array<() => void> = [];
+      for (const x of outcomes) {
+        const { pair, judgement, sample, failed } = x;
+        const pairValue = await encode('pairs', pair.sessionId, pair);
+        tallied.push(() => tally.pair(pair));
+        let judgementValue: Buffer | undefined;
+        if (judgement) {
+          judgementValue = await encode('judgements', judgement.turnId, judgement);
+          tallied.push(() => tally.judgement(judgement));
+        }
+        if (sample) {
+          await encode('samples', sample.sessionId, sample);
+          tallied.push(() => tally.sample(sample));
+        }
+        if (failed) {
+          // As the runtime dead-letters an input it could not process; its position in the
+          // tagged topic is not known before the transaction, hence partition -1.
+          const [topic, key, value] =
+            failed.stage === 'judge' ? [topics.pairs, pair.sessionId, pairValue] : [topics.judgements, judgement!.turnId, judgementValue!];
+          dead.push({
+            key,
+            dl: deadLetter(
+              { topic, partition: -1, offset: '-1', key: Buffer.from(key), value },
+              failed.error,
+              failed.stage,
+              failed.attempts,
+            ),
+          });
+        }
+      }
+      for (const d of dead) {
+        await encode('dlq', d.key, d.dl);
+        tallied.push(() => tally.deadLetter(d.dl));
+      }
+      const offsets = {
+        groupId,
+        topics: [
+          { topic: turns.topic, partitions: [{ partition: p, offset: posT.toString() }] },
+          { topic: feedback.topic, partitions: [{ partition: p, offset: posF.toString() }] },
+        ],
+      };
+      // Committed in order, one at a time, while the next batch is worked on.
+      await committing;
+      committing = txns!
+        .commit(() => ({ outputs, offsets }), { signal: o.signal })
+        .then(() => {
+          for (const t of tallied) t();
+          progress.read += read;
+          progress.pairs += pairs.length;
+          progress.judged += outcomes.filter((x) => x.judgement).length;
+          progress.built += outcomes.filter((x) => x.judgement && !x.failed).length;
+          log.debug({ partition: p, pairs: pairs.length, records: outputs.length }, 'replay transaction committed');
+          report(false);
+        });
+      committing.catch(() => undefined);
+    }
+
+    // A replay that continued an earlier run counts what the tagged topics hold; a fresh one what it wrote.
+    const counts = anyCommitted ? await summarize(o.kafka, await setup) : tally.counts();
     return {
       tag: o.tag,
       from: plan.from,
       to: plan.to,
       resumed,
       interrupted,
-      range: {
-        turns: sum(
-          Object.keys(plan.turns.start).map((p) => Number(BigInt(plan.turns.end[Number(p)]) - BigInt(plan.turns.start[Number(p)]))),
-        ),
-        feedback: sum(
-          Object.keys(plan.feedback.start).map((p) =>
-            Number(BigInt(plan.feedback.end[Number(p)]) - BigInt(plan.feedback.start[Number(p)])),
-          ),
-        ),
-      },
-      skippedPastEnd,
-      topics: {
-        pairs: codecs.topic('pairs'),
-        judgements: codecs.topic('judgements'),
-        samples: codecs.topic('samples'),
-        dlq: codecs.topic('dlq'),
-      },
-      ...summary,
+      range: inRange,
+      skippedPastEnd: 0,
+      topics,
+      ...counts,
       durationMs: Date.now() - t0,
     };
-  } catch (err) {
-    await Promise.all(handles.map((h) => h.stop(10_000).catch(() => undefined)));
-    throw err;
   } finally {
+    await setup.catch(() => undefined);
+    await committing.catch(() => undefined);
+    await txns?.disconnect();
     await admin.disconnect().catch(() => undefined);
   }
-}
-
-const bump = (m: Record<string, number>, k: string) => void (m[k] = (m[k] ?? 0) + 1);
-
-/** What the tagged topics hold (deduplicated by event id). */
-export async function summarize(
-  kafka: Kafka,
-  codecs: EventCodecs,
-): Promise<Pick<ReplaySummary, 'pairs' | 'judgements' | 'samples' | 'deadLetters'>> {
-  const pairs = new Map<string, { end: string; next: boolean }>();
-  const judgements = new Map<string, { score: number; judgeId: string; votes: number; valid: number }>();
-  const samples = new Map<string, { method: string; reward: number; masked: boolean }>();
-  const dlq: Array<{ stage: string }> = [];
-  await Promise.all([
-    readToEnd(kafka, codecs.topic('pairs'), async (r) => {
-      if (!r.value) return;
-      const p = await codecs.of('pairs').decode(r.value);
-      pairs.set(p.pairId, { end: p.endMarker ?? 'none', next: p.nextState.length > 0 });
-    }),
-    readToEnd(kafka, codecs.topic('judgements'), async (r) => {
-      if (!r.value) return;
-      const j = await codecs.of('judgements').decode(r.value);
-      judgements.set(j.judgementId, {
-        score: j.score,
-        judgeId: j.judgeId,
-        votes: j.votes.length,
-        valid: j.votes.filter((v) => v.score !== null).length,
-      });
-    }),
-    readToEnd(kafka, codecs.topic('samples'), async (r) => {
-      if (!r.value) return;
-      const s = await codecs.of('samples').decode(r.value);
-      samples.set(s.sampleId, { method: s.method, reward: s.reward, masked: s.lossMask.every((m) => m === 0) });
-    }),
-    readToEnd(kafka, codecs.topic('dlq'), async (r) => {
-      if (!r.value) return;
-      dlq.push({ stage: (await codecs.of('dlq').decode(r.value)).stage });
-    }),
-  ]);
-  const byEnd: Record<string, number> = {};
-  for (const p of pairs.values()) bump(byEnd, p.end);
-  const byScore: Record<string, number> = { '-1': 0, '0': 0, '1': 0 };
-  const judgeIds = new Set<string>();
-  for (const j of judgements.values()) {
-    bump(byScore, String(j.score));
-    judgeIds.add(j.judgeId);
-  }
-  const byMethod: Record<string, number> = {};
-  const byReward: Record<string, number> = { '-1': 0, '0': 0, '1': 0 };
-  let masked = 0;
-  for (const s of samples.values()) {
-    bump(byMethod, s.method);
-    bump(byReward, String(s.reward));
-    if (s.masked) masked++;
-  }
-  const byStage: Record<string, number> = {};
-  for (const d of dlq) bump(byStage, d.stage);
-  return {
-    pairs: { total: pairs.size, byEnd, withNextState: [...pairs.values()].filter((p) => p.next).length },
-    judgements: {
-      total: judgements.size,
-      byScore,
-      judgeIds: [...judgeIds].sort(),
-      votes: sum([...judgements.values()].map((j) => j.valid)),
-      withoutVotes: [...judgements.values()].filter((j) => j.votes === 0).length,
-    },
-    samples: { total: samples.size, byMethod, byReward, masked },
-    deadLetters: { total: dlq.length, byStage },
-  };
 }

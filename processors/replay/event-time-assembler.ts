@@ -1,0 +1,195 @@
+/**
+ * The session assembler's pure core driven by event time, for a batch replay of one partition's
+ * history (turns and feedback are co-partitioned by session, so a partition's sessions see no
+ * event of another partition).
+ *
+ * The two topics are merged the way Kafka Streams merges its inputs: each in offset order, the
+ * head with the earlier event time first (`completedAt` of a turn, `createdAt` of feedback; turns
+ * first on a tie). The clock is the latest event time read. Before an event is applied, whatever
+ * fell due by then is run, as the live service's punctuator would: held pairs whose feedback
+ * grace has passed are released, sessions idle for the idle timeout are closed. The wall clock
+ * plays no part until `finish`, so the same history gives the same pairs in the same order.
+ */
+import type { Feedback, SessionState, Turn, TurnPair } from '../../schemas/index.ts';
+import {
+  applyFeedback,
+  applyTurn,
+  expire,
+  release,
+  resolveAssemblerOptions,
+  type AssemblerStep,
+  type ResolvedAssemblerOptions,
+  type SessionAssemblerOptions,
+} from '../session-assembler/index.ts';
+
+/** One decoded input record of the range. */
+export type HistoryEvent = { topicId: 'turns'; offset: bigint; value: Turn } | { topicId: 'feedback'; offset: bigint; value: Feedback };
+
+export const eventTime = (e: HistoryEvent): number => (e.topicId === 'turns' ? e.value.completedAt : e.value.createdAt);
+
+/** Merges two offset-ordered sequences by event time (turns first on a tie). */
+export function* mergeByEventTime(turns: readonly HistoryEvent[], feedback: readonly HistoryEvent[]): Generator<HistoryEvent> {
+  let i = 0;
+  let j = 0;
+  while (i < turns.length || j < feedback.length) {
+    if (j >= feedback.length || (i < turns.length && eventTime(turns[i]) <= eventTime(feedback[j]))) yield turns[i++];
+    else yield feedback[j++];
+  }
+}
+
+/** Counts of what the assembler left out, as the live service counts them in its metrics. */
+export interface AssemblerCounts {
+  ignored: Record<string, number>;
+  lostFeedback: number;
+}
+
+/** A min-heap of (due time, session) with stale entries skipped when popped. */
+class DueHeap {
+  private readonly a: Array<[number, string]> = [];
+  get size(): number {
+    return this.a.length;
+  }
+  peek(): number {
+    return this.a.length > 0 ? this.a[0][0] : Number.POSITIVE_INFINITY;
+  }
+  push(due: number, key: string): void {
+    const a = this.a;
+    a.push([due, key]);
+    for (let i = a.length - 1; i > 0;) {
+      const p = (i - 1) >> 1;
+      if (a[p][0] <= a[i][0]) break;
+      [a[p], a[i]] = [a[i], a[p]];
+      i = p;
+    }
+  }
+  pop(): [number, string] | undefined {
+    const a = this.a;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last) {
+      a[0] = last;
+      for (let i = 0; ;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && a[l][0] < a[m][0]) m = l;
+        if (r < a.length && a[r][0] < a[m][0]) m = r;
+        if (m === i) break;
+        [a[m], a[i]] = [a[i], a[m]];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+export class EventTimeAssembler {
+  private readonly sessions = new Map<string, SessionState>();
+  private readonly due = new DueHeap();
+  private clock = Number.NEGATIVE_INFINITY;
+  private readonly opts: ResolvedAssemblerOptions;
+  readonly counts: AssemblerCounts = { ignored: {}, lostFeedback: 0 };
+
+  constructor(options: SessionAssemblerOptions = {}) {
+    this.opts = resolveAssemblerOptions(options);
+  }
+
+  /** When something of `s` falls due: a held pair or early feedback ends its grace, or the session goes idle. */
+  private dueOf(s: SessionState): number {
+    let t = s.closed ? Number.POSITIVE_INFINITY : s.lastActivityAt + this.opts.idleTimeoutMs;
+    for (const p of s.held) t = Math.min(t, p.createdAt + this.opts.feedbackGraceMs);
+    for (const f of s.earlyFeedback) t = Math.min(t, f.createdAt + this.opts.feedbackGraceMs);
+    return t;
+  }
+
+  private put(key: string, s: SessionState): void {
+    this.sessions.set(key, s);
+    const t = this.dueOf(s);
+    if (Number.isFinite(t)) this.due.push(t, key);
+  }
+
+  /** The punctuator's work for one session at `now`: release what is due, then close it if idle. */
+  private tick(key: string, now: number, out: TurnPair[]): void {
+    const state = this.sessions.get(key);
+    if (!state) return;
+    let next = state;
+    if (next.held.length > 0 || next.earlyFeedback.length > 0) {
+      const r = release(next, now, this.opts);
+      next = r.state;
+      out.push(...r.pairs);
+      this.counts.lostFeedback += r.expiredFeedback.length;
+    }
+    if (!next.closed) {
+      const step = expire(next, now, this.opts.idleTimeoutMs, this.opts);
+      next = step.state;
+      out.push(...step.pairs);
+    }
+    if (next !== state) this.put(key, next);
+  }
+
+  /** Runs what fell due by `now`. */
+  private advance(now: number, out: TurnPair[]): void {
+    while (this.due.size > 0 && this.due.peek() <= now) {
+      const [, key] = this.due.pop()!;
+      const s = this.sessions.get(key);
+      // A stale entry (the session changed since): its real due time decides.
+      if (s && this.dueOf(s) <= now) this.tick(key, now, out);
+    }
+  }
+
+  /** Applies one event of the merged history; returns the pairs it (and what fell due before it) made. */
+  apply(e: HistoryEvent): TurnPair[] {
+    const out: TurnPair[] = [];
+    this.clock = Math.max(this.clock, eventTime(e));
+    this.advance(this.clock, out);
+    const key = e.value.sessionId;
+    const prev = this.sessions.get(key);
+    const step: AssemblerStep = e.topicId === 'turns' ? applyTurn(prev, e.value, this.opts) : applyFeedback(prev, e.value, this.opts);
+    if (step.ignored) this.counts.ignored[`${e.topicId}:${step.ignored}`] = (this.counts.ignored[`${e.topicId}:${step.ignored}`] ?? 0) + 1;
+    if (step.state !== prev) this.put(key, step.state);
+    out.push(...step.pairs);
+    return out;
+  }
+
+  /**
+   * The end of the range: sessions idle at `wallNow` (history is usually older than the idle
+   * timeout) are closed as of the moment they went idle, and every held pair is released: no
+   * record of the range is left to reach it. Sessions still active at `wallNow` stay open, as in
+   * the live pipeline.
+   */
+  finish(wallNow: number): TurnPair[] {
+    const out: TurnPair[] = [];
+    const end = Number.POSITIVE_INFINITY;
+    for (const key of [...this.sessions.keys()]) {
+      let s = this.sessions.get(key)!;
+      const idleAt = s.lastActivityAt + this.opts.idleTimeoutMs;
+      if (!s.closed && idleAt <= wallNow) {
+        // Released first, as the punctuator does, then closed as of when it went idle.
+        this.advanceOne(key, idleAt, out);
+        s = this.sessions.get(key)!;
+        if (!s.closed) {
+          const step = expire(s, Math.max(idleAt, this.clock), this.opts.idleTimeoutMs, this.opts);
+          s = step.state;
+          out.push(...step.pairs);
+        }
+      }
+      if (s.held.length > 0 || s.earlyFeedback.length > 0) {
+        const r = release(s, end, this.opts);
+        s = r.state;
+        out.push(...r.pairs);
+        this.counts.lostFeedback += r.expiredFeedback.length;
+      }
+      this.sessions.set(key, s);
+    }
+    return out;
+  }
+
+  private advanceOne(key: string, now: number, out: TurnPair[]): void {
+    const s = this.sessions.get(key)!;
+    if (s.held.length === 0 && s.earlyFeedback.length === 0) return;
+    const r = release(s, now, this.opts);
+    this.sessions.set(key, r.state);
+    out.push(...r.pairs);
+    this.counts.lostFeedback += r.expiredFeedback.length;
+  }
+}
