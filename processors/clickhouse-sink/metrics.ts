@@ -1,4 +1,4 @@
-/** The sink's Prometheus metrics (shared registry of streams/metrics.ts). */
+/** The sink's Prometheus metrics (the shared registry of core/metrics.ts). */
 import { counter, gauge, histogram } from '../../streams/index.ts';
 
 export const sinkMetrics = {
