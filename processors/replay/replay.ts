@@ -28,7 +28,7 @@ import {
   deadLetter,
   ensureTopics,
   ErrorCodes,
-  isRetriable,
+  retry,
   Transactions,
   TurnstreamError,
   type EventCodecs,
@@ -127,19 +127,24 @@ async function mapLimit<T, R>(items: T[], limit: number, f: (x: T) => Promise<R>
   return out;
 }
 
-/** The runtime's handler retry: a retriable failure is tried again with backoff, up to `attempts`. */
+/** The runtime's handler retry (core/retry.ts): a retriable failure is tried again with backoff, up to `attempts`. */
 async function attempt<R>(
   f: () => Promise<R>,
   attempts: number,
   signal?: AbortSignal,
 ): Promise<{ value?: R; error?: unknown; attempts: number }> {
-  for (let n = 1; ; n++) {
-    try {
-      return { value: await f(), attempts: n };
-    } catch (error) {
-      if (n >= attempts || !isRetriable(error) || signal?.aborted) return { error, attempts: n };
-      await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** (n - 1))));
-    }
+  let n = 0;
+  try {
+    const value = await retry(
+      () => {
+        n++;
+        return f();
+      },
+      { attempts, baseMs: 200, maxMs: 5000, signal },
+    );
+    return { value, attempts: n };
+  } catch (error) {
+    return { error, attempts: Math.max(1, n) };
   }
 }
 
@@ -409,6 +414,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
 
     // A replay that continued an earlier run counts what the tagged topics hold; a fresh one what it wrote.
     const counts = anyCommitted ? await summarize(o.kafka, await setup) : tally.counts();
+    log.info({ tag: o.tag, from: plan.from, to: plan.to, resumed, interrupted, ...counts, ms: Date.now() - t0 }, 'replay finished');
     return {
       tag: o.tag,
       from: plan.from,
