@@ -21,6 +21,7 @@ import {
   type TrainMethod,
 } from '../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
+import { ErrorCodes, retry, TurnstreamError, type Logger } from '../core/index.ts';
 import { mulberry32 } from '../policy/builtin/generate.ts';
 import { LEARNER_LR, LORA_LR, startLearner } from '../trainer/learner.ts';
 import { LoraLineage } from '../trainer/policy-lineage.ts';
@@ -47,6 +48,10 @@ export interface PipelineEvalOptions {
   /** Share of each persona's prompts held out. @default 3/8 */
   heldOut?: number;
   heldOutSamples?: number;
+  /** Score every n-th version (the first and last always). @default 1 */
+  evalEvery?: number;
+  /** Run only this seed of `seeds`. */
+  onlySeed?: number;
   /** A GGUF model served by llama.cpp and trained as LoRA versions instead of the built-in model. */
   llama?: {
     model: { name: string; path: string; sha256: string };
@@ -70,31 +75,67 @@ interface ChatResult {
   version: number;
 }
 
+/** A network error's own reason (undici hides it under `cause`: a reset, a refused connection, a timeout). */
+function reasonOf(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  const msg = err instanceof Error ? err.message : String(err);
+  return cause ? `${msg} (${cause.code ?? cause.message ?? String(cause)})` : msg;
+}
+
+/**
+ * One call to the gateway. A dropped connection or a 429/5xx is tried again (a side turn sent twice
+ * is harmless; a main turn sent twice shows up as a retried turn in its session), and every retry
+ * is logged with its reason, so that a worker that does give up says why.
+ */
 async function chat(
   url: string,
   messages: Array<{ role: string; content: string }>,
   headers: Record<string, string>,
   sampling: { maxTokens: number; temperature: number },
+  logger: Logger,
 ): Promise<ChatResult> {
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ messages, max_tokens: sampling.maxTokens, temperature: sampling.temperature }),
+  const body = JSON.stringify({ messages, max_tokens: sampling.maxTokens, temperature: sampling.temperature });
+  return retry(
+    async () => {
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+      if (res.status !== 200) {
+        const text = await res.text();
+        throw new TurnstreamError(ErrorCodes.UPSTREAM, `gateway answered ${res.status}: ${text.slice(0, 300)}`, {
+          retriable: res.status === 429 || res.status >= 500,
+        });
+      }
+      const out = (await res.json()) as { choices: Array<{ message: { content: string | null } }> };
+      return {
+        text: out.choices[0].message.content ?? '',
+        turnId: res.headers.get('x-turn-id') ?? '',
+        version: Number(res.headers.get('x-policy-version') ?? -1),
+      };
+    },
+    {
+      attempts: 4,
+      baseMs: 1000,
+      retryIf: (err) => (err instanceof TurnstreamError ? err.retriable : err instanceof TypeError),
+      onRetry: (err, attempt) =>
+        logger.warn({ session: headers['x-session-id'], attempt, reason: reasonOf(err) }, 'gateway call failed, trying again'),
+    },
+  ).catch((err: unknown) => {
+    throw new TurnstreamError(ErrorCodes.UPSTREAM, `gateway call for ${headers['x-session-id']} failed: ${reasonOf(err)}`, {
+      cause: err,
+    });
   });
-  if (res.status !== 200) throw new Error(`gateway answered ${res.status}: ${await res.text()}`);
-  const body = (await res.json()) as { choices: Array<{ message: { content: string | null } }> };
-  return {
-    text: body.choices[0].message.content ?? '',
-    turnId: res.headers.get('x-turn-id') ?? '',
-    version: Number(res.headers.get('x-policy-version') ?? -1),
-  };
 }
 
 export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
   const t0 = Date.now();
   const o = evalSettings(opts, { seeds: 1, lr: opts.llama ? LORA_LR : LEARNER_LR });
+  const evalEvery = opts.evalEvery ?? 1;
   const logger = createLogger('eval-pipeline', 'warn');
-  const prefix = `eval-${Date.now().toString(36)}.`;
+  // Workers start side by side: the time alone would not keep their topics apart.
+  const prefix = `eval-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.`;
   const naming = { prefix };
   const kafka = createKafka({ brokers: opts.brokers, clientId: 'turnstream-eval', logger: createLogger('kafka', 'error') });
   await ensureTopics(kafka, { naming });
@@ -123,7 +164,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
               : { weightsDir, modelId: baseModelId },
           );
     services.push(await startSampleBuilder({ ...common, method: o.method, teacher }));
-    for (let seed = 1; seed <= o.seeds; seed++) {
+    for (const seed of o.seedList) {
       for (const persona of o.personas) {
         const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
         const modelId = `eval-${persona.name}-s${seed}`;
@@ -181,6 +222,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                   'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
                 },
                 sampling,
+                logger,
               );
               version = res.version;
               const satisfied = satisfies(persona, res.text, prompt);
@@ -192,6 +234,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           scores.push({ version, interactions, satisfaction: ok / n });
         };
         let satisfied = 0;
+        let steps = 0;
         try {
           await scoreNow(0);
           for (let i = 0; i < o.interactions; i++) {
@@ -199,23 +242,26 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             const headers = { 'x-session-id': session, 'x-user-id': persona.name };
             const question = train[Math.floor(rand() * train.length)];
             const opening = openingMessages(persona, question);
-            const first = await chat(url, opening, headers, sampling);
+            const first = await chat(url, opening, headers, sampling, logger);
             const reaction = react(persona, first.text, rand, undefined, question);
             if (reaction.satisfied) satisfied++;
             if (reaction.rating !== null) {
-              await fetch(`${url}/v1/feedback`, {
+              const fb = await fetch(`${url}/v1/feedback`, {
                 method: 'POST',
                 headers: { 'content-type': 'application/json', ...headers },
                 body: JSON.stringify({ turn_id: first.turnId, session_id: session, rating: reaction.rating }),
               });
+              if (fb.status !== 201) logger.warn({ session, status: fb.status, body: await fb.text() }, 'feedback refused');
             }
             await chat(
               url,
               [...opening, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
               { ...headers, 'x-session-done': 'yes' },
               oneToken,
+              logger,
             );
-            if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
+            const last = i === o.interactions - 1;
+            if ((i + 1) % o.batchSize === 0 || last) {
               // Wait for the learner to publish from this block, then for the gateway to serve it.
               const before = learner.stats().version;
               // A LoRA step on the real model takes seconds per sample on a CPU.
@@ -228,11 +274,13 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                   [{ role: 'user', content: 'hi' }],
                   { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
                   oneToken,
+                  logger,
                 );
                 if (probe.version >= want) break;
                 await new Promise((r) => setTimeout(r, 250));
               }
-              await scoreNow(i + 1);
+              steps++;
+              if (steps % evalEvery === 0 || last) await scoreNow(i + 1);
             }
           }
         } finally {

@@ -268,7 +268,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalResult> {
   const o = { ...evalSettings(opts, { seeds: 3 }), evalEvery: opts.evalEvery ?? 1, onProgress: opts.onProgress };
   const tally = { agree: 0, total: 0 };
   const runs: RunResult[] = [];
-  for (let seed = 1; seed <= o.seeds; seed++) {
+  for (const seed of o.seedList) {
     for (const persona of o.personas) runs.push(await runOne(o, opts.models, persona, seed, tally));
   }
   return summarize(runs, o, tally, 'in-process', (Date.now() - t0) / 1000);
@@ -276,7 +276,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalResult> {
 
 export function summarize(
   runs: RunResult[],
-  o: EvalSettings,
+  o: Omit<EvalSettings, 'seedList'>,
   tally: { agree: number; total: number },
   mode: EvalResult['mode'],
   seconds: number,
@@ -331,12 +331,13 @@ export function mergeResults(parts: EvalResult[], personas: Persona[]): EvalResu
     }
   }
   const names = new Set(runs.map((r) => r.persona));
+  const seedList = [...new Set(runs.map((r) => r.seed))].sort((a, b) => a - b);
   return summarize(
     runs,
     {
       personas: personas.filter((p) => names.has(p.name)),
       interactions: first.interactions,
-      seeds: first.seeds,
+      seeds: seedList.length,
       method: first.method,
       batchSize: first.batchSize,
       lr: first.lr,

@@ -44,6 +44,7 @@ interface EvalFlags {
   model?: string;
   quick?: boolean;
   workers: string;
+  seed?: string;
   maxTokens: string;
   temperature: string;
   loraLastLayers?: string;
@@ -57,12 +58,14 @@ const loraOf = (config: TurnstreamConfig, f: EvalFlags): Partial<LoraConfig> => 
 });
 
 /**
- * `--workers N`: the personas split over N child processes of this very command (each with its
- * own `--only` and `--out`), their eval.json files joined into one result.
+ * `--workers N`: the (persona, seed) runs shared out over N child processes of this very command,
+ * one run per child (`--only NAME --seed K`), a new child as soon as one finishes; their eval.json
+ * files are joined into one result. A child's logs go to this command's stderr.
  */
-async function runInWorkers(personas: Persona[], n: number): Promise<EvalResult> {
-  const dir = await mkdtemp(join(tmpdir(), 'turnstream-eval-workers-'));
-  const own = new Set(['--only', '--out', '--workers']);
+async function runInWorkers(personas: Persona[], seeds: number, n: number, out: string): Promise<EvalResult> {
+  // Each run's report stays under <out>/runs, so a run that fails costs only itself.
+  const dir = join(out, 'runs');
+  const own = new Set(['--only', '--out', '--workers', '--seed', '--seeds']);
   const args: string[] = [];
   const argv = process.argv.slice(2);
   for (let i = 0; i < argv.length; i++) {
@@ -75,27 +78,46 @@ async function runInWorkers(personas: Persona[], n: number): Promise<EvalResult>
     if (a === '--json') continue;
     args.push(a);
   }
-  try {
-    const groups = Array.from({ length: n }, (_, w) => personas.filter((_, i) => i % n === w));
-    const parts = await Promise.all(
-      groups.map(async (g, w) => {
-        const out = join(dir, String(w));
-        const child = spawn(
-          process.execPath,
-          [process.argv[1], ...args, '--only', g.map((p) => p.name).join(','), '--out', out, '--workers', '1'],
-          {
-            stdio: ['ignore', 'ignore', 'inherit'],
-          },
-        );
-        const code = await new Promise<number | null>((r) => child.once('exit', r));
-        if (code !== 0) throw new TurnstreamError(ErrorCodes.INTERNAL, `eval worker ${w + 1} of ${n} exited with ${code}`);
-        return JSON.parse(await readFile(join(out, 'eval.json'), 'utf8')) as EvalResult;
-      }),
+  const units = Array.from({ length: seeds }, (_, s) => personas.map((p) => ({ persona: p.name, seed: s + 1 }))).flat();
+  const parts: EvalResult[] = [];
+  const failed: string[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < units.length) {
+      const u = units[next++];
+      const runOut = join(dir, `${u.persona}-s${u.seed}`);
+      // --json: the child's logs go to stderr (inherited here); its one-line result is not needed.
+      const child = spawn(
+        process.execPath,
+        [
+          process.argv[1],
+          ...args,
+          '--json',
+          '--only',
+          u.persona,
+          '--seeds',
+          String(seeds),
+          '--seed',
+          String(u.seed),
+          '--out',
+          runOut,
+          '--workers',
+          '1',
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      );
+      const code = await new Promise<number | null>((r) => child.once('exit', r));
+      if (code === 0) parts.push(JSON.parse(await readFile(join(runOut, 'eval.json'), 'utf8')) as EvalResult);
+      else failed.push(`${u.persona} seed ${u.seed} (exit ${code})`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, units.length) }, worker));
+  if (failed.length)
+    throw new TurnstreamError(
+      ErrorCodes.INTERNAL,
+      `${failed.length} of ${units.length} eval runs failed: ${failed.join(', ')} (their errors are above; the finished runs are in ${dir})`,
     );
-    return mergeResults(parts, personas);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  return mergeResults(parts, personas);
 }
 
 /** The model side of in-process runs: the served GGUF model as LoRA versions, or the built-in model. */
@@ -158,7 +180,8 @@ export function register(program: Command): void {
     .option('--max-tokens <n>', 'longest reply of the real model', '96')
     .option('--temperature <t>', 'sampling temperature of the real model', '0.7')
     .option('--lora-last-layers <n>', 'adapt only the last n layers (default TRAIN_LORA_LAST_LAYERS)')
-    .option('--workers <n>', 'run the personas in n processes side by side (one report)', '1')
+    .option('--workers <n>', 'run the (persona, seed) runs in n processes side by side (one report)', '1')
+    .option('--seed <k>', 'run only seed k of --seeds (how --workers shares out the runs)')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
     .option(
       '--users <k>',
@@ -183,6 +206,9 @@ export function register(program: Command): void {
         if (!given('seeds')) f.seeds = '1';
         if (!given('heldOutSamples')) f.heldOutSamples = '2';
       }
+      const onlySeed = f.seed === undefined ? undefined : Number(f.seed);
+      if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= Number(f.seeds)))
+        throw invalidInput(`--seed must be an integer from 1 to --seeds (got ${f.seed})`, '--seed');
       // A LoRA step per 2 interactions learned fastest (trainer/README.md); the built-in model keeps 4.
       if (!builtin && cmd.getOptionValueSource('batchSize') === 'default') f.batchSize = '2';
       let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
@@ -249,20 +275,22 @@ export function register(program: Command): void {
         lr: f.lr ? Number(f.lr) : served.kind === 'builtin' ? LEARNER_LR : LORA_LR,
         heldOut,
         heldOutSamples: Number(f.heldOutSamples),
+        onlySeed,
         onProgress: (line: string) => process.stderr.write(`eval: ${line}\n`),
       };
       let result: EvalResult;
       const workers = Number(f.workers);
       if (!(Number.isInteger(workers) && workers >= 1))
         throw invalidInput(`--workers must be an integer >= 1 (got ${f.workers})`, '--workers');
-      if (workers > 1 && personas.length > 1) {
-        result = await runInWorkers(personas, Math.min(workers, personas.length));
+      if (workers > 1 && !onlySeed && personas.length * common.seeds > 1) {
+        result = await runInWorkers(personas, common.seeds, workers, resolve(f.out));
       } else if (f.pipeline) {
         const endpoints = endpointsOf(
           resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
         );
         result = await runPipelineEval({
           ...common,
+          evalEvery: Number(f.evalEvery),
           brokers: parseBrokers(endpoints.brokers),
           registryUrl: endpoints.registryUrl,
           baseWeightsDir: config.weightsDir,

@@ -103,7 +103,7 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     assert.equal(two.stderr, 'turnstream: --users takes one persona in --only (the preference the users share) (TS_ERR_INVALID_INPUT)\n');
   });
 
-  it('--workers 2: the personas in two processes, one report over both', async () => {
+  it('--workers 2: the (persona, seed) runs shared out over two processes, one report over all', async () => {
     const file = join(dir, 'workers.json');
     await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
     const r = run([
@@ -114,7 +114,7 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
       '--interactions',
       '2',
       '--seeds',
-      '1',
+      '2',
       '--batch-size',
       '2',
       '--held-out',
@@ -128,13 +128,29 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
       '--json',
     ]);
     assert.equal(r.status, 0, r.stderr.slice(-2000));
-    const res = JSON.parse(r.stdout) as { personas: number; per_persona: object; runs: Array<{ persona: string }>; p_value: number };
+    const res = JSON.parse(r.stdout) as {
+      personas: number;
+      seeds: number;
+      per_persona: object;
+      runs: Array<{ persona: string; seed: number }>;
+      p_value: number;
+    };
     assert.equal(res.personas, 2);
+    assert.equal(res.seeds, 2);
     assert.deepEqual(Object.keys(res.per_persona).sort(), ['ann', 'bob']);
-    assert.deepEqual(res.runs.map((x) => x.persona).sort(), ['ann', 'bob']);
+    assert.deepEqual(res.runs.map((x) => `${x.persona}${x.seed}`).sort(), ['ann1', 'ann2', 'bob1', 'bob2']);
     assert.equal(typeof res.p_value, 'number');
-    assert.match(r.stderr, /eval: ann-seed1: /);
-    assert.match(r.stderr, /eval: bob-seed1: /);
+    for (const name of ['ann-seed1', 'ann-seed2', 'bob-seed1', 'bob-seed2']) assert.match(r.stderr, new RegExp(`eval: ${name}: `));
+    // Each run's own report is kept beside the joined one.
+    assert.deepEqual((await readdir(join(dir, 'out-workers', 'runs'))).sort(), ['ann-s1', 'ann-s2', 'bob-s1', 'bob-s2']);
+  });
+
+  it('--seed outside 1..--seeds is an input error', async () => {
+    const file = join(dir, 'seed.json');
+    await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 })] }));
+    const r = run(['--personas', file, '--seeds', '2', '--seed', '3', '--json']);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, 'turnstream: --seed must be an integer from 1 to --seeds (got 3) (TS_ERR_INVALID_INPUT)\n');
   });
 
   it('--only with an unknown name is an input error that lists the known names', async () => {
