@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Admin } from 'kafkajs';
+import { invalidInput } from '../../core/index.ts';
 
 /** A bound of the range: a time (ISO-8601), or offsets of the turns topic. */
 export type Bound =
@@ -104,6 +105,29 @@ export async function resolvePlan(
     turns: await range(o.turnsTopic, true),
     feedback: await range(o.feedbackTopic, false),
   };
+}
+
+/**
+ * The replay's plan: the one its tag already has (a resumed replay, which must ask for the same
+ * range), else a new one resolved now and written before anything is read.
+ */
+export async function openPlan(
+  admin: Admin,
+  file: string,
+  o: { prefix: string; tag: string; turnsTopic: string; feedbackTopic: string; from: Bound; to?: Bound },
+): Promise<{ plan: ReplayPlan; resumed: boolean }> {
+  const had = readPlan(file);
+  if (had) {
+    if (had.from !== o.from.text || had.to !== (o.to?.text ?? null))
+      throw invalidInput(
+        `replay "${o.tag}" was started with --from ${had.from}${had.to ? ` --to ${had.to}` : ''}; run it with the same range to resume, or use another tag`,
+        '--from',
+      );
+    return { plan: had, resumed: true };
+  }
+  const plan = await resolvePlan(admin, o);
+  writePlan(file, plan);
+  return { plan, resumed: false };
 }
 
 export function readPlan(file: string): ReplayPlan | null {

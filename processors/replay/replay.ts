@@ -40,7 +40,7 @@ import {
 import type { Kafka } from 'kafkajs';
 import { EventTimeAssembler, mergeByEventTime, type HistoryEvent } from './event-time-assembler.ts';
 import { readRanges } from './range-reader.ts';
-import { committedOffsets, readPlan, resolvePlan, writePlan, type Bound, type TopicRange } from './replay-range.ts';
+import { committedOffsets, openPlan, type Bound, type TopicRange } from './replay-range.ts';
 import { OutputTally, summarize } from './summary.ts';
 
 export interface ReplayOptions {
@@ -188,26 +188,15 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
   let codecs!: EventCodecs;
   let committing: Promise<void> = Promise.resolve();
   try {
-    let plan = readPlan(o.planFile);
-    const resumed = plan !== null;
-    if (plan) {
-      if (plan.from !== o.from.text || plan.to !== (o.to?.text ?? null)) {
-        throw new Error(
-          `replay "${o.tag}" was started with --from ${plan.from}${plan.to ? ` --to ${plan.to}` : ''}; run it with the same range to resume, or use another tag`,
-        );
-      }
-      log.info({ tag: o.tag, plan: o.planFile }, 'resuming replay');
-    } else {
-      plan = await resolvePlan(admin, {
-        prefix,
-        tag: o.tag,
-        turnsTopic: topicName('turns', naming),
-        feedbackTopic: topicName('feedback', naming),
-        from: o.from,
-        to: o.to,
-      });
-      writePlan(o.planFile, plan);
-    }
+    const { plan, resumed } = await openPlan(admin, o.planFile, {
+      prefix,
+      tag: o.tag,
+      turnsTopic: topicName('turns', naming),
+      feedbackTopic: topicName('feedback', naming),
+      from: o.from,
+      to: o.to,
+    });
+    if (resumed) log.info({ tag: o.tag, plan: o.planFile }, 'resuming replay');
     const { turns, feedback } = plan;
     const committedT = await committedOffsets(admin, groupId, turns.topic);
     const committedF = await committedOffsets(admin, groupId, feedback.topic);

@@ -29,7 +29,7 @@ import { defaultGroupId, startJudge, startSampleBuilder, startSessionAssembler }
 import type { TopicId } from '../../schemas/index.ts';
 import { createEventCodecs, createLogger, ensureTopics, type EventCodecs, type ProcessorHandle } from '../../streams/index.ts';
 import { boundedKafka } from './bounded-kafka.ts';
-import { committedOffsets, readPlan, resolvePlan, seedGroup, writePlan, type TopicRange } from './replay-range.ts';
+import { committedOffsets, openPlan, seedGroup, type TopicRange } from './replay-range.ts';
 
 const sum = (xs: Iterable<number>) => [...xs].reduce((a, b) => a + b, 0);
 
@@ -101,26 +101,15 @@ export async function runStreamingReplay(o: ReplayOptions): Promise<ReplaySummar
   await admin.connect();
   const handles: ProcessorHandle[] = [];
   try {
-    let plan = readPlan(o.planFile);
-    const resumed = plan !== null;
-    if (plan) {
-      if (plan.from !== o.from.text || plan.to !== (o.to?.text ?? null)) {
-        throw new Error(
-          `replay "${o.tag}" was started with --from ${plan.from}${plan.to ? ` --to ${plan.to}` : ''}; run it with the same range to resume, or use another tag`,
-        );
-      }
-      log.info({ tag: o.tag, plan: o.planFile }, 'resuming replay');
-    } else {
-      plan = await resolvePlan(admin, {
-        prefix,
-        tag: o.tag,
-        turnsTopic: codecs.topic('turns'),
-        feedbackTopic: codecs.topic('feedback'),
-        from: o.from,
-        to: o.to,
-      });
-      writePlan(o.planFile, plan);
-    }
+    const { plan, resumed } = await openPlan(admin, o.planFile, {
+      prefix,
+      tag: o.tag,
+      turnsTopic: codecs.topic('turns'),
+      feedbackTopic: codecs.topic('feedback'),
+      from: o.from,
+      to: o.to,
+    });
+    if (resumed) log.info({ tag: o.tag, plan: o.planFile }, 'resuming replay');
     const assemblerGroup = defaultGroupId('session-assembler', naming);
     await seedGroup(admin, assemblerGroup, [plan.turns, plan.feedback]);
 
