@@ -61,7 +61,7 @@ partition. Without --to: the history as it is when the replay starts.
    "session": {"idleTimeoutMs": 1800000, "endPolicy": "masked|drop", "feedbackGraceMs": 5000},
    "samples": {"method": "rl|opd|combined", "maskedEndSamples": true, "topK": 0,
                "teacher": "none" (default) | "policy" | {"baseUrl", "model", "apiKey"}},
-   "concurrency": 64}
+   "concurrency": 64, "batchSize": 2000}
 
 Outputs go to turnstream.replay.<tag>.{session-state,pairs,judgements,samples,dlq}.v1 under
 consumer groups turnstream.<service>.<tag>; the live topics are only read. The replay ends by
@@ -142,6 +142,7 @@ export function register(program: Command): void {
         },
         samples: await replaySamples(config, file),
         concurrency: file.concurrency,
+        batchSize: file.batchSize,
         planFile: resolve(config.home, 'replays', `${config.topicPrefix}${flags.tag}.json`),
         signal: abort.signal,
         logger,

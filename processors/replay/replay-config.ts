@@ -19,7 +19,8 @@
  *       "maskedEndSamples": true, "topK": 0,
  *       "teacher": "none" | "policy" | { "baseUrl": "…", "model": "…", "apiKey": "…" }   // replay default "none"
  *     },
- *     "concurrency": 64                           // records in flight per stage
+ *     "concurrency": 64,                          // records in flight per stage
+ *     "batchSize": 2000                           // pairs per output transaction
  *   }
  */
 import { readFileSync } from 'node:fs';
@@ -50,6 +51,7 @@ export interface ReplayConfig {
     teacher?: 'none' | 'policy' | { baseUrl: string; model?: string; apiKey?: string };
   };
   concurrency?: number;
+  batchSize?: number;
 }
 
 const SHAPE: Record<string, Record<string, string> | string> = {
@@ -70,6 +72,7 @@ const SHAPE: Record<string, Record<string, string> | string> = {
   session: { idleTimeoutMs: 'int>0', endPolicy: 'masked|drop', feedbackGraceMs: 'int>=0' },
   samples: { method: 'rl|opd|combined', maskedEndSamples: 'boolean', topK: 'int>=0', teacher: 'teacher' },
   concurrency: 'int>0',
+  batchSize: 'int>0',
 };
 
 function check(path: string, kind: string, v: unknown): string | null {

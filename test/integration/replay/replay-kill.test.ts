@@ -1,0 +1,141 @@
+/**
+ * kill -9 in the middle of a batch replay, after some of its transactions have committed: run the
+ * same command again and every pair, judgement and sample is there exactly once, the same set as a
+ * replay that was never killed.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { defaultGroupId } from '../../../processors/index.ts';
+import { createEventCodecs, readToEnd } from '../../../streams/index.ts';
+import { ensureStack, REPO_ROOT } from '../../support/stack.ts';
+import { chat, startFakeOpenAI, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
+import { conversation, family, kill9, waitFor, type Family } from '../processors/support.ts';
+
+const SESSIONS = 60;
+const TURNS = 3;
+
+describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
+  let f: Family;
+  let stack: { brokers: string; registryUrl: string };
+  let judge: FakeServer;
+  let home: string;
+  let configFile: string;
+
+  before(async () => {
+    f = await family('replaykill');
+    stack = await ensureStack();
+    home = await mkdtemp(join(tmpdir(), 'replay-kill-'));
+    // A slow judge (60 ms a call, 2 at a time) and 20 pairs per transaction: about a dozen
+    // transactions over several seconds, so the kill lands between two of them.
+    judge = await startFakeOpenAI((_req, n) => ({ ...chat(`verdict \\boxed{${n % 3 === 0 ? -1 : 1}}`), delayMs: 60 }));
+    configFile = join(home, 'replay.json');
+    await writeFile(
+      configFile,
+      JSON.stringify({
+        judge: { baseUrl: judge.baseUrl, model: 'slow', mode: 'rl', votes: 1, retries: 0 },
+        samples: { method: 'rl' },
+        concurrency: 2,
+        batchSize: 20,
+      }),
+    );
+    const turns = Array.from({ length: SESSIONS }, (_, s) =>
+      conversation(`kill-${s}`, ['hi', 'thanks', 'bye'], (i) => ({ sessionDone: i === TURNS - 1 })),
+    ).flat();
+    await f.producer.sendAll(turns.map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
+  });
+  after(async () => {
+    await f?.close();
+    await judge?.close();
+    await rm(home, { recursive: true, force: true });
+  });
+
+  const replayCli = (tag: string): ChildProcess =>
+    spawn(
+      process.execPath,
+      ['--import', 'tsx', 'bin/turnstream.js', 'replay', '--from', '0', '--tag', tag, '--config', configFile, '--json'],
+      {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          KAFKA_BROKERS: stack.brokers,
+          SCHEMA_REGISTRY_URL: stack.registryUrl,
+          TURNSTREAM_TOPIC_PREFIX: f.prefix,
+          TURNSTREAM_HOME: home,
+          LOG_LEVEL: 'warn',
+        },
+      },
+    );
+
+  async function finish(child: ChildProcess): Promise<{ resumed: boolean; pairs: { total: number } }> {
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d: Buffer) => void (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    assert.equal(code, 0, err);
+    return JSON.parse(out.trim().split('\n').at(-1)!);
+  }
+
+  /** Each tagged output topic, read committed: its record count and its distinct ids. */
+  async function outputs(tag: string): Promise<Record<string, { records: number; ids: Set<string> }>> {
+    const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix: f.prefix, tag } });
+    const out: Record<string, { records: number; ids: Set<string> }> = {};
+    for (const id of ['pairs', 'judgements', 'samples'] as const) {
+      const got = { records: 0, ids: new Set<string>() };
+      await readToEnd(f.kafka, codecs.topic(id), async (r) => {
+        if (!r.value) return;
+        const v = (await codecs.of(id).decode(r.value)) as { pairId?: string; judgementId?: string; sampleId?: string };
+        got.records++;
+        got.ids.add(String(v.pairId ?? v.judgementId ?? v.sampleId));
+      });
+      out[id] = got;
+    }
+    return out;
+  }
+
+  async function committed(tag: string): Promise<number> {
+    const admin = f.kafka.admin();
+    await admin.connect();
+    try {
+      const [t] = await admin.fetchOffsets({
+        groupId: defaultGroupId('replay', { prefix: f.prefix, tag }),
+        topics: [f.codecs.topic('turns')],
+      });
+      return t.partitions.reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  it('resumes to the same outputs, each exactly once', async () => {
+    const victim = replayCli('killed');
+    let exitedEarly = false;
+    victim.once('exit', () => void (exitedEarly = true));
+    // Killed once its first transactions have committed part of the range.
+    await waitFor('a committed replay transaction', async () => exitedEarly || (await committed('killed')) > 0, 120_000);
+    assert.equal(exitedEarly, false, 'the replay finished before it could be killed: make the judge slower');
+    await kill9(victim);
+    const atKill = await committed('killed');
+    assert.ok(atKill > 0 && atKill < SESSIONS * TURNS, `killed with ${atKill} of ${SESSIONS * TURNS} turns committed`);
+    const partial = await outputs('killed');
+    assert.ok(partial.pairs.records > 0 && partial.pairs.records < SESSIONS * TURNS, `${partial.pairs.records} pairs before the kill`);
+
+    const resumed = await finish(replayCli('killed'));
+    assert.equal(resumed.resumed, true);
+    const clean = await finish(replayCli('clean'));
+    assert.equal(clean.resumed, false);
+
+    const [got, want] = [await outputs('killed'), await outputs('clean')];
+    assert.equal(want.pairs.records, SESSIONS * TURNS);
+    for (const id of ['pairs', 'judgements', 'samples'] as const) {
+      assert.equal(got[id].records, got[id].ids.size, `${id}: no record twice`);
+      assert.deepEqual([...got[id].ids].sort(), [...want[id].ids].sort(), `${id}: the same set as a replay never killed`);
+    }
+    assert.ok(want.samples.records > 0);
+  });
+});
