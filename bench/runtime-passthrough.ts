@@ -39,6 +39,10 @@ export interface RuntimePassthroughRun {
   /** From the first record handed to the handler to the last output record visible read_committed. */
   seconds: number;
   committedTransactions: number;
+  /** Input records of the largest transaction. */
+  largestTransaction: number;
+  /** The longest wait between two batches of output becoming visible (read_committed), once output began. */
+  maxOutputGapMs: number;
 }
 
 /**
@@ -72,13 +76,16 @@ export async function runtimePassthrough(
   });
   let visible = 0;
   let lastAt = 0;
+  let maxGap = 0;
   const watcher = kafka.consumer({ groupId: `${groupId}-watch`, readUncommitted: false, maxWaitTimeInMs: 20 });
   await watcher.connect();
   await watcher.subscribe({ topic: outTopic, fromBeginning: true });
   await watcher.run({
     eachBatch: async ({ batch }) => {
       visible += batch.messages.length;
-      lastAt = performance.now();
+      const now = performance.now();
+      if (lastAt > 0) maxGap = Math.max(maxGap, now - lastAt);
+      lastAt = now;
     },
   });
   try {
@@ -96,5 +103,6 @@ export async function runtimePassthrough(
     await watcher.disconnect();
     progress(`runtime: ${stats.consumed} consumed, ${stats.produced} produced, ${stats.committedTransactions} transactions`);
   }
-  return { seconds: (lastAt - firstAt) / 1000, committedTransactions: handle.stats().committedTransactions };
+  const { committedTransactions, largestTransaction } = handle.stats();
+  return { seconds: (lastAt - firstAt) / 1000, committedTransactions, largestTransaction, maxOutputGapMs: Math.round(maxGap) };
 }

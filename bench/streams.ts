@@ -31,6 +31,10 @@ export interface StreamsBenchResult extends BenchResult {
   raw_passthrough_msgs_per_s: number;
   runtime_passthrough_msgs_per_s: number;
   runtime_transactions: number;
+  /** Input records of the runtime's largest transaction (bounded by maxTransactionRecords). */
+  runtime_largest_transaction: number;
+  /** The longest the runtime's output stood still (read_committed) once it began: output latency under a backlog. */
+  runtime_max_output_gap_ms: number;
   /** runtime_passthrough_msgs_per_s / raw_passthrough_msgs_per_s */
   ratio: number;
 }
@@ -81,6 +85,8 @@ async function measure(family: BenchFamily, n: number, partitions: number, progr
     raw_passthrough_msgs_per_s: Math.round(rawRate),
     runtime_passthrough_msgs_per_s: Math.round(runtimeRate),
     runtime_transactions: runtime.committedTransactions,
+    runtime_largest_transaction: runtime.largestTransaction,
+    runtime_max_output_gap_ms: runtime.maxOutputGapMs,
     baseline: 'plain kafkajs consume → produce (acks=all, at-least-once) of the same records',
     ratio: Number((runtimeRate / rawRate).toFixed(4)),
   };

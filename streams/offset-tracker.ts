@@ -18,6 +18,11 @@ export class OffsetTracker<O> {
     return this.entries.length;
   }
 
+  /** Whether anything can commit (the first record is finished). */
+  get committable(): boolean {
+    return this.entries[0]?.done === true;
+  }
+
   add(offset: bigint): TrackedEntry<O> {
     const last = this.entries.at(-1);
     if (last && offset <= last.offset) throw new Error(`offset ${offset} added after ${last.offset}`);
@@ -38,12 +43,12 @@ export class OffsetTracker<O> {
     e.outputs = outputs;
   }
 
-  /** The finished prefix: its outputs in offset order and the next offset to commit. */
-  peekCommittable(): { count: number; nextOffset: bigint; outputs: O[] } | null {
+  /** The finished prefix (its first `max` records at most): its outputs in offset order and the next offset to commit. */
+  peekCommittable(max = Number.POSITIVE_INFINITY): { count: number; nextOffset: bigint; outputs: O[] } | null {
     let count = 0;
     const outputs: O[] = [];
     for (const e of this.entries) {
-      if (!e.done) break;
+      if (!e.done || count >= max) break;
       count++;
       outputs.push(...e.outputs);
     }

@@ -89,6 +89,12 @@ export interface ProcessorOptions<S = never> {
   retryBaseMs?: number;
   /** How long finished work waits to be batched into one transaction. @default 20 */
   commitIntervalMs?: number;
+  /**
+   * Input records in one transaction at most, shared out over the partitions; the rest goes in
+   * the next one, right after. A backlog then commits in steps that each become visible
+   * downstream, not in one long transaction. @default 1000
+   */
+  maxTransactionRecords?: number;
   /** A new group starts from the earliest offset. @default true */
   fromBeginning?: boolean;
   /** Changelog-backed keyed state. */
@@ -106,6 +112,8 @@ export interface ProcessorStats {
   produced: number;
   deadLettered: number;
   committedTransactions: number;
+  /** Input records of the largest transaction so far. */
+  largestTransaction: number;
   inFlight: number;
   pausedPartitions: number;
   rebalances: number;
@@ -182,7 +190,7 @@ class ProcessorRuntime<S> {
   private commitChain: Promise<void> = Promise.resolve();
   private rebalancing = false;
   private stopping = false;
-  private readonly counts = { consumed: 0, produced: 0, deadLettered: 0, committedTransactions: 0, rebalances: 0 };
+  private readonly counts = { consumed: 0, produced: 0, deadLettered: 0, committedTransactions: 0, largestTransaction: 0, rebalances: 0 };
   /** This processor's child of the handler-time histogram (a child skips the label lookup per record). */
   private readonly handleTimer: { startTimer(): () => void };
   private readyResolve!: () => void;
@@ -472,9 +480,13 @@ class ProcessorRuntime<S> {
     const parts: Collected['parts'] = [];
     const outputs: Output[] = [];
     const offsets = new Map<string, Array<{ partition: number; offset: string }>>();
-    for (const slot of this.trackers.values()) {
-      const c = slot.tracker.peekCommittable();
+    const ready = [...this.trackers.values()].filter((s) => s.tracker.committable);
+    // The budget shared out fairly; what one partition leaves unused goes to the next.
+    let budget = this.o.maxTransactionRecords ?? 1000;
+    for (const [i, slot] of ready.entries()) {
+      const c = budget > 0 ? slot.tracker.peekCommittable(Math.ceil(budget / (ready.length - i))) : null;
       if (!c) continue;
+      budget -= c.count;
       parts.push({ slot, count: c.count });
       outputs.push(...c.outputs);
       const list = offsets.get(slot.topic) ?? [];
@@ -512,7 +524,12 @@ class ProcessorRuntime<S> {
       if (this.rebalancing) this.scheduleCommit();
       return;
     }
-    for (const p of done.parts) p.slot.tracker.drop(p.count);
+    let records = 0;
+    for (const p of done.parts) {
+      p.slot.tracker.drop(p.count);
+      records += p.count;
+    }
+    this.counts.largestTransaction = Math.max(this.counts.largestTransaction, records);
     this.freeOutputs = this.freeOutputs.slice(done.free);
     const perTopic = new Map<string, number>();
     for (const o of done.outputs) perTopic.set(o.topic, (perTopic.get(o.topic) ?? 0) + 1);
@@ -522,7 +539,7 @@ class ProcessorRuntime<S> {
     this.counts.committedTransactions++;
     metrics.commits.inc({ processor: this.o.name });
     // More may have finished while this transaction ran.
-    if (this.freeOutputs.length > 0 || [...this.trackers.values()].some((s) => s.tracker.peekCommittable())) this.scheduleCommit();
+    if (this.freeOutputs.length > 0 || [...this.trackers.values()].some((s) => s.tracker.committable)) this.scheduleCommit();
   }
 
   private async runPunctuate(): Promise<void> {

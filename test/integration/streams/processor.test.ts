@@ -110,6 +110,35 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await producer.disconnect();
   });
 
+  it('a backlog commits in transactions of at most maxTransactionRecords, every output once', async () => {
+    const { codecs, producer, prefix } = await family('rt-bounded');
+    const ids = await produceTurns(producer, 100, 20);
+    const h = await runProcessor({
+      name: 'bounded',
+      kafka,
+      codecs,
+      groupId: `${prefix}bounded`,
+      inputs: ['turns'],
+      maxTransactionRecords: 100,
+      // A long wait lets far more than 100 records finish between two commits.
+      commitIntervalMs: 300,
+      async handle(record, ctx) {
+        const turn = record.value as { turnId: string };
+        ctx.emit('pairs', record.key, examplePair({ pairId: turn.turnId }));
+      },
+    });
+    await h.ready;
+    await waitFor('2000 outputs', async () => h.stats().produced >= 2000);
+    const stats = h.stats();
+    await h.stop();
+    assert.ok(stats.largestTransaction <= 100, `largest transaction ${stats.largestTransaction} records`);
+    assert.ok(stats.committedTransactions >= 20, `${stats.committedTransactions} transactions`);
+    const pairs = await readPairs(codecs);
+    assert.equal(pairs.length, 2000);
+    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+    await producer.disconnect();
+  });
+
   it('kill -9 in the middle of a stream, then restart: every output exactly once', async () => {
     const { codecs, producer, prefix } = await family('rt-kill9');
     const ids = await produceTurns(producer, 8, 50);

@@ -18,6 +18,20 @@ describe('OffsetTracker', () => {
     assert.deepEqual(t.peekCommittable(), { count: 2, nextOffset: 14n, outputs: ['d'] });
   });
 
+  it('hands back at most `max` records of the finished prefix, and says whether anything can commit', () => {
+    const t = new OffsetTracker<string>();
+    for (const o of [0n, 1n, 2n]) t.add(o);
+    assert.equal(t.committable, false);
+    t.complete(1n, ['b']);
+    assert.equal(t.committable, false, 'offset 0 is not finished');
+    t.complete(0n, ['a']);
+    t.complete(2n, ['c']);
+    assert.equal(t.committable, true);
+    assert.deepEqual(t.peekCommittable(2), { count: 2, nextOffset: 2n, outputs: ['a', 'b'] });
+    t.drop(2);
+    assert.deepEqual(t.peekCommittable(2), { count: 1, nextOffset: 3n, outputs: ['c'] });
+  });
+
   it('refuses offsets that go backwards and ignores completions of unknown offsets', () => {
     const t = new OffsetTracker<string>();
     t.add(5n);
