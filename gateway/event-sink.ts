@@ -20,6 +20,7 @@ import {
 import { hostname } from 'node:os';
 import type { OutboxRecord } from '../streams/outbox.ts';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { retry } from '../core/retry.ts';
 import { maxValueBytes } from '../streams/producer.ts';
 
 export interface KafkaLinkOptions {
@@ -46,6 +47,8 @@ export class KafkaLink {
   private connecting: Promise<EventProducer> | null = null;
   private readonly followers: Follower[] = [];
   private closed = false;
+  /** Stops the follow retries. */
+  private readonly closing = new AbortController();
   /** The last send succeeded. */
   connected = false;
 
@@ -174,22 +177,27 @@ export class KafkaLink {
 
   /** Starts a follower, retrying in the background until Kafka is reachable. */
   private follow(what: TopicId, start: (codecs: EventCodecs) => Promise<Follower>): void {
-    const attempt = async (delay: number): Promise<void> => {
-      if (this.closed) return;
-      try {
+    void retry(
+      async () => {
         const follower = await start(await this.ensureCodecs());
         if (this.closed) await follower.stop();
         else this.followers.push(follower);
-      } catch (err) {
-        this.logger.warn({ err: (err as Error).message, retryInMs: delay }, `cannot follow the ${what} topic yet`);
-        setTimeout(() => void attempt(Math.min(delay * 2, 10_000)), delay).unref();
-      }
-    };
-    void attempt(500);
+      },
+      {
+        baseMs: 500,
+        maxMs: 10_000,
+        signal: this.closing.signal,
+        retryIf: () => !this.closed,
+        onRetry: (err, attempt) => this.logger.warn({ err: (err as Error).message, attempt }, `cannot follow the ${what} topic yet`),
+      },
+    ).catch((err: unknown) => {
+      if (!this.closed) this.logger.error({ err: (err as Error).message }, `gave up following the ${what} topic`);
+    });
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort();
     // A connect in flight (warm-up or drain) must not leave a producer behind.
     await this.connecting?.catch(() => undefined);
     await Promise.all(this.followers.map((f) => f.stop().catch((err: unknown) => this.logger.warn({ err }, 'follower stop failed'))));
