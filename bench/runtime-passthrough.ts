@@ -58,6 +58,7 @@ export async function runtimePassthrough(
   outTopic: string,
   groupId: string,
   progress: (l: string) => void,
+  runtime: { maxTransactionRecords?: number } = {},
 ): Promise<RuntimePassthroughRun> {
   const { kafka, codecs } = family;
   await createPlainTopic(kafka, outTopic, partitions);
@@ -68,6 +69,7 @@ export async function runtimePassthrough(
     codecs: passthroughCodecs(codecs, outTopic),
     groupId,
     inputs: ['turns'],
+    ...runtime,
     logger: createLogger('bench-passthrough', 'warn'),
     async handle(record, ctx) {
       firstAt ||= performance.now();

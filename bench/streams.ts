@@ -20,6 +20,7 @@ export const description =
 export const options: BenchOptions = {
   records: { default: '20000', min: 100, help: 'Turn records of ~1 KB' },
   partitions: { default: '3', help: 'partitions of the topics' },
+  'max-transaction-records': { default: '4000', min: 1, help: "the runtime's bound on input records per transaction" },
 };
 
 export interface StreamsBenchResult extends BenchResult {
@@ -46,13 +47,19 @@ export async function run(args: BenchArgs): Promise<StreamsBenchResult> {
   const partitions = Number(o.partitions);
   const family = await benchFamily(config, 'streams', partitions, ['turns', 'dlq']);
   try {
-    return await measure(family, n, partitions, progress);
+    return await measure(family, n, partitions, progress, Number(o['max-transaction-records']));
   } finally {
     await family.cleanup();
   }
 }
 
-async function measure(family: BenchFamily, n: number, partitions: number, progress: (l: string) => void): Promise<StreamsBenchResult> {
+async function measure(
+  family: BenchFamily,
+  n: number,
+  partitions: number,
+  progress: (l: string) => void,
+  maxTransactionRecords: number,
+): Promise<StreamsBenchResult> {
   const { prefix, kafka, codecs } = family;
   const data = await turnRecords(codecs, n);
   const meanBytes = data.reduce((s, r) => s + r.value.length, 0) / n;
@@ -72,7 +79,9 @@ async function measure(family: BenchFamily, n: number, partitions: number, progr
   );
 
   progress('runtime passthrough (transactional, read back read_committed)');
-  const runtime = await runtimePassthrough(family, n, partitions, `${prefix}bench-runtime-out`, `${prefix}bench-runtime`, progress);
+  const runtime = await runtimePassthrough(family, n, partitions, `${prefix}bench-runtime-out`, `${prefix}bench-runtime`, progress, {
+    maxTransactionRecords,
+  });
   const runtimeSeconds = runtime.seconds;
   const runtimeRate = n / runtimeSeconds;
   const rawRate = n / rawSeconds;

@@ -92,7 +92,9 @@ export interface ProcessorOptions<S = never> {
   /**
    * Input records in one transaction at most, shared out over the partitions; the rest goes in
    * the next one, right after. A backlog then commits in steps that each become visible
-   * downstream, not in one long transaction. @default 1000
+   * downstream, not in one long transaction. 4000 cost no throughput in `bench streams` and cut
+   * the longest output stall from 558–830 ms (unbounded) to 475–514 ms; 1000 cut it to
+   * 268–302 ms but cost about a third of the throughput. @default 4000
    */
   maxTransactionRecords?: number;
   /** A new group starts from the earliest offset. @default true */
@@ -482,7 +484,7 @@ class ProcessorRuntime<S> {
     const offsets = new Map<string, Array<{ partition: number; offset: string }>>();
     const ready = [...this.trackers.values()].filter((s) => s.tracker.committable);
     // The budget shared out fairly; what one partition leaves unused goes to the next.
-    let budget = this.o.maxTransactionRecords ?? 1000;
+    let budget = this.o.maxTransactionRecords ?? 4000;
     for (const [i, slot] of ready.entries()) {
       const c = budget > 0 ? slot.tracker.peekCommittable(Math.ceil(budget / (ready.length - i))) : null;
       if (!c) continue;
