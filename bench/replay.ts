@@ -1,6 +1,8 @@
 // Replay throughput: historical turns re-derived per second (session assembler → embedded judge →
 // sample builder into tagged topics, from the range's start until all three stages have caught
 // up and stopped), against a baseline in the same run: a raw read of the same turns (decode only).
+// Then a floor: the replay's own outputs (about three records per turn) produced again by plain
+// kafkajs, the least time any replay that writes them with this client can take.
 //   turnstream bench replay [--json] [--turns 5000] [--turns-per-session 10]
 import { join } from 'node:path';
 import type { BenchArgs } from '../cli/commands/bench.ts';
@@ -9,7 +11,7 @@ import { createEmbeddedJudge } from '../processors/index.ts';
 import { parseBound, runReplay } from '../processors/replay/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
-import { benchFamily, benchTempDir, type BenchFamily } from './support.ts';
+import { benchFamily, benchTempDir, createPlainTopic, rawProduce, type BenchFamily } from './support.ts';
 
 export const description =
   'historical turns re-derived per second by a replay (assembler → embedded judge → sample builder), against a decode-only read of the same turns';
@@ -33,6 +35,16 @@ export interface ReplayBenchResult extends BenchResult {
   baseline_seconds: number;
   /** turns_per_s / baseline_turns_per_s. */
   ratio: number;
+  /** Records the replay wrote (pairs, judgements, samples) and their mean size. */
+  output_records: number;
+  output_mean_bytes: number;
+  /**
+   * The same output records produced again by plain kafkajs (idempotent, acks=all, no
+   * transaction, no encoding): a floor under any replay that writes them with this client.
+   */
+  produce_floor_seconds: number;
+  /** produce_floor_seconds / seconds: the share of the replay's time that writing its outputs alone takes. */
+  floor_share: number;
   judge: string;
 }
 
@@ -141,6 +153,18 @@ async function measure(
   const seconds = (performance.now() - r0) / 1000;
   const sessions = Math.ceil(turns / perSession);
   if (summary.pairs.total !== turns) throw new Error(`replay gave ${summary.pairs.total} pairs for ${turns} turns`);
+
+  progress("floor: the replay's outputs produced again with plain kafkajs");
+  const outputs: Array<{ key: string; value: Buffer }> = [];
+  for (const id of ['pairs', 'judgements', 'samples'] as const)
+    await readToEnd(
+      kafka,
+      summary.topics[id],
+      (r) => void (r.value && outputs.push({ key: r.key?.toString('utf8') ?? '', value: r.value })),
+    );
+  const floorTopic = `${prefix}bench-replay-floor`;
+  await createPlainTopic(kafka, floorTopic, 6);
+  const floorSeconds = await rawProduce(kafka, floorTopic, outputs);
   const round = (x: number) => Math.round(x * 10) / 10;
   return {
     turns,
@@ -154,6 +178,10 @@ async function measure(
     baseline_seconds: round(baselineSeconds),
     baseline: 'a decode-only read of the same turns from the topic',
     ratio: Math.round((turns / seconds / (turns / baselineSeconds)) * 1000) / 1000,
+    output_records: outputs.length,
+    output_mean_bytes: Math.round(outputs.reduce((n, r) => n + r.value.length, 0) / Math.max(1, outputs.length)),
+    produce_floor_seconds: round(floorSeconds),
+    floor_share: Math.round((floorSeconds / seconds) * 1000) / 1000,
     judge: judge.id,
   };
 }

@@ -91,6 +91,11 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         assert.ok(Number(r.inserts) >= 1);
         assert.equal(r.mean_rows_per_insert, Math.round(Number(r.rows) / Number(r.inserts)));
       }
+      if (name === 'replay') {
+        // The floor re-produces exactly what the replay wrote: a pair and a judgement per turn, and its samples.
+        assert.equal(r.output_records, Number(r.pairs) + Number(r.judgements) + Number(r.samples));
+        assert.ok(Number(r.produce_floor_seconds) >= 0 && Number(r.floor_share) >= 0);
+      }
     });
   }
 
