@@ -81,13 +81,10 @@ export function conversation(sessionId: string, userMessages: string[], over: (i
   });
 }
 
-/**
- * `turnstream process <name> --instance 0` as a child process on the family's topics, so a test
- * can SIGKILL it. Resolves once it says it is running.
- */
-export async function spawnProcessor(f: Family, name: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+/** `turnstream ARGS` as a child process on the family's topics and this stack (stdout and stderr piped). */
+export async function spawnTurnstream(f: Family, args: string[], env: Record<string, string> = {}): Promise<ChildProcess> {
   const stack = await ensureStack();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/turnstream.js', 'process', name, '--instance', '0'], {
+  return spawn(process.execPath, ['--import', 'tsx', 'bin/turnstream.js', ...args], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -96,10 +93,17 @@ export async function spawnProcessor(f: Family, name: string, env: Record<string
       SCHEMA_REGISTRY_URL: stack.registryUrl,
       TURNSTREAM_TOPIC_PREFIX: f.prefix,
       LOG_LEVEL: 'warn',
-      PROCESSOR_SESSION_TIMEOUT_MS: '7000',
       ...env,
     },
   });
+}
+
+/**
+ * `turnstream process <name> --instance 0` as a child process on the family's topics, so a test
+ * can SIGKILL it. Resolves once it says it is running.
+ */
+export async function spawnProcessor(f: Family, name: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const child = await spawnTurnstream(f, ['process', name, '--instance', '0'], { PROCESSOR_SESSION_TIMEOUT_MS: '7000', ...env });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));
   await new Promise<void>((ok, fail) => {

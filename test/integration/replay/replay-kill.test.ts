@@ -4,16 +4,16 @@
  * replay that was never killed.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { defaultGroupId } from '../../../processors/index.ts';
 import { createEventCodecs, readToEnd } from '../../../streams/index.ts';
-import { ensureStack, REPO_ROOT } from '../../support/stack.ts';
+import { ensureStack } from '../../support/stack.ts';
 import { chat, startFakeOpenAI, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
-import { conversation, family, kill9, waitFor, type Family } from '../processors/support.ts';
+import { conversation, family, kill9, spawnTurnstream, waitFor, type Family } from '../processors/support.ts';
 
 const SESSIONS = 60;
 const TURNS = 3;
@@ -53,23 +53,8 @@ describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
     await rm(home, { recursive: true, force: true });
   });
 
-  const replayCli = (tag: string): ChildProcess =>
-    spawn(
-      process.execPath,
-      ['--import', 'tsx', 'bin/turnstream.js', 'replay', '--from', '0', '--tag', tag, '--config', configFile, '--json'],
-      {
-        cwd: REPO_ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          ...process.env,
-          KAFKA_BROKERS: stack.brokers,
-          SCHEMA_REGISTRY_URL: stack.registryUrl,
-          TURNSTREAM_TOPIC_PREFIX: f.prefix,
-          TURNSTREAM_HOME: home,
-          LOG_LEVEL: 'warn',
-        },
-      },
-    );
+  const replayCli = (tag: string): Promise<ChildProcess> =>
+    spawnTurnstream(f, ['replay', '--from', '0', '--tag', tag, '--config', configFile, '--json'], { TURNSTREAM_HOME: home });
 
   async function finish(child: ChildProcess): Promise<{ resumed: boolean; pairs: { total: number } }> {
     let out = '';
@@ -113,7 +98,7 @@ describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
   }
 
   it('resumes to the same outputs, each exactly once', async () => {
-    const victim = replayCli('killed');
+    const victim = await replayCli('killed');
     let exitedEarly = false;
     victim.once('exit', () => void (exitedEarly = true));
     // Killed once its first transactions have committed part of the range.
@@ -125,9 +110,9 @@ describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
     const partial = await outputs('killed');
     assert.ok(partial.pairs.records > 0 && partial.pairs.records < SESSIONS * TURNS, `${partial.pairs.records} pairs before the kill`);
 
-    const resumed = await finish(replayCli('killed'));
+    const resumed = await finish(await replayCli('killed'));
     assert.equal(resumed.resumed, true);
-    const clean = await finish(replayCli('clean'));
+    const clean = await finish(await replayCli('clean'));
     assert.equal(clean.resumed, false);
 
     const [got, want] = [await outputs('killed'), await outputs('clean')];
