@@ -14,7 +14,7 @@
  *   which is exact either way.
  * - Fencing (another instance took the transactional id) is fatal: never retried.
  */
-import type { Kafka, Message, Producer } from 'kafkajs';
+import type { Kafka, Message, Producer, RecordMetadata } from 'kafkajs';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { counter } from '../core/metrics.ts';
@@ -75,6 +75,8 @@ export class Transactions {
   private unanswered: TransactionContent | null = null;
   /** The offsets of our last commit, per group/topic/partition. */
   private readonly committed = new Map<string, string>();
+  /** Per topic and partition, the first offset of the last record batch a committed transaction wrote. */
+  private readonly written = new Map<string, Map<number, bigint>>();
   private readonly o: TransactionsOptions;
 
   constructor(options: TransactionsOptions) {
@@ -100,6 +102,35 @@ export class Transactions {
   /** A commit got no answer and is not settled yet (its outputs may or may not be in the log). */
   get inDoubt(): boolean {
     return this.unanswered !== null;
+  }
+
+  /**
+   * Waits until every committed output is readable with read_committed. A commit returns
+   * before Kafka writes its markers, so a reader that starts at once may stop short of it.
+   * @throws TurnstreamError (UNAVAILABLE) when that takes longer than `timeoutMs`
+   */
+  async awaitVisible(timeoutMs = 30_000): Promise<void> {
+    if (this.written.size === 0) return;
+    const admin = this.o.kafka.admin();
+    await admin.connect();
+    try {
+      await retry(
+        async () => {
+          for (const [topic, parts] of this.written) {
+            // The admin lists offsets read_committed: `high` is the last stable offset.
+            const ends = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
+            for (const [partition, offset] of parts)
+              if ((ends.get(partition) ?? -1n) <= offset)
+                throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${topic}[${partition}] is not readable up to offset ${offset} yet`, {
+                  retriable: true,
+                });
+          }
+        },
+        { baseMs: 20, maxMs: 200, maxTimeMs: timeoutMs },
+      );
+    } finally {
+      await admin.disconnect();
+    }
   }
 
   async disconnect(): Promise<void> {
@@ -150,6 +181,7 @@ export class Transactions {
     try {
       txn = await this.producer.transaction();
       phase = 'send';
+      const sent: RecordMetadata[] = [];
       // Several sends of bounded size: one record batch stays well under the topics' limits.
       for (const chunk of chunksOf(content.outputs, (o) => (o.value?.length ?? 0) + Buffer.byteLength(o.key) + 70, MAX_SEND_BYTES)) {
         const byTopic = new Map<string, Message[]>();
@@ -158,7 +190,7 @@ export class Transactions {
           list.push({ key: o.key, value: o.value });
           byTopic.set(o.topic, list);
         }
-        await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+        sent.push(...(await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) })));
       }
       if (content.offsets?.topics.length) {
         phase = 'offsets';
@@ -167,6 +199,12 @@ export class Transactions {
       phase = 'commit';
       await txn.commit();
       this.remember(content);
+      for (const m of sent) {
+        const parts = this.written.get(m.topicName) ?? new Map<number, bigint>();
+        const offset = BigInt(m.baseOffset ?? '-1');
+        if (offset > (parts.get(m.partition) ?? -1n)) parts.set(m.partition, offset);
+        this.written.set(m.topicName, parts);
+      }
     } catch (err) {
       if (isFenced(err)) {
         throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `fenced: another instance runs with transactional id ${this.o.transactionalId}`, {

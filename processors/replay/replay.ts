@@ -401,6 +401,8 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       committing.catch(() => undefined);
     }
 
+    // Whoever reads the tagged topics next (the summary below, a user, a learner) sees all of it.
+    await txns?.awaitVisible();
     // A replay that continued an earlier run counts what the tagged topics hold; a fresh one what it wrote.
     const counts = anyCommitted ? await summarize(o.kafka, await setup) : tally.counts();
     log.info({ tag: o.tag, from: plan.from, to: plan.to, resumed, interrupted, ...counts, ms: Date.now() - t0 }, 'replay finished');

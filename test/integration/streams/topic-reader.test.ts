@@ -62,3 +62,41 @@ test('a subset of partitions: exactly their records, in partition order', async 
     [...wanted].reduce((k, p) => k + perPartition.get(p)!.length, 0),
   );
 });
+
+test('a transactional topic ends at its commit markers, not after an idle wait', async () => {
+  const topic = `${uniquePrefix('topic-reader-tx')}out`;
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3, replicationFactor: 1 }] });
+  await admin.disconnect();
+  const producer = kafka.producer({ transactionalId: `${topic}-tx`, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  for (let t = 0; t < 3; t++) {
+    const tx = await producer.transaction();
+    await tx.send({ topic, messages: Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, value: `${t}-${i}` })) });
+    await tx.commit();
+  }
+  await producer.disconnect();
+  // Every partition ends with a marker that is never handed over; an idle wait of 10 min
+  // would outlast the 60 s limit, so finishing at all shows the markers count as read.
+  let n = 0;
+  const read = await readToEnd(kafka, topic, () => void n++, { idleMs: 600_000, timeoutMs: 60_000 });
+  assert.equal(read, 30);
+  assert.equal(n, 30);
+});
+
+test('a slow record handler is not cut off by the idle fallback', async () => {
+  const seen: string[] = [];
+  const n = await readToEnd(
+    kafka,
+    codecs.topic('turns'),
+    async (r) => {
+      // Every 50th record takes far longer than the idle limit.
+      if (seen.length % 50 === 0) await new Promise((res) => setTimeout(res, 400));
+      seen.push(r.key!.toString());
+    },
+    { idleMs: 100 },
+  );
+  assert.equal(n, 200);
+  assert.equal(seen.length, 200);
+});

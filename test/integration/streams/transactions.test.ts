@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
-import { createKafka, createLogger, metricsRegistry } from '../../../streams/index.ts';
+import { createKafka, createLogger, metricsRegistry, readToEnd } from '../../../streams/index.ts';
 import { Transactions } from '../../../streams/transactions.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';
@@ -91,6 +91,24 @@ describe('transactions: the retrying path of processors and learner (real Kafka)
     assert.ok(seen >= 1, `the broker answered CONCURRENT_TRANSACTIONS ${seen} times in ${rounds} rounds, and each was retried`);
     assert.equal(await committed(`${prefix}g`, `${prefix}in`), String(rounds), 'every offset commit landed');
     assert.equal(await count(kafka, `${prefix}wide`, rounds * 60), rounds * 60, 'every output once');
+  });
+
+  it('awaitVisible: once it returns, a read_committed reader that starts then sees every committed output', async () => {
+    const prefix = uniquePrefix('txn-visible');
+    await topics(prefix, [['out', 4]]);
+    const tx = new Transactions({ kafka, transactionalId: `${prefix}tx`, logger });
+    await tx.connect();
+    await tx.awaitVisible(); // nothing written yet: returns at once
+    let sent = 0;
+    for (let round = 0; round < 20; round++) {
+      const outputs = Array.from({ length: 25 }, (_, k) => ({ topic: `${prefix}out`, key: `k${round}-${k}`, value: Buffer.from('v') }));
+      assert.ok(await tx.commit(() => ({ outputs })));
+      sent += outputs.length;
+      await tx.awaitVisible();
+      // The reader takes the end it sees when it starts (the last stable offset): past all of it.
+      if (round % 5 === 4) assert.equal(await readToEnd(kafka, `${prefix}out`, () => undefined), sent);
+    }
+    await tx.disconnect();
   });
 
   describe('with Kafka cut', () => {
