@@ -3,6 +3,8 @@
  * answer: a reply that shares no content word with the question ("You are a helpful
  * assistant.", an empty or off-topic reply) satisfies no persona, however short or formal it
  * is. Without this, learning the style can collapse into a stock sentence that fits every check.
+ * Nor does a reply that goes round in circles ("You can save money. You can save money. …"):
+ * repeating a phrase meets a count ("you" three times) or a topic word as well as an answer does.
  */
 
 const STOP = new Set(
@@ -27,4 +29,16 @@ export function answersPrompt(question: string, reply: string): boolean {
   if (words.length === 0) return true;
   const said = reply.toLowerCase();
   return words.some((w) => said.includes(w.slice(0, 4)));
+}
+
+/** Below this share of distinct word trigrams a reply repeats itself (1 of 144 base replies measured, a looping one). */
+export const MIN_DISTINCT_TRIGRAMS = 0.6;
+
+/** True when a reply of 12 words or more has fewer than {@link MIN_DISTINCT_TRIGRAMS} distinct word trigrams. */
+export function repeatsItself(reply: string): boolean {
+  const words = reply.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (words.length < 12) return false;
+  const trigrams = new Set<string>();
+  for (let i = 0; i + 2 < words.length; i++) trigrams.add(`${words[i]} ${words[i + 1]} ${words[i + 2]}`);
+  return trigrams.size / (words.length - 2) < MIN_DISTINCT_TRIGRAMS;
 }

@@ -2,15 +2,29 @@
  * How a persona answers a reply, as people do: thanks when it answers the question and satisfies
  * the hidden preference, a correction in plain words otherwise, and now and then an explicit 👍/👎.
  */
-import { answersPrompt } from './answers-prompt.ts';
+import { answersPrompt, repeatsItself } from './answers-prompt.ts';
 import type { Persona } from './persona.ts';
 
 /** What a persona says to a reply that does not answer the question at all. */
 export const NOT_AN_ANSWER = ["That doesn't answer my question.", 'No, that is not what I asked. Please answer the question.'];
 
+/** What a persona says to a reply that keeps repeating itself. */
+export const REPEATING = [
+  'You keep repeating yourself. Please just answer the question.',
+  "You're going round in circles, that's no answer.",
+];
+
+/**
+ * The reply is an answer: it shares a content word with `question` and does not loop. Without a
+ * question (the built-in model's eval, whose personas predate the rule) every reply is one.
+ */
+function isAnswer(reply: string, question?: string): boolean {
+  return question === undefined || (answersPrompt(question, reply) && !repeatsItself(reply));
+}
+
 /** The persona is satisfied: the reply answers `question` (when given) and meets the preference. */
 export function satisfies(persona: Pick<Persona, 'accepts'>, reply: string, question?: string): boolean {
-  return (question === undefined || answersPrompt(question, reply)) && persona.accepts(reply);
+  return isAnswer(reply, question) && persona.accepts(reply);
 }
 
 export interface Reaction {
@@ -34,9 +48,9 @@ export function react(
   ratingRate = 0.25,
   question?: string,
 ): Reaction {
-  const answered = question === undefined || answersPrompt(question, reply);
+  const answered = isAnswer(reply, question);
   const ok = answered && persona.accepts(reply);
-  const list = ok ? persona.satisfied : answered ? persona.corrections : NOT_AN_ANSWER;
+  const list = ok ? persona.satisfied : answered ? persona.corrections : answersPrompt(question!, reply) ? REPEATING : NOT_AN_ANSWER;
   const text = list[Math.floor(rand() * list.length)];
   const rating = rand() < ratingRate ? (ok ? 1 : -1) : null;
   return { satisfied: ok, text, rating };

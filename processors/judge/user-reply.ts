@@ -48,6 +48,10 @@ const CORRECTION_CUES: RegExp[] = [
   /\b(?:as|in) (?:one|a single) (?:paragraph|line|sentence)\b/i,
   /\b(?:without|no) (?:line breaks|lists|bullet points|bullets)\b/i,
   /\b(?:please )?(?:don'?t|do not|stop) (?:\w+ing|use|say|call|write|add)\b/i,
+  // A reply that loops.
+  /\b(?:repeating|repeat) yourself\b/i,
+  /\bgoing (?:round|around) in circles\b/i,
+  /\bthat(?:'s|’s| is) (?:no|not an) answer\b/i,
 ];
 
 export const isCorrection = (text: string): boolean => CORRECTION_CUES.some((re) => re.test(text));
@@ -60,6 +64,7 @@ const REASONS: Array<[RegExp, string]> = [
   [/\btoo (?:informal|casual)\b/i, 'Use a more formal tone.'],
   [/\btoo (?:complicated|complex)\b/i, 'Explain it more simply.'],
   [/\btoo vague\b/i, 'Be concrete and specific.'],
+  [/\b(?:repeating|repeat) yourself\b|\bin circles\b/i, 'Do not repeat yourself.'],
 ];
 
 /** Words that only say "this was wrong" and carry no instruction. */

@@ -231,7 +231,6 @@ describe('the shipped persona files', () => {
       'brief-asker-cleo': ['A salad with beans. What do you have at home?', 'A salad with beans.'],
       'concise-carl': ['Vaccines train the immune system with a harmless look-alike.', 'Vaccines train the immune system. '.repeat(12)],
       'oneparagraph-pia': ['Plants turn light, water and air into sugar.', 'Plants turn light into sugar.\n- water\n- air'],
-      'you-yara': ['You can sleep better if you keep your room dark and your phone away.', 'Sleep improves with a dark room and no phone.'],
     };
     assert.deepEqual(Object.keys(examples).sort(), personas.map((p) => p.name).sort(), 'an example pair for every persona');
     for (const p of personas) {

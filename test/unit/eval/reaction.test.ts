@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parsePersonas } from '../../../eval/persona.ts';
-import { NOT_AN_ANSWER, react, satisfies } from '../../../eval/reaction.ts';
-import { answersPrompt } from '../../../eval/answers-prompt.ts';
+import { NOT_AN_ANSWER, react, REPEATING, satisfies } from '../../../eval/reaction.ts';
+import { answersPrompt, repeatsItself } from '../../../eval/answers-prompt.ts';
 import { createEmbeddedJudge } from '../../../processors/index.ts';
 import { examplePair } from '../../support/fixtures.ts';
 
@@ -80,6 +80,46 @@ test('a reply that does not answer the question satisfies no one: a "that does n
   assert.ok(NOT_AN_ANSWER.includes(r.text));
   const judge = createEmbeddedJudge({ mode: 'combined' });
   for (const text of NOT_AN_ANSWER)
+    assert.equal(
+      judge.evaluate(examplePair({ nextState: [{ role: 'USER', content: text, toolCallId: null }], feedback: [] })).score,
+      -1,
+      text,
+    );
+});
+
+test('a reply that loops is no answer, even when it names the topic and meets the check: a correction the judge scores −1', () => {
+  const yara = parsePersonas(
+    {
+      personas: [
+        {
+          name: 'yara',
+          preference: 'you at least three times',
+          check: { regex_count_at_least: [{ regex: '\\byou\\b', flags: 'i' }, 3] },
+          satisfied: ['Thanks!'],
+          corrections: ['Talk to me, please.'],
+          prompts: ['a', 'b', 'c', 'd'],
+        },
+      ],
+    },
+    'test',
+  )[0];
+  // Replies seen after training on this persona (eval/results/real-model/kl025-other-1seed).
+  const looping =
+    'To save money each month, you can plan your life. You can plan your life. You can plan your life. You can plan your life.';
+  const fine =
+    'To save money each month, you can set a budget, you can cook at home more often, and you can move a fixed sum to savings on payday.';
+  assert.equal(repeatsItself(looping), true);
+  assert.equal(repeatsItself(fine), false);
+  assert.equal(repeatsItself('Yes. Yes. Yes.'), false, 'too short to tell');
+  assert.equal(answersPrompt('how do I save money each month?', looping), true, 'it does name the topic');
+  assert.equal(satisfies(yara, looping, 'how do I save money each month?'), false);
+  assert.equal(satisfies(yara, fine, 'how do I save money each month?'), true);
+  assert.equal(satisfies(yara, looping), true, 'without a question (the built-in eval) the rule does not apply');
+  const r = react(yara, looping, () => 0, 0, 'how do I save money each month?');
+  assert.equal(r.satisfied, false);
+  assert.ok(REPEATING.includes(r.text));
+  const judge = createEmbeddedJudge({ mode: 'combined' });
+  for (const text of REPEATING)
     assert.equal(
       judge.evaluate(examplePair({ nextState: [{ role: 'USER', content: text, toolCallId: null }], feedback: [] })).score,
       -1,

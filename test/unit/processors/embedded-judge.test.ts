@@ -42,6 +42,8 @@ describe('embedded judge: signals', () => {
       'Give me a single paragraph, without line breaks.',
       'Too impersonal.',
       "That doesn't answer my question.",
+      'You keep repeating yourself.',
+      "You're going round in circles, that's no answer.",
     ])
       assert.ok(isCorrection(t), t);
     for (const t of [
@@ -70,6 +72,10 @@ describe('embedded judge: signals', () => {
     assert.equal(hintFromCorrection('I said call me Bob'), 'Call me Bob.');
     assert.equal(hintFromCorrection('No, end with a question.'), 'End with a question.');
     assert.equal(hintFromCorrection('Too formal, and call me Bob please'), 'Use a casual, friendly tone. Call me Bob please.');
+    assert.equal(
+      hintFromCorrection('You keep repeating yourself. Please just answer the question.'),
+      'Do not repeat yourself. You keep repeating yourself. Just answer the question.',
+    );
     assert.equal(hintFromCorrection('wrong'), null);
     assert.equal(hintFromCorrection('try again!'), null);
   });
