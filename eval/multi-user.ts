@@ -160,7 +160,7 @@ async function runOne(o: O, models: EvalModels, seed: number, consensusOn: boole
     steps++;
   };
   try {
-    const before = await scoreModel(m, probe, heldOut, o.heldOutSamples, seed);
+    const before = (await scoreModel(m, probe, heldOut, o.heldOutSamples, seed)).satisfaction;
     const schedule: Persona[] = [];
     for (let r = 0; r < o.interactions; r++) {
       schedule.push(...people);
@@ -205,7 +205,7 @@ async function runOne(o: O, models: EvalModels, seed: number, consensusOn: boole
     // The tail: one last (partial, capped) batch; what the cap still holds back stays untrained.
     await step(batcher.take(m.version).batch.map((b) => ({ sample: b.sample })));
     const adversaryCapped = batcher.pending().filter((p) => p.sample.userId === ADVERSARY_ID).length;
-    const after = await scoreModel(m, probe, heldOut, o.heldOutSamples, seed);
+    const after = (await scoreModel(m, probe, heldOut, o.heldOutSamples, seed)).satisfaction;
     const adv = trained.filter((t) => t.user === ADVERSARY_ID);
     const others = trained.filter((t) => t.user !== ADVERSARY_ID);
     const totalW = trained.reduce((a, t) => a + t.weight, 0);

@@ -28,8 +28,8 @@ import { LoraLineage } from '../trainer/policy-lineage.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings } from './eval-settings.ts';
-import { react, satisfies } from './reaction.ts';
-import { summarize, type EvalResult, type HeldOutReply, type RunResult } from './run-eval.ts';
+import { react } from './reaction.ts';
+import { heldOutReply, shares, summarize, type EvalResult, type HeldOutReply, type RunResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions {
   personas: Persona[];
@@ -208,8 +208,6 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
         const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
         const scoreNow = async (interactions: number): Promise<void> => {
           const scored = interactions === 0 ? replies.first : (replies.last = []);
-          let ok = 0;
-          let n = 0;
           let version = -1;
           for (const [j, prompt] of heldOut.entries()) {
             for (let r = 0; r < o.heldOutSamples; r++) {
@@ -225,13 +223,10 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                 logger,
               );
               version = res.version;
-              const satisfied = satisfies(persona, res.text, prompt);
-              scored.push({ prompt, text: res.text, satisfied });
-              if (satisfied) ok++;
-              n++;
+              scored.push(heldOutReply(persona, prompt, res.text));
             }
           }
-          scores.push({ version, interactions, satisfaction: ok / n });
+          scores.push({ version, interactions, ...shares(scored) });
         };
         let satisfied = 0;
         let steps = 0;

@@ -14,12 +14,9 @@ export const REPEATING = [
   "You're going round in circles, that's no answer.",
 ];
 
-/**
- * The reply is an answer: it shares a content word with `question` and does not loop. Without a
- * question (the built-in model's eval, whose personas predate the rule) every reply is one.
- */
-function isAnswer(reply: string, question?: string): boolean {
-  return question === undefined || (answersPrompt(question, reply) && !repeatsItself(reply));
+/** The reply is an answer: it shares a content word with `question` (when given) and does not loop. */
+export function isAnswer(reply: string, question?: string): boolean {
+  return (question === undefined || answersPrompt(question, reply)) && !repeatsItself(reply);
 }
 
 /** The persona is satisfied: the reply answers `question` (when given) and meets the preference. */
@@ -50,7 +47,7 @@ export function react(
 ): Reaction {
   const answered = isAnswer(reply, question);
   const ok = answered && persona.accepts(reply);
-  const list = ok ? persona.satisfied : answered ? persona.corrections : answersPrompt(question!, reply) ? REPEATING : NOT_AN_ANSWER;
+  const list = ok ? persona.satisfied : answered ? persona.corrections : repeatsItself(reply) ? REPEATING : NOT_AN_ANSWER;
   const text = list[Math.floor(rand() * list.length)];
   const rating = rand() < ratingRate ? (ok ? 1 : -1) : null;
   return { satisfied: ok, text, rating };

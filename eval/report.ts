@@ -20,6 +20,7 @@ export type ReportInput = Pick<
   | 'before'
   | 'after'
   | 'per_version'
+  | 'answered'
   | 'statistic'
   | 'batchSize'
   | 'seconds'
@@ -31,7 +32,7 @@ const csvCell = (v: string | number): string => {
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
-export const CSV_HEADER = 'persona,preference,seed,version,interactions,satisfaction,train_satisfaction';
+export const CSV_HEADER = 'persona,preference,seed,version,interactions,satisfaction,answered,train_satisfaction';
 
 /** One row per run (persona × seed) and scored version. */
 export function toCsv(r: Pick<ReportInput, 'runs'>): string {
@@ -39,7 +40,16 @@ export function toCsv(r: Pick<ReportInput, 'runs'>): string {
   for (const run of r.runs) {
     for (const s of run.scores)
       lines.push(
-        [run.persona, run.preference, run.seed, s.version, s.interactions, s.satisfaction.toFixed(4), run.trainSatisfaction.toFixed(4)]
+        [
+          run.persona,
+          run.preference,
+          run.seed,
+          s.version,
+          s.interactions,
+          s.satisfaction.toFixed(4),
+          s.answered.toFixed(4),
+          run.trainSatisfaction.toFixed(4),
+        ]
           .map(csvCell)
           .join(','),
       );
@@ -53,6 +63,9 @@ export interface PersonaSummary {
   before: number;
   /** …and of the last version. */
   after: number;
+  /** Mean share of held-out replies that answer the prompt, version 0 and last. */
+  answered_before: number;
+  answered_after: number;
   seeds: number;
 }
 
@@ -65,6 +78,8 @@ export function perPersona(r: Pick<ReportInput, 'runs'>): Record<string, Persona
       preference: runs[0]?.preference ?? '',
       before: mean(runs.map((x) => x.scores[0].satisfaction)),
       after: mean(runs.map((x) => x.scores[x.scores.length - 1].satisfaction)),
+      answered_before: mean(runs.map((x) => x.scores[0].answered)),
+      answered_after: mean(runs.map((x) => x.scores[x.scores.length - 1].answered)),
       seeds: runs.length,
     };
   }
@@ -97,8 +112,12 @@ export function toRepliesMarkdown(r: Pick<ReportInput, 'runs'>): string {
       ['before', run.replies.first, first],
       ['after', run.replies.last, last],
     ] as const) {
-      out.push(`${label}: version ${s?.version ?? '?'}, satisfaction ${s ? s.satisfaction.toFixed(2) : '?'}`, '');
-      for (const x of list) out.push(`- ${x.satisfied ? '✓' : '✗'} **${x.prompt}** → ${quote(x.text)}`);
+      out.push(
+        `${label}: version ${s?.version ?? '?'}, satisfaction ${s ? s.satisfaction.toFixed(2) : '?'}, answered ${s ? s.answered.toFixed(2) : '?'}`,
+        '',
+      );
+      // ✓ satisfied, ✗ an answer that misses the preference, ∅ no answer at all.
+      for (const x of list) out.push(`- ${x.satisfied ? '✓' : x.answered ? '✗' : '∅'} **${x.prompt}** → ${quote(x.text)}`);
       out.push('');
     }
   }

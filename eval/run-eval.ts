@@ -20,7 +20,7 @@ import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
-import { react, satisfies } from './reaction.ts';
+import { isAnswer, react, satisfies } from './reaction.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
 
 export interface EvalOptions {
@@ -51,6 +51,19 @@ export interface HeldOutReply {
   prompt: string;
   text: string;
   satisfied: boolean;
+  /** It answers the prompt, whatever its style (eval/reaction.ts `isAnswer`). */
+  answered: boolean;
+}
+
+/**
+ * A version's held-out score: the share of replies that satisfy the persona, and the share that
+ * answer at all — the second shows whether learning a style cost the answers.
+ */
+export interface HeldOutScore {
+  version: number;
+  interactions: number;
+  satisfaction: number;
+  answered: number;
 }
 
 export interface RunResult {
@@ -58,7 +71,7 @@ export interface RunResult {
   preference: string;
   seed: number;
   /** Score per scored version. */
-  scores: Array<{ version: number; interactions: number; satisfaction: number }>;
+  scores: HeldOutScore[];
   /** The held-out replies of the first and the last scored version, to read rather than trust a score. */
   replies?: { first: HeldOutReply[]; last: HeldOutReply[] };
   /** Share of the interactions' replies the persona was satisfied with. */
@@ -77,7 +90,9 @@ export interface EvalResult {
   mode: 'in-process' | 'pipeline';
   before: number;
   after: number;
-  per_version: Array<{ version: number; interactions: number; satisfaction: number; byPersona: Record<string, number> }>;
+  per_version: Array<HeldOutScore & { byPersona: Record<string, number> }>;
+  /** Mean share of held-out replies that answer the prompt, at version 0 and at the last. */
+  answered: { before: number; after: number };
   statistic: PairedTest & { unit: string };
   /** Share of non-zero judge scores that agree with the persona's hidden satisfaction. */
   judgeAgreement: number;
@@ -144,27 +159,35 @@ export function makePair(
   };
 }
 
-/** Share of held-out replies (`samples` per prompt) of the model's current version that satisfy the persona. */
-/** The held-out satisfaction of the current version; each reply is also appended to `replies` when given. */
+/**
+ * The current version's held-out satisfaction (share of `samples` replies per prompt that satisfy
+ * the persona) and its share of answers; each reply is also appended to `replies` when given.
+ */
 export async function scoreModel(
   m: EvalModel,
   persona: Persona,
   heldOut: string[],
   samples: number,
   seed: number,
-  replies?: HeldOutReply[],
-): Promise<number> {
-  let ok = 0;
-  let n = 0;
+  replies: HeldOutReply[] = [],
+): Promise<{ satisfaction: number; answered: number }> {
+  const scored: HeldOutReply[] = [];
   for (const [j, prompt] of heldOut.entries()) {
-    for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: seed * 7919 + j, n: samples })) {
-      const satisfied = satisfies(persona, r.text, prompt);
-      replies?.push({ prompt, text: r.text, satisfied });
-      if (satisfied) ok++;
-      n++;
-    }
+    for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: seed * 7919 + j, n: samples }))
+      scored.push(heldOutReply(persona, prompt, r.text));
   }
-  return ok / n;
+  replies.push(...scored);
+  return shares(scored);
+}
+
+export function heldOutReply(persona: Pick<Persona, 'accepts'>, prompt: string, text: string): HeldOutReply {
+  return { prompt, text, satisfied: satisfies(persona, text, prompt), answered: isAnswer(text, prompt) };
+}
+
+/** Shares of satisfied and of answering replies. */
+export function shares(replies: readonly HeldOutReply[]): { satisfaction: number; answered: number } {
+  const n = Math.max(1, replies.length);
+  return { satisfaction: replies.filter((r) => r.satisfied).length / n, answered: replies.filter((r) => r.answered).length / n };
 }
 
 export const eventMessages = (messages: ChatMessage[]): EventMessage[] => messages.map(toEvent);
@@ -201,7 +224,7 @@ async function runOne(
     scores.push({
       version: 0,
       interactions: 0,
-      satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.first)),
+      ...(await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.first))),
     });
     let batch: Sample[] = [];
     for (let i = 0; i < o.interactions; i++) {
@@ -236,7 +259,7 @@ async function runOne(
           scores.push({
             version: stepsTaken,
             interactions: i + 1,
-            satisfaction: await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.last)),
+            ...(await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.last))),
           });
         }
       }
@@ -289,7 +312,13 @@ export function summarize(
       const v = at.filter((x) => x.r.persona === p.name).map((x) => x.s!.satisfaction);
       if (v.length) byPersona[p.name] = mean(v);
     }
-    return { version, interactions: at[0]?.s?.interactions ?? 0, satisfaction: mean(at.map((x) => x.s!.satisfaction)), byPersona };
+    return {
+      version,
+      interactions: at[0]?.s?.interactions ?? 0,
+      satisfaction: mean(at.map((x) => x.s!.satisfaction)),
+      answered: mean(at.map((x) => x.s!.answered)),
+      byPersona,
+    };
   });
   const before = runs.map((r) => r.scores[0].satisfaction);
   const after = runs.map((r) => r.scores[r.scores.length - 1].satisfaction);
@@ -302,6 +331,7 @@ export function summarize(
     before: mean(before),
     after: mean(after),
     per_version: perVersion,
+    answered: { before: mean(runs.map((r) => r.scores[0].answered)), after: mean(runs.map((r) => r.scores[r.scores.length - 1].answered)) },
     statistic: {
       ...pairedPermutationTest(before, after),
       unit: 'one (persona, seed) run: held-out satisfaction of its last version − of version 0',

@@ -334,6 +334,7 @@ export function register(program: Command): void {
               persona: r.persona,
               seed: r.seed,
               scores: r.scores.map((s) => s.satisfaction),
+              answered: r.scores.map((s) => s.answered),
               trainSatisfaction: r.trainSatisfaction,
               samples: r.samples,
             })),
@@ -342,6 +343,7 @@ export function register(program: Command): void {
       } else {
         process.stdout.write(
           `held-out satisfaction ${result.before.toFixed(3)} → ${result.after.toFixed(3)} over ${result.personas} personas × ${result.seeds} seeds, ${result.interactions} interactions each (${result.method}, ${result.mode})\n` +
+            `held-out replies that answer the prompt at all: ${result.answered.before.toFixed(3)} → ${result.answered.after.toFixed(3)}\n` +
             `${result.statistic.test}: mean diff ${result.statistic.meanDiff.toFixed(3)}, t = ${result.statistic.t.toFixed(2)}, p = ${result.statistic.p.toPrecision(3)} (n = ${result.statistic.n})\n` +
             result.per_version
               .map(

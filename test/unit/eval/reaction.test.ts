@@ -114,7 +114,7 @@ test('a reply that loops is no answer, even when it names the topic and meets th
   assert.equal(answersPrompt('how do I save money each month?', looping), true, 'it does name the topic');
   assert.equal(satisfies(yara, looping, 'how do I save money each month?'), false);
   assert.equal(satisfies(yara, fine, 'how do I save money each month?'), true);
-  assert.equal(satisfies(yara, looping), true, 'without a question (the built-in eval) the rule does not apply');
+  assert.equal(satisfies(yara, looping), false, 'a loop is no answer to any question');
   const r = react(yara, looping, () => 0, 0, 'how do I save money each month?');
   assert.equal(r.satisfied, false);
   assert.ok(REPEATING.includes(r.text));

@@ -25,10 +25,10 @@ function result(): ReportInput {
     persona,
     preference,
     seed,
-    scores: s.map((satisfaction, i) => ({ version: i, interactions: 4 * i, satisfaction })),
+    scores: s.map((satisfaction, i) => ({ version: i, interactions: 4 * i, satisfaction, answered: Math.min(1, satisfaction + 0.25) })),
     replies: {
-      first: [{ prompt: 'how do tides work?', text: 'The moon pulls the sea <a lot>.', satisfied: false }],
-      last: [{ prompt: 'how do tides work?', text: 'The moon pulls.', satisfied: true }],
+      first: [{ prompt: 'how do tides work?', text: 'The moon pulls the sea <a lot>.', satisfied: false, answered: true }],
+      last: [{ prompt: 'how do tides work?', text: 'The moon pulls.', satisfied: true, answered: true }],
     },
     trainSatisfaction: 0.5,
     samples: 8,
@@ -113,18 +113,25 @@ describe('eval reports', () => {
   it('CSV: the header, then one row per run and scored version, quoted where a cell needs it', () => {
     const lines = toCsv(result()).trimEnd().split('\n');
     assert.equal(lines[0], CSV_HEADER);
-    assert.equal(lines[0], 'persona,preference,seed,version,interactions,satisfaction,train_satisfaction');
+    assert.equal(lines[0], 'persona,preference,seed,version,interactions,satisfaction,answered,train_satisfaction');
     assert.equal(lines.length, 1 + 4 * 3);
-    assert.equal(lines[1], 'short-sue,at most 12 words,1,0,0,0.2500,0.5000');
-    assert.equal(lines[4], 'cheers-chad,"ends with ""Cheers!"", <always>",1,0,0,0.0000,0.5000');
-    assert.equal(lines[12], 'cheers-chad,"ends with ""Cheers!"", <always>",2,2,8,0.5000,0.5000');
+    assert.equal(lines[1], 'short-sue,at most 12 words,1,0,0,0.2500,0.5000,0.5000');
+    assert.equal(lines[4], 'cheers-chad,"ends with ""Cheers!"", <always>",1,0,0,0.0000,0.2500,0.5000');
+    assert.equal(lines[12], 'cheers-chad,"ends with ""Cheers!"", <always>",2,2,8,0.5000,0.7500,0.5000');
   });
 
   it('JSON: before/after per persona (means over seeds), the p-value and the wall time', () => {
     const r = result();
     assert.deepEqual(perPersona(r), {
-      'short-sue': { preference: 'at most 12 words', before: 0.25, after: 0.875, seeds: 2 },
-      'cheers-chad': { preference: 'ends with "Cheers!", <always>', before: 0, after: 0.5, seeds: 2 },
+      'short-sue': { preference: 'at most 12 words', before: 0.25, after: 0.875, answered_before: 0.5, answered_after: 1, seeds: 2 },
+      'cheers-chad': {
+        preference: 'ends with "Cheers!", <always>',
+        before: 0,
+        after: 0.5,
+        answered_before: 0.25,
+        answered_after: 0.75,
+        seeds: 2,
+      },
     });
     const j = toResultJson(r, 1234);
     assert.equal(j.p_value, r.statistic.p);
@@ -132,6 +139,11 @@ describe('eval reports', () => {
     assert.equal(j.finished_at, 1234);
     assert.equal(j.before, 0.125);
     assert.equal(j.after, 0.6875);
+    assert.deepEqual(j.answered, { before: 0.375, after: 0.875 }, 'the shares of replies that answer at all');
+    assert.deepEqual(
+      j.per_version.map((v) => v.answered),
+      [0.375, 0.625, 0.875],
+    );
     assert.deepEqual(
       j.per_version.map((v) => [v.interactions, v.satisfaction]),
       [
@@ -183,9 +195,9 @@ describe('eval reports', () => {
       assert.equal(replies.match(/^## /gm)?.length, 4, 'a section per run');
       assert.match(
         replies,
-        /## short-sue, seed 1 \(at most 12 words\)\n\nbefore: version 0, satisfaction 0\.25\n\n- ✗ \*\*how do tides work\?\*\* → "The moon pulls the sea <a lot>\."/,
+        /## short-sue, seed 1 \(at most 12 words\)\n\nbefore: version 0, satisfaction 0\.25, answered 0\.50\n\n- ✗ \*\*how do tides work\?\*\* → "The moon pulls the sea <a lot>\."/,
       );
-      assert.match(replies, /after: version 2, satisfaction 0\.75\n\n- ✓ \*\*how do tides work\?\*\* → "The moon pulls\."/);
+      assert.match(replies, /after: version 2, satisfaction 0\.75, answered 1\.00\n\n- ✓ \*\*how do tides work\?\*\* → "The moon pulls\."/);
       const without = await writeReports(result(), join(dir, 'no-png'), { png: false });
       assert.deepEqual(without.png, []);
       assert.equal(without.pngSkipped, 'not asked for');

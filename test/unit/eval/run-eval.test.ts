@@ -57,6 +57,11 @@ test('runEval: versions, before/after in [0, 1], the paired test over the runs, 
         assert.ok(first.length > 0 && first.length === last.length, 'replies of the first and the last version');
         assert.equal(first.filter((x) => x.satisfied).length / first.length, run.scores[0].satisfaction);
         assert.equal(last.filter((x) => x.satisfied).length / last.length, run.scores.at(-1)!.satisfaction);
+        assert.equal(last.filter((x) => x.answered).length / last.length, run.scores.at(-1)!.answered);
+        assert.ok(
+          last.every((x) => x.answered || !x.satisfied),
+          'only an answer can satisfy',
+        );
       }
     } finally {
       teacherPolicy.dispose();
