@@ -189,6 +189,11 @@ export interface TrainConfig {
   consensus: boolean;
   /** KL(π‖π_ref) coefficient. `TRAIN_KL_COEF` @default 0 */
   klCoef: number;
+  /**
+   * Weight of the newest reward in each user's running mean reward, which is subtracted from
+   * their rewards (trainer/reward-baseline.ts); 0 turns it off. `TRAIN_REWARD_BASELINE` @default 0
+   */
+  rewardBaseline: number;
   /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
   entropyCoef: number;
   /** LoRA rank (GGUF models). `TRAIN_LORA_RANK` @default 8 */
@@ -391,6 +396,7 @@ export const RULES = {
   trainBatchSize: { integer: true, min: 1 },
   trainMaxStaleness: { integer: true, min: 0 },
   trainMaxUserShare: { above: 0, max: 1 },
+  trainRewardBaseline: { min: 0, max: 1 },
   trainLr: { above: 0 },
   version: { integer: true, min: 0 },
 } as const satisfies Record<string, NumberRule>;
@@ -509,6 +515,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       lr: r.optionalNumber('TRAIN_LR', RULES.trainLr),
       consensus: r.boolean('TRAIN_CONSENSUS', true),
       klCoef: r.number('TRAIN_KL_COEF', 0, nonNegative),
+      rewardBaseline: r.number('TRAIN_REWARD_BASELINE', 0, RULES.trainRewardBaseline),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
       loraRank: r.number('TRAIN_LORA_RANK', 8, count),
       loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),

@@ -25,6 +25,7 @@ import { ErrorCodes, retry, TurnstreamError, type Logger } from '../core/index.t
 import { mulberry32 } from '../policy/builtin/generate.ts';
 import { LEARNER_LR, LORA_LR, startLearner } from '../trainer/learner.ts';
 import { LoraLineage } from '../trainer/policy-lineage.ts';
+import { RewardBaseline } from '../trainer/reward-baseline.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings } from './eval-settings.ts';
@@ -61,6 +62,8 @@ export interface PipelineEvalOptions {
     maxKl?: number;
     /** Weight of the KL penalty to the base model in the loss. @default 0 */
     klCoef?: number;
+    /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0 or absent: off. */
+    rewardBaseline?: number;
     /** @default 0.7 */
     temperature?: number;
     /** @default 96 */
@@ -200,7 +203,16 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           lineage,
           batch: { batchSize: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
           optimizer: { lr: o.lr },
-          ...(llama ? { step: { maxKl: llama.maxKl, klCoef: llama.klCoef ?? 0, mismatchTis: true } } : {}),
+          ...(llama
+            ? {
+                step: {
+                  maxKl: llama.maxKl,
+                  klCoef: llama.klCoef ?? 0,
+                  mismatchTis: true,
+                  ...(llama.rewardBaseline ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline }) } : {}),
+                },
+              }
+            : {}),
         });
         await learner.ready;
         const rand = mulberry32(seed * 1_000_003 + persona.name.charCodeAt(0));

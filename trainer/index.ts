@@ -29,6 +29,7 @@ export {
 } from './pretrain.ts';
 export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
+export { RewardBaseline, type RewardBaselineOptions } from './reward-baseline.ts';
 export {
   startLearner,
   lastPublishedVersion,

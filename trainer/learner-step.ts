@@ -29,6 +29,7 @@ import { sampleTokenMean, tokenMean } from './losses/masked-mean.ts';
 import { ppoClippedLoss } from './losses/ppo-clipped-loss.ts';
 import { klLowVar, tokenEntropy } from './losses/regularizers.ts';
 import { topKReverseKl } from './losses/top-k-reverse-kl.ts';
+import type { RewardBaseline } from './reward-baseline.ts';
 import { BuiltinTrainable, type SequenceRow, type TrainablePolicy } from './trainable-policy.ts';
 
 export interface LearnerStepOptions {
@@ -56,6 +57,11 @@ export interface LearnerStepOptions {
   measureAfter?: boolean;
   /** Largest KL(π_old‖π_new) a step may make before it is halved, then undone. @default Infinity */
   maxKl?: number;
+  /**
+   * Each user's running mean reward, subtracted from their rewards in the RL term, and fed with
+   * the rewards of every step that is applied. @default undefined (the reward as it is)
+   */
+  rewardBaseline?: RewardBaseline;
 }
 
 export interface StepSample {
@@ -287,6 +293,8 @@ export async function learnerStep(
   if (withTokens.length === 0) return { ...EMPTY, skipped };
   const N = withTokens.length;
   const K = Math.max(0, ...rows.map((r) => r.sample.teacherTopK?.[0]?.ids.length ?? 0));
+  // Every sample of the step is measured against its user's mean before the step.
+  const baselines = new Map(withTokens.map((r) => [r, opts.rewardBaseline?.of(r.sample) ?? 0]));
 
   // Micro-batches of trained rows, by token budget.
   const groups: Row[][] = [];
@@ -406,7 +414,7 @@ export async function learnerStep(
             teacherLp,
             hasTeacher,
             oldLp: m.oldLp,
-            reward: group.map((r) => r.sample.reward),
+            reward: group.map((r) => r.sample.reward - (baselines.get(r) ?? 0)),
             wOpd,
             wRl: opts.wRl ?? 1,
             mask: m.mask,
@@ -493,6 +501,7 @@ export async function learnerStep(
       }
     }
     tf.dispose(snapshot ?? []);
+    if (!rejected) opts.rewardBaseline?.observe(withTokens.map((r) => r.sample));
     return {
       loss,
       lossAfter: after.lossAfter,

@@ -12,7 +12,7 @@ import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createLogger, ErrorCodes, invalidInput, parseBrokers, TurnstreamError } from '../../streams/index.ts';
 import { initCheckpoint, loadPolicy, selectBackend, type BackendName, type LoraConfig } from '../../policy/index.ts';
-import { LEARNER_LR, LORA_LR, LORA_MAX_KL } from '../../trainer/index.ts';
+import { LEARNER_LR, LORA_LR, LORA_MAX_KL, RewardBaseline } from '../../trainer/index.ts';
 import { builtinEvalModels, llamaEvalModels, type EvalModels } from '../../eval/eval-model.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from '../../eval/persona.ts';
 import { toResultJson, writeReports } from '../../eval/report.ts';
@@ -145,7 +145,13 @@ async function openEvalModels(
     sampling,
     lora: loraOf(config, f),
     lr: lr ?? LORA_LR,
-    step: { maxKl: config.train.maxKl ?? LORA_MAX_KL, klCoef: config.train.klCoef, mismatchTis: config.train.mismatchTis },
+    step: {
+      maxKl: config.train.maxKl ?? LORA_MAX_KL,
+      klCoef: config.train.klCoef,
+      mismatchTis: config.train.mismatchTis,
+      // Keyed by model and user, so one instance serves every run of the process apart.
+      ...(config.train.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: config.train.rewardBaseline }) } : {}),
+    },
     maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
   });
   return {
@@ -304,6 +310,7 @@ export function register(program: Command): void {
                   lora: loraOf(config, f),
                   maxKl: config.train.maxKl ?? LORA_MAX_KL,
                   klCoef: config.train.klCoef,
+                  rewardBaseline: config.train.rewardBaseline,
                   temperature: Number(f.temperature),
                   maxTokens: Number(f.maxTokens),
                 },

@@ -23,6 +23,7 @@ import {
   LORA_MAX_KL,
   LORA_MIN_SAMPLES,
   LoraLineage,
+  RewardBaseline,
   startLearner,
   type PolicyLineage,
   type StalenessMode,
@@ -139,6 +140,7 @@ export function register(program: Command): void {
         consensus: s.consensus,
         step: {
           klCoef: s.klCoef,
+          ...(s.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: s.rewardBaseline }) } : {}),
           entropyCoef: s.entropyCoef,
           mismatchTis: s.mismatchTis,
           maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../../../trainer/adamw.ts';
 import { learnerStep, packBatch } from '../../../trainer/learner-step.ts';
+import { RewardBaseline } from '../../../trainer/reward-baseline.ts';
 import { TransformerModel } from '../../../policy/builtin/model.ts';
 import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
 import type { Sample } from '../../../schemas/index.ts';
@@ -118,6 +119,58 @@ test('samples longer than the context are skipped and counted', async () => {
   const r = await learnerStep(m, opt, [{ sample: sample('x'.repeat(60), { reward: 1 }) }]);
   assert.equal(r.skipped, 1);
   assert.equal(r.samples, 0);
+  m.dispose();
+  opt.dispose();
+});
+
+test('reward baseline: each user’s rewards are measured against their running mean, fed only by applied steps', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
+  const baseline = new RewardBaseline({ decay: 0.5 });
+  const never = (text: string) => sample(text, { reward: -1, userId: 'never-satisfied' });
+  // First step: no history, the full −1 (loss −A = 1 at ratio 1).
+  const r1 = await learnerStep(m, opt, [{ sample: never('abc') }], { rewardBaseline: baseline });
+  close(r1.loss, 1, 1e-6);
+  assert.equal(r1.meanReward, -1, 'the reported reward is the reward itself');
+  close(baseline.of(never('x')), -0.5, 1e-9);
+  // Second: −1 against a mean of −0.5 → A = −0.5.
+  const r2 = await learnerStep(m, opt, [{ sample: never('abd') }], { rewardBaseline: baseline });
+  close(r2.loss, 0.5, 1e-6);
+  // Another user, and another model, start from 0; a reward of 0 is never shifted.
+  assert.equal(baseline.of(sample('x', { reward: -1, userId: 'someone-else' })), 0);
+  assert.equal(baseline.of(sample('x', { reward: -1, userId: 'never-satisfied', policyModelId: 'other' })), 0);
+  assert.equal(baseline.of(sample('x', { reward: 0, userId: 'never-satisfied' })), 0);
+  // Once the mean is −1 a further −1 moves nothing at all.
+  const settled = new RewardBaseline({ decay: 1 });
+  settled.observe([never('x')]);
+  const w0 = Array.from(await m.weights.get('wte')!.data());
+  const fresh = new AdamW({ lr: 1e-2, weightDecay: 0 }); // no momentum left from the steps above
+  const r3 = await learnerStep(m, fresh, [{ sample: never('abe') }], { rewardBaseline: settled });
+  assert.equal(r3.loss, 0);
+  assert.equal(r3.gradNorm, 0);
+  assert.deepEqual(Array.from(await m.weights.get('wte')!.data()), w0, 'weights unchanged');
+  // …while a +1 after the run of −1 counts double.
+  const r4 = await learnerStep(m, opt, [{ sample: sample('abf', { reward: 1, userId: 'never-satisfied' }) }], { rewardBaseline: settled });
+  close(r4.loss, -2, 1e-6);
+  m.dispose();
+  opt.dispose();
+  fresh.dispose();
+});
+
+test('reward baseline: a rejected step does not feed the mean; the decay is checked; memory is bounded', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1, weightDecay: 0 });
+  const baseline = new RewardBaseline({ decay: 0.5 });
+  // A huge learning rate with a tiny KL bound: the step is undone, and the mean stays at 0.
+  const r = await learnerStep(m, opt, [{ sample: sample('abc', { reward: -1, userId: 'u' }) }], { rewardBaseline: baseline, maxKl: 1e-9 });
+  assert.ok(r.rejected, 'the step was undone');
+  assert.equal(baseline.of(sample('x', { reward: -1, userId: 'u' })), 0);
+  assert.throws(() => new RewardBaseline({ decay: 0 }), /decay must be in \(0, 1\]/);
+  assert.throws(() => new RewardBaseline({ decay: 1.5 }), /decay must be in \(0, 1\]/);
+  const small = new RewardBaseline({ decay: 1, maxUsers: 2 });
+  for (const u of ['a', 'b', 'c']) small.observe([sample('x', { reward: 1, userId: u })]);
+  assert.equal(small.of(sample('x', { reward: -1, userId: 'a' })), 0, 'the least recently seen user is forgotten');
+  assert.equal(small.of(sample('x', { reward: -1, userId: 'c' })), 1);
   m.dispose();
   opt.dispose();
 });
