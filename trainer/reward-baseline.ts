@@ -4,7 +4,9 @@
  * −1, and without a baseline each one pushes the sampled replies down at full strength. Twelve
  * such steps (lr 2e-3, KL 0.25) turned SmolLM2's answers into gibberish for three personas
  * whose wish it never met (trainer/README.md). With the baseline a steady −1 soon moves
- * nothing, while a +1 after a run of −1 counts nearly double.
+ * nothing, while a +1 after a run of −1 counts nearly double. Only a mean below 0 is
+ * subtracted: a full mean let a satisfied user's +1 count for nothing and each −1 double, and
+ * concise-carl fell back from 1.00 to 0.25 held-out after 24 interactions.
  */
 import type { Sample } from '../schemas/index.ts';
 
@@ -28,9 +30,9 @@ export class RewardBaseline {
     if (!(this.decay > 0 && this.decay <= 1)) throw new RangeError(`reward baseline decay must be in (0, 1], got ${this.decay}`);
   }
 
-  /** What to subtract from this sample's reward: its user's running mean; 0 for a reward of 0 (no RL signal to shift). */
+  /** What to subtract from this sample's reward: its user's running mean if below 0; 0 for a reward of 0 (no RL signal to shift). */
   of(s: Pick<Sample, 'policyModelId' | 'userId' | 'reward'>): number {
-    return s.reward === 0 ? 0 : (this.means.get(keyOf(s)) ?? 0);
+    return s.reward === 0 ? 0 : Math.min(0, this.means.get(keyOf(s)) ?? 0);
   }
 
   /** Takes the non-zero rewards of a step that was applied into each user's mean, in order. */

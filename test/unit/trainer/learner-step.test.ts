@@ -170,7 +170,9 @@ test('reward baseline: a rejected step does not feed the mean; the decay is chec
   const small = new RewardBaseline({ decay: 1, maxUsers: 2 });
   for (const u of ['a', 'b', 'c']) small.observe([sample('x', { reward: 1, userId: u })]);
   assert.equal(small.of(sample('x', { reward: -1, userId: 'a' })), 0, 'the least recently seen user is forgotten');
-  assert.equal(small.of(sample('x', { reward: -1, userId: 'c' })), 1);
+  assert.equal(small.of(sample('x', { reward: -1, userId: 'c' })), 0, 'a mean above 0 is not subtracted');
+  small.observe([sample('x', { reward: -1, userId: 'c' })]);
+  assert.equal(small.of(sample('x', { reward: 1, userId: 'c' })), -1);
   m.dispose();
   opt.dispose();
 });
