@@ -26,6 +26,17 @@ const script = (...values: number[]) => {
   return () => values[i++ % values.length];
 };
 
+/** The embedded judge reads each of these user replies as a correction (−1). */
+function judgedAsCorrections(texts: readonly string[]): void {
+  const judge = createEmbeddedJudge({ mode: 'combined' });
+  for (const text of texts)
+    assert.equal(
+      judge.evaluate(examplePair({ nextState: [{ role: 'USER', content: text, toolCallId: null }], feedback: [] })).score,
+      -1,
+      text,
+    );
+}
+
 test('react: thanks when satisfied, a correction when not, with a 👍/👎 that agrees', () => {
   assert.deepEqual(react(sue, 'Short.', script(0, 0), 1), { satisfied: true, text: 'Thanks!', rating: 1 });
   assert.deepEqual(react(sue, 'far too many words here', script(0.6, 0), 1), { satisfied: false, text: 'Shorter, please.', rating: -1 });
@@ -78,13 +89,7 @@ test('a reply that does not answer the question satisfies no one: a "that does n
   const r = react(six, 'You are a helpful assistant.', () => 0, 0, 'what is inflation?');
   assert.equal(r.satisfied, false);
   assert.ok(NOT_AN_ANSWER.includes(r.text));
-  const judge = createEmbeddedJudge({ mode: 'combined' });
-  for (const text of NOT_AN_ANSWER)
-    assert.equal(
-      judge.evaluate(examplePair({ nextState: [{ role: 'USER', content: text, toolCallId: null }], feedback: [] })).score,
-      -1,
-      text,
-    );
+  judgedAsCorrections(NOT_AN_ANSWER);
 });
 
 test('a reply that loops is no answer, even when it names the topic and meets the check: a correction the judge scores −1', () => {
@@ -118,11 +123,5 @@ test('a reply that loops is no answer, even when it names the topic and meets th
   const r = react(yara, looping, () => 0, 0, 'how do I save money each month?');
   assert.equal(r.satisfied, false);
   assert.ok(REPEATING.includes(r.text));
-  const judge = createEmbeddedJudge({ mode: 'combined' });
-  for (const text of REPEATING)
-    assert.equal(
-      judge.evaluate(examplePair({ nextState: [{ role: 'USER', content: text, toolCallId: null }], feedback: [] })).score,
-      -1,
-      text,
-    );
+  judgedAsCorrections(REPEATING);
 });
