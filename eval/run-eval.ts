@@ -98,6 +98,8 @@ export interface EvalResult {
   judgeAgreement: number;
   batchSize: number;
   lr: number;
+  /** `eval --workers`: the (persona, seed) runs that did not finish; the result covers the others. */
+  failed_runs?: string[];
   /** Share of each persona's prompts held out, and sampled replies per held-out prompt and version. */
   heldOut: { share: number; samplesPerPrompt: number };
   seconds: number;

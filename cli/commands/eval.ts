@@ -62,7 +62,12 @@ const loraOf = (config: TurnstreamConfig, f: EvalFlags): Partial<LoraConfig> => 
  * one run per child (`--only NAME --seed K`), a new child as soon as one finishes; their eval.json
  * files are joined into one result. A child's logs go to this command's stderr.
  */
-async function runInWorkers(personas: Persona[], seeds: number, n: number, out: string): Promise<EvalResult> {
+async function runInWorkers(
+  personas: Persona[],
+  seeds: number,
+  n: number,
+  out: string,
+): Promise<{ result?: EvalResult; failed: string[] }> {
   // Each run's report stays under <out>/runs, so a run that fails costs only itself.
   const dir = join(out, 'runs');
   const own = new Set(['--only', '--out', '--workers', '--seed', '--seeds']);
@@ -107,19 +112,17 @@ async function runInWorkers(personas: Persona[], seeds: number, n: number, out: 
         ],
         { stdio: ['ignore', 'ignore', 'inherit'] },
       );
-      const code = await new Promise<number | null>((r) => child.once('exit', r));
+      const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once('exit', (c, s) => r([c, s])));
       if (code === 0) parts.push(JSON.parse(await readFile(join(runOut, 'eval.json'), 'utf8')) as EvalResult);
-      else failed.push(`${u.persona} seed ${u.seed} (exit ${code})`);
+      else failed.push(`${u.persona} seed ${u.seed} (${signal ? `killed by ${signal}` : `exit ${code}`})`);
     }
   };
   await Promise.all(Array.from({ length: Math.min(n, units.length) }, worker));
-  if (failed.length)
-    throw new TurnstreamError(
-      ErrorCodes.INTERNAL,
-      `${failed.length} of ${units.length} eval runs failed: ${failed.join(', ')} (their errors are above; the finished runs are in ${dir})`,
-    );
+  if (parts.length === 0) return { failed };
   // The runs overlap: the eval's wall time is this command's, not the sum or the longest run.
-  return { ...mergeResults(parts, personas), seconds: (Date.now() - t0) / 1000 };
+  const result = { ...mergeResults(parts, personas), seconds: (Date.now() - t0) / 1000 };
+  // A run that failed costs only itself: the report joins the others and names it.
+  return { result: failed.length ? { ...result, failed_runs: failed } : result, failed };
 }
 
 /** The model side of in-process runs: the served GGUF model as LoRA versions, or the built-in model. */
@@ -287,11 +290,19 @@ export function register(program: Command): void {
         onProgress: (line: string) => process.stderr.write(`eval: ${line}\n`),
       };
       let result: EvalResult;
+      let failedRuns: string[] = [];
       const workers = Number(f.workers);
       if (!(Number.isInteger(workers) && workers >= 1))
         throw invalidInput(`--workers must be an integer >= 1 (got ${f.workers})`, '--workers');
       if (workers > 1 && !onlySeed && personas.length * common.seeds > 1) {
-        result = await runInWorkers(personas, common.seeds, workers, resolve(f.out));
+        const joined = await runInWorkers(personas, common.seeds, workers, resolve(f.out));
+        failedRuns = joined.failed;
+        if (!joined.result)
+          throw new TurnstreamError(
+            ErrorCodes.INTERNAL,
+            `all ${failedRuns.length} eval runs failed: ${failedRuns.join(', ')} (their errors are above)`,
+          );
+        result = joined.result;
       } else if (f.pipeline) {
         const endpoints = endpointsOf(
           resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
@@ -363,6 +374,11 @@ export function register(program: Command): void {
             `\nwrote ${written.csv}, eval.json, eval.svg, ${written.svg.length - 1} persona curves${written.png.length ? ' (SVG and PNG)' : ''} (${Math.round(result.seconds)} s)\n`,
         );
       }
+      if (failedRuns.length > 0)
+        throw new TurnstreamError(
+          ErrorCodes.INTERNAL,
+          `${failedRuns.length} of ${failedRuns.length + result.runs.length} eval runs failed: ${failedRuns.join(', ')} (their errors are above; the report in ${out} joins the runs that finished)`,
+        );
     });
 }
 

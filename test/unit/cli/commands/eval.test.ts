@@ -5,7 +5,7 @@
  * model, and a bad file or an unknown `--only` name ends the command with one line and exit 2.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,6 +143,45 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     for (const name of ['ann-seed1', 'ann-seed2', 'bob-seed1', 'bob-seed2']) assert.match(r.stderr, new RegExp(`eval: ${name}: `));
     // Each run's own report is kept beside the joined one.
     assert.deepEqual((await readdir(join(dir, 'out-workers', 'runs'))).sort(), ['ann-s1', 'ann-s2', 'bob-s1', 'bob-s2']);
+  });
+
+  it('--workers: a run that dies costs only itself; the report joins the others and names it, and the command fails', async () => {
+    const file = join(dir, 'dies.json');
+    await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
+    const out = join(dir, 'out-dies');
+    const args = ['--workers', '2', '--personas', file, '--interactions', '2', '--seeds', '1', '--batch-size', '2'];
+    args.push('--held-out', '0.25', '--held-out-samples', '1', '--max-tokens', '4', '--out', out, '--json');
+    const child = spawn(process.execPath, ['bin/turnstream.js', 'eval', ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, TURNSTREAM_HOME: join(dir, 'home'), TURNSTREAM_MODEL: model, LOG_LEVEL: 'warn' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => void (stderr += b.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    // bob's run, as the parent starts it (`--only bob --seeds 1 --seed 1`), killed as an OOM kill would.
+    let bob: number | undefined;
+    for (const t0 = Date.now(); bob === undefined; await new Promise((r) => setTimeout(r, 50))) {
+      assert.ok(Date.now() - t0 < 60_000, `bob's run never started: ${stderr.slice(-2000)}`);
+      const found = spawnSync('pgrep', ['-f', '--', '--only bob --seeds 1 --seed 1'], { encoding: 'utf8' }).stdout.trim();
+      if (found) bob = Number(found.split('\n')[0]);
+    }
+    process.kill(bob, 'SIGKILL');
+    assert.equal(await exited, 1, stderr.slice(-2000));
+    assert.match(
+      stderr,
+      /turnstream: 1 of 2 eval runs failed: bob seed 1 \(killed by SIGKILL\) \(their errors are above; the report in .* joins the runs that finished\) \(TS_ERR_INTERNAL\)\n$/,
+    );
+    const report = JSON.parse(await readFile(join(out, 'eval.json'), 'utf8')) as {
+      personas: number;
+      runs: Array<{ persona: string }>;
+      failed_runs: string[];
+    };
+    assert.deepEqual(
+      report.runs.map((r) => r.persona),
+      ['ann'],
+    );
+    assert.equal(report.personas, 1);
+    assert.deepEqual(report.failed_runs, ['bob seed 1 (killed by SIGKILL)']);
   });
 
   it('--seed outside 1..--seeds is an input error', async () => {
