@@ -40,8 +40,11 @@ export interface ClickhouseSinkOptions {
   batchRows?: number;
   /** …or when the oldest buffered row is this old, in ms. @default 500 */
   flushIntervalMs?: number;
-  /** Called after each insert that succeeded, with its table and row count (benchmarks). */
-  onInsert?: (table: TableId, rows: number) => void;
+  /**
+   * Called after each insert that succeeded, with its table, its row count and the number of
+   * the flush it was part of (a flush inserts its tables side by side). For benchmarks.
+   */
+  onInsert?: (table: TableId, rows: number, flush: number) => void;
   /** Pause fetching while this many rows wait (ClickHouse slow or down). @default 20 × batchRows */
   maxBufferedRows?: number;
   /** First retry delay after a failed insert, doubled up to `retryMaxMs`. @default 250 */

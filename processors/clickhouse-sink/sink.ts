@@ -124,6 +124,8 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   };
 
   let stopping = false;
+  /** Flush attempts so far (which flush an insert belonged to, for `onInsert`). */
+  let flushes = 0;
   let failedAttempts = 0;
   let retryAt = 0;
   let flushChain: Promise<void> = Promise.resolve();
@@ -167,18 +169,22 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
   const flushOnce = async (): Promise<void> => {
     if (!buffer.pending) return;
     const batch = buffer.drain();
+    const flushNo = ++flushes;
     const started = performance.now();
     try {
-      for (const [table, rows] of batch.rows) {
-        if (rows.length === 0) continue;
+      // The tables side by side: ClickHouse parses each insert on a thread of its own.
+      const inserts = [...batch.rows].map(async ([table, rows]) => {
+        if (rows.length === 0) return;
         await store.insert(store.tables[table], rows);
-        // Stored: not sent again should a later table of this batch fail.
+        // Stored: not sent again should another table of this batch fail.
         batch.rows.set(table, []);
         batch.count -= rows.length;
         stats.rowsInserted += rows.length;
         sinkMetrics.rows.inc({ table }, rows.length);
-        o.onInsert?.(table, rows.length);
-      }
+        o.onInsert?.(table, rows.length, flushNo);
+      });
+      const failed = (await Promise.allSettled(inserts)).find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
     } catch (err) {
       buffer.restore(batch);
       failedAttempts++;
@@ -224,13 +230,18 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
 
   /** Codecs of a tagged family, built (and its schemas registered) on first use. */
   const tagCodecs = new Map<string, Promise<EventCodecs>>();
+  /** The same, once built. */
+  const builtCodecs = new Map<string, EventCodecs>([[familyTag, o.codecs]]);
   const codecsOf = async (tag: string): Promise<EventCodecs> => {
     if (tag === familyTag) return o.codecs;
     let c = tagCodecs.get(tag);
     if (!c) {
       c = o.codecs.withNaming({ prefix, tag });
       tagCodecs.set(tag, c);
-      c.catch(() => tagCodecs.delete(tag));
+      c.then(
+        (built) => void builtCodecs.set(tag, built),
+        () => tagCodecs.delete(tag),
+      );
     }
     try {
       return await c;
@@ -256,39 +267,63 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     log.warn({ topic, partition, offset: m.offset, code: e.code, err: e.message }, 'record dead-lettered');
   };
 
-  const accept = async (route: ReplayTopic, topic: string, partition: number, m: KafkaMessage): Promise<void> => {
-    const { id, tag } = route;
+  /** The row of a decoded record; a record that maps to none goes to the DLQ. */
+  const map = (route: ReplayTopic, topic: string, partition: number, m: KafkaMessage, value: unknown): Promise<void> | undefined => {
+    try {
+      const { table, row } = toRow(route.id, value, { topic, partition, offset: m.offset, replayTag: route.tag });
+      buffer.add(table, row);
+      return undefined;
+    } catch (err) {
+      return sendToDlq(route.id, topic, partition, m, err);
+    }
+  };
+
+  /** The slow path of `accept`: codecs to build or a writer schema to fetch from the registry. */
+  const acceptLater = async (route: ReplayTopic, topic: string, partition: number, m: KafkaMessage & { value: Buffer }): Promise<void> => {
+    let value: unknown;
+    const codecs = await codecsOf(route.tag);
+    try {
+      value = await codecs.of(route.id).decode(m.value);
+    } catch (err) {
+      // The registry being unreachable is not the record's fault: retry the batch.
+      if (isTransient(err))
+        throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `decode failed transiently: ${(err as Error).message}`, { cause: err });
+      return sendToDlq(route.id, topic, partition, m, err);
+    }
+    return map(route, topic, partition, m, value);
+  };
+
+  /**
+   * Decodes and buffers one record. Returns a promise only when it must wait (a registry lookup,
+   * a dead letter to send): the common record costs no await.
+   */
+  const accept = (route: ReplayTopic, topic: string, partition: number, m: KafkaMessage): Promise<void> | undefined => {
     stats.consumed++;
     if (!m.value) {
       // Tombstones (compacted topics) carry no event.
       stats.skipped++;
       sinkMetrics.skipped.inc({ reason: 'tombstone' });
-      return;
+      return undefined;
     }
+    const codecs = builtCodecs.get(route.tag);
     let value: unknown;
-    const codecs = await codecsOf(tag);
     try {
-      value = await codecs.of(id).decode(m.value);
+      value = codecs?.of(route.id).decodeNow(m.value);
     } catch (err) {
-      // The registry being unreachable is not the record's fault: retry the batch.
-      if (isTransient(err))
-        throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `decode failed transiently: ${(err as Error).message}`, { cause: err });
-      return sendToDlq(id, topic, partition, m, err);
+      return sendToDlq(route.id, topic, partition, m, err);
     }
-    try {
-      const { table, row } = toRow(id, value, { topic, partition, offset: m.offset, replayTag: tag });
-      buffer.add(table, row);
-    } catch (err) {
-      return sendToDlq(id, topic, partition, m, err);
-    }
+    if (value === undefined) return acceptLater(route, topic, partition, m as KafkaMessage & { value: Buffer });
+    return map(route, topic, partition, m, value);
   };
 
   const eachBatch = async ({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> => {
     const route = routeOf(batch.topic);
     for (const m of batch.messages) {
       if (!isRunning() || isStale()) return;
-      if (route) await accept(route, batch.topic, batch.partition, m);
-      else {
+      if (route) {
+        const waiting = accept(route, batch.topic, batch.partition, m);
+        if (waiting) await waiting;
+      } else {
         stats.skipped++;
         sinkMetrics.skipped.inc({ reason: 'unknown_topic' });
       }

@@ -33,10 +33,19 @@ describe('Avro codecs against the real registry', () => {
     const header = Buffer.alloc(5);
     header.writeInt32BE(oldId, 1);
     const bytes = Buffer.concat([header, avro.Type.forSchema(old).toBuffer(v1)]);
+    // No promise where none is needed: an unknown writer schema needs the registry first.
+    assert.equal(codecs.of('turns').decodeNow(bytes), undefined);
     const turn = await codecs.of('turns').decode(bytes);
     assert.equal(turn.latencyMs, 77);
     assert.equal(turn.promptTruncatedTokens, 0);
     assert.equal(turn.sessionDone, false);
+    // Once resolved, that writer reads at once too; so does our own, and garbage throws at once.
+    assert.equal(codecs.of('turns').decodeNow(bytes)?.latencyMs, 77);
+    assert.equal(codecs.of('turns').decodeNow(await codecs.of('turns').encode(exampleTurn({ latencyMs: 5 })))?.latencyMs, 5);
+    assert.throws(
+      () => codecs.of('turns').decodeNow(Buffer.from([1, 2, 3, 4, 5, 6])),
+      (e: Error & { code?: string }) => e.code === 'TS_ERR_DECODE' && /unknown magic byte/.test(e.message),
+    );
   });
 
   it('refuses an incompatible schema change (BACKWARD), and rejects invalid values and garbage bytes with clear codes', async () => {
