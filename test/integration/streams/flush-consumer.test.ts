@@ -1,0 +1,166 @@
+/**
+ * FlushConsumer ("flush, then commit") on real Kafka: offsets are committed only for what a
+ * flush stored; a flush that fails pauses fetching and is retried until it succeeds; a rejoin
+ * follows a new topic from its start. The store is the test's own list.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
+import { createKafka, createLogger, FlushConsumer } from '../../../streams/index.ts';
+import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+
+let kafka: Kafka;
+let admin: Admin;
+
+before(async () => {
+  const stack = await ensureStack();
+  kafka = createKafka({ brokers: stack.brokers.split(','), clientId: 'flush-consumer-test' });
+  admin = kafka.admin();
+  await admin.connect();
+});
+after(async () => {
+  await admin.disconnect();
+});
+
+async function produce(topic: string, from: number, records: number): Promise<void> {
+  const producer = kafka.producer();
+  await producer.connect();
+  const messages = Array.from({ length: records }, (_, i) => ({ key: `k${i % 7}`, value: `${topic}:${from + i}` }));
+  for (let i = 0; i < messages.length; i += 100) await producer.send({ topic, messages: messages.slice(i, i + 100) });
+  await producer.disconnect();
+}
+
+async function topicWith(name: string, records: number): Promise<string> {
+  const topic = uniquePrefix(name);
+  await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }], waitForLeaders: true });
+  await produce(topic, 0, records);
+  return topic;
+}
+
+/** The group's committed offsets summed over the topic's partitions (−1, none yet, counts 0). */
+async function committed(groupId: string, topic: string): Promise<number> {
+  const [t] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  return t.partitions.reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+}
+
+async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const t0 = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A store of values that fails while `failing` is set; what it took stays buffered then. */
+function listStore() {
+  const s = { stored: [] as string[], buffer: [] as string[], failing: false, failures: 0 };
+  return {
+    s,
+    handle: (_topic: string, _partition: number, m: KafkaMessage) => void s.buffer.push(m.value!.toString()),
+    buffered: () => s.buffer.length,
+    flush: async () => {
+      const taken = s.buffer;
+      s.buffer = [];
+      await new Promise((r) => setTimeout(r, 5));
+      if (s.failing) {
+        s.failures++;
+        s.buffer = [...taken, ...s.buffer];
+        throw new Error('store unavailable');
+      }
+      s.stored.push(...taken);
+    },
+  };
+}
+
+test('commits only what a flush stored; a failing flush pauses fetching and is retried until it succeeds', async () => {
+  const topic = await topicWith('flush-consumer', 600);
+  const groupId = `${topic}-group`;
+  const store = listStore();
+  store.s.failing = true;
+  const consumer = new FlushConsumer({
+    kafka,
+    groupId,
+    topics: [topic],
+    logger: createLogger('flush-consumer-test', 'silent'),
+    flushAt: 50,
+    maxBuffered: 200,
+    retryInitialMs: 50,
+    retryMaxMs: 200,
+    handle: store.handle,
+    buffered: store.buffered,
+    flush: store.flush,
+  });
+  await consumer.start();
+  await until('flushes failing and fetching paused', () => store.s.failures >= 3 && consumer.stats().paused);
+  // Nothing committed, and nothing more fetched: 300 records produced now stay in Kafka.
+  assert.equal(await committed(groupId, topic), 0);
+  const buffered = store.s.buffer.length;
+  await produce(topic, 600, 300);
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(store.s.buffer.length, buffered, 'fetching stayed paused');
+  store.s.failing = false;
+  await until('every record stored', () => store.s.stored.length >= 900);
+  await until('the end committed', async () => (await committed(groupId, topic)) === 900);
+  assert.equal(consumer.stats().paused, false);
+  await consumer.stop();
+  assert.equal(store.s.stored.length, 900, 'nothing stored twice');
+  assert.equal(new Set(store.s.stored).size, 900);
+});
+
+test('stop stores what is buffered and commits it; a consumer of the same group reads on from there', async () => {
+  const topic = await topicWith('flush-consumer-stop', 300);
+  const groupId = `${topic}-group`;
+  const store = listStore();
+  const options = {
+    kafka,
+    groupId,
+    topics: [topic],
+    logger: createLogger('flush-consumer-test', 'silent'),
+    // Never due by size or age: only stop flushes.
+    flushAt: 1_000_000,
+    flushIntervalMs: 600_000,
+    handle: store.handle,
+    buffered: store.buffered,
+    flush: store.flush,
+  };
+  const first = new FlushConsumer(options);
+  await first.start();
+  await until('records fetched', () => store.s.buffer.length >= 300);
+  assert.equal(store.s.stored.length, 0);
+  await first.stop();
+  assert.equal(store.s.stored.length, 300);
+  assert.equal(await committed(groupId, topic), 300);
+  const second = new FlushConsumer({ ...options, flushAt: 1 });
+  await second.start();
+  // One new record: once it is stored, the second consumer has read all it was going to.
+  await produce(topic, 300, 1);
+  await until('the new record stored', () => store.s.stored.includes(`${topic}:300`));
+  await second.stop();
+  assert.equal(store.s.stored.length, 301, 'the second consumer read nothing again');
+});
+
+test('rejoin follows a new topic from its start, after storing and committing what it had', async () => {
+  const live = await topicWith('flush-consumer-live', 100);
+  const later = await topicWith('flush-consumer-later', 120);
+  const groupId = `${live}-group`;
+  const store = listStore();
+  const consumer = new FlushConsumer({
+    kafka,
+    groupId,
+    topics: [live],
+    logger: createLogger('flush-consumer-test', 'silent'),
+    flushAt: 10,
+    handle: store.handle,
+    buffered: store.buffered,
+    flush: store.flush,
+  });
+  await consumer.start();
+  await until('the live topic stored', () => store.s.stored.length >= 100);
+  assert.equal(await consumer.rejoin([live], [later]), true);
+  assert.deepEqual(consumer.stats().topics.sort(), [live, later].sort());
+  await until('the later topic stored', () => store.s.stored.length >= 220);
+  await until('both committed', async () => (await committed(groupId, live)) === 100 && (await committed(groupId, later)) === 120);
+  await consumer.stop();
+  assert.equal(store.s.stored.length, 220);
+  assert.equal(consumer.stats().rejoins, 1);
+});
