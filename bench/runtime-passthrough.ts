@@ -1,8 +1,8 @@
 /**
  * The turnstream side of the passthrough benchmarks (`bench streams`, `bench kstreams`): ~1 KB
  * Avro Turn records, and the transactional runtime reading them, handing each to a handler that
- * emits it again to another topic, exactly once, timed up to the last record a read_committed
- * consumer sees.
+ * emits it again to another topic (or each fetched batch to a batch handler), exactly once,
+ * timed up to the last record a read_committed consumer sees.
  */
 import type { TopicId, Turn } from '../schemas/index.ts';
 import { createLogger, runProcessor, type EventCodecs } from '../streams/index.ts';
@@ -58,7 +58,7 @@ export async function runtimePassthrough(
   outTopic: string,
   groupId: string,
   progress: (l: string) => void,
-  runtime: { maxTransactionRecords?: number } = {},
+  runtime: { maxTransactionRecords?: number; batch?: boolean } = {},
 ): Promise<RuntimePassthroughRun> {
   const { kafka, codecs } = family;
   await createPlainTopic(kafka, outTopic, partitions);
@@ -69,12 +69,21 @@ export async function runtimePassthrough(
     codecs: passthroughCodecs(codecs, outTopic),
     groupId,
     inputs: ['turns'],
-    ...runtime,
+    maxTransactionRecords: runtime.maxTransactionRecords,
     logger: createLogger('bench-passthrough', 'warn'),
-    async handle(record, ctx) {
-      firstAt ||= performance.now();
-      ctx.emit('pairs', record.key, record.value as never);
-    },
+    ...(runtime.batch
+      ? {
+          async handleBatch(records, ctx) {
+            firstAt ||= performance.now();
+            for (const r of records) ctx.emit('pairs', r.key, r.value as never);
+          },
+        }
+      : {
+          async handle(record, ctx) {
+            firstAt ||= performance.now();
+            ctx.emit('pairs', record.key, record.value as never);
+          },
+        }),
   });
   let visible = 0;
   let lastAt = 0;

@@ -36,8 +36,14 @@ export interface StreamsBenchResult extends BenchResult {
   runtime_largest_transaction: number;
   /** The longest the runtime's output stood still (read_committed) once it began: output latency under a backlog. */
   runtime_max_output_gap_ms: number;
+  /** The same with a batch handler (`handleBatch`: each fetched batch in one call). */
+  runtime_batch_passthrough_msgs_per_s: number;
+  runtime_batch_transactions: number;
+  runtime_batch_max_output_gap_ms: number;
   /** runtime_passthrough_msgs_per_s / raw_passthrough_msgs_per_s */
   ratio: number;
+  /** runtime_batch_passthrough_msgs_per_s / raw_passthrough_msgs_per_s */
+  ratio_batch: number;
 }
 
 export async function run(args: BenchArgs): Promise<StreamsBenchResult> {
@@ -82,6 +88,11 @@ async function measure(
   const runtime = await runtimePassthrough(family, n, partitions, `${prefix}bench-runtime-out`, `${prefix}bench-runtime`, progress, {
     maxTransactionRecords,
   });
+  progress('runtime passthrough with a batch handler');
+  const batched = await runtimePassthrough(family, n, partitions, `${prefix}bench-batch-out`, `${prefix}bench-batch`, progress, {
+    maxTransactionRecords,
+    batch: true,
+  });
   const runtimeSeconds = runtime.seconds;
   const runtimeRate = n / runtimeSeconds;
   const rawRate = n / rawSeconds;
@@ -96,7 +107,11 @@ async function measure(
     runtime_transactions: runtime.committedTransactions,
     runtime_largest_transaction: runtime.largestTransaction,
     runtime_max_output_gap_ms: runtime.maxOutputGapMs,
+    runtime_batch_passthrough_msgs_per_s: Math.round(n / batched.seconds),
+    runtime_batch_transactions: batched.committedTransactions,
+    runtime_batch_max_output_gap_ms: batched.maxOutputGapMs,
     baseline: 'plain kafkajs consume → produce (acks=all, at-least-once) of the same records',
     ratio: Number((runtimeRate / rawRate).toFixed(4)),
+    ratio_batch: Number((n / batched.seconds / rawRate).toFixed(4)),
   };
 }

@@ -1,10 +1,14 @@
 /**
  * Tracks the records of one partition that are being processed out of order and hands
  * back only the finished prefix, so offsets are committed in order and a record's outputs
- * are produced in the same transaction as its offset.
+ * are produced in the same transaction as its offset. Records handled together (a batch
+ * handler's call) form a unit, which is never split over two transactions: the outputs of a
+ * unit belong to all of its offsets.
  */
 export interface TrackedEntry<O> {
   readonly offset: bigint;
+  /** The last record of its unit (every record is a unit of its own unless added otherwise). */
+  readonly unitEnd: boolean;
   done: boolean;
   outputs: O[];
 }
@@ -23,10 +27,11 @@ export class OffsetTracker<O> {
     return this.entries[0]?.done === true;
   }
 
-  add(offset: bigint): TrackedEntry<O> {
+  /** @param unitEnd false while more records of the same unit follow. */
+  add(offset: bigint, unitEnd = true): TrackedEntry<O> {
     const last = this.entries.at(-1);
     if (last && offset <= last.offset) throw new Error(`offset ${offset} added after ${last.offset}`);
-    const entry: TrackedEntry<O> = { offset, done: false, outputs: [] };
+    const entry: TrackedEntry<O> = { offset, unitEnd, done: false, outputs: [] };
     this.entries.push(entry);
     this.byOffset.set(offset, entry);
     return entry;
@@ -43,14 +48,26 @@ export class OffsetTracker<O> {
     e.outputs = outputs;
   }
 
-  /** The finished prefix (its first `max` records at most): its outputs in offset order and the next offset to commit. */
+  /**
+   * The finished prefix of whole units, `max` records at most (but always the first unit, however
+   * large): its outputs in offset order and the next offset to commit.
+   */
   peekCommittable(max = Number.POSITIVE_INFINITY): { count: number; nextOffset: bigint; outputs: O[] } | null {
     let count = 0;
     const outputs: O[] = [];
+    let unit = 0;
+    const unitOutputs: O[] = [];
     for (const e of this.entries) {
-      if (!e.done || count >= max) break;
-      count++;
-      outputs.push(...e.outputs);
+      if (!e.done) break;
+      unit++;
+      unitOutputs.push(...e.outputs);
+      if (!e.unitEnd) continue;
+      if (count > 0 && count + unit > max) break;
+      count += unit;
+      outputs.push(...unitOutputs);
+      unit = 0;
+      unitOutputs.length = 0;
+      if (count >= max) break;
     }
     if (count === 0) return null;
     return { count, nextOffset: this.entries[count - 1].offset + 1n, outputs };

@@ -104,7 +104,16 @@ export interface ProcessorOptions<S = never> {
   /** @default 30000 */
   sessionTimeoutMs?: number;
   logger?: Logger;
-  handle(record: InputRecord, ctx: HandlerContext<S>): Promise<void>;
+  /** One record at a time; what it becomes goes out through `ctx.emit`. Give this or `handleBatch`. */
+  handle?(record: InputRecord, ctx: HandlerContext<S>): Promise<void>;
+  /**
+   * The new records of one fetched batch of a partition in one call, in offset order; their
+   * outputs and offsets commit in one transaction, never split. A call that fails for good
+   * (a non-retriable error) is split: each record is handled alone, and those that still fail
+   * are dead-lettered. One that keeps failing with a retriable error dead-letters the batch.
+   * Give this or `handle`.
+   */
+  handleBatch?(records: InputRecord[], ctx: HandlerContext<S>): Promise<void>;
   /** Periodic work on the state (idle timeouts); its outputs commit in the next transaction. */
   punctuate?: { intervalMs: number; run(ctx: PunctuateContext<S>): Promise<void> };
 }
@@ -147,6 +156,11 @@ interface Collected extends TransactionContent {
 }
 
 const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+type Message = EachBatchPayload['batch']['messages'][number];
+
+/** Records after `offset` in its partition when it was fetched. */
+const lagOf = (highWatermark: string, offset: bigint): number => Math.max(0, Number(BigInt(highWatermark) - offset - 1n));
 
 const metrics = {
   consumed: counter('turnstream_processor_records_in_total', 'Records consumed', ['processor', 'topic']),
@@ -202,6 +216,8 @@ class ProcessorRuntime<S> {
   private readonly closedPromise: Promise<void>;
 
   constructor(options: ProcessorOptions<S>) {
+    if (!options.handle === !options.handleBatch)
+      throw new TurnstreamError(ErrorCodes.INTERNAL, `processor ${options.name}: give either handle or handleBatch`);
     this.o = options;
     this.log = options.logger ?? createLogger(options.name);
     this.pool = new KeyedWorkPool(options.concurrency ?? 64);
@@ -326,15 +342,24 @@ class ProcessorRuntime<S> {
     const tracker = slot.tracker;
     metrics.lag.set({ processor: this.o.name, topic, partition: String(partition) }, Number(batch.offsetLag()));
     let consumed = 0;
+    const unit: Message[] = [];
     for (const m of batch.messages) {
       if (!isRunning() || isStale() || this.stopping) break;
       const offset = BigInt(m.offset);
       if (tracker.has(offset)) continue;
-      tracker.add(offset);
       consumed++;
+      if (this.o.handleBatch) {
+        unit.push(m);
+        continue;
+      }
+      tracker.add(offset);
       const key = m.key ? m.key.toString('utf8') : '';
-      const lag = Math.max(0, Number(BigInt(batch.highWatermark) - offset - 1n));
-      void this.pool.submit(key, () => this.process(topicId, topic, partition, m, key, tracker, lag));
+      void this.pool.submit(key, () => this.process(topicId, topic, partition, m, key, tracker, lagOf(batch.highWatermark, offset)));
+    }
+    if (unit.length > 0) {
+      unit.forEach((m, i) => tracker.add(BigInt(m.offset), i === unit.length - 1));
+      // One task per batch, in order per partition.
+      void this.pool.submit(k, () => this.processBatch(topicId, topic, partition, unit, tracker, batch.highWatermark));
     }
     // Metrics per fetched batch, not per record: a labelled update costs as much as a small handler.
     this.counts.consumed += consumed;
@@ -351,58 +376,137 @@ class ProcessorRuntime<S> {
     topicId: TopicId,
     topic: string,
     partition: number,
-    m: EachBatchPayload['batch']['messages'][number],
+    m: Message,
     key: string,
     tracker: OffsetTracker<Output>,
     lag: number,
   ): Promise<void> {
-    const offset = BigInt(m.offset);
-    const raw = { topic, partition, offset: m.offset, key: m.key, value: m.value };
     const end = this.handleTimer.startTimer();
-    let outputs: Output[] = [];
-    let staged = new Map<string, S | undefined>();
-    let attempts = 0;
+    const tries = { n: 0 };
+    let outputs: Output[];
     try {
-      if (m.value === null) throw new TurnstreamError(ErrorCodes.DECODE, 'record has no value (tombstone)', { retriable: false });
-      const value = await this.o.codecs.of(topicId).decode(m.value);
-      const record: InputRecord = { topicId, topic, partition, offset: m.offset, key, value, timestamp: Number(m.timestamp), lag };
-      await retry(
-        async () => {
-          attempts++;
-          outputs = [];
-          staged = new Map();
-          const pending: Array<Promise<Output>> = [];
-          const emit: Emit = (id, k, v) => pending.push(this.encode(id, k, v));
-          await this.o.handle(record, { emit, state: this.stateAccess(staged), logger: this.log, signal: this.abort.signal });
-          outputs = await Promise.all(pending);
-          if (this.store)
-            for (const [sk, sv] of staged)
-              outputs.push({ topic: this.store.topic, key: sk, value: sv === undefined ? null : await this.store.encode(sv) });
-        },
-        {
-          attempts: this.o.maxAttempts ?? 5,
-          baseMs: this.o.retryBaseMs ?? 200,
-          retryIf: (err) => isRetriable(err) && !this.stopping,
-          onRetry: (err, attempt) => this.log.warn({ err: (err as Error).message, offset: m.offset, partition, attempt }, 'handler failed'),
-        },
-      );
-      // An output the broker would refuse would fail every transaction it is in, for ever: the
-      // input goes to the DLQ instead (its state writes are dropped with it).
-      this.checkSizes(outputs);
-      // The handler's state writes become visible only now that it has succeeded, and only
-      // if this instance still owns the partition.
-      if (this.store && this.trackerStillOwned(topic, partition, tracker)) for (const [sk, sv] of staged) this.store.set(sk, partition, sv);
+      const record = await this.decode(topicId, topic, partition, m, key, lag);
+      outputs = await this.attempt([record], tries, tracker);
     } catch (err) {
-      const dl = deadLetter(raw, err, this.o.name, Math.max(1, attempts));
-      this.log.warn({ code: dl.code, reason: dl.message, topic, partition, offset: m.offset }, 'dead-lettered');
-      this.counts.deadLettered++;
-      metrics.dlq.inc({ processor: this.o.name, code: dl.code });
-      outputs = [await this.encode('dlq', m.key ? m.key.toString('utf8') : '', dl)];
+      outputs = [await this.toDeadLetter(topic, partition, m, err, tries.n)];
     } finally {
       end();
     }
-    tracker.complete(offset, outputs);
+    tracker.complete(BigInt(m.offset), outputs);
     this.afterTask();
+  }
+
+  /** A fetched batch through `handleBatch`: one unit of the tracker, committed whole. */
+  private async processBatch(
+    topicId: TopicId,
+    topic: string,
+    partition: number,
+    messages: Message[],
+    tracker: OffsetTracker<Output>,
+    highWatermark: string,
+  ): Promise<void> {
+    const end = this.handleTimer.startTimer();
+    const outputs = new Map<Message, Output[]>();
+    const records: InputRecord[] = [];
+    const messageOf = new Map<InputRecord, Message>();
+    for (const m of messages) {
+      try {
+        const record = await this.decode(
+          topicId,
+          topic,
+          partition,
+          m,
+          m.key ? m.key.toString('utf8') : '',
+          lagOf(highWatermark, BigInt(m.offset)),
+        );
+        records.push(record);
+        messageOf.set(record, m);
+      } catch (err) {
+        outputs.set(m, [await this.toDeadLetter(topic, partition, m, err, 1)]);
+      }
+    }
+    if (records.length > 0) {
+      const tries = { n: 0 };
+      try {
+        // The batch's outputs ride with its last record; the unit commits whole anyway.
+        outputs.set(messageOf.get(records[records.length - 1])!, await this.attempt(records, tries, tracker));
+      } catch (err) {
+        // Failed for good: find the records to blame, one at a time. Still failing for a
+        // retriable reason after every attempt: each would too.
+        const alone = records.length > 1 && !isRetriable(err) && !this.stopping;
+        for (const r of records) {
+          const m = messageOf.get(r)!;
+          const one = { n: 0 };
+          try {
+            if (!alone) throw err;
+            outputs.set(m, await this.attempt([r], one, tracker));
+          } catch (e) {
+            outputs.set(m, [await this.toDeadLetter(topic, partition, m, e, alone ? one.n : tries.n)]);
+          }
+        }
+      }
+    }
+    end();
+    for (const m of messages) tracker.complete(BigInt(m.offset), outputs.get(m) ?? []);
+    this.afterTask();
+  }
+
+  private async decode(topicId: TopicId, topic: string, partition: number, m: Message, key: string, lag: number): Promise<InputRecord> {
+    if (m.value === null) throw new TurnstreamError(ErrorCodes.DECODE, 'record has no value (tombstone)', { retriable: false });
+    const codec = this.o.codecs.of(topicId);
+    const value = codec.decodeNow(m.value) ?? (await codec.decode(m.value));
+    return { topicId, topic, partition, offset: m.offset, key, value, timestamp: Number(m.timestamp), lag };
+  }
+
+  /**
+   * The handler on `records` (one, or a batch for `handleBatch`), retried while its errors are
+   * retriable: its outputs, state changelog records included. Its state writes are applied
+   * only once it has succeeded, and only while this instance owns the partition.
+   */
+  private async attempt(records: InputRecord[], tries: { n: number }, tracker: OffsetTracker<Output>): Promise<Output[]> {
+    const [first] = records;
+    let outputs: Output[] = [];
+    let staged = new Map<string, S | undefined>();
+    await retry(
+      async () => {
+        tries.n++;
+        outputs = [];
+        staged = new Map();
+        const pending: Array<Promise<Output>> = [];
+        const emit: Emit = (id, k, v) => pending.push(this.encode(id, k, v));
+        const ctx = { emit, state: this.stateAccess(staged), logger: this.log, signal: this.abort.signal };
+        if (this.o.handleBatch) await this.o.handleBatch(records, ctx);
+        else await this.o.handle!(first, ctx);
+        outputs = await Promise.all(pending);
+        if (this.store)
+          for (const [sk, sv] of staged)
+            outputs.push({ topic: this.store.topic, key: sk, value: sv === undefined ? null : await this.store.encode(sv) });
+      },
+      {
+        attempts: this.o.maxAttempts ?? 5,
+        baseMs: this.o.retryBaseMs ?? 200,
+        retryIf: (err) => isRetriable(err) && !this.stopping,
+        onRetry: (err, attempt) =>
+          this.log.warn(
+            { err: (err as Error).message, offset: first.offset, records: records.length, partition: first.partition, attempt },
+            'handler failed',
+          ),
+      },
+    );
+    // An output the broker would refuse would fail every transaction it is in, for ever: the
+    // input goes to the DLQ instead (its state writes are dropped with it).
+    this.checkSizes(outputs);
+    if (this.store && this.trackerStillOwned(first.topic, first.partition, tracker))
+      for (const [sk, sv] of staged) this.store.set(sk, first.partition, sv);
+    return outputs;
+  }
+
+  private async toDeadLetter(topic: string, partition: number, m: Message, err: unknown, attempts: number): Promise<Output> {
+    const dl = deadLetter({ topic, partition, offset: m.offset, key: m.key, value: m.value }, err, this.o.name, Math.max(1, attempts));
+    this.log.warn({ code: dl.code, reason: dl.message, topic, partition, offset: m.offset }, 'dead-lettered');
+    this.counts.deadLettered++;
+    metrics.dlq.inc({ processor: this.o.name, code: dl.code });
+    return this.encode('dlq', m.key ? m.key.toString('utf8') : '', dl);
   }
 
   private checkSizes(outputs: Output[]): void {

@@ -1,11 +1,23 @@
 /**
  * A small processor used by the runtime's tests: for each Turn it counts the session's turns
  * in changelog-backed state and emits one TurnPair whose mainTurnIndex is that count.
+ * With `batch` it takes each fetched batch in one call (`handleBatch`). A turn whose id starts
+ * with `poison-` is refused for good (a non-retriable error).
  * Run as a child process (for kill -9 tests) with:
- *   tsx test/support/counting-processor.ts <brokers> <registryUrl> <prefix> <delayMs> [instance]
+ *   tsx test/support/counting-processor.ts <brokers> <registryUrl> <prefix> <delayMs> [instance] [batch]
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createEventCodecs, createKafka, runProcessor, type EventCodecs, type ProcessorHandle } from '../../streams/index.ts';
+import {
+  createEventCodecs,
+  createKafka,
+  ErrorCodes,
+  runProcessor,
+  TurnstreamError,
+  type EventCodecs,
+  type HandlerContext,
+  type InputRecord,
+  type ProcessorHandle,
+} from '../../streams/index.ts';
 import type { SessionState, Turn } from '../../schemas/index.ts';
 import type { Kafka } from 'kafkajs';
 import { examplePair, exampleSessionState } from './fixtures.ts';
@@ -18,9 +30,24 @@ export interface CountingOptions {
   instanceId?: string;
   concurrency?: number;
   sessionTimeoutMs?: number;
+  /** Each fetched batch in one call. @default false */
+  batch?: boolean;
+  /** Called with the size of each batch handed over (with `batch`). */
+  onBatch?: (records: number) => void;
 }
 
 export function startCountingProcessor(o: CountingOptions): Promise<ProcessorHandle> {
+  const count = async (record: InputRecord, ctx: HandlerContext<SessionState>): Promise<void> => {
+    const turn = record.value as Turn;
+    if (turn.turnId.startsWith('poison-'))
+      throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `refused ${turn.turnId}`, { retriable: false });
+    if (o.delayMs) await sleep(o.delayMs);
+    const prev = ctx.state.get(record.key);
+    const n = (prev?.mainTurnCount ?? 0) + 1;
+    ctx.state.put(record.key, exampleSessionState({ sessionId: record.key, mainTurnCount: n, pending: null, recentIds: [] }));
+    const pair = examplePair({ pairId: turn.turnId, sessionId: turn.sessionId });
+    ctx.emit('pairs', record.key, { ...pair, turn: { ...pair.turn, turnId: turn.turnId, mainTurnIndex: n } });
+  };
   return runProcessor<SessionState>({
     name: 'counting',
     kafka: o.kafka,
@@ -32,20 +59,19 @@ export function startCountingProcessor(o: CountingOptions): Promise<ProcessorHan
     concurrency: o.concurrency ?? 32,
     sessionTimeoutMs: o.sessionTimeoutMs,
     logger: undefined,
-    async handle(record, ctx) {
-      const turn = record.value as Turn;
-      if (o.delayMs) await sleep(o.delayMs);
-      const prev = ctx.state.get(record.key);
-      const count = (prev?.mainTurnCount ?? 0) + 1;
-      ctx.state.put(record.key, exampleSessionState({ sessionId: record.key, mainTurnCount: count, pending: null, recentIds: [] }));
-      const pair = examplePair({ pairId: turn.turnId, sessionId: turn.sessionId });
-      ctx.emit('pairs', record.key, { ...pair, turn: { ...pair.turn, turnId: turn.turnId, mainTurnIndex: count } });
-    },
+    ...(o.batch
+      ? {
+          async handleBatch(records: InputRecord[], ctx: HandlerContext<SessionState>) {
+            o.onBatch?.(records.length);
+            for (const r of records) await count(r, ctx);
+          },
+        }
+      : { handle: count }),
   });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const [brokers, registryUrl, prefix, delay, instance] = process.argv.slice(2);
+  const [brokers, registryUrl, prefix, delay, instance, batch] = process.argv.slice(2);
   const kafka = createKafka({ brokers: [brokers], clientId: 'counting-child' });
   const codecs = await createEventCodecs({ registryUrl, naming: { prefix } });
   const h = await startCountingProcessor({
@@ -54,6 +80,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     groupId: `${prefix}counting`,
     delayMs: Number(delay),
     instanceId: instance ?? '0',
+    batch: batch === 'batch',
   });
   await h.ready;
   process.stdout.write('ready\n');

@@ -21,7 +21,7 @@ before(async () => {
 
 const positive = (x: unknown) => typeof x === 'number' && Number.isFinite(x) && x > 0;
 
-test('bench streams: raw produce, consume and passthrough, the runtime passthrough (exactly N out) and their ratio', async () => {
+test('bench streams: raw produce, consume and passthrough, the runtime passthrough per record and per batch (exactly N out each) and their ratios', async () => {
   const r = await runStreams({ config, options: { records: '300' }, progress: () => {} });
   assert.equal(r.records, 300);
   assert.ok(r.mean_record_bytes >= 900 && r.mean_record_bytes <= 1200, `~1 KB records, got ${r.mean_record_bytes}`);
@@ -30,11 +30,13 @@ test('bench streams: raw produce, consume and passthrough, the runtime passthrou
     'raw_consume_msgs_per_s',
     'raw_passthrough_msgs_per_s',
     'runtime_passthrough_msgs_per_s',
+    'runtime_batch_passthrough_msgs_per_s',
     'ratio',
+    'ratio_batch',
   ] as const) {
     assert.ok(positive(r[k]), `${k} = ${r[k]}`);
   }
-  assert.ok(r.runtime_transactions >= 1);
+  assert.ok(r.runtime_transactions >= 1 && r.runtime_batch_transactions >= 1);
   assert.ok(r.runtime_largest_transaction >= 1 && r.runtime_largest_transaction <= 4000, `largest ${r.runtime_largest_transaction}`);
   assert.ok(r.runtime_max_output_gap_ms >= 0);
   // The ratio is of the unrounded rates; the rounded ones give it to within rounding.

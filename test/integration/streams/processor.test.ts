@@ -139,41 +139,89 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await producer.disconnect();
   });
 
-  it('kill -9 in the middle of a stream, then restart: every output exactly once', async () => {
-    const { codecs, producer, prefix } = await family('rt-kill9');
-    const ids = await produceTurns(producer, 8, 50);
-    const child = () =>
-      spawn(process.execPath, ['--import', 'tsx', 'test/support/counting-processor.ts', stack.brokers, stack.registryUrl, prefix, '40'], {
-        cwd: REPO_ROOT,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-    const first = child();
-    await waitFor('some committed pairs', async () => (await readPairs(codecs)).length >= 60, 120000);
-    first.kill('SIGKILL');
-    await new Promise((r) => first.once('exit', r));
-    const before = (await readPairs(codecs)).length;
-    assert.ok(before < 400, `killed mid-stream (had ${before})`);
+  for (const mode of ['handle', 'handleBatch'] as const)
+    it(`kill -9 in the middle of a stream, then restart: every output exactly once (${mode})`, async () => {
+      const { codecs, producer, prefix } = await family(`rt-kill9-${mode}`);
+      // Half now and half once some pairs are committed, so that a batch handler is killed with
+      // some batches committed and more in flight.
+      const ids = await produceTurns(producer, 8, 25);
+      const args = [stack.brokers, stack.registryUrl, prefix, '40', '0', mode === 'handleBatch' ? 'batch' : 'record'];
+      const child = () =>
+        spawn(process.execPath, ['--import', 'tsx', 'test/support/counting-processor.ts', ...args], {
+          cwd: REPO_ROOT,
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+      const first = child();
+      await waitFor('some committed pairs', async () => (await readPairs(codecs)).length >= 60, 120000);
+      ids.push(...(await produceTurns(producer, 8, 25)));
+      first.kill('SIGKILL');
+      await new Promise((r) => first.once('exit', r));
+      const before = (await readPairs(codecs)).length;
+      assert.ok(before < 400, `killed mid-stream (had ${before})`);
 
-    const second = child();
-    await waitFor('all 400 pairs', async () => (await readPairs(codecs)).length >= 400, 180000);
-    await sleep(1500); // anything doubled would show up by now
-    second.kill('SIGTERM');
-    await new Promise((r) => second.once('exit', r));
+      const second = child();
+      await waitFor('all 400 pairs', async () => (await readPairs(codecs)).length >= 400, 180000);
+      await sleep(1500); // anything doubled would show up by now
+      second.kill('SIGTERM');
+      await new Promise((r) => second.once('exit', r));
+      const pairs = await readPairs(codecs);
+      assert.equal(pairs.length, 400);
+      assert.equal(new Set(pairs.map((p) => p.pairId)).size, 400);
+      assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+      // Per session the counter ran 1..50 once each: state and outputs committed together.
+      for (let s = 0; s < 8; s++) {
+        const idx = pairs
+          .filter((p) => p.sessionId === `s${s}`)
+          .map((p) => p.turn.mainTurnIndex)
+          .sort((a, b) => a - b);
+        assert.deepEqual(
+          idx,
+          Array.from({ length: 50 }, (_, i) => i + 1),
+        );
+      }
+      await producer.disconnect();
+    });
+
+  it('handleBatch: each fetched batch in one call, every output once, state counted in order; a record refused for good is dead-lettered alone', async () => {
+    const { codecs, producer, prefix } = await family('rt-batch');
+    const ids = await produceTurns(producer, 10, 30);
+    // One turn of session s3 is refused by the handler (non-retriable): its batch is split.
+    await producer.sendAll([{ id: 'turns', key: 's3', value: exampleTurn({ turnId: 'poison-1', sessionId: 's3' }) }]);
+    const more = await produceTurns(producer, 10, 2);
+    const sizes: number[] = [];
+    const h = await startCountingProcessor({
+      kafka,
+      codecs,
+      groupId: `${prefix}counting`,
+      batch: true,
+      onBatch: (n) => void sizes.push(n),
+    });
+    await h.ready;
+    await waitFor(
+      '320 pairs and a dead letter',
+      async () => h.stats().consumed >= 321 && h.stats().inFlight === 0 && h.stats().deadLettered >= 1,
+    );
+    await h.stop();
+    assert.ok(Math.max(...sizes) > 1, `batches of ${Math.max(...sizes)} records at most`);
     const pairs = await readPairs(codecs);
-    assert.equal(pairs.length, 400);
-    assert.equal(new Set(pairs.map((p) => p.pairId)).size, 400);
-    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
-    // Per session the counter ran 1..50 once each: state and outputs committed together.
-    for (let s = 0; s < 8; s++) {
+    assert.equal(pairs.length, 320);
+    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set([...ids, ...more]));
+    // In order per session, the refused turn not counted: 1..32 each.
+    for (let s = 0; s < 10; s++) {
       const idx = pairs
         .filter((p) => p.sessionId === `s${s}`)
         .map((p) => p.turn.mainTurnIndex)
         .sort((a, b) => a - b);
       assert.deepEqual(
         idx,
-        Array.from({ length: 50 }, (_, i) => i + 1),
+        Array.from({ length: 32 }, (_, i) => i + 1),
       );
     }
+    const dlq: DeadLetter[] = [];
+    await readToEnd(kafka, codecs.topic('dlq'), async (r) => void dlq.push(await codecs.of('dlq').decode(r.value!)));
+    assert.equal(dlq.length, 1);
+    assert.equal(dlq[0].code, 'TS_ERR_INVALID_INPUT');
+    assert.match(dlq[0].message, /refused poison-1/);
     await producer.disconnect();
   });
 

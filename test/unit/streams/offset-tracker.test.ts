@@ -32,6 +32,32 @@ describe('OffsetTracker', () => {
     assert.deepEqual(t.peekCommittable(2), { count: 1, nextOffset: 3n, outputs: ['c'] });
   });
 
+  it('never splits a unit (a batch handler call): whole units up to `max`, the first however large, none half done', () => {
+    const t = new OffsetTracker<string>();
+    // Units: [0, 1, 2], [3], [4, 5].
+    for (const [o, end] of [
+      [0n, false],
+      [1n, false],
+      [2n, true],
+      [3n, true],
+      [4n, false],
+      [5n, true],
+    ] as const)
+      t.add(o, end);
+    t.complete(0n, []);
+    t.complete(1n, []);
+    assert.equal(t.peekCommittable(), null, 'offset 2 of the first unit is not finished');
+    t.complete(2n, ['u1']);
+    t.complete(3n, ['u2']);
+    t.complete(4n, ['u3a']);
+    assert.deepEqual(t.peekCommittable(), { count: 4, nextOffset: 4n, outputs: ['u1', 'u2'] }, 'the half-done last unit waits');
+    assert.deepEqual(t.peekCommittable(2), { count: 3, nextOffset: 3n, outputs: ['u1'] }, 'the first unit whole, though over max');
+    assert.deepEqual(t.peekCommittable(4), { count: 4, nextOffset: 4n, outputs: ['u1', 'u2'] });
+    t.complete(5n, ['u3b']);
+    t.drop(4);
+    assert.deepEqual(t.peekCommittable(1), { count: 2, nextOffset: 6n, outputs: ['u3a', 'u3b'] });
+  });
+
   it('refuses offsets that go backwards and ignores completions of unknown offsets', () => {
     const t = new OffsetTracker<string>();
     t.add(5n);
