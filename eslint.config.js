@@ -39,4 +39,5 @@ export default tseslint.config(
   { files: ['policy/**/*.ts'], rules: above('gateway', 'processors', 'trainer', 'history', 'eval', 'analytics', 'cli', 'bench') },
   { files: ['gateway/**/*.ts'], rules: above('processors', 'trainer', 'history', 'eval', 'cli', 'bench') },
   { files: ['processors/**/*.ts'], rules: above('gateway', 'trainer', 'history', 'eval', 'cli', 'bench') },
+  { files: ['history/**/*.ts'], rules: above('eval', 'cli', 'bench') },
 );

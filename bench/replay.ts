@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { createEmbeddedJudge } from '../processors/index.ts';
-import { parseBound, runReplay } from '../processors/replay/index.ts';
+import { parseBound, runReplay } from '../history/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
 import { benchFamily, benchTempDir, createPlainTopic, rawProduce, type BenchFamily } from './support.ts';

@@ -1,12 +1,12 @@
 /**
  * `turnstream import <file> --format openclaw-record|openai-chat [--json]`: a JSONL history into
- * the turns topic (and feedback topic). See processors/replay/formats/ for the accepted shapes.
+ * the turns topic (and feedback topic). See history/formats/ for the accepted shapes.
  */
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { existsSync } from 'node:fs';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { IMPORT_FORMATS, importFile, type ImportFormat, type ImportSummary } from '../../processors/replay/index.ts';
+import { IMPORT_FORMATS, importFile, type ImportFormat, type ImportSummary } from '../../history/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers } from '../../streams/index.ts';
 import { loadConfig } from '../config.ts';
 

@@ -1,15 +1,15 @@
 /**
  * `turnstream replay --from <time|offset> [--to …] [--config FILE] --tag NAME [--json]`: re-derives
  * pairs, judgements and samples from a range of history with another configuration, into
- * `turnstream.replay.<tag>.*` topics. See processors/replay/replay.ts (how it runs and ends) and
- * processors/replay/replay-config.ts (the config file).
+ * `turnstream.replay.<tag>.*` topics. See history/replay.ts (how it runs and ends) and
+ * history/replay-config.ts (the config file).
  */
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { resolve } from 'node:path';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createEmbeddedJudge, createLlmJudge, loadTeacher, type Judge, type SampleBuilderOptions } from '../../processors/index.ts';
-import { loadReplayConfig, parseBound, runReplay, type ReplayConfig, type ReplaySummary } from '../../processors/replay/index.ts';
+import { loadReplayConfig, parseBound, runReplay, type ReplayConfig, type ReplaySummary } from '../../history/index.ts';
 import { createKafka, createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 

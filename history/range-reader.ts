@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
-import type { RawRecord } from '../../streams/index.ts';
+import type { RawRecord } from '../streams/index.ts';
 import type { TopicRange } from './replay-range.ts';
 
 export interface ReadRangeOptions {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createLlmJudge } from '../../../processors/index.ts';
-import { importFile, parseBound, runReplay } from '../../../processors/replay/index.ts';
+import { importFile, parseBound, runReplay } from '../../../history/index.ts';
 import type { TurnPair } from '../../../schemas/index.ts';
 import { createEventCodecs, readToEnd } from '../../../streams/index.ts';
 import { ensureStack } from '../../support/stack.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseBound, validateReplayConfig } from '../../../processors/replay/index.ts';
+import { parseBound, validateReplayConfig } from '../../../history/index.ts';
 
 describe('replay bounds', () => {
   it('reads times, one offset for every partition, and per-partition offsets', () => {

@@ -2,7 +2,7 @@
  * The replay as the live pipeline runs it (what `turnstream replay` did before it became a batch
  * job, see replay.ts): the three stream processors, under consumer groups of their own
  * (`turnstream.<service>.<tag>`), into the tagged topics. Kept as the reference the batch replay's
- * outputs are compared with (test/integration/replay/batch-vs-streaming.test.ts).
+ * outputs are compared with (test/integration/history/batch-vs-streaming.test.ts).
  *
  * The three stages run at once, as in the live pipeline, and are stopped one after the other as
  * each catches up with the range:
@@ -25,9 +25,9 @@
 import type { Admin } from 'kafkajs';
 import type { ReplayOptions, ReplaySummary, StageName, StageProgress } from './replay.ts';
 import { summarize } from './summary.ts';
-import { defaultGroupId, startJudge, startSampleBuilder, startSessionAssembler } from '../index.ts';
-import type { TopicId } from '../../schemas/index.ts';
-import { createEventCodecs, createLogger, ensureTopics, type EventCodecs, type ProcessorHandle } from '../../streams/index.ts';
+import { defaultGroupId, startJudge, startSampleBuilder, startSessionAssembler } from '../processors/index.ts';
+import type { TopicId } from '../schemas/index.ts';
+import { createEventCodecs, createLogger, ensureTopics, type EventCodecs, type ProcessorHandle } from '../streams/index.ts';
 import { boundedKafka } from './bounded-kafka.ts';
 import { committedOffsets, openPlan, seedGroup, type TopicRange } from './replay-range.ts';
 

@@ -14,8 +14,8 @@
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Kafka, Message, Producer } from 'kafkajs';
-import type { Feedback, Turn } from '../../schemas/index.ts';
-import { partitioner, readToEnd, type EventCodecs, type Logger } from '../../streams/index.ts';
+import type { Feedback, Turn } from '../schemas/index.ts';
+import { partitioner, readToEnd, type EventCodecs, type Logger } from '../streams/index.ts';
 import { ImportLineError, type ParsedLine } from './formats/common.ts';
 import { openaiChatParser } from './formats/openai-chat.ts';
 import { openclawRecordParser } from './formats/openclaw-record.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createEmbeddedJudge } from '../../../processors/index.ts';
-import { importFile, parseBound, runReplay, runStreamingReplay, type ReplayOptions } from '../../../processors/replay/index.ts';
+import { importFile, parseBound, runReplay, runStreamingReplay, type ReplayOptions } from '../../../history/index.ts';
 import type { Feedback, Turn } from '../../../schemas/index.ts';
 import { createEventCodecs, readToEnd } from '../../../streams/index.ts';
 import { exampleFeedback } from '../../support/fixtures.ts';

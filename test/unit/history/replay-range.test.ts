@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Admin } from 'kafkajs';
-import { openPlan, parseBound, readPlan, writePlan, type ReplayPlan } from '../../../../processors/replay/replay-range.ts';
+import { openPlan, parseBound, readPlan, writePlan, type ReplayPlan } from '../../../history/replay-range.ts';
 
 describe('openPlan', () => {
   let dir: string;

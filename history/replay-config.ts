@@ -24,7 +24,7 @@
  *   }
  */
 import { readFileSync } from 'node:fs';
-import type { EndPolicy, JudgeMode, TrainMethod } from '../index.ts';
+import type { EndPolicy, JudgeMode, TrainMethod } from '../processors/index.ts';
 
 export interface ReplayJudgeConfig {
   baseUrl?: string | null;

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Admin } from 'kafkajs';
-import { invalidInput } from '../../core/index.ts';
+import { invalidInput } from '../core/index.ts';
 
 /** A bound of the range: a time (ISO-8601), or offsets of the turns topic. */
 export type Bound =

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Feedback, Turn } from '../../../schemas/index.ts';
-import { importFile } from '../../../processors/replay/index.ts';
+import { importFile } from '../../../history/index.ts';
 import { readToEnd } from '../../../streams/index.ts';
 import { family, type Family } from '../processors/support.ts';
 

@@ -2,7 +2,7 @@
  * What both import formats share: a line-level validation error, OpenAI-shaped messages to
  * turnstream's `ChatMessage`, timestamps, and the `Turn` an imported exchange becomes.
  */
-import type { AssistantResponse, ChatMessage, Feedback, ToolCall, Turn, TurnType } from '../../../schemas/index.ts';
+import type { AssistantResponse, ChatMessage, Feedback, ToolCall, Turn, TurnType } from '../../schemas/index.ts';
 import { importedFeedbackId, importedTurnId } from '../turn-id.ts';
 
 /** A line that cannot be imported; `message` is the reason shown with its line number. */

@@ -18,10 +18,10 @@
  * sees pairs that were not written yet.
  *
  * The stream-processor replay (streaming-replay.ts) gives the same outputs for the same history;
- * test/integration/replay/batch-vs-streaming.test.ts compares them.
+ * test/integration/history/batch-vs-streaming.test.ts compares them.
  */
-import { topicName, type DeadLetter, type Judgement, type Sample, type TurnPair } from '../../schemas/index.ts';
-import { buildSample, defaultGroupId, isTrainable, type Judge, type SampleBuilderOptions, type SessionAssemblerOptions } from '../index.ts';
+import { topicName, type DeadLetter, type Judgement, type Sample, type TurnPair } from '../schemas/index.ts';
+import { buildSample, defaultGroupId, isTrainable, type Judge, type SampleBuilderOptions, type SessionAssemblerOptions } from '../processors/index.ts';
 import {
   createEventCodecs,
   createLogger,
@@ -36,7 +36,7 @@ import {
   type RawRecord,
   type TopicValues,
   type TransactionOutput,
-} from '../../streams/index.ts';
+} from '../streams/index.ts';
 import type { Kafka } from 'kafkajs';
 import { EventTimeAssembler, mergeByEventTime, type HistoryEvent } from './event-time-assembler.ts';
 import { readRanges } from './range-reader.ts';

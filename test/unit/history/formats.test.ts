@@ -10,7 +10,7 @@ import {
   parseLine,
   parserFor,
   type ParsedLine,
-} from '../../../processors/replay/index.ts';
+} from '../../../history/index.ts';
 
 const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`../../fixtures/${name}`, import.meta.url)), 'utf8').split('\n');
 

@@ -10,7 +10,7 @@
  * grace has passed are released, sessions idle for the idle timeout are closed. The wall clock
  * plays no part until `finish`, so the same history gives the same pairs in the same order.
  */
-import type { Feedback, SessionState, Turn, TurnPair } from '../../schemas/index.ts';
+import type { Feedback, SessionState, Turn, TurnPair } from '../schemas/index.ts';
 import {
   applyFeedback,
   applyTurn,
@@ -20,7 +20,7 @@ import {
   type AssemblerStep,
   type ResolvedAssemblerOptions,
   type SessionAssemblerOptions,
-} from '../session-assembler/index.ts';
+} from '../processors/session-assembler/index.ts';
 
 /** One decoded input record of the range. */
 export type HistoryEvent = { topicId: 'turns'; offset: bigint; value: Turn } | { topicId: 'feedback'; offset: bigint; value: Feedback };

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Kafka } from 'kafkajs';
 import { createEmbeddedJudge, createLlmJudge, type Judge } from '../../../processors/index.ts';
-import { importFile, parseBound, runReplay, type ReplaySummary } from '../../../processors/replay/index.ts';
+import { importFile, parseBound, runReplay, type ReplaySummary } from '../../../history/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { createEventCodecs, readToEnd } from '../../../streams/index.ts';
 import { ensureStack } from '../../support/stack.ts';

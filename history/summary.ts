@@ -1,7 +1,7 @@
 /** What a replay's tagged topics hold, deduplicated by event id: counted from the topics or as the replay writes them. */
 import type { Kafka } from 'kafkajs';
-import type { DeadLetter, Judgement, Sample, TurnPair } from '../../schemas/index.ts';
-import { readToEnd, type EventCodecs } from '../../streams/index.ts';
+import type { DeadLetter, Judgement, Sample, TurnPair } from '../schemas/index.ts';
+import { readToEnd, type EventCodecs } from '../streams/index.ts';
 import type { ReplaySummary } from './replay.ts';
 
 export type OutputCounts = Pick<ReplaySummary, 'pairs' | 'judgements' | 'samples' | 'deadLetters'>;
