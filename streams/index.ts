@@ -11,6 +11,7 @@ export {
   type OutgoingEvent,
 } from './producer.ts';
 export { followTopic, type Follower, type FollowOptions } from './follow.ts';
+export { PublishConsumer, type PublishConsumerOptions } from './publish-consumer.ts';
 export { FlushConsumer, type FlushConsumerOptions, type FlushConsumerStats } from './flush-consumer.ts';
 export { readToEnd, type RawRecord, type ReadToEndOptions } from './topic-reader.ts';
 export { deadLetter } from './dead-letter.ts';

@@ -1,7 +1,7 @@
 /**
  * The learner service: consumes `turnstream.samples.v1` (read_committed), trains one step per
  * batch and publishes each new checkpoint as a WeightVersion IN THE SAME Kafka transaction as the
- * consumed samples' offsets (transactional producer, stable transactional id, `sendOffsets`).
+ * consumed samples' offsets (the "publish, then commit" consumer, streams/publish-consumer.ts).
  *
  * Exactly-once, across crashes:
  * - the checkpoint file is written before the transaction; a crash in between leaves an
@@ -17,14 +17,14 @@
  * transactional id fences the first.
  */
 import { rm } from 'node:fs/promises';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
 import { createLogger, type Logger } from '../core/logger.ts';
 import { deadLetter } from '../streams/dead-letter.ts';
 import type { EventCodecs } from '../streams/event-codecs.ts';
 import { counter, gauge, histogram } from '../core/metrics.ts';
 import { readToEnd } from '../streams/topic-reader.ts';
-import { Transactions } from '../streams/transactions.ts';
+import { PublishConsumer } from '../streams/publish-consumer.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
@@ -147,13 +147,6 @@ interface Origin {
   offset: bigint;
 }
 
-interface PartitionState {
-  /** Highest offset delivered. */
-  lastSeen: bigint | null;
-  /** Offsets at or above the committed offset that are already trained / dropped / dead-lettered. */
-  done: Set<bigint>;
-}
-
 /** The last WeightVersion of `modelId` on the weights topic (the highest version), or null. */
 export async function lastPublishedVersion(kafka: Kafka, codecs: EventCodecs, modelId: string): Promise<WeightVersion | null> {
   let best: WeightVersion | null = null;
@@ -181,11 +174,9 @@ class Learner {
   private readonly optimizer: AdamW;
   private readonly consensus: UserConsensus | null;
   private readonly groupId: string;
-  private readonly parts = new Map<number, PartitionState>();
   private readonly pendingDlq: Array<{ key: string; value: DeadLetter }> = [];
-  private consumer!: Consumer;
-  /** Commits with the processors' retrying transactional path: CONCURRENT_TRANSACTIONS and outages are waited out. */
-  private tx!: Transactions;
+  /** The samples read and the versions published with their offsets ("publish, then commit"). */
+  private kafka!: PublishConsumer;
   /** Aborts a commit still retrying when the learner stops. */
   private readonly stopCommits = new AbortController();
   private samplesTopic = '';
@@ -194,9 +185,7 @@ class Learner {
   private nextVersion = 1;
   private steps = 0;
   private baseModel = '';
-  private paused = false;
   private stopping = false;
-  private assignment: Promise<void> = Promise.resolve();
   private loop: Promise<void> = Promise.resolve();
   private readonly counts = {
     consumed: 0,
@@ -282,98 +271,49 @@ class Learner {
 
     if (this.consensus) await this.restoreConsensus(samplesCodec);
 
-    this.tx = new Transactions({ kafka, transactionalId: `${this.groupId}.${this.o.instanceId ?? '0'}`, logger: this.log });
-    await this.tx.connect(); // the first transaction fences a predecessor and aborts what it left open
-    this.consumer = kafka.consumer({
+    const maxBuffered = this.o.maxBuffered ?? 4 * this.batcher.batchSize;
+    this.kafka = new PublishConsumer({
+      kafka,
       groupId: this.groupId,
-      readUncommitted: false,
-      maxWaitTimeInMs: 200,
-      sessionTimeout: 30000,
-      heartbeatInterval: 3000,
-    });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
-      this.assignment = this.onAssignment(e.payload.memberAssignment[this.samplesTopic] ?? []);
-    });
-    this.consumer.on(this.consumer.events.CRASH, (e) => {
-      if (!e.payload.restart) void this.fail(e.payload.error);
-    });
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.samplesTopic, fromBeginning: true });
-    await this.consumer.run({
-      autoCommit: false,
-      eachBatch: async ({ batch }) => {
-        await this.assignment;
-        const st = this.parts.get(batch.partition);
-        if (!st) return;
-        for (const m of batch.messages) {
-          const offset = BigInt(m.offset);
-          if (st.lastSeen !== null && offset <= st.lastSeen) continue; // re-delivered after a rebalance
-          st.lastSeen = offset;
-          if (st.done.has(offset)) continue; // trained before a restart (commit metadata)
-          this.counts.consumed++;
-          metrics.consumed.inc({ model: this.modelId });
-          try {
-            if (!m.value) throw new Error('record has no value (tombstone)');
-            const sample = await samplesCodec.decode(m.value);
-            if (sample.policyModelId !== this.modelId) {
-              // Another model's turns (an upstream engine, another built-in model): not ours to train.
-              st.done.add(offset);
-              this.counts.otherModel++;
-              continue;
-            }
-            this.batcher.add(sample, { partition: batch.partition, offset });
-          } catch (err) {
-            this.pendingDlq.push({
-              key: m.key?.toString('utf8') ?? '',
-              value: deadLetter(
-                { topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value },
-                err,
-                'learner',
-                1,
-              ),
-            });
-            st.done.add(offset);
-            this.counts.deadLettered++;
+      instanceId: this.o.instanceId,
+      topic: this.samplesTopic,
+      logger: this.log,
+      handle: async (partition, m, offset) => {
+        this.counts.consumed++;
+        metrics.consumed.inc({ model: this.modelId });
+        try {
+          if (!m.value) throw new Error('record has no value (tombstone)');
+          const sample = await samplesCodec.decode(m.value);
+          if (sample.policyModelId !== this.modelId) {
+            // Another model's turns (an upstream engine, another built-in model): not ours to train.
+            this.kafka.done(partition, offset);
+            this.counts.otherModel++;
+            return;
           }
-        }
-        metrics.buffered.set({ model: this.modelId }, this.batcher.size);
-        if (!this.paused && this.batcher.size >= (this.o.maxBuffered ?? 4 * this.batcher.batchSize)) {
-          this.paused = true;
-          this.consumer.pause([{ topic: this.samplesTopic }]);
+          this.batcher.add(sample, { partition, offset });
+        } catch (err) {
+          this.pendingDlq.push({
+            key: m.key?.toString('utf8') ?? '',
+            value: deadLetter({ topic: this.samplesTopic, partition, offset: m.offset, key: m.key, value: m.value }, err, 'learner', 1),
+          });
+          this.kafka.done(partition, offset);
+          this.counts.deadLettered++;
         }
       },
+      afterBatch: () => {
+        metrics.buffered.set({ model: this.modelId }, this.batcher.size);
+        if (this.batcher.size >= maxBuffered) this.kafka.pause();
+      },
+      onAssigned: (partitions) => {
+        const mine = new Set(partitions);
+        this.batcher.remove((x) => !mine.has(x.meta.partition));
+      },
+      pending: () => this.batcher.pending().map((p) => p.meta),
+      onCrash: (err) => void this.fail(err),
     });
+    await this.kafka.start();
     this.loop = this.trainLoop().catch((err) => this.fail(err));
     this.readyResolve();
-  }
-
-  /** (Re)assignment: forget lost partitions; read committed offsets and their metadata for ours. */
-  private async onAssignment(partitions: number[]): Promise<void> {
-    const mine = new Set(partitions);
-    for (const p of [...this.parts.keys()]) if (!mine.has(p)) this.parts.delete(p);
-    this.batcher.remove((x) => !mine.has(x.meta.partition));
-    const admin = this.o.kafka.admin();
-    await admin.connect();
-    try {
-      const [res] = await admin.fetchOffsets({ groupId: this.groupId, topics: [this.samplesTopic] });
-      for (const p of res?.partitions ?? []) {
-        if (!mine.has(p.partition)) continue;
-        const done = new Set<bigint>();
-        try {
-          for (const o of (p.metadata ? (JSON.parse(p.metadata) as { done?: string[] }).done : undefined) ?? []) done.add(BigInt(o));
-        } catch {
-          this.log.warn({ partition: p.partition, metadata: p.metadata }, 'unreadable commit metadata; ignoring it');
-        }
-        const committed = BigInt(p.offset);
-        // Buffered samples survive a rebalance that keeps the partition: keep its position.
-        const prev = this.parts.get(p.partition);
-        this.parts.set(p.partition, prev ?? { lastSeen: committed >= 0n ? committed - 1n : null, done });
-      }
-      for (const p of partitions) if (!this.parts.has(p)) this.parts.set(p, { lastSeen: null, done: new Set() });
-    } finally {
-      await admin.disconnect();
-    }
-    this.log.info({ partitions }, 'assigned');
   }
 
   private async trainLoop(): Promise<void> {
@@ -386,10 +326,7 @@ class Learner {
 
   private async runBatch(): Promise<void> {
     const { batch, dropped } = this.batcher.take(this.version);
-    if (this.paused && this.batcher.size < (this.o.maxBuffered ?? 4 * this.batcher.batchSize) / 2) {
-      this.paused = false;
-      this.consumer.resume([{ topic: this.samplesTopic }]);
-    }
+    if (this.batcher.size < (this.o.maxBuffered ?? 4 * this.batcher.batchSize) / 2) this.kafka.resume();
     this.counts.droppedStale += dropped.length;
     if (dropped.length > 0) {
       metrics.dropped.inc({ model: this.modelId }, dropped.length);
@@ -409,12 +346,12 @@ class Learner {
         this.log.warn({ reason: m.rejected, samples: m.samples, gradNorm: m.gradNorm }, 'step rejected; no version published');
       } else if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length);
     }
-    for (const p of [...batch, ...dropped]) this.parts.get(p.meta.partition)?.done.add(p.meta.offset);
+    for (const p of [...batch, ...dropped]) this.kafka.done(p.meta.partition, p.meta.offset);
     try {
       await this.commit(published);
     } catch (err) {
       // A commit in doubt may have published the version: its folder stays (a restart deletes it if not).
-      if (published && !this.tx.inDoubt) await rm(published.uri, { recursive: true, force: true }).catch(() => undefined);
+      if (published && !this.kafka.inDoubt) await rm(published.uri, { recursive: true, force: true }).catch(() => undefined);
       throw err;
     }
     this.counts.trained += batch.length;
@@ -527,30 +464,19 @@ class Learner {
   }
 
   /** One transaction: the WeightVersion (if any), dead letters, and every partition's offset. */
+  /** The version (if any) and the dead letters, with the offsets of the samples used: one transaction. */
   private async commit(wv: WeightVersion | null): Promise<void> {
-    const offsets: Array<{ partition: number; offset: string; metadata: string }> = [];
-    for (const [partition, st] of this.parts) {
-      if (st.lastSeen === null) continue;
-      let next = st.lastSeen + 1n;
-      for (const p of this.batcher.pending()) if (p.meta.partition === partition && p.meta.offset < next) next = p.meta.offset;
-      for (const o of [...st.done]) if (o < next) st.done.delete(o);
-      offsets.push({ partition, offset: next.toString(), metadata: JSON.stringify({ done: [...st.done].map(String) }) });
-    }
     const dlq = this.pendingDlq.splice(0);
     const outputs: Array<{ topic: string; key: string; value: Buffer }> = [];
     if (wv) outputs.push({ topic: this.o.codecs.topic('weights'), key: wv.modelId, value: await this.o.codecs.of('weights').encode(wv) });
     const dlqCodec = this.o.codecs.of('dlq');
     for (const d of dlq) outputs.push({ topic: dlqCodec.topic, key: d.key, value: await dlqCodec.encode(d.value) });
-    const content = {
-      outputs,
-      offsets: offsets.length > 0 ? { groupId: this.groupId, topics: [{ topic: this.samplesTopic, partitions: offsets }] } : undefined,
-    };
     try {
       // Retried (CONCURRENT_TRANSACTIONS, Kafka away) until it commits or the learner stops.
-      await this.tx.commit(() => content, { signal: this.stopCommits.signal });
+      await this.kafka.commit(outputs, this.stopCommits.signal);
     } catch (err) {
       // Not committed: the dead letters go in the next transaction.
-      if (!this.tx.inDoubt) this.pendingDlq.unshift(...dlq);
+      if (!this.kafka.inDoubt) this.pendingDlq.unshift(...dlq);
       throw err;
     }
     this.counts.transactions++;
@@ -577,8 +503,7 @@ class Learner {
 
   private async shutdown(): Promise<void> {
     this.stopCommits.abort(new Error('the learner is stopping'));
-    await this.consumer?.disconnect().catch(() => undefined);
-    await this.tx?.disconnect();
+    await this.kafka?.stop();
     this.optimizer.dispose();
     this.lineage.dispose();
     this.policy = null;
