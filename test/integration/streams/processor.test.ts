@@ -50,6 +50,21 @@ async function readPairs(codecs: EventCodecs): Promise<TurnPair[]> {
   return out;
 }
 
+/** Sessions s0.. each counted 1..n exactly once by the counting processor (state and outputs committed together). */
+function assertCountedOnce(pairs: TurnPair[], sessions: number, n: number): void {
+  for (let s = 0; s < sessions; s++) {
+    const idx = pairs
+      .filter((p) => p.sessionId === `s${s}`)
+      .map((p) => p.turn.mainTurnIndex)
+      .sort((a, b) => a - b);
+    assert.deepEqual(
+      idx,
+      Array.from({ length: n }, (_, i) => i + 1),
+      `session s${s}`,
+    );
+  }
+}
+
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90000): Promise<void> {
   const t0 = Date.now();
   while (!(await check())) {
@@ -169,16 +184,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
       assert.equal(new Set(pairs.map((p) => p.pairId)).size, 400);
       assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
       // Per session the counter ran 1..50 once each: state and outputs committed together.
-      for (let s = 0; s < 8; s++) {
-        const idx = pairs
-          .filter((p) => p.sessionId === `s${s}`)
-          .map((p) => p.turn.mainTurnIndex)
-          .sort((a, b) => a - b);
-        assert.deepEqual(
-          idx,
-          Array.from({ length: 50 }, (_, i) => i + 1),
-        );
-      }
+      assertCountedOnce(pairs, 8, 50);
       await producer.disconnect();
     });
 
@@ -207,16 +213,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     assert.equal(pairs.length, 320);
     assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set([...ids, ...more]));
     // In order per session, the refused turn not counted: 1..32 each.
-    for (let s = 0; s < 10; s++) {
-      const idx = pairs
-        .filter((p) => p.sessionId === `s${s}`)
-        .map((p) => p.turn.mainTurnIndex)
-        .sort((a, b) => a - b);
-      assert.deepEqual(
-        idx,
-        Array.from({ length: 32 }, (_, i) => i + 1),
-      );
-    }
+    assertCountedOnce(pairs, 10, 32);
     const dlq: DeadLetter[] = [];
     await readToEnd(kafka, codecs.topic('dlq'), async (r) => void dlq.push(await codecs.of('dlq').decode(r.value!)));
     assert.equal(dlq.length, 1);
