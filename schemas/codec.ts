@@ -17,6 +17,8 @@ import { TOPICS, valueSubject, type TopicId } from './topics.ts';
 export interface Codec<T> {
   readonly topic: string;
   encode(value: T): Promise<Buffer>;
+  /** `encode` without a promise (encoding never needs the registry). */
+  encodeNow(value: T): Buffer;
   decode(bytes: Buffer): Promise<T>;
   /**
    * `decode` without a promise where no registry lookup is needed (the writer schema is this
@@ -62,6 +64,8 @@ export class AvroCodec<T> implements Codec<T> {
   private readonly schemaId: number;
   private readonly type: avro.Type;
   private readonly header: Buffer;
+  /** The wire header, then room for one encoded value (grown as needed). */
+  private scratch: Buffer;
   /** Resolvers from other writer schema ids into our reader schema. */
   private readonly resolvers = new Map<number, Promise<avro.Resolver>>();
   /** The same, once resolved: read without awaiting. */
@@ -77,19 +81,31 @@ export class AvroCodec<T> implements Codec<T> {
     this.header = Buffer.alloc(5);
     this.header.writeUInt8(MAGIC, 0);
     this.header.writeInt32BE(schemaId, 1);
+    this.scratch = Buffer.alloc(4096);
+    this.header.copy(this.scratch);
   }
 
   async encode(value: T): Promise<Buffer> {
+    return this.encodeNow(value);
+  }
+
+  /** `encode` without a promise. */
+  encodeNow(value: T): Buffer {
     // avsc's writer refuses what does not fit the schema as it writes (a missing field, a wrong
     // type, an unknown symbol): the separate validation pass runs only to explain a refusal.
-    let body: Buffer;
+    // Written behind the header in a scratch buffer, then copied once into a buffer of its size.
+    let end: number;
     try {
-      body = this.type.toBuffer(value);
+      while ((end = this.type.encode(value, this.scratch, 5)) < 0) {
+        const grown = Buffer.allocUnsafe(2 * (this.scratch.length - end));
+        this.header.copy(grown);
+        this.scratch = grown;
+      }
     } catch {
       const paths = invalidPaths(this.type, value);
       throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `invalid ${TOPICS[this.id].base} value: ${paths.slice(0, 5).join(', ')}`);
     }
-    return Buffer.concat([this.header, body], 5 + body.length);
+    return Buffer.from(this.scratch.subarray(0, end));
   }
 
   async decode(bytes: Buffer): Promise<T> {

@@ -472,12 +472,13 @@ class ProcessorRuntime<S> {
         tries.n++;
         outputs = [];
         staged = new Map();
-        const pending: Array<Promise<Output>> = [];
-        const emit: Emit = (id, k, v) => pending.push(this.encode(id, k, v));
+        const emitted: Output[] = [];
+        // Encoded as emitted: a value that does not fit its schema fails the handler's call.
+        const emit: Emit = (id, k, v) => void emitted.push(this.encode(id, k, v));
         const ctx = { emit, state: this.stateAccess(staged), logger: this.log, signal: this.abort.signal };
         if (this.o.handleBatch) await this.o.handleBatch(records, ctx);
         else await this.o.handle!(first, ctx);
-        outputs = await Promise.all(pending);
+        outputs = emitted;
         if (this.store)
           for (const [sk, sv] of staged)
             outputs.push({ topic: this.store.topic, key: sk, value: sv === undefined ? null : await this.store.encode(sv) });
@@ -544,8 +545,8 @@ class ProcessorRuntime<S> {
     };
   }
 
-  private async encode<K extends TopicId>(id: K, key: string, value: TopicValues[K]): Promise<Output> {
-    return { topic: this.o.codecs.topic(id), key, value: await this.o.codecs.of(id).encode(value) };
+  private encode<K extends TopicId>(id: K, key: string, value: TopicValues[K]): Output {
+    return { topic: this.o.codecs.topic(id), key, value: this.o.codecs.of(id).encodeNow(value) };
   }
 
   private afterTask(): void {
@@ -654,11 +655,11 @@ class ProcessorRuntime<S> {
     const store = this.store;
     const owned = new Set(this.assigned);
     const staged = new Map<string, S | undefined>();
-    const pending: Array<Promise<Output>> = [];
+    const outs: Output[] = [];
     const access = this.stateAccess(staged);
     try {
       await p.run({
-        emit: (id, k, v) => void pending.push(this.encode(id, k, v)),
+        emit: (id, k, v) => void outs.push(this.encode(id, k, v)),
         state: {
           ...access,
           entries: function* () {
@@ -668,7 +669,6 @@ class ProcessorRuntime<S> {
         now: Date.now(),
         logger: this.log,
       });
-      const outs = await Promise.all(pending);
       for (const [k, v] of staged) {
         const partition = store.partitionOf(k);
         if (partition === undefined || !this.assigned.has(partition)) continue;
