@@ -21,7 +21,14 @@
  * test/integration/history/batch-vs-streaming.test.ts compares them.
  */
 import { topicName, type DeadLetter, type Judgement, type Sample, type TurnPair } from '../schemas/index.ts';
-import { buildSample, defaultGroupId, isTrainable, type Judge, type SampleBuilderOptions, type SessionAssemblerOptions } from '../processors/index.ts';
+import {
+  buildSample,
+  defaultGroupId,
+  isTrainable,
+  type Judge,
+  type SampleBuilderOptions,
+  type SessionAssemblerOptions,
+} from '../processors/index.ts';
 import {
   createEventCodecs,
   createLogger,
@@ -277,7 +284,8 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
         for (const r of raw) {
           try {
             if (!r.value) throw new TurnstreamError(ErrorCodes.DECODE, 'record has no value (tombstone)', { retriable: false });
-            out.push({ topicId: id, offset: BigInt(r.offset), value: await codecs.of(id).decode(r.value) } as HistoryEvent);
+            const value = codecs.of(id).decodeNow(r.value) ?? (await codecs.of(id).decode(r.value));
+            out.push({ topicId: id, offset: BigInt(r.offset), value } as HistoryEvent);
           } catch (err) {
             // Only once: a record before the committed position was dead-lettered already.
             if (BigInt(r.offset) >= done) dead.push({ key: r.key?.toString('utf8') ?? '', dl: deadLetter(r, err, 'session-assembler', 1) });
@@ -335,27 +343,23 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       });
       if (aborted()) throw new Interrupted();
       const outputs: TransactionOutput[] = [];
-      const encode = async <K extends 'pairs' | 'judgements' | 'samples' | 'dlq'>(
-        id: K,
-        key: string,
-        value: TopicValues[K],
-      ): Promise<Buffer> => {
-        const buf = await codecs.of(id).encode(value);
+      const encode = <K extends 'pairs' | 'judgements' | 'samples' | 'dlq'>(id: K, key: string, value: TopicValues[K]): Buffer => {
+        const buf = codecs.of(id).encodeNow(value);
         outputs.push({ topic: topics[id], key, value: buf });
         return buf;
       };
       const tallied: Array<() => void> = [];
       for (const x of outcomes) {
         const { pair, judgement, sample, failed } = x;
-        const pairValue = await encode('pairs', pair.sessionId, pair);
+        const pairValue = encode('pairs', pair.sessionId, pair);
         tallied.push(() => tally.pair(pair));
         let judgementValue: Buffer | undefined;
         if (judgement) {
-          judgementValue = await encode('judgements', judgement.turnId, judgement);
+          judgementValue = encode('judgements', judgement.turnId, judgement);
           tallied.push(() => tally.judgement(judgement));
         }
         if (sample) {
-          await encode('samples', sample.sessionId, sample);
+          encode('samples', sample.sessionId, sample);
           tallied.push(() => tally.sample(sample));
         }
         if (failed) {
@@ -375,7 +379,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
         }
       }
       for (const d of dead) {
-        await encode('dlq', d.key, d.dl);
+        encode('dlq', d.key, d.dl);
         tallied.push(() => tally.deadLetter(d.dl));
       }
       const offsets = {
