@@ -90,7 +90,9 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     const byTable = new Map<TableId, Row[]>();
     data.events.forEach((e, i) => {
       const m = toRow(e.id, e.value, { topic: codecs.topic(e.id), partition: 0, offset: String(i) });
-      byTable.set(m.table, [...(byTable.get(m.table) ?? []), m.row]);
+      const list = byTable.get(m.table);
+      if (list) list.push(m.row);
+      else byTable.set(m.table, [m.row]);
     });
     progress(`baseline: ${rows} rows straight into ClickHouse in the sink's ${inserts.length} insert sizes`);
     // Each flush's inserts side by side, as the sink makes them; the rows sliced beforehand.
@@ -98,7 +100,9 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     const flushes = new Map<number, Array<{ table: TableId; rows: Row[] }>>();
     for (const { table, rows: n, flush } of inserts) {
       const from = taken.get(table) ?? 0;
-      flushes.set(flush, [...(flushes.get(flush) ?? []), { table, rows: byTable.get(table)!.slice(from, from + n) }]);
+      const group = flushes.get(flush) ?? [];
+      group.push({ table, rows: byTable.get(table)!.slice(from, from + n) });
+      flushes.set(flush, group);
       taken.set(table, from + n);
     }
     const t0 = performance.now();

@@ -81,7 +81,6 @@ export class FlushConsumer {
   private readonly pausedBy = new Set<'store' | 'buffer'>();
   private flushChain: Promise<void> = Promise.resolve();
   private queued = 0;
-  private failing = false;
   private ticker: NodeJS.Timeout | undefined;
   private stopping = false;
   /** Ends a flush retrying while the store is away, when the consumer stops. */
@@ -264,12 +263,10 @@ export class FlushConsumer {
         if (!had || had.next < v.next) this.offsets.set(k, v);
       }
       this.oldestAt = Date.now();
-      this.failing = true;
       this.setPaused('store', true);
       throw err;
     }
-    if (this.failing) this.log.info('flushing again');
-    this.failing = false;
+    if (this.pausedBy.has('store')) this.log.info('flushing again');
     await this.commit([...offsets.values()]);
     this.setPaused('store', false);
     if (this.o.buffered() < this.maxBuffered) this.setPaused('buffer', false);

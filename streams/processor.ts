@@ -436,12 +436,15 @@ class ProcessorRuntime<S> {
         const alone = records.length > 1 && !isRetriable(err) && !this.stopping;
         for (const r of records) {
           const m = messageOf.get(r)!;
+          if (!alone) {
+            outputs.set(m, [await this.toDeadLetter(topic, partition, m, err, tries.n)]);
+            continue;
+          }
           const one = { n: 0 };
           try {
-            if (!alone) throw err;
             outputs.set(m, await this.attempt([r], one, tracker));
           } catch (e) {
-            outputs.set(m, [await this.toDeadLetter(topic, partition, m, e, alone ? one.n : tries.n)]);
+            outputs.set(m, [await this.toDeadLetter(topic, partition, m, e, one.n)]);
           }
         }
       }

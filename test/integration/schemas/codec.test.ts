@@ -20,6 +20,18 @@ describe('Avro codecs against the real registry', () => {
     assert.deepEqual(JSON.parse(JSON.stringify(await codecs.of('turns').decode(bytes))), JSON.parse(JSON.stringify(exampleTurn())));
   });
 
+  it('encodes a value larger than its scratch buffer, and smaller ones after it, with the wire header intact', async () => {
+    const codecs = await createEventCodecs({ registryUrl, naming: { prefix: uniquePrefix('codec-big') } });
+    const codec = codecs.of('turns');
+    const big = exampleTurn({ turnId: 'big', response: { ...exampleTurn().response, content: 'x'.repeat(50_000) } });
+    for (const value of [exampleTurn({ turnId: 'small-1' }), big, exampleTurn({ turnId: 'small-2' })]) {
+      const bytes = codec.encodeNow(value);
+      assert.equal(bytes[0], 0, 'magic byte');
+      assert.deepEqual(bytes.subarray(0, 5), (await codec.encode(exampleTurn())).subarray(0, 5), 'the schema id');
+      assert.deepEqual(JSON.parse(JSON.stringify(await codec.decode(bytes))), JSON.parse(JSON.stringify(value)));
+    }
+  });
+
   it('reads records written with an older schema version, filling the new fields with their defaults', async () => {
     const prefix = uniquePrefix('codec-evolve');
     const subject = valueSubject(topicName('turns', { prefix }));
