@@ -47,6 +47,7 @@ const usable = (hint: string | null): string | null => (hint && hint.length > MI
 
 export class EmbeddedJudge implements Judge {
   readonly id: string;
+  readonly local = true;
   private readonly mode: JudgeMode;
   private readonly thresholds: SentimentThresholds | undefined;
 

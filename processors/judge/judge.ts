@@ -18,6 +18,12 @@ export interface JudgeCallOptions {
 export interface Judge {
   /** Stable id, part of `judgementId` (= turnId + ':' + id). */
   readonly id: string;
+  /**
+   * Judges in-process in microseconds (no model call): the judge service then takes a whole
+   * fetched batch per call, and a batch that fails is split and judged again at no cost.
+   * @default false
+   */
+  readonly local?: boolean;
   /** Throws `TurnstreamError(JUDGE_FAILED)` when every vote failed (errors, timeouts). */
   judge(pair: TurnPair, opts?: JudgeCallOptions): Promise<Judgement>;
 }
