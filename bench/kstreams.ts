@@ -6,7 +6,7 @@
 //   one stream thread, each record decoded with Avro's GenericDatumReader and encoded again behind
 //   the same wire header). One JVM serves every run; its first run(s) (`--warmups`) are unmeasured, to warm it.
 // - runtime: `runProcessor` decoding each record and emitting it again, exactly once (the
-//   passthrough of `bench streams`).
+//   passthrough of `bench streams`), with a per-record handler and with a batch handler.
 // - raw: plain kafkajs consume → produce (acks=all, at-least-once), the baseline of `bench streams`.
 //
 // Every run reads the same input topic from the beginning with a fresh group / application.id and
@@ -35,7 +35,7 @@ export const description =
 export const options: BenchOptions = {
   records: { default: '20000', min: 100, help: 'Turn records of ~1 KB' },
   partitions: { default: '3', help: 'partitions of the topics' },
-  pairs: { default: '3', help: 'interleaved measured rounds (each: Kafka Streams, runtime, raw kafkajs)' },
+  pairs: { default: '3', help: 'interleaved measured rounds (each: Kafka Streams, runtime per record and batched, raw kafkajs)' },
   // One run of 20,000 leaves the JIT cold: Kafka Streams ran 6,000 → 9,600 → 14,000 → 13,000-18,000 msgs/s
   // in consecutive runs here. Three warm-ups bring it near the figure the issue calls warm.
   warmups: { default: '3', help: 'unmeasured Kafka Streams runs first, to warm the JVM (its JIT)' },
@@ -51,15 +51,27 @@ export interface KStreamsBenchResult extends BenchResult {
   /** Medians over the pairs. */
   kstreams_msgs_per_s: number;
   runtime_passthrough_msgs_per_s: number;
+  /** The same passthrough with a batch handler (`handleBatch`: each fetched batch in one call). */
+  runtime_batch_passthrough_msgs_per_s: number;
   raw_passthrough_msgs_per_s: number;
   /** Each pair's figures, in run order; `kstreams_records`: what its read_committed consumer counted on the output. */
-  runs: Array<{ kstreams_msgs_per_s: number; kstreams_records: number; runtime_msgs_per_s: number; raw_msgs_per_s: number }>;
+  runs: Array<{
+    kstreams_msgs_per_s: number;
+    kstreams_records: number;
+    runtime_msgs_per_s: number;
+    runtime_batch_msgs_per_s: number;
+    raw_msgs_per_s: number;
+  }>;
   /** The unmeasured warm-up runs of the JVM, in order (the first is the cold one). */
   kstreams_warmup_msgs_per_s: number[];
   /** runtime ÷ Kafka Streams (medians): the figure of issue 14's "≥ 1.0×". */
   ratio: number;
   /** runtime ÷ raw kafkajs consume → produce (medians). */
   ratio_raw: number;
+  /** The batch handler ÷ Kafka Streams (medians). */
+  ratio_batch: number;
+  /** The batch handler ÷ raw kafkajs consume → produce (medians). */
+  ratio_batch_raw: number;
 }
 
 const PROJECT = fileURLToPath(new URL('./kstreams/', import.meta.url));
@@ -211,38 +223,45 @@ async function measure(
     const warm: PeerRun[] = [];
     for (let i = 0; i < warmups; i++) warm.push(await kstreams(`warm${i}`));
     const runs: KStreamsBenchResult['runs'] = [];
-    const rates = { kstreams: [] as number[], runtime: [] as number[], raw: [] as number[] };
+    const rates = { kstreams: [] as number[], runtime: [] as number[], batch: [] as number[], raw: [] as number[] };
     for (let i = 0; i < pairs; i++) {
       const tag = `p${i}`;
-      const runtime = async (): Promise<number> => {
-        const r = await runtimePassthrough(family, n, partitions, `${prefix}runtime-${tag}-out`, `${prefix}runtime-${tag}`, progress);
-        progress(`runtime ${tag}: ${Math.round(n / r.seconds)} msgs/s`);
+      const runtime = async (batch: boolean): Promise<number> => {
+        const name = `${prefix}runtime-${batch ? 'batch-' : ''}${tag}`;
+        const r = await runtimePassthrough(family, n, partitions, `${name}-out`, name, progress, { batch });
+        progress(`runtime${batch ? ', batch handler,' : ''} ${tag}: ${Math.round(n / r.seconds)} msgs/s`);
         return n / r.seconds;
       };
       // Alternate which exactly-once side goes first, so neither always runs on a cooler machine.
       let ks: PeerRun;
       let rt: number;
+      let bt: number;
       if (i % 2 === 0) {
         ks = await kstreams(tag);
-        rt = await runtime();
+        rt = await runtime(false);
+        bt = await runtime(true);
       } else {
-        rt = await runtime();
+        bt = await runtime(true);
+        rt = await runtime(false);
         ks = await kstreams(tag);
       }
       const rawSeconds = await rawPassthrough(kafka, input, `${prefix}raw-${tag}-out`, n, `${prefix}raw-${tag}`, partitions);
       progress(`raw kafkajs ${tag}: ${Math.round(n / rawSeconds)} msgs/s`);
       rates.kstreams.push(ks.msgs_per_s);
       rates.runtime.push(rt);
+      rates.batch.push(bt);
       rates.raw.push(n / rawSeconds);
       runs.push({
         kstreams_msgs_per_s: Math.round(ks.msgs_per_s),
         kstreams_records: ks.records,
         runtime_msgs_per_s: Math.round(rt),
+        runtime_batch_msgs_per_s: Math.round(bt),
         raw_msgs_per_s: Math.round(n / rawSeconds),
       });
     }
     const kstreamsRate = median(rates.kstreams);
     const runtimeRate = median(rates.runtime);
+    const batchRate = median(rates.batch);
     const rawRate = median(rates.raw);
     return {
       records: n,
@@ -253,6 +272,7 @@ async function measure(
       kafka_streams_version: warm[0].kafka_streams_version,
       kstreams_msgs_per_s: Math.round(kstreamsRate),
       runtime_passthrough_msgs_per_s: Math.round(runtimeRate),
+      runtime_batch_passthrough_msgs_per_s: Math.round(batchRate),
       raw_passthrough_msgs_per_s: Math.round(rawRate),
       runs,
       kstreams_warmup_msgs_per_s: warm.map((r) => Math.round(r.msgs_per_s)),
@@ -260,6 +280,8 @@ async function measure(
         'Kafka Streams (EOS v2, one thread, Avro decode + re-encode, warm JVM) on the same records; ratio_raw: plain kafkajs consume → produce',
       ratio: Number((runtimeRate / kstreamsRate).toFixed(4)),
       ratio_raw: Number((runtimeRate / rawRate).toFixed(4)),
+      ratio_batch: Number((batchRate / kstreamsRate).toFixed(4)),
+      ratio_batch_raw: Number((batchRate / rawRate).toFixed(4)),
     };
   } finally {
     await peer.close();

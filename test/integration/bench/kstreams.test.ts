@@ -54,7 +54,16 @@ test(
     assert.equal(r.partitions, 3);
     assert.match(String(r.kafka_streams_version), /^4\.\d+\.\d+/);
     assert.ok(Number(r.mean_record_bytes) >= 900 && Number(r.mean_record_bytes) <= 1200, `~1 KB records, got ${r.mean_record_bytes}`);
-    for (const k of ['kstreams_msgs_per_s', 'runtime_passthrough_msgs_per_s', 'raw_passthrough_msgs_per_s', 'ratio', 'ratio_raw']) {
+    for (const k of [
+      'kstreams_msgs_per_s',
+      'runtime_passthrough_msgs_per_s',
+      'runtime_batch_passthrough_msgs_per_s',
+      'raw_passthrough_msgs_per_s',
+      'ratio',
+      'ratio_raw',
+      'ratio_batch',
+      'ratio_batch_raw',
+    ]) {
       assert.ok(positive(r[k]), `${k} = ${String(r[k])}`);
     }
     assert.equal(r.warmups, 1);
@@ -66,11 +75,13 @@ test(
     assert.equal(r.runs.length, 1);
     const [run] = r.runs;
     assert.equal(run.kstreams_records, records, 'Kafka Streams wrote every record once, read back read_committed');
-    for (const k of ['kstreams_msgs_per_s', 'runtime_msgs_per_s', 'raw_msgs_per_s'])
+    for (const k of ['kstreams_msgs_per_s', 'runtime_msgs_per_s', 'runtime_batch_msgs_per_s', 'raw_msgs_per_s'])
       assert.ok(positive(run[k]), `runs[0].${k} = ${run[k]}`);
     // One pair: the medians are that pair's figures, and the ratios are of them (to within rounding).
     assert.equal(r.kstreams_msgs_per_s, run.kstreams_msgs_per_s);
     assert.ok(Math.abs(Number(r.ratio) - run.runtime_msgs_per_s / run.kstreams_msgs_per_s) < 0.01);
     assert.ok(Math.abs(Number(r.ratio_raw) - run.runtime_msgs_per_s / run.raw_msgs_per_s) < 0.01);
+    assert.ok(Math.abs(Number(r.ratio_batch) - run.runtime_batch_msgs_per_s / run.kstreams_msgs_per_s) < 0.01);
+    assert.ok(Math.abs(Number(r.ratio_batch_raw) - run.runtime_batch_msgs_per_s / run.raw_msgs_per_s) < 0.01);
   },
 );
