@@ -81,7 +81,7 @@ export interface ProcessorOptions<S = never> {
   instanceId?: string;
   /** Topics to consume; they must be co-partitioned when `state` is used. */
   inputs: TopicId[];
-  /** Records in flight before partitions pause. @default 64 */
+  /** Records in flight before partitions pause (a batch counts its records). @default 64 */
   concurrency?: number;
   /** Attempts of a record whose handler fails with a retriable error, before it goes to the DLQ. @default 5 */
   maxAttempts?: number;
@@ -358,8 +358,9 @@ class ProcessorRuntime<S> {
     }
     if (unit.length > 0) {
       unit.forEach((m, i) => tracker.add(BigInt(m.offset), i === unit.length - 1));
-      // One task per batch, in order per partition.
-      void this.pool.submit(k, () => this.processBatch(topicId, topic, partition, unit, tracker, batch.highWatermark));
+      // One task per batch, in order per partition, weighing its records: the pool's bound holds in
+      // records (what is in memory), so a partition pauses once a batch fills it.
+      void this.pool.submit(k, () => this.processBatch(topicId, topic, partition, unit, tracker, batch.highWatermark), unit.length);
     }
     // Metrics per fetched batch, not per record: a labelled update costs as much as a small handler.
     this.counts.consumed += consumed;

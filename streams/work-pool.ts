@@ -1,6 +1,7 @@
 /**
  * A bounded async pool in which tasks with the same key run one after the other, in
- * arrival order, and tasks with different keys run concurrently.
+ * arrival order, and tasks with different keys run concurrently. A task weighs what it holds
+ * (one record, or a batch's records), and the bound is on the weights.
  */
 export class KeyedWorkPool {
   readonly concurrency: number;
@@ -8,13 +9,13 @@ export class KeyedWorkPool {
   private readonly tails = new Map<string, Promise<void>>();
   private readonly waiters: Array<() => void> = [];
 
-  /** @param concurrency tasks admitted before `full` is true. */
+  /** @param concurrency the weight admitted before `full` is true. */
   constructor(concurrency: number) {
     if (!(concurrency >= 1)) throw new Error('concurrency must be >= 1');
     this.concurrency = concurrency;
   }
 
-  /** Tasks admitted and not finished (running or waiting for their key). */
+  /** The weight of the tasks admitted and not finished (running or waiting for their key). */
   get inFlight(): number {
     return this.inFlightCount;
   }
@@ -24,8 +25,8 @@ export class KeyedWorkPool {
   }
 
   /** Admits a task; it starts once the previous task with the same key has finished. */
-  submit(key: string, task: () => Promise<void>): Promise<void> {
-    this.inFlightCount++;
+  submit(key: string, task: () => Promise<void>, weight = 1): Promise<void> {
+    this.inFlightCount += weight;
     const prev = this.tails.get(key) ?? Promise.resolve();
     const run = prev.then(task);
     // A failed task must not stop its key's successors; the caller handles its own errors.
@@ -35,7 +36,7 @@ export class KeyedWorkPool {
         () => undefined,
       )
       .finally(() => {
-        this.inFlightCount--;
+        this.inFlightCount -= weight;
         if (this.tails.get(key) === tail) this.tails.delete(key);
         if (this.inFlightCount < this.concurrency) this.waiters.splice(0).forEach((w) => w());
       });

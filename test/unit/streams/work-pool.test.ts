@@ -53,4 +53,21 @@ describe('KeyedWorkPool', () => {
     await next;
     assert.equal(ran, true);
   });
+
+  it('a task weighs what it holds: one batch of 100 records fills a pool of 64, and its end frees all of it', async () => {
+    const pool = new KeyedWorkPool(64);
+    let release!: () => void;
+    const batch = pool.submit('p0', () => new Promise<void>((r) => (release = r)), 100);
+    assert.equal(pool.inFlight, 100);
+    assert.equal(pool.full, true);
+    void pool.submit('p1', () => Promise.resolve(), 1);
+    assert.equal(pool.inFlight, 101);
+    await sleep(1);
+    assert.equal(pool.inFlight, 100, 'the light task ran beside the batch');
+    release();
+    await batch;
+    await pool.drain();
+    assert.equal(pool.inFlight, 0);
+    assert.equal(pool.full, false);
+  });
 });
