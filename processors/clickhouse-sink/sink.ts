@@ -23,6 +23,7 @@ import {
   ErrorCodes,
   EventProducer,
   FlushConsumer,
+  isRetriable,
   retry,
   toTurnstreamError,
   TurnstreamError,
@@ -61,15 +62,6 @@ export interface ClickhouseSinkHandle {
   stop(): Promise<void>;
   stats(): SinkStats;
   store: AnalyticsStore;
-}
-
-/** Errors on the way to the registry that should be retried, not dead-lettered. */
-function isTransient(err: unknown): boolean {
-  for (let e: unknown = err, i = 0; e && i < 6; e = (e as { cause?: unknown }).cause, i++) {
-    const text = `${(e as Error).message ?? ''} ${(e as { code?: string }).code ?? ''}`;
-    if (/ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|socket hang up|fetch failed|timeout/i.test(text)) return true;
-  }
-  return false;
 }
 
 export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHandle {
@@ -202,9 +194,9 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     try {
       value = await codecs.of(route.id).decode(m.value);
     } catch (err) {
-      // The registry being unreachable is not the record's fault: retry the batch.
-      if (isTransient(err))
-        throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `decode failed transiently: ${(err as Error).message}`, { cause: err });
+      // The codec says which: the registry being unreachable (retriable) is not the record's
+      // fault, and the flush is retried; an undecodable record goes to the DLQ.
+      if (isRetriable(err)) throw err;
       return sendToDlq(route.id, topic, partition, m, err);
     }
     return map(route, topic, partition, m, value);
