@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResolvedStackOptions } from './options.ts';
 import { runCommand } from './run-command.ts';
+import { registryReady } from '../schemas/registry.ts';
 
 export const APICURIO_VERSION = '3.0.9';
 export const APICURIO_ARTIFACT = `io.apicurio:apicurio-registry-app:${APICURIO_VERSION}:tar.gz:all`;
@@ -94,12 +95,12 @@ export function registryCommand(o: ResolvedStackOptions, paths: RegistryPaths, b
   };
 }
 
-/** True when the ccompat API lists subjects (the registry and its storage are ready). */
+/** True when the ccompat API lists subjects and the registry says it is ready (`registryReady`). */
 export async function registryHealthy(registryUrl: string, timeoutMs = 3_000): Promise<boolean> {
   try {
     const res = await fetch(`${registryUrl}/subjects`, { signal: AbortSignal.timeout(timeoutMs) });
     await res.arrayBuffer();
-    return res.status === 200;
+    return res.status === 200 && (await registryReady(registryUrl, timeoutMs));
   } catch {
     return false;
   }

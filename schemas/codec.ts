@@ -13,6 +13,7 @@ import type { Client } from '@confluentinc/schemaregistry';
 import avro from 'avsc';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import { TOPICS, valueSubject, type TopicId } from './topics.ts';
+import { registryReady } from './registry.ts';
 
 export interface Codec<T> {
   readonly topic: string;
@@ -149,11 +150,14 @@ export class AvroCodec<T> implements Codec<T> {
           this.resolved.set(writerId, resolver);
           return resolver;
         },
-        (err: unknown) => {
-          // The registry said the id does not exist: the record is undecodable. Anything else
-          // (registry down, a 5xx) is transient, and the record is retried, not dead-lettered.
+        async (err: unknown) => {
+          // The registry said the id does not exist: the record is undecodable, unless the
+          // registry is not ready (reading its storage back after a restart, when it answers 404
+          // for ids it has not read yet). Anything else (registry down, a 5xx) is transient, and
+          // the record is retried, not dead-lettered.
           const status = (err as { status?: number }).status;
-          if (status !== undefined && status >= 400 && status < 500) {
+          const url = this.client.config().baseURLs[0];
+          if (status !== undefined && status >= 400 && status < 500 && (!url || (await registryReady(url)))) {
             throw new TurnstreamError(
               ErrorCodes.DECODE,
               `cannot decode a ${TOPICS[this.id].base} record: writer schema ${writerId}: ${(err as Error).message}`,

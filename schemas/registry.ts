@@ -29,6 +29,22 @@ export function createRegistryClient(options: RegistryOptions): Client {
   });
 }
 
+/**
+ * Whether the registry says it is ready, where it has a readiness check: Apicurio's
+ * `/health/ready` answers 503 while its `kafkasql` storage reads its journal back after a
+ * restart, and meanwhile lists subjects but answers 404 for schema ids it has not read yet. A
+ * registry without that endpoint (Confluent's answers 404 there) counts as ready.
+ */
+export async function registryReady(registryUrl: string, timeoutMs = 3_000): Promise<boolean> {
+  try {
+    const res = await fetch(`${new URL(registryUrl).origin}/health/ready`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.status !== 503;
+  } catch {
+    return false;
+  }
+}
+
 /** Schema ids by topic id, for the topics that were registered. */
 export type SchemaIds = Partial<Record<TopicId, number>>;
 

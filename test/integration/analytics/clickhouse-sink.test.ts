@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
+import avro from 'avsc';
 import {
   AnalyticsStore,
   funnel,
@@ -15,6 +16,8 @@ import { startClickhouseSink } from '../../../processors/clickhouse-sink/index.t
 import { loadConfig } from '../../../cli/config.ts';
 import { clickhouseVersion, stackPids, stackUp } from '../../../infra/index.ts';
 import { createKafka } from '../../../streams/index.ts';
+import { createRegistryClient, TOPICS, topicName, valueSubject } from '../../../schemas/index.ts';
+import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 import { dropTables, family, tableCounts, topicCounts, waitFor, type Family } from './support.ts';
 
@@ -44,6 +47,14 @@ async function stopClickhouse(): Promise<void> {
   assert.ok(pid, 'this test stops the native ClickHouse of the local stack (run without CLICKHOUSE_URL)');
   process.kill(-pid, 'SIGTERM');
   await waitFor('ClickHouse to stop', async () => !alive(pid), 60000, 100);
+}
+
+/** Stops the local stack's schema registry (its whole process group, as infra started it). */
+async function stopRegistry(): Promise<void> {
+  const pid = stackPids(stackOptions()).registry;
+  assert.ok(pid, 'this test stops the registry of the local stack (run without SCHEMA_REGISTRY_URL)');
+  process.kill(-pid, 'SIGTERM');
+  await waitFor('the registry to stop', async () => !alive(pid), 60000, 100);
 }
 
 /** Starts it again through infra (which reuses Kafka and the registry); a no-op when it runs. */
@@ -236,6 +247,64 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
       assert.equal(fu.samples, data.counts.samples);
     } finally {
       await sink.stop();
+      await f.producer.disconnect();
+    }
+  });
+
+  it('loses nothing and dead-letters nothing when the registry is down as records of a writer schema it has not seen arrive', async () => {
+    const prefix = uniquePrefix('ch-sink-registry');
+    // An older version of Turn (without two fields the current one adds with defaults), registered
+    // first: records written with it need a registry lookup before the sink can read them.
+    const old = JSON.parse(JSON.stringify(TOPICS.turns.schema())) as { fields: Array<{ name: string }> };
+    old.fields = old.fields.filter((x) => x.name !== 'promptTruncatedTokens' && x.name !== 'sessionDone');
+    const client = createRegistryClient({ url: stack.registryUrl });
+    const oldId = await client.register(
+      valueSubject(topicName('turns', { prefix })),
+      { schemaType: 'AVRO', schema: JSON.stringify(old) },
+      false,
+    );
+    const f = await family(kafka, stack.registryUrl, stack.clickhouseUrl, prefix);
+    const store = new AnalyticsStore(f.analytics);
+    stores.push(store);
+    const turn = (i: number) => exampleTurn({ turnId: `${prefix}-t${i}`, sessionId: `${prefix}-s${i % 5}` });
+    const header = Buffer.alloc(5);
+    header.writeInt32BE(oldId, 1);
+    const oldType = avro.Type.forSchema(old as avro.Schema);
+    const raw = kafka.producer();
+    await raw.connect();
+    const sink = startClickhouseSink({
+      kafka,
+      codecs: f.codecs,
+      analytics: f.analytics,
+      groupId: `${prefix}sink`,
+      batchRows: 20,
+      flushIntervalMs: 100,
+      retryMaxMs: 1000,
+    });
+    try {
+      await sink.ready;
+      await f.producer.sendAll(Array.from({ length: 20 }, (_, i) => ({ id: 'turns' as const, key: turn(i).sessionId, value: turn(i) })));
+      await waitFor('the turns of the current writer stored', async () => (await tableCounts(store)).turns.final === 20);
+      try {
+        await stopRegistry();
+        const messages = Array.from({ length: 30 }, (_, k) => {
+          const { promptTruncatedTokens: _a, sessionDone: _b, ...v1 } = turn(20 + k);
+          return { key: v1.sessionId, value: Buffer.concat([header, oldType.toBuffer(v1)]) };
+        });
+        await raw.send({ topic: f.codecs.topic('turns'), messages });
+        await new Promise((r) => setTimeout(r, 4000)); // lookups failing meanwhile, no crash
+        assert.equal(sink.stats().deadLettered, 0, 'not the fault of the records: nothing dead-lettered');
+        assert.equal((await tableCounts(store)).turns.final, 20, 'the turns of the old writer wait for the registry');
+      } finally {
+        await stackUp(stackOptions()); // starts what of the stack is down: the registry
+      }
+      await waitFor('every turn stored after the registry came back', async () => (await tableCounts(store)).turns.final === 50, 120000);
+      assert.equal(sink.stats().deadLettered, 0);
+      const counts = await topicCounts(kafka, f.codecs, ['dlq']);
+      assert.equal(counts.dlq.valid, 0, 'no dead letter on the topic');
+    } finally {
+      await sink.stop();
+      await raw.disconnect();
       await f.producer.disconnect();
     }
   });
