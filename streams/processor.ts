@@ -359,8 +359,11 @@ class ProcessorRuntime<S> {
     if (unit.length > 0) {
       unit.forEach((m, i) => tracker.add(BigInt(m.offset), i === unit.length - 1));
       // One task per batch, in order per partition, weighing its records: the pool's bound holds in
-      // records (what is in memory), so a partition pauses once a batch fills it.
-      void this.pool.submit(k, () => this.processBatch(topicId, topic, partition, unit, tracker, batch.highWatermark), unit.length);
+      // records (what is in memory), so a partition pauses once a batch fills it. With state, the
+      // batches of every input topic of a partition share its state, so they run one after the
+      // other too: two at once would each write the state they read before the other's writes.
+      const unitKey = this.store ? `partition ${partition}` : k;
+      void this.pool.submit(unitKey, () => this.processBatch(topicId, topic, partition, unit, tracker, batch.highWatermark), unit.length);
     }
     // Metrics per fetched batch, not per record: a labelled update costs as much as a small handler.
     this.counts.consumed += consumed;
