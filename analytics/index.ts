@@ -3,6 +3,7 @@ export { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsO
 export { AnalyticsStore } from './store.ts';
 export { tableNames, TABLE_IDS, type TableId, type Tables } from './tables.ts';
 export { migrate, MIGRATIONS, REPLAY_KEYS, type Migration, type MigrationResult } from './migrations.ts';
+export { RowBinaryEncoder, type Column } from './row-binary.ts';
 export { toRow, TABLE_OF, REPLAY_TABLES, type MappedRow, type Row, type SourcePosition } from './rows.ts';
 export { sqlString, sqlNumber } from './sql.ts';
 export { funnel, type Funnel } from './queries/funnel.ts';

@@ -43,8 +43,13 @@ const finite = (v: number, field: string): number => {
 };
 const bit = (b: boolean): number => (b ? 1 : 0);
 
-function source(p: SourcePosition, now: number): Row {
-  return { _topic: p.topic, _partition: p.partition, _offset: Number(p.offset), ingested_at: Math.floor(now / 1000) };
+/** Adds the source columns to a row built for this call. */
+function addSource(row: Row, p: SourcePosition, now: number): Row {
+  row._topic = p.topic;
+  row._partition = p.partition;
+  row._offset = Number(p.offset);
+  row.ingested_at = Math.floor(now / 1000);
+  return row;
 }
 
 export function turnRow(e: Turn): Row {
@@ -243,5 +248,5 @@ export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Dat
       throw invalidInput(`topic ${id} is not stored in analytics`);
   }
   if (REPLAY_TABLES.has(table)) row.replay_tag = at.replayTag ?? '';
-  return { table, row: { ...row, ...source(at, now) } };
+  return { table, row: addSource(row, at, now) };
 }

@@ -4,7 +4,10 @@
  * (server unreachable) or TS_ERR_INTERNAL (the server refused the statement).
  */
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import type { Column } from './row-binary.ts';
 import { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
 import { tableNames, type Tables } from './tables.ts';
 
@@ -64,6 +67,25 @@ export class AnalyticsStore {
   async insert(table: string, rows: readonly object[]): Promise<void> {
     if (rows.length === 0) return;
     await this.wrap(`INSERT INTO ${table}`, () => this.client.insert({ table, values: rows as object[], format: 'JSONEachRow' }));
+  }
+
+  /** The columns an INSERT can fill (not MATERIALIZED or ALIAS), in table order. */
+  async columns(table: string): Promise<Column[]> {
+    const rows = await this.rows<{ name: string; type: string; default_type?: string; default_kind?: string }>(`DESCRIBE TABLE ${table}`);
+    return rows
+      .filter((c) => !['MATERIALIZED', 'ALIAS'].includes(c.default_type ?? c.default_kind ?? ''))
+      .map(({ name, type }) => ({ name, type }));
+  }
+
+  /** Inserts rows already encoded as RowBinary (analytics/row-binary.ts) for `columns`, in order. */
+  async insertRowBinary(table: string, columns: readonly Column[], chunks: readonly Buffer[]): Promise<void> {
+    if (chunks.length === 0) return;
+    const list = columns.map((c) => `\`${c.name}\``).join(', ');
+    await this.wrap(`INSERT INTO ${table} (${list})`, async () => {
+      const r = await this.client.exec({ query: `INSERT INTO ${table} (${list}) FORMAT RowBinary`, values: Readable.from(chunks) });
+      r.stream.resume();
+      await finished(r.stream);
+    });
   }
 
   /** True when the server answers /ping. */

@@ -5,7 +5,8 @@
 // inserts them), so the ratio is the sink's overhead, not a difference of insert sizes.
 // `--batch` is the sink's SINK_BATCH_ROWS: the buffered rows that start a flush (a flush
 // inserts everything buffered, so inserts are often bigger).
-//   turnstream bench sink [--json] [--users 20] [--batch 500]
+// Each round is a new consumer group over the same topics, then its baseline; medians reported.
+//   turnstream bench sink [--json] [--users 20] [--batch 500] [--rounds 3]
 import { AnalyticsStore, migrate, TABLE_IDS, toRow, type Row, type TableId } from '../analytics/index.ts';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import { startClickhouseSink } from '../processors/clickhouse-sink/index.ts';
@@ -20,11 +21,19 @@ export const description =
 export const options: BenchOptions = {
   users: { default: '20', help: 'users of the synthetic history (10 sessions × 20 turns each)' },
   batch: { default: '500', help: "the sink's batchRows (SINK_BATCH_ROWS): buffered rows that start a flush" },
+  rounds: { default: '3', help: 'sink runs (a new consumer group each), each followed by its baseline; the figures are medians' },
 };
+
+interface Insert {
+  table: TableId;
+  rows: number;
+  flush: number;
+}
 
 export interface SinkBenchResult extends BenchResult {
   rows: number;
   batch_rows: number;
+  rounds: number;
   /** Kafka → sink → ClickHouse, from the sink joining its group until every row is stored. */
   rows_per_s: number;
   seconds: number;
@@ -35,8 +44,9 @@ export interface SinkBenchResult extends BenchResult {
   /** The same rows, inserted directly with @clickhouse/client in the sink's insert sizes. */
   baseline_rows_per_s: number;
   baseline_seconds: number;
-  /** rows_per_s / baseline_rows_per_s. */
+  /** rows_per_s / baseline_rows_per_s (medians). */
   ratio: number;
+  ratio_per_round: number[];
   clickhouse: string;
 }
 
@@ -45,6 +55,7 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
   const o = resolveOptions(options, args.options);
   const users = Number(o.users);
   const batchRows = Number(o.batch);
+  const rounds = Math.max(1, Number(o.rounds));
   const family = await benchFamily(config, 'sink', 6);
   const { endpoints: stack, prefix, kafka, codecs } = family;
   const database = 'turnstream_bench';
@@ -60,33 +71,7 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     for (let i = 0; i < rows; i += 1000) await producer.sendAll(data.events.slice(i, i + 1000));
     await producer.disconnect();
 
-    progress('sink: reading the topics from the beginning');
-    const inserts: Array<{ table: TableId; rows: number; flush: number }> = [];
-    const sink = startClickhouseSink({
-      kafka,
-      codecs,
-      analytics: sinkTables,
-      groupId: `${prefix}sink`,
-      batchRows,
-      logger: createLogger('bench-sink', 'warn'),
-      onInsert: (table, n, flush) => void inserts.push({ table, rows: n, flush }),
-    });
-    await sink.ready;
-    const t1 = performance.now();
-    while (sink.stats().rowsInserted < rows) {
-      if (performance.now() - t1 > 600_000) throw new Error(`sink stored ${sink.stats().rowsInserted} of ${rows} rows in 10 minutes`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    const seconds = (performance.now() - t1) / 1000;
-    const stats = sink.stats();
-    await sink.stop();
-    const [check] = await sinkStore.rows<{ n: number }>(
-      `SELECT ${TABLE_IDS.map((t) => `(SELECT count() FROM ${sinkStore.tables[t]} FINAL)`).join(' + ')} AS n`,
-    );
-    if (Number(check.n) !== rows) throw new Error(`sink tables hold ${check.n} rows, expected ${rows}`);
-
-    // Baseline: the same rows, mapped up front (not timed), inserted in the sink's insert sizes.
-    await migrate(base);
+    // Mapped once up front (not timed): what the baseline inserts.
     const byTable = new Map<TableId, Row[]>();
     data.events.forEach((e, i) => {
       const m = toRow(e.id, e.value, { topic: codecs.topic(e.id), partition: 0, offset: String(i) });
@@ -94,36 +79,83 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       if (list) list.push(m.row);
       else byTable.set(m.table, [m.row]);
     });
-    progress(`baseline: ${rows} rows straight into ClickHouse in the sink's ${inserts.length} insert sizes`);
-    // Each flush's inserts side by side, as the sink makes them; the rows sliced beforehand.
-    const taken = new Map<TableId, number>();
-    const flushes = new Map<number, Array<{ table: TableId; rows: Row[] }>>();
-    for (const { table, rows: n, flush } of inserts) {
-      const from = taken.get(table) ?? 0;
-      const group = flushes.get(flush) ?? [];
-      group.push({ table, rows: byTable.get(table)!.slice(from, from + n) });
-      flushes.set(flush, group);
-      taken.set(table, from + n);
+    await migrate(base);
+    await migrate(sinkStore);
+    const measured: Array<{ sink: number; base: number; batches: number; inserts: Insert[] }> = [];
+    for (let round = 1; round <= rounds; round++) {
+      for (const s of [base, sinkStore]) for (const t of TABLE_IDS) await s.command(`TRUNCATE TABLE ${s.tables[t]}`);
+      progress(`round ${round}/${rounds}: sink reading the topics from the beginning`);
+      const sink = await sinkRun(round);
+      progress(
+        `round ${round}/${rounds}: baseline, ${rows} rows straight into ClickHouse in the sink's ${sink.inserts.length} insert sizes`,
+      );
+      measured.push({ ...sink, base: await baselineRun(byTable, sink.inserts) });
     }
-    const t0 = performance.now();
-    for (const group of flushes.values()) await Promise.all(group.map((g) => base.insert(base.tables[g.table], g.rows)));
-    const baselineSeconds = (performance.now() - t0) / 1000;
-    const rowsPerS = rows / seconds;
-    const baselineRowsPerS = rows / baselineSeconds;
+    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const seconds = median(measured.map((m) => m.sink));
+    const baselineSeconds = median(measured.map((m) => m.base));
+    const inserts = Math.round(measured.reduce((n, m) => n + m.inserts.length, 0) / measured.length);
+    const round3 = (x: number): number => Math.round(x * 1000) / 1000;
     return {
       rows,
       batch_rows: batchRows,
-      rows_per_s: Math.round(rowsPerS),
-      seconds: Math.round(seconds * 1000) / 1000,
-      batches: stats.batches,
-      inserts: inserts.length,
-      mean_rows_per_insert: Math.round(rows / inserts.length),
-      baseline_rows_per_s: Math.round(baselineRowsPerS),
-      baseline_seconds: Math.round(baselineSeconds * 1000) / 1000,
+      rounds,
+      rows_per_s: Math.round(rows / seconds),
+      seconds: round3(seconds),
+      batches: Math.round(measured.reduce((n, m) => n + m.batches, 0) / measured.length),
+      inserts,
+      mean_rows_per_insert: Math.round(rows / inserts),
+      baseline_rows_per_s: Math.round(rows / baselineSeconds),
+      baseline_seconds: round3(baselineSeconds),
       baseline: "direct @clickhouse/client inserts of the same rows, in the sink's insert sizes, each flush's tables side by side",
-      ratio: Math.round((rowsPerS / baselineRowsPerS) * 1000) / 1000,
+      ratio: round3(baselineSeconds / seconds),
+      ratio_per_round: measured.map((m) => round3(m.base / m.sink)),
       clickhouse: await base.version(),
     };
+
+    /** One pass of a new sink group over every topic; resolves once every row is stored and counted. */
+    async function sinkRun(round: number): Promise<{ sink: number; batches: number; inserts: Insert[] }> {
+      const inserts: Insert[] = [];
+      const sink = startClickhouseSink({
+        kafka,
+        codecs,
+        analytics: sinkTables,
+        groupId: `${prefix}sink-${round}`,
+        batchRows,
+        logger: createLogger('bench-sink', 'warn'),
+        onInsert: (table, n, flush) => void inserts.push({ table, rows: n, flush }),
+      });
+      await sink.ready;
+      const t1 = performance.now();
+      while (sink.stats().rowsInserted < rows) {
+        if (performance.now() - t1 > 600_000) throw new Error(`sink stored ${sink.stats().rowsInserted} of ${rows} rows in 10 minutes`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const seconds = (performance.now() - t1) / 1000;
+      const batches = sink.stats().batches;
+      await sink.stop();
+      const [check] = await sinkStore.rows<{ n: number }>(
+        `SELECT ${TABLE_IDS.map((t) => `(SELECT count() FROM ${sinkStore.tables[t]} FINAL)`).join(' + ')} AS n`,
+      );
+      if (Number(check.n) !== rows) throw new Error(`sink tables hold ${check.n} rows, expected ${rows}`);
+      return { sink: seconds, batches, inserts };
+    }
+
+    /** The same rows in the sink's insert sizes, each flush's tables side by side, as the sink makes them. */
+    async function baselineRun(mapped: Map<TableId, Row[]>, inserts: Insert[]): Promise<number> {
+      const taken = new Map<TableId, number>();
+      const flushes = new Map<number, Array<{ table: TableId; rows: Row[] }>>();
+      for (const { table, rows: n, flush } of inserts) {
+        const from = taken.get(table) ?? 0;
+        const group = flushes.get(flush) ?? [];
+        group.push({ table, rows: mapped.get(table)!.slice(from, from + n) });
+        flushes.set(flush, group);
+        taken.set(table, from + n);
+      }
+      const t0 = performance.now();
+      for (const group of flushes.values()) await Promise.all(group.map((g) => base.insert(base.tables[g.table], g.rows)));
+      return (performance.now() - t0) / 1000;
+    }
   } finally {
     for (const s of [base, sinkStore]) {
       for (const t of [...TABLE_IDS, 'migrations' as const]) await s.command(`DROP TABLE IF EXISTS ${s.tables[t]}`).catch(() => undefined);

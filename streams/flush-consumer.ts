@@ -80,6 +80,8 @@ export class FlushConsumer {
   private oldestAt: number | undefined;
   private readonly pausedBy = new Set<'store' | 'buffer'>();
   private flushChain: Promise<void> = Promise.resolve();
+  /** Commits in flush order; the next flush does not wait for them (a commit queues behind the fetch in flight). */
+  private commitChain: Promise<void> = Promise.resolve();
   private queued = 0;
   private ticker: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -131,6 +133,7 @@ export class FlushConsumer {
       old.pause(this.topics.map((topic) => ({ topic })));
       await this.flushChain.catch(() => undefined);
       await this.flush(1).catch(() => undefined);
+      await this.commitChain;
       if (this.paused) {
         // The store is away: retry the flush as usual, and follow the topics once it is back.
         void this.flush().catch(() => undefined);
@@ -164,6 +167,7 @@ export class FlushConsumer {
     }
     await this.flushChain.catch(() => undefined);
     await this.flush(1).catch(() => undefined);
+    await this.commitChain;
     await this.consumer?.disconnect().catch((err) => this.log.warn({ err: (err as Error).message }, 'consumer disconnect failed'));
   }
 
@@ -191,13 +195,23 @@ export class FlushConsumer {
 
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
-    for (const m of batch.messages) {
-      if (!isRunning() || isStale()) return;
-      const waiting = this.o.handle(topic, partition, m);
-      if (waiting) await waiting;
-      // Resolved = fetched past; committed only once what it became is stored.
-      this.cover(topic, partition, m.offset);
-      resolveOffset(m.offset);
+    // kafkajs hands over a fetch's batches one after another with only microtasks in between:
+    // let I/O run (the flush in flight sends its rows, reads its answer) before each one.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    // Resolved = fetched past; committed only once what it became is stored. Marked once per batch.
+    let last: string | undefined;
+    try {
+      for (const m of batch.messages) {
+        if (!isRunning() || isStale()) return;
+        const waiting = this.o.handle(topic, partition, m);
+        if (waiting) await waiting;
+        last = m.offset;
+      }
+    } finally {
+      if (last !== undefined) {
+        this.cover(topic, partition, last);
+        resolveOffset(last);
+      }
     }
     await heartbeat();
     if (this.o.buffered() >= this.maxBuffered) this.setPaused('buffer', true);
@@ -267,7 +281,8 @@ export class FlushConsumer {
       throw err;
     }
     if (this.pausedBy.has('store')) this.log.info('flushing again');
-    await this.commit([...offsets.values()]);
+    const list = [...offsets.values()];
+    this.commitChain = this.commitChain.then(() => this.commit(list));
     this.setPaused('store', false);
     if (this.o.buffered() < this.maxBuffered) this.setPaused('buffer', false);
   }

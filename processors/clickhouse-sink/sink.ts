@@ -1,6 +1,6 @@
 /**
  * Every topic → ClickHouse, on the "flush, then commit" consumer (streams/flush-consumer.ts):
- * each record is decoded, mapped to a row (analytics/rows.ts) and buffered; a batch is
+ * each record is decoded, mapped to a row (analytics/rows.ts) and encoded as RowBinary (analytics/row-binary.ts); a batch is
  * inserted when it reaches `batchRows` or `flushIntervalMs`, and only then are its offsets
  * committed. A failed insert pauses fetching and retries with backoff until ClickHouse is
  * back, so nothing is lost and the process does not crash. Tables are ReplacingMergeTrees
@@ -110,15 +110,15 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
     const started = performance.now();
     try {
       // ClickHouse parses each insert on a thread of its own.
-      const inserts = [...batch.rows].map(async ([table, rows]) => {
-        if (rows.length === 0) return;
-        await store.insert(store.tables[table], rows);
+      const inserts = [...batch.tables].map(async ([table, part]) => {
+        if (part.rows === 0) return;
+        await store.insertRowBinary(store.tables[table], buffer.columnsOf(table), part.chunks);
         // Stored: not sent again should another table of this batch fail.
-        batch.rows.set(table, []);
-        batch.count -= rows.length;
-        stats.rowsInserted += rows.length;
-        sinkMetrics.rows.inc({ table }, rows.length);
-        o.onInsert?.(table, rows.length, flushNo);
+        batch.tables.set(table, { chunks: [], rows: 0 });
+        batch.count -= part.rows;
+        stats.rowsInserted += part.rows;
+        sinkMetrics.rows.inc({ table }, part.rows);
+        o.onInsert?.(table, part.rows, flushNo);
       });
       const failed = (await Promise.allSettled(inserts)).find((r) => r.status === 'rejected');
       if (failed) throw failed.reason;
@@ -252,6 +252,16 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       throw stopping ? err : toTurnstreamError(err);
     });
     log.info({ applied: r.applied, version: r.version, server: r.server, database: store.options.database }, 'analytics schema ready');
+    for (const table of new Set(ids.map((id) => TABLE_OF[id]!))) {
+      buffer.setColumns(
+        table,
+        await retry(() => store.columns(store.tables[table]), {
+          baseMs: retryInitialMs,
+          maxMs: retryMaxMs,
+          retryIf: (err) => !stopping && isRetriable(err),
+        }),
+      );
+    }
     await producer.connect();
     let replayed: string[] = [];
     if (replay) {
