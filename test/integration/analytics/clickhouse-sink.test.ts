@@ -41,20 +41,12 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** Stops the local stack's ClickHouse (its whole process group, as infra started it). */
-async function stopClickhouse(): Promise<void> {
-  const pid = stackPids(stackOptions()).clickhouse;
-  assert.ok(pid, 'this test stops the native ClickHouse of the local stack (run without CLICKHOUSE_URL)');
+/** Stops a service of the local stack (its whole process group, as infra started it). */
+async function stopStackService(name: 'clickhouse' | 'registry'): Promise<void> {
+  const pid = stackPids(stackOptions())[name];
+  assert.ok(pid, `this test stops the ${name} of the local stack (run without its URL in the environment)`);
   process.kill(-pid, 'SIGTERM');
-  await waitFor('ClickHouse to stop', async () => !alive(pid), 60000, 100);
-}
-
-/** Stops the local stack's schema registry (its whole process group, as infra started it). */
-async function stopRegistry(): Promise<void> {
-  const pid = stackPids(stackOptions()).registry;
-  assert.ok(pid, 'this test stops the registry of the local stack (run without SCHEMA_REGISTRY_URL)');
-  process.kill(-pid, 'SIGTERM');
-  await waitFor('the registry to stop', async () => !alive(pid), 60000, 100);
+  await waitFor(`the ${name} to stop`, async () => !alive(pid), 60000, 100);
 }
 
 /** Starts it again through infra (which reuses Kafka and the registry); a no-op when it runs. */
@@ -218,7 +210,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
       await f.producer.sendAll(data.events.slice(0, third));
       await waitFor('the first third stored', async () => sink.stats().rowsInserted >= third);
       try {
-        await stopClickhouse();
+        await stopStackService('clickhouse');
         await f.producer.sendAll(data.events.slice(third, 2 * third));
         await waitFor(
           'inserts failing and fetching paused',
@@ -288,7 +280,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
       await f.producer.sendAll(Array.from({ length: 20 }, (_, i) => ({ id: 'turns' as const, key: turn(i).sessionId, value: turn(i) })));
       await waitFor('the turns of the current writer stored', async () => (await tableCounts(store)).turns.final === 20);
       try {
-        await stopRegistry();
+        await stopStackService('registry');
         const messages = Array.from({ length: 30 }, (_, k) => {
           const { promptTruncatedTokens: _a, sessionDone: _b, ...v1 } = turn(20 + k);
           return { key: v1.sessionId, value: Buffer.concat([header, oldType.toBuffer(v1)]) };
