@@ -106,30 +106,36 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
     logger: options.logger,
     inputs: ['turns', 'feedback'],
     state: { topic: 'sessionState' },
-    // One record per call, not a fetched batch: turns and feedback are two topics, and a record
-    // per call keeps a session's events of both in the order they were read (a batch is one
-    // topic's), so a 👍 read right after the turns it follows is applied before the punctuator
-    // can release their pair.
-    async handle(record, ctx) {
-      const prev = ctx.state.get(record.key);
-      let step: AssemblerStep;
-      if (record.topicId === 'turns') {
-        const turn = record.value as Turn;
-        clock.observe(`${record.topicId}:${record.partition}`, turn.completedAt, Date.now(), record.lag, Number(record.offset));
-        step = applyTurn(prev, turn, opts);
-      } else {
-        const fb = record.value as Feedback;
-        clock.observe(`${record.topicId}:${record.partition}`, fb.createdAt, Date.now(), record.lag, Number(record.offset));
-        step = applyFeedback(prev, fb, opts);
-        if (!step.ignored && prev && step.state.held !== prev.held) metrics.lateAttached.inc();
+    // Each step is pure and quick: a fetched batch goes in one call, and a session's state is
+    // written to the changelog once per batch, however many of its events the batch held. The
+    // runtime runs a partition's batches of both topics one after the other; the clock waits for
+    // the other topic's batch of the partition (it may hold a 👍 for a pair these turns complete).
+    async handleBatch(records, ctx) {
+      const wallNow = Date.now();
+      for (const record of records) {
+        const prev = ctx.state.get(record.key);
+        const source = `${record.topicId}:${record.partition}`;
+        let step: AssemblerStep;
+        if (record.topicId === 'turns') {
+          const turn = record.value as Turn;
+          clock.observe(source, turn.completedAt, wallNow, record.lag, Number(record.offset));
+          step = applyTurn(prev, turn, opts);
+        } else {
+          const fb = record.value as Feedback;
+          clock.observe(source, fb.createdAt, wallNow, record.lag, Number(record.offset));
+          step = applyFeedback(prev, fb, opts);
+          if (!step.ignored && prev && step.state.held !== prev.held) metrics.lateAttached.inc();
+        }
+        if (step.ignored) {
+          metrics.ignored.inc({ kind: record.topicId, reason: step.ignored });
+          ctx.logger.debug({ key: record.key, offset: record.offset, reason: step.ignored }, `${record.topicId} event ignored`);
+        }
+        if (step.state !== prev) ctx.state.put(record.key, step.state);
+        if (step.state.closed && !prev?.closed) metrics.closed.inc({ reason: step.state.closedReason ?? 'unknown' });
+        emitPairs(step, (k, p) => ctx.emit('pairs', k, p));
       }
-      if (step.ignored) {
-        metrics.ignored.inc({ kind: record.topicId, reason: step.ignored });
-        ctx.logger.debug({ key: record.key, offset: record.offset, reason: step.ignored }, `${record.topicId} event ignored`);
-      }
-      if (step.state !== prev) ctx.state.put(record.key, step.state);
-      if (step.state.closed && !prev?.closed) metrics.closed.inc({ reason: step.state.closedReason ?? 'unknown' });
-      emitPairs(step, (k, p) => ctx.emit('pairs', k, p));
+      const last = records.at(-1);
+      if (last) clock.expect(`${last.topicId === 'turns' ? 'feedback' : 'turns'}:${last.partition}`, wallNow);
     },
     punctuate: {
       intervalMs: tick,

@@ -13,6 +13,10 @@
  * up, however long its next record takes (backpressure, a slow transaction, a rebalance): it
  * holds time back for up to `stallMs`, not just `quietMs`. The bound is there because a
  * partition ending in an aborted transaction shows a lag that read_committed never delivers.
+ *
+ * A source `expect`ed but not read yet (the feedback partition of a turns partition just read:
+ * they are handled in separate batches) holds time still for up to `quietMs`, as before the
+ * first record: a 👍 it holds may belong to a pair that the turns read so far would let go.
  */
 export class StreamClock {
   private readonly sources = new Map<string | number, { eventTime: number; seenAt: number; behind: boolean; offset: number }>();
@@ -34,6 +38,7 @@ export class StreamClock {
    */
   observe(source: string | number, eventTime: number, wallNow: number, lag = 0, offset = Number.MAX_SAFE_INTEGER): void {
     const p = this.sources.get(source);
+    if (!p) this.expected.delete(source);
     const furthest = !p || offset >= p.offset;
     this.sources.set(source, {
       eventTime: Math.max(p?.eventTime ?? 0, eventTime),
@@ -44,11 +49,19 @@ export class StreamClock {
   }
 
   private firstAskedAt: number | undefined;
+  /** Sources expected but not read yet → when they were first expected (wall time). */
+  private readonly expected = new Map<string | number, number>();
+
+  /** Notes that `source` has records to come (a co-partitioned input of one just read): time waits for it up to `quietMs`. */
+  expect(source: string | number, wallNow: number): void {
+    if (!this.sources.has(source) && !this.expected.has(source)) this.expected.set(source, wallNow);
+  }
 
   /** The time to expire sessions and release held pairs against. */
   now(wallNow: number): number {
     this.firstAskedAt ??= wallNow;
     if (this.sources.size === 0 && wallNow - this.firstAskedAt < this.quietMs) return Number.NEGATIVE_INFINITY;
+    for (const since of this.expected.values()) if (wallNow - since < this.quietMs) return Number.NEGATIVE_INFINITY;
     let t = wallNow;
     for (const p of this.sources.values()) if (wallNow - p.seenAt < (p.behind ? this.stallMs : this.quietMs)) t = Math.min(t, p.eventTime);
     return t;

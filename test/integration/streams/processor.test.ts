@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
-import type { DeadLetter, TurnPair } from '../../../schemas/index.ts';
+import type { DeadLetter, Feedback, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
 import {
   createEventCodecs,
   createKafka,
@@ -15,7 +15,7 @@ import {
   type EventCodecs,
 } from '../../../streams/index.ts';
 import { startCountingProcessor } from '../../support/counting-processor.ts';
-import { examplePair, exampleTurn } from '../../support/fixtures.ts';
+import { exampleFeedback, examplePair, exampleSessionState, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 
 let kafka: Kafka;
@@ -219,6 +219,56 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     assert.equal(dlq.length, 1);
     assert.equal(dlq[0].code, 'TS_ERR_INVALID_INPUT');
     assert.match(dlq[0].message, /refused poison-1/);
+    await producer.disconnect();
+  });
+
+  it('handleBatch with state over two co-partitioned topics: the batches of a partition run one after the other', async () => {
+    const { codecs, producer, prefix } = await family('rt-batch-2topics');
+    const events = [];
+    const ids: string[] = [];
+    for (let i = 0; i < 15; i++) {
+      for (let s = 0; s < 8; s++) {
+        const turnId = randomUUID();
+        const feedbackId = randomUUID();
+        ids.push(turnId, feedbackId);
+        events.push({ id: 'turns' as const, key: `s${s}`, value: exampleTurn({ turnId, sessionId: `s${s}` }) });
+        events.push({ id: 'feedback' as const, key: `s${s}`, value: exampleFeedback({ feedbackId, sessionId: `s${s}`, turnId: null }) });
+      }
+    }
+    for (let i = 0; i < events.length; i += 40) await producer.sendAll(events.slice(i, i + 40));
+    const h = await runProcessor<SessionState>({
+      name: 'counting-2topics',
+      kafka,
+      codecs,
+      groupId: `${prefix}counting`,
+      inputs: ['turns', 'feedback'],
+      state: { topic: 'sessionState' },
+      concurrency: 64,
+      logger: undefined,
+      // Reads the counts, waits, then writes them back: two batches of a partition at once would
+      // both count on from the same state, and a session's counts would repeat.
+      async handleBatch(records, ctx) {
+        const counts = new Map<string, number>();
+        for (const r of records) counts.set(r.key, counts.get(r.key) ?? ctx.state.get(r.key)?.mainTurnCount ?? 0);
+        await sleep(25);
+        for (const r of records) {
+          const n = counts.get(r.key)! + 1;
+          counts.set(r.key, n);
+          const id = r.topicId === 'turns' ? (r.value as Turn).turnId : (r.value as Feedback).feedbackId;
+          const pair = examplePair({ pairId: id, sessionId: r.key });
+          ctx.emit('pairs', r.key, { ...pair, turn: { ...pair.turn, turnId: id, mainTurnIndex: n } });
+        }
+        for (const [key, n] of counts)
+          ctx.state.put(key, exampleSessionState({ sessionId: key, mainTurnCount: n, pending: null, recentIds: [] }));
+      },
+    });
+    await h.ready;
+    await waitFor('240 pairs', async () => h.stats().consumed >= 240 && h.stats().inFlight === 0);
+    await h.stop();
+    const pairs = await readPairs(codecs);
+    assert.equal(pairs.length, 240);
+    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+    assertCountedOnce(pairs, 8, 30);
     await producer.disconnect();
   });
 

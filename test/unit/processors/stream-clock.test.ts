@@ -67,4 +67,23 @@ describe('StreamClock (idle-timeout time)', () => {
     c.observe('turns:0', 100_000, 1_000_001, 8, 2); // an earlier one, handled after it
     assert.equal(c.now(1_005_001), 1_005_001);
   });
+
+  it('waits up to quietMs for an expected source not read yet (feedback of a turns partition just read)', () => {
+    const c = new StreamClock(5000);
+    c.observe('turns:0', 100_000, 1_000_000);
+    c.expect('feedback:0', 1_000_000);
+    assert.equal(c.now(1_000_001), Number.NEGATIVE_INFINITY, 'the feedback batch of the partition may hold a 👍 for what the turns let go');
+    c.observe('feedback:0', 90_000, 1_000_002);
+    assert.equal(c.now(1_000_003), 90_000, 'read: its event time counts like any source');
+    c.expect('feedback:0', 1_000_004);
+    assert.equal(c.now(1_000_005), 90_000, 'a source already read is not waited for again');
+  });
+
+  it('stops waiting for an expected source that stays empty after quietMs', () => {
+    const c = new StreamClock(5000, 60_000);
+    c.observe('turns:1', 100_000, 1_000_000, 50, 10);
+    c.expect('feedback:1', 1_000_000);
+    assert.equal(c.now(1_004_999), Number.NEGATIVE_INFINITY);
+    assert.equal(c.now(1_005_000), 100_000, 'then the turns alone set the time');
+  });
 });
