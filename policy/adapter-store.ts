@@ -6,11 +6,12 @@
  * reader never sees half a version; versions are immutable.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCodes, TurnstreamError, invalidInput } from '../core/errors.ts';
 import type { LoraConfig } from './llama/lora.ts';
 import { sha256File } from './models/file-sha256.ts';
+import { completeVersions } from './models/version-dirs.ts';
 
 export const ADAPTER_FORMAT = 'gguf-lora-v1';
 
@@ -61,25 +62,7 @@ export class AdapterStore {
   async list(modelId: string): Promise<number[]> {
     const dir = join(this.weightsDir, modelId);
     this.path(modelId, 0);
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw err;
-    }
-    const out: number[] = [];
-    for (const name of names) {
-      const m = /^v(\d+)$/.exec(name);
-      if (!m) continue;
-      try {
-        await stat(join(dir, name, 'adapter.json'));
-        out.push(Number(m[1]));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
-    }
-    return out.sort((a, b) => a - b);
+    return completeVersions(dir, 'adapter.json');
   }
 
   /** A version's manifest and files; NOT_FOUND when absent, CORRUPT_WEIGHTS when unreadable. */

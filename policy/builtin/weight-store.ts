@@ -1,9 +1,10 @@
-import { cp, readdir, rename, rm, stat } from 'node:fs/promises';
+import { cp, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TransformerModel, type ModelConfig } from './model.ts';
 import { checkpointPath, readManifest, saveCheckpoint, type SavedCheckpoint } from './checkpoint.ts';
 import { ByteTokenizer } from './tokenizer.ts';
+import { completeVersions } from '../models/version-dirs.ts';
 
 export interface WeightVersionRef {
   modelId: string;
@@ -30,25 +31,7 @@ export class WeightStore {
   async list(modelId: string): Promise<number[]> {
     const dir = join(this.weightsDir, modelId);
     this.path(modelId, 0); // validates the id
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw err;
-    }
-    const versions: number[] = [];
-    for (const name of names) {
-      const m = /^v(\d+)$/.exec(name);
-      if (!m) continue;
-      try {
-        await stat(join(dir, name, 'model.json'));
-        versions.push(Number(m[1]));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
-    }
-    return versions.sort((a, b) => a - b);
+    return completeVersions(dir, 'model.json');
   }
 
   /** The newest version, or null when the model has none. */
