@@ -1,6 +1,8 @@
 /** Prometheus metrics shared by every service (prom-client), one registry per process. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+export type { Counter, LabelValues } from 'prom-client';
+
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
 

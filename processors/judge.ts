@@ -39,27 +39,20 @@ export function startJudge(options: JudgeServiceOptions): Promise<ProcessorHandl
     output: 'judgements',
     // An LLM judge's pairs run side by side in the pool, each committed when it is done.
     batched: judge.local === true,
-    async each(pair: TurnPair, signal, count) {
+    async each(pair: TurnPair, signal, tally) {
       if (!options.judgeUntrainable && !isTrainable(pair.turn)) {
-        count('skipped');
+        tally.count(metrics.skipped, { judge: judge.id });
         return null;
       }
       const end = latency.startTimer();
       try {
         const j = await judge.judge(pair, { signal });
-        for (const v of j.votes) count(`vote:${v.error ? 'failed' : v.score === null ? 'invalid' : String(v.score)}`);
-        count(`score:${j.score}`);
+        for (const v of j.votes)
+          tally.count(metrics.votes, { judge: judge.id, outcome: v.error ? 'failed' : v.score === null ? 'invalid' : String(v.score) });
+        tally.count(metrics.judged, { judge: judge.id, score: String(j.score) });
         return { key: j.turnId, value: j };
       } finally {
         end();
-      }
-    },
-    record(tally) {
-      for (const [what, n] of tally) {
-        const [kind, value] = what.split(':') as [string, string];
-        if (kind === 'skipped') metrics.skipped.inc({ judge: judge.id }, n);
-        else if (kind === 'vote') metrics.votes.inc({ judge: judge.id, outcome: value }, n);
-        else metrics.judged.inc({ judge: judge.id, score: value }, n);
       }
     },
   });

@@ -6,10 +6,27 @@
  * costs about as much as the embedded judge.
  */
 import type { TopicId } from '../schemas/index.ts';
-import { runProcessor, type ProcessorHandle, type TopicValues } from '../streams/index.ts';
+import { runProcessor, type Counter, type LabelValues, type ProcessorHandle, type TopicValues } from '../streams/index.ts';
 import { defaultGroupId, type ServiceOptions } from './service-options.ts';
 
-export type Tally = Map<string, number>;
+/** Counter increments of one call, by counter and labels; added once the call succeeded. */
+export class Tally {
+  private readonly counts = new Map<Counter<string>, Map<string, { labels: LabelValues<string>; n: number }>>();
+
+  count(counter: Counter<string>, labels: LabelValues<string>): void {
+    let byLabels = this.counts.get(counter);
+    if (!byLabels) this.counts.set(counter, (byLabels = new Map()));
+    const key = JSON.stringify(labels);
+    const had = byLabels.get(key);
+    if (had) had.n++;
+    else byLabels.set(key, { labels, n: 1 });
+  }
+
+  /** Adds everything counted to the counters. */
+  flush(): void {
+    for (const [counter, byLabels] of this.counts) for (const { labels, n } of byLabels.values()) counter.inc(labels, n);
+  }
+}
 
 export interface Stage<In, Out extends TopicId> {
   name: string;
@@ -17,10 +34,8 @@ export interface Stage<In, Out extends TopicId> {
   output: Out;
   /** A fetched batch per call (quick, pure work), else one record per call. */
   batched: boolean;
-  /** The output of one input (its key and value), or null; `count` tallies what happened. */
-  each(value: In, signal: AbortSignal, count: (what: string) => void): Promise<{ key: string; value: TopicValues[Out] } | null>;
-  /** Adds a call's tally to the metrics, once the call succeeded. */
-  record(tally: Tally): void;
+  /** The output of one input (its key and value), or null; `tally` counts what happened. */
+  each(value: In, signal: AbortSignal, tally: Tally): Promise<{ key: string; value: TopicValues[Out] } | null>;
 }
 
 export function runStage<In, Out extends TopicId>(options: ServiceOptions, stage: Stage<In, Out>): Promise<ProcessorHandle> {
@@ -36,13 +51,12 @@ export function runStage<In, Out extends TopicId>(options: ServiceOptions, stage
     inputs: [stage.input],
   };
   const call = async (values: unknown[], signal: AbortSignal, emit: (key: string, value: TopicValues[Out]) => void) => {
-    const tally: Tally = new Map();
-    const count = (what: string) => void tally.set(what, (tally.get(what) ?? 0) + 1);
+    const tally = new Tally();
     for (const v of values) {
-      const out = await stage.each(v as In, signal, count);
+      const out = await stage.each(v as In, signal, tally);
       if (out) emit(out.key, out.value);
     }
-    stage.record(tally);
+    tally.flush();
   };
   if (stage.batched) {
     return runProcessor({

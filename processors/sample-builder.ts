@@ -24,17 +24,11 @@ export function startSampleBuilder(options: SampleBuilderServiceOptions): Promis
     output: 'samples',
     // A teacher call per judgement: they run side by side in the pool. Without one, building is quick.
     batched: !options.teacher,
-    async each(judgement: Judgement, signal, count) {
+    async each(judgement: Judgement, signal, tally) {
       const { sample, skipped } = await buildSample(judgement, options, { signal });
-      count(sample ? `${sample.method}:${kindOf(sample)}` : `skip:${skipped ?? 'unknown'}`);
+      if (sample) tally.count(metrics.samples, { method: sample.method, kind: kindOf(sample) });
+      else tally.count(metrics.skipped, { reason: skipped ?? 'unknown' });
       return sample ? { key: sample.sessionId, value: sample } : null;
-    },
-    record(tally) {
-      for (const [what, n] of tally) {
-        const [a, b] = what.split(':') as [string, string];
-        if (a === 'skip') metrics.skipped.inc({ reason: b }, n);
-        else metrics.samples.inc({ method: a, kind: b }, n);
-      }
     },
   });
 }

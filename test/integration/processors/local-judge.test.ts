@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createEmbeddedJudge, startJudge, type Judge } from '../../../processors/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
+import { metricsRegistry } from '../../../core/index.ts';
 import type { TurnPair } from '../../../schemas/index.ts';
 import { examplePair } from '../../support/fixtures.ts';
 import { family, readAll, waitFor, type Family } from './support.ts';
@@ -60,6 +61,16 @@ describe('judge: a local judge on fetched batches', { timeout: 120_000 }, () => 
       assert.equal(calls.get(poison), 2, 'the poison pair was tried in its batch and then alone');
       const again = [...calls].filter(([id, n]) => id !== poison && n === 2).length;
       assert.ok(again >= 1, `the poison's batch-mates were judged again alone (${again})`);
+      // Metrics count what was emitted: the failed call's tally was dropped with it.
+      const total = async (name: string) =>
+        (await metricsRegistry.getSingleMetric(name)!.get()).values
+          .filter((v) => v.labels.judge === 'local-test')
+          .reduce((n, v) => n + v.value, 0);
+      assert.equal(await total('turnstream_judge_judgements_total'), 199);
+      assert.equal(
+        await total('turnstream_judge_votes_total'),
+        judgements.reduce((n, j) => n + j.votes.length, 0),
+      );
     } finally {
       await h.stop();
     }
