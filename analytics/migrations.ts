@@ -95,9 +95,9 @@ export const REPLAY_KEYS: ReadonlyArray<readonly [TableId, string]> = [
   ['dlq', 'dlq_id'],
 ];
 
-/** The table's columns, in order (system.columns has no `position` on 18.16). */
+/** The table's insertable column names, in order (AnalyticsStore.columns). */
 async function columnsOf(store: AnalyticsStore, table: TableId): Promise<string[]> {
-  return (await store.rows<{ name: string }>(`DESCRIBE TABLE ${store.tables[table]}`)).map((c) => c.name);
+  return (await store.columns(store.tables[table])).map((c) => c.name);
 }
 
 /**

@@ -69,12 +69,10 @@ export class AnalyticsStore {
     await this.wrap(`INSERT INTO ${table}`, () => this.client.insert({ table, values: rows as object[], format: 'JSONEachRow' }));
   }
 
-  /** The columns an INSERT can fill (not MATERIALIZED or ALIAS), in table order. */
+  /** The columns an INSERT can fill (not MATERIALIZED or ALIAS), in table order (system.columns has no `position` on 18.16). */
   async columns(table: string): Promise<Column[]> {
-    const rows = await this.rows<{ name: string; type: string; default_type?: string; default_kind?: string }>(`DESCRIBE TABLE ${table}`);
-    return rows
-      .filter((c) => !['MATERIALIZED', 'ALIAS'].includes(c.default_type ?? c.default_kind ?? ''))
-      .map(({ name, type }) => ({ name, type }));
+    const rows = await this.rows<{ name: string; type: string; default_type: string }>(`DESCRIBE TABLE ${table}`);
+    return rows.filter((c) => c.default_type !== 'MATERIALIZED' && c.default_type !== 'ALIAS').map(({ name, type }) => ({ name, type }));
   }
 
   /** Inserts rows already encoded as RowBinary (analytics/row-binary.ts) for `columns`, in order. */

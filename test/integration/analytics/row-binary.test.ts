@@ -81,4 +81,24 @@ describe('RowBinary inserts (the sink) against JSONEachRow', { timeout: 120_000 
       assert.deepEqual(fromBinary, fromJson, `${table}: same values`);
     }
   });
+
+  it('inserts only the columns an INSERT can fill: not MATERIALIZED or ALIAS ones', async () => {
+    const t = binary.tables.turns.replace(/turns`$/, 'computed`');
+    await binary.command(
+      `CREATE TABLE ${t} (id String, n UInt32, twice UInt32 MATERIALIZED n * 2, label String ALIAS concat(id, '!')) ENGINE = Memory`,
+    );
+    try {
+      const columns = await binary.columns(t);
+      assert.deepEqual(columns, [
+        { name: 'id', type: 'String' },
+        { name: 'n', type: 'UInt32' },
+      ]);
+      const encoder = new RowBinaryEncoder(columns);
+      encoder.add({ id: 'a', n: 21 });
+      await binary.insertRowBinary(t, columns, encoder.take().chunks);
+      assert.deepEqual(await binary.rows(`SELECT id, n, twice, label FROM ${t}`), [{ id: 'a', n: 21, twice: 42, label: 'a!' }]);
+    } finally {
+      await binary.command(`DROP TABLE IF EXISTS ${t}`);
+    }
+  });
 });
