@@ -4,7 +4,8 @@
  * instance, which the changelog-backed state needs. kafkajs's round-robin spreads each
  * topic independently and would split a session across instances.
  */
-import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
+import type { PartitionAssigner } from 'kafkajs';
+import { AssignerProtocol } from './kafkajs.ts';
 
 export const CoPartitionedAssigner: PartitionAssigner = ({ cluster }) => ({
   name: 'TurnstreamCoPartitioned',

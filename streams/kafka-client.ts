@@ -1,5 +1,6 @@
 /** Kafka client factory: one place that decides client ids, retries and logging. */
-import { Kafka, logLevel as KafkaLogLevel, type KafkaConfig, type logCreator } from 'kafkajs';
+import type { KafkaConfig, logCreator } from 'kafkajs';
+import { Kafka, logLevel as KafkaLogLevel } from './kafkajs.ts';
 import { createLogger, type Logger } from '../core/logger.ts';
 
 export interface KafkaClientOptions {

@@ -1,5 +1,6 @@
 /** Typed Avro producer: idempotent, acks=all, keys as UTF-8 strings. */
-import { Partitioners, type IHeaders, type Kafka, type Message, type Producer } from 'kafkajs';
+import type { IHeaders, Kafka, Message, Producer } from 'kafkajs';
+import { Partitioners } from './kafkajs.ts';
 import { TOPICS, type TopicId } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import type { EventCodecs, TopicValues } from './event-codecs.ts';

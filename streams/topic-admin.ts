@@ -9,7 +9,8 @@
  * older version, which left the broker's 1 MiB default) is raised to it, keeping the topic's
  * other settings; a larger one set by an operator is left alone.
  */
-import kafkajs, { type Admin, type Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
+import kafkajs from './kafkajs.ts';
 import { retry } from '../core/retry.ts';
 import { TOPICS, topicName, type TopicId, type TopicNaming } from '../schemas/index.ts';
 

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../../streams/kafkajs.ts';
 import { after, before, test } from 'node:test';
 import { TOPICS, type Turn } from '../../../schemas/index.ts';
 import { ensureTopics } from '../../../streams/index.ts';

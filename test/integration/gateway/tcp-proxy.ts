@@ -4,7 +4,7 @@
  * from the gateway (the shared broker keeps running for the other tests).
  */
 import net from 'node:net';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from '../../../streams/kafkajs.ts';
 
 export class TcpProxy {
   private server: net.Server | null = null;

@@ -1,0 +1,83 @@
+/**
+ * kafkajs, loaded with two of its hot paths replaced. Every value import of kafkajs goes through
+ * this module (an eslint rule holds the line), so the replacements are in place before kafkajs
+ * loads its protocol modules, which capture them at load time.
+ *
+ * - Record-batch CRC-32C: kafkajs computes it in JavaScript, a table lookup per byte (4 % of a
+ *   pipeline's CPU); `@node-rs/crc32` uses the CPU's CRC instruction.
+ * - Its protocol `Encoder` allocates every buffer with `Buffer.alloc`: zero-filled and outside
+ *   Node's pool, one per record and again each time it grows. Those allocations and the garbage
+ *   collection behind them were a fifth of a pipeline's CPU. An encoder only ever hands out the
+ *   bytes it wrote (`buffer` is `buf.slice(0, offset)`), so pooled, unfilled memory is safe.
+ *
+ * kafkajs 2.2.4 is its last release (the project is unmaintained), so these internals hold still;
+ * `package.json` pins it, and `test/unit/streams/kafkajs.test.ts` checks both replacements took.
+ */
+import { createRequire, Module } from 'node:module';
+import { crc32c } from '@node-rs/crc32';
+import type * as KafkaJs from 'kafkajs';
+import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+
+const require = createRequire(import.meta.url);
+
+/** The part of kafkajs' internal encoder that the replacement touches. */
+interface EncoderState {
+  buf: Buffer;
+  offset: number;
+  ensureAvailable(length: number): void;
+}
+interface EncoderClass {
+  new (initialSize?: number): EncoderState;
+  nextPowerOfTwo(value: number): number;
+  prototype: EncoderState;
+}
+
+const paths = {
+  kafkajs: require.resolve('kafkajs'),
+  encoder: require.resolve('kafkajs/src/protocol/encoder.js'),
+  crc32c: require.resolve('kafkajs/src/protocol/recordBatch/crc32C/index.js'),
+};
+
+if (require.cache[paths.kafkajs] !== undefined)
+  throw new TurnstreamError(ErrorCodes.INTERNAL, 'kafkajs was loaded before streams/kafkajs.ts: import kafkajs from there');
+
+/** Puts `exports` in the module cache under `path`, as if that file had been loaded. */
+function provide(path: string, exports: unknown): void {
+  const module = new Module(path);
+  module.filename = path;
+  module.loaded = true;
+  module.exports = exports;
+  require.cache[path] = module;
+}
+
+/** CRC-32C of a record batch, unsigned, as kafkajs expects it. */
+export const nativeCrc32c = (buffer: Buffer): number => crc32c(buffer) >>> 0;
+provide(paths.crc32c, nativeCrc32c);
+
+const Encoder = require(paths.encoder) as EncoderClass;
+Encoder.prototype.ensureAvailable = function ensureAvailable(this: EncoderState, length: number): void {
+  if (this.offset + length <= this.buf.length) return;
+  const grown = Buffer.allocUnsafe(Encoder.nextPowerOfTwo(this.offset + length));
+  this.buf.copy(grown, 0, 0, this.offset);
+  this.buf = grown;
+};
+export class PooledEncoder extends Encoder {
+  constructor(initialSize = 511) {
+    // super(0) allocates one byte, small enough for V8 to keep on its heap.
+    super(0);
+    this.buf = Buffer.allocUnsafe(Encoder.nextPowerOfTwo(initialSize));
+  }
+}
+require.cache[paths.encoder]!.exports = PooledEncoder;
+
+const kafkajs = require('kafkajs') as typeof KafkaJs;
+
+export default kafkajs;
+export const { Kafka, logLevel, AssignerProtocol, Partitioners } = kafkajs;
+export type Kafka = KafkaJs.Kafka;
+export type logLevel = KafkaJs.logLevel;
+
+/** What kafkajs' own modules now load for the CRC and the encoder (for the tests). */
+export function kafkajsInternals(): { crc32c: unknown; Encoder: unknown } {
+  return { crc32c: require(paths.crc32c), Encoder: require(paths.encoder) };
+}
