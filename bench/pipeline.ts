@@ -10,7 +10,9 @@
 // - latency_ms: live traffic (two-turn sessions, 10 sessions/s): from producing the turn that
 //   makes a pair ready (the session's second, ending, turn) to its sample being visible. The
 //   feedback grace period (held pairs wait for late 👍/👎) is part of it by design.
-// - raw_msgs_per_s: the same backlog's records read and re-produced (acks=all) by plain kafkajs.
+// - raw_msgs_per_s: the same backlog's records read and re-produced (acks=all) by plain kafkajs,
+//   the client turnstream runs on (streams/kafkajs.ts); raw_stock_kafkajs_msgs_per_s: the same
+//   on kafkajs as npm ships it.
 import type { Kafka } from 'kafkajs';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
@@ -25,6 +27,7 @@ import type { Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
 import { benchFamily, quantile, rawPassthrough, sleep, type BenchFamily } from './support.ts';
 import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
+import { stockKafka } from './stock-kafkajs.ts';
 
 export const description =
   'turns/s through session assembler → embedded judge → sample builder, and live turn→sample latency, against plain kafkajs consume → produce';
@@ -48,6 +51,8 @@ export interface PipelineBenchResult extends BenchResult {
   /** The same records through a plain kafkajs consumer → producer. */
   raw_msgs_per_s: number;
   raw_seconds: number;
+  /** The same passthrough on kafkajs as npm ships it (bench/stock-kafkajs.ts). */
+  raw_stock_kafkajs_msgs_per_s: number;
   /** turns_per_s / raw_msgs_per_s. */
   ratio: number;
   mean_turn_bytes: number;
@@ -135,6 +140,17 @@ async function measure(
     PARTITIONS,
   );
   const rawRate = rawCount / rawSeconds;
+  progress('baseline: the same with stock kafkajs (without the replacements of streams/kafkajs.ts)');
+  const stock = stockKafka(family.clientOptions);
+  const stockSeconds = await rawPassthrough(
+    stock.kafka,
+    codecs.topic('turns'),
+    `${prefix}bench-raw-stock-out`,
+    rawCount,
+    `${prefix}bench-raw-stock`,
+    PARTITIONS,
+    stock.partitioner,
+  );
 
   // The pipeline, on the backlog.
   const watch = await watchSamples(kafka, codecs.topic('samples'), prefix);
@@ -209,6 +225,7 @@ async function measure(
     feedback_grace_ms: graceMs,
     raw_msgs_per_s: Math.round(rawRate),
     raw_seconds: Number(rawSeconds.toFixed(2)),
+    raw_stock_kafkajs_msgs_per_s: Math.round(rawCount / stockSeconds),
     baseline: 'plain kafkajs consume → produce of the same records',
     ratio: Number((rate / rawRate).toFixed(4)),
     mean_turn_bytes: Math.round(bytes),

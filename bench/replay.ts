@@ -2,7 +2,8 @@
 // sample builder into tagged topics, from the range's start until all three stages have caught
 // up and stopped), against a baseline in the same run: a raw read of the same turns (decode only).
 // Then a floor: the replay's own outputs (about three records per turn) produced again by plain
-// kafkajs, the least time any replay that writes them with this client can take.
+// kafkajs, the least time any replay that writes them with this client can take; and the same
+// floor on kafkajs as npm ships it.
 //   turnstream bench replay [--json] [--turns 5000] [--turns-per-session 10]
 import { join } from 'node:path';
 import type { BenchArgs } from '../cli/commands/bench.ts';
@@ -12,6 +13,7 @@ import { parseBound, runReplay } from '../history/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
 import { benchFamily, benchTempDir, createPlainTopic, rawProduce, type BenchFamily } from './support.ts';
+import { stockKafka } from './stock-kafkajs.ts';
 
 export const description =
   'historical turns re-derived per second by a replay (assembler → embedded judge → sample builder), against a decode-only read of the same turns';
@@ -43,6 +45,8 @@ export interface ReplayBenchResult extends BenchResult {
    * transaction, no encoding): a floor under any replay that writes them with this client.
    */
   produce_floor_seconds: number;
+  /** The same floor on kafkajs as npm ships it (bench/stock-kafkajs.ts). */
+  produce_floor_stock_kafkajs_seconds: number;
   /** produce_floor_seconds / seconds: the share of the replay's time that writing its outputs alone takes. */
   floor_share: number;
   judge: string;
@@ -165,6 +169,10 @@ async function measure(
   const floorTopic = `${prefix}bench-replay-floor`;
   await createPlainTopic(kafka, floorTopic, 6);
   const floorSeconds = await rawProduce(kafka, floorTopic, outputs);
+  progress('floor: the same with stock kafkajs (without the replacements of streams/kafkajs.ts)');
+  const stock = stockKafka(family.clientOptions);
+  await createPlainTopic(kafka, `${floorTopic}-stock`, 6);
+  const stockFloorSeconds = await rawProduce(stock.kafka, `${floorTopic}-stock`, outputs, 500, stock.partitioner);
   const round = (x: number) => Math.round(x * 10) / 10;
   return {
     turns,
@@ -180,7 +188,8 @@ async function measure(
     ratio: Math.round((turns / seconds / (turns / baselineSeconds)) * 1000) / 1000,
     output_records: outputs.length,
     output_mean_bytes: Math.round(outputs.reduce((n, r) => n + r.value.length, 0) / Math.max(1, outputs.length)),
-    produce_floor_seconds: round(floorSeconds),
+    produce_floor_seconds: Number(floorSeconds.toFixed(2)),
+    produce_floor_stock_kafkajs_seconds: Number(stockFloorSeconds.toFixed(2)),
     floor_share: Math.round((floorSeconds / seconds) * 1000) / 1000,
     judge: judge.id,
   };

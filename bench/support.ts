@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kafka } from 'kafkajs';
+import type { ICustomPartitioner, Kafka } from 'kafkajs';
 import type { TurnstreamConfig } from '../cli/config.ts';
 import { stackUp, type StackEndpoints } from '../infra/index.ts';
 import type { TopicId } from '../schemas/index.ts';
@@ -20,6 +20,7 @@ import {
   parseBrokers,
   partitioner,
   type EventCodecs,
+  type KafkaClientOptions,
 } from '../streams/index.ts';
 
 export interface BenchFamily {
@@ -27,6 +28,8 @@ export interface BenchFamily {
   /** `[TURNSTREAM_TOPIC_PREFIX]bench-<name>-<random>.`: the run's topics, groups and schema subjects. */
   prefix: string;
   kafka: Kafka;
+  /** What `kafka` was made with, for a second client (e.g. of stock kafkajs, bench/stock-kafkajs.ts). */
+  clientOptions: KafkaClientOptions;
   codecs: EventCodecs;
   /** Deletes every topic, consumer group and schema subject of the run (call it in `finally`). */
   cleanup(): Promise<void>;
@@ -67,16 +70,13 @@ export async function benchFamily(
     clickhouseUrl: config.clickhouseUrl,
   });
   const prefix = `${config.topicPrefix}bench-${name}-${randomBytes(3).toString('hex')}.`;
-  const kafka = createKafka({
-    brokers: parseBrokers(endpoints.brokers),
-    clientId: `bench-${name}`,
-    logger: createLogger('kafka', 'error'),
-  });
+  const clientOptions = { brokers: parseBrokers(endpoints.brokers), clientId: `bench-${name}`, logger: createLogger('kafka', 'error') };
+  const kafka = createKafka(clientOptions);
   const cleanup = () => deleteByPrefix(kafka, endpoints.registryUrl, prefix);
   try {
     await ensureTopics(kafka, { naming: { prefix }, partitions, ids });
     const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
-    return { endpoints, prefix, kafka, codecs, cleanup };
+    return { endpoints, prefix, kafka, clientOptions, codecs, cleanup };
   } catch (err) {
     await cleanup().catch(() => undefined);
     throw err;
@@ -117,8 +117,9 @@ export async function rawProduce(
   topic: string,
   records: Array<{ key: string; value: Buffer }>,
   batch = 500,
+  createPartitioner: ICustomPartitioner = partitioner,
 ): Promise<number> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: partitioner });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner });
   await producer.connect();
   try {
     const t0 = performance.now();
@@ -159,9 +160,10 @@ export async function rawPassthrough(
   count: number,
   groupId: string,
   partitions: number,
+  createPartitioner: ICustomPartitioner = partitioner,
 ): Promise<number> {
   await createPlainTopic(kafka, to, partitions);
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: partitioner });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner });
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 20 });
   await producer.connect();
   await consumer.connect();

@@ -1,5 +1,5 @@
 export * from '../core/index.ts';
-export { createKafka, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
+export { createKafka, kafkaConfig, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
 export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
 export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';
 export {

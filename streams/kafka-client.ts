@@ -29,8 +29,9 @@ const toPino =
     else if (level === KafkaLogLevel.INFO) logger.debug(extra, message);
   };
 
-export function createKafka(options: KafkaClientOptions): Kafka {
-  const config: KafkaConfig = {
+/** The kafkajs configuration of a turnstream client. */
+export function kafkaConfig(options: KafkaClientOptions): KafkaConfig {
+  return {
     clientId: options.clientId ?? 'turnstream',
     brokers: options.brokers,
     connectionTimeout: options.connectionTimeoutMs ?? 3000,
@@ -39,7 +40,10 @@ export function createKafka(options: KafkaClientOptions): Kafka {
     logLevel: KafkaLogLevel.WARN,
     logCreator: toPino(options.logger ?? createLogger('kafka')),
   };
-  return new Kafka(config);
+}
+
+export function createKafka(options: KafkaClientOptions): Kafka {
+  return new Kafka(kafkaConfig(options));
 }
 
 /** Parses `host:port,host:port`. */
