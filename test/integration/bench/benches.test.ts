@@ -96,7 +96,9 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         // The floor re-produces exactly what the replay wrote: a pair and a judgement per turn, and its samples.
         assert.equal(r.output_records, Number(r.pairs) + Number(r.judgements) + Number(r.samples));
         assert.ok(Number(r.produce_floor_seconds) >= 0 && Number(r.floor_share) >= 0);
+        assert.ok(Number(r.produce_floor_stock_kafkajs_seconds) > 0, 'the floor on stock kafkajs too');
       }
+      if (name === 'pipeline') assert.ok(Number(r.raw_stock_kafkajs_msgs_per_s) > 0, 'the raw passthrough on stock kafkajs too');
     });
   }
 
