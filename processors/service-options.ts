@@ -10,7 +10,7 @@ export interface ServiceOptions {
   groupId?: string;
   /** Stable per instance (part of the transactional id). @default '0' */
   instanceId?: string;
-  /** Records in flight before partitions pause. @default the runtime's (64) */
+  /** Records in flight before partitions pause. @default the runtime's (64 per record, 4096 for a batch handler) */
   concurrency?: number;
   /**
    * Consumer group session timeout: how long a dead instance (kill -9, a lost machine) holds its
