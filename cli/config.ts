@@ -89,7 +89,7 @@ export interface LlamaServeConfig {
 
 /** What every stream processor shares (`turnstream process …`). */
 export interface ProcessorConfig {
-  /** Records worked on at once per instance. `PROCESSOR_CONCURRENCY` @default undefined = the processor's 64 */
+  /** Records in flight per instance before its partitions pause. `PROCESSOR_CONCURRENCY` @default undefined = the runtime's: 64 per record, 4096 for a batch handler */
   concurrency: number | undefined;
   /**
    * How soon a dead instance's partitions move to the others (the consumer group session
