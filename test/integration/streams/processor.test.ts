@@ -222,6 +222,35 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await producer.disconnect();
   });
 
+  it('handleBatch: a fetched batch in flight does not pause its partitions (the batch default bound is 4096 records, not 64)', async () => {
+    const { codecs, producer, prefix } = await family('rt-batch-bound');
+    await produceTurns(producer, 10, 60);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const h = await runProcessor({
+      name: 'held-batches',
+      kafka,
+      codecs,
+      groupId: `${prefix}held`,
+      inputs: ['turns'],
+      async handleBatch() {
+        await gate;
+      },
+    });
+    try {
+      await h.ready;
+      // At 64, one such batch paused every partition, and kafkajs then sleeps its whole fetch wait.
+      await waitFor('more than 64 records in flight', async () => h.stats().inFlight > 64);
+      assert.equal(h.stats().pausedPartitions, 0);
+      release();
+      await waitFor('all 600 handled', async () => h.stats().consumed >= 600 && h.stats().inFlight === 0);
+    } finally {
+      release();
+      await h.stop();
+      await producer.disconnect();
+    }
+  });
+
   it('handleBatch with state over two co-partitioned topics: the batches of a partition run one after the other', async () => {
     const { codecs, producer, prefix } = await family('rt-batch-2topics');
     const events = [];
