@@ -194,6 +194,11 @@ export interface TrainConfig {
    * their rewards (trainer/reward-baseline.ts); 0 turns it off. `TRAIN_REWARD_BASELINE` @default 0
    */
   rewardBaseline: number;
+  /**
+   * With the baseline on: the running mean of a user not seen yet, in [−1, 0]; at −1 a user's
+   * −1 pushes nothing until some reply has pleased them. `TRAIN_REWARD_BASELINE_PRIOR` @default 0
+   */
+  rewardBaselinePrior: number;
   /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
   entropyCoef: number;
   /** LoRA rank (GGUF models). `TRAIN_LORA_RANK` @default 8 */
@@ -397,6 +402,7 @@ export const RULES = {
   trainMaxStaleness: { integer: true, min: 0 },
   trainMaxUserShare: { above: 0, max: 1 },
   trainRewardBaseline: { min: 0, max: 1 },
+  trainRewardBaselinePrior: { min: -1, max: 0 },
   trainLr: { above: 0 },
   version: { integer: true, min: 0 },
 } as const satisfies Record<string, NumberRule>;
@@ -516,6 +522,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       consensus: r.boolean('TRAIN_CONSENSUS', true),
       klCoef: r.number('TRAIN_KL_COEF', 0, nonNegative),
       rewardBaseline: r.number('TRAIN_REWARD_BASELINE', 0, RULES.trainRewardBaseline),
+      rewardBaselinePrior: r.number('TRAIN_REWARD_BASELINE_PRIOR', 0, RULES.trainRewardBaselinePrior),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
       loraRank: r.number('TRAIN_LORA_RANK', 8, count),
       loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),

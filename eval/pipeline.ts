@@ -64,6 +64,8 @@ export interface PipelineEvalOptions {
     klCoef?: number;
     /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0 or absent: off. */
     rewardBaseline?: number;
+    /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default 0 */
+    rewardBaselinePrior?: number;
     /** @default 0.7 */
     temperature?: number;
     /** @default 96 */
@@ -209,7 +211,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                   maxKl: llama.maxKl,
                   klCoef: llama.klCoef ?? 0,
                   mismatchTis: true,
-                  ...(llama.rewardBaseline ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline }) } : {}),
+                  ...(llama.rewardBaseline ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline, prior: llama.rewardBaselinePrior }) } : {}),
                 },
               }
             : {}),

@@ -153,7 +153,7 @@ async function openEvalModels(
       klCoef: config.train.klCoef,
       mismatchTis: config.train.mismatchTis,
       // Keyed by model and user, so one instance serves every run of the process apart.
-      ...(config.train.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: config.train.rewardBaseline }) } : {}),
+      ...(config.train.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: config.train.rewardBaseline, prior: config.train.rewardBaselinePrior }) } : {}),
     },
     maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
   });
@@ -322,6 +322,7 @@ export function register(program: Command): void {
                   maxKl: config.train.maxKl ?? LORA_MAX_KL,
                   klCoef: config.train.klCoef,
                   rewardBaseline: config.train.rewardBaseline,
+                  rewardBaselinePrior: config.train.rewardBaselinePrior,
                   temperature: Number(f.temperature),
                   maxTokens: Number(f.maxTokens),
                 },

@@ -176,3 +176,23 @@ test('reward baseline: a rejected step does not feed the mean; the decay is chec
   m.dispose();
   opt.dispose();
 });
+
+test('reward baseline prior −1: a new user’s −1 pushes nothing until a reply pleased them; their first +1 counts double', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
+  const baseline = new RewardBaseline({ decay: 0.5, prior: -1 });
+  const w0 = Array.from(await m.weights.get('wte')!.data());
+  const r1 = await learnerStep(m, opt, [{ sample: sample('abc', { reward: -1, userId: 'new' }) }], { rewardBaseline: baseline });
+  assert.equal(r1.loss, 0);
+  assert.equal(r1.gradNorm, 0);
+  assert.deepEqual(Array.from(await m.weights.get('wte')!.data()), w0, 'weights unchanged');
+  assert.equal(baseline.of(sample('x', { reward: -1, userId: 'new' })), -1, 'a steady −1 keeps the mean at −1');
+  const r2 = await learnerStep(m, opt, [{ sample: sample('abd', { reward: 1, userId: 'new' }) }], { rewardBaseline: baseline });
+  close(r2.loss, -2, 1e-6);
+  // The +1 moved the mean to 0: from now on a −1 pushes at full strength.
+  assert.equal(baseline.of(sample('x', { reward: -1, userId: 'new' })), 0);
+  assert.throws(() => new RewardBaseline({ prior: 0.5 }), /prior must be in \[-1, 0\]/);
+  assert.throws(() => new RewardBaseline({ prior: -1.5 }), /prior must be in \[-1, 0\]/);
+  m.dispose();
+  opt.dispose();
+});
