@@ -211,7 +211,9 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                   maxKl: llama.maxKl,
                   klCoef: llama.klCoef ?? 0,
                   mismatchTis: true,
-                  ...(llama.rewardBaseline ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline, prior: llama.rewardBaselinePrior }) } : {}),
+                  ...(llama.rewardBaseline
+                    ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline, prior: llama.rewardBaselinePrior }) }
+                    : {}),
                 },
               }
             : {}),

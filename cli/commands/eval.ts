@@ -153,7 +153,9 @@ async function openEvalModels(
       klCoef: config.train.klCoef,
       mismatchTis: config.train.mismatchTis,
       // Keyed by model and user, so one instance serves every run of the process apart.
-      ...(config.train.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: config.train.rewardBaseline, prior: config.train.rewardBaselinePrior }) } : {}),
+      ...(config.train.rewardBaseline > 0
+        ? { rewardBaseline: new RewardBaseline({ decay: config.train.rewardBaseline, prior: config.train.rewardBaselinePrior }) }
+        : {}),
     },
     maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
   });

@@ -140,7 +140,9 @@ export function register(program: Command): void {
         consensus: s.consensus,
         step: {
           klCoef: s.klCoef,
-          ...(s.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: s.rewardBaseline, prior: s.rewardBaselinePrior }) } : {}),
+          ...(s.rewardBaseline > 0
+            ? { rewardBaseline: new RewardBaseline({ decay: s.rewardBaseline, prior: s.rewardBaselinePrior }) }
+            : {}),
           entropyCoef: s.entropyCoef,
           mismatchTis: s.mismatchTis,
           maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
