@@ -6,7 +6,9 @@
  * without harm (the sink's tables collapse rows by event id).
  *
  * - A flush starts once `flushAt` items are buffered or the oldest is `flushIntervalMs` old;
- *   fetching goes on meanwhile, and pauses while `maxBuffered` items wait.
+ *   fetching goes on meanwhile. Once `maxBuffered` items wait, the batch handler waits for
+ *   flushes to make room (kafkajs fetches nothing more meanwhile); while the store is failing,
+ *   fetching pauses instead.
  * - A failed flush pauses fetching and is retried with backoff (core/retry.ts) until it succeeds
  *   or the consumer stops; nothing is committed past what was stored.
  * - `rejoin` follows a new topic list: kafkajs fixes a subscription when the consumer joins, so
@@ -37,7 +39,7 @@ export interface FlushConsumerOptions {
   flushAt?: number;
   /** …or the age of the oldest record not yet flushed, in ms. @default 500 */
   flushIntervalMs?: number;
-  /** Fetching pauses while this many items wait. @default 20 × flushAt */
+  /** Fetching waits for flushes while this many items wait. @default 20 × flushAt */
   maxBuffered?: number;
   /** First retry delay after a failed flush, doubled up to `retryMaxMs`. @default 250 */
   retryInitialMs?: number;
@@ -83,6 +85,8 @@ export class FlushConsumer {
   /** Commits in flush order; the next flush does not wait for them (a commit queues behind the fetch in flight). */
   private commitChain: Promise<void> = Promise.resolve();
   private queued = 0;
+  /** Woken when a flush attempt ends: batch handlers waiting for room in the buffer. */
+  private settled: Array<() => void> = [];
   private ticker: NodeJS.Timeout | undefined;
   private stopping = false;
   /** Ends a flush retrying while the store is away, when the consumer stops. */
@@ -214,8 +218,28 @@ export class FlushConsumer {
       }
     }
     await heartbeat();
+    // A full buffer with the store working: wait here for flushes, which holds kafkajs' fetching
+    // too. Pausing the partitions instead would make kafkajs sleep a whole fetch wait after the
+    // resume, however soon the flush is done (100–300 ms each time in `bench sink`).
+    while (this.o.buffered() >= this.maxBuffered && !this.pausedBy.has('store') && !this.stopping && isRunning() && !isStale()) {
+      this.maybeFlush();
+      await this.flushSettledOr(1000);
+      await heartbeat();
+    }
+    // The store failing: fetching pauses until a flush succeeds.
     if (this.o.buffered() >= this.maxBuffered) this.setPaused('buffer', true);
     this.maybeFlush();
+  }
+
+  /** Resolves when a flush attempt ends (stored or failed), or after `ms`. */
+  private flushSettledOr(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.settled.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   private cover(topic: string, partition: number, offset: string): void {
@@ -264,6 +288,14 @@ export class FlushConsumer {
   }
 
   private async flushOnce(): Promise<void> {
+    try {
+      await this.flushOnceInner();
+    } finally {
+      for (const wake of this.settled.splice(0)) wake();
+    }
+  }
+
+  private async flushOnceInner(): Promise<void> {
     if (this.o.buffered() === 0 && this.offsets.size === 0) return;
     // Taken together with the caller's buffer (no await between them).
     const offsets = this.offsets;

@@ -52,7 +52,7 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, timeo
 }
 
 /** A store of values that fails while `failing` is set; what it took stays buffered then. */
-function listStore() {
+function listStore(flushMs = 5) {
   const s = { stored: [] as string[], buffer: [] as string[], failing: false, failures: 0 };
   return {
     s,
@@ -61,7 +61,7 @@ function listStore() {
     flush: async () => {
       const taken = s.buffer;
       s.buffer = [];
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, flushMs));
       if (s.failing) {
         s.failures++;
         s.buffer = [...taken, ...s.buffer];
@@ -105,6 +105,40 @@ test('commits only what a flush stored; a failing flush pauses fetching and is r
   await consumer.stop();
   assert.equal(store.s.stored.length, 900, 'nothing stored twice');
   assert.equal(new Set(store.s.stored).size, 900);
+});
+
+test('a full buffer with a slow but working store waits for flushes instead of pausing fetching', async () => {
+  const topic = await topicWith('flush-consumer-full', 3000);
+  const groupId = `${topic}-group`;
+  const store = listStore(40);
+  let peak = 0;
+  const pauses: boolean[] = [];
+  const consumer = new FlushConsumer({
+    kafka,
+    groupId,
+    topics: [topic],
+    logger: createLogger('flush-consumer-test', 'silent'),
+    flushAt: 50,
+    maxBuffered: 200,
+    handle: (topic, partition, m) => {
+      store.handle(topic, partition, m);
+      peak = Math.max(peak, store.s.buffer.length);
+    },
+    buffered: store.buffered,
+    flush: store.flush,
+    onPaused: (paused) => void pauses.push(paused),
+  });
+  await consumer.start();
+  await until('every record stored', () => store.s.stored.length >= 3000);
+  await until('the end committed', async () => (await committed(groupId, topic)) === 3000);
+  await consumer.stop();
+  assert.ok(peak >= 200, `the buffer filled up (peak ${peak})`);
+  // One partition's fetched batch may land on a buffer just under the bound, no more (all 3,000 without the wait).
+  const largest = Math.max(...(await admin.fetchTopicOffsets(topic)).map((p) => Number(p.high)));
+  assert.ok(peak < 200 + largest, `the buffer stayed bounded (peak ${peak}, largest partition ${largest})`);
+  assert.deepEqual(pauses, [], 'fetching was never paused');
+  assert.equal(store.s.stored.length, 3000, 'nothing stored twice');
+  assert.equal(new Set(store.s.stored).size, 3000);
 });
 
 test('stop stores what is buffered and commits it; a consumer of the same group reads on from there', async () => {
