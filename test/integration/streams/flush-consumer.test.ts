@@ -123,6 +123,7 @@ test('a full buffer with a slow but working store waits for flushes instead of p
     handle: (topic, partition, m) => {
       store.handle(topic, partition, m);
       peak = Math.max(peak, store.s.buffer.length);
+      return undefined;
     },
     buffered: store.buffered,
     flush: store.flush,
