@@ -199,6 +199,11 @@ export interface TrainConfig {
    * −1 pushes nothing until some reply has pleased them. `TRAIN_REWARD_BASELINE_PRIOR` @default 0
    */
   rewardBaselinePrior: number;
+  /**
+   * Measure the OPD hint's effect on the frozen base instead of the weights being trained
+   * (LoRA; trainer/learner-step.ts). `TRAIN_OPD_ON_BASE` @default false
+   */
+  opdOnBase: boolean;
   /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
   entropyCoef: number;
   /** LoRA rank (GGUF models). `TRAIN_LORA_RANK` @default 8 */
@@ -523,6 +528,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       klCoef: r.number('TRAIN_KL_COEF', 0, nonNegative),
       rewardBaseline: r.number('TRAIN_REWARD_BASELINE', 0, RULES.trainRewardBaseline),
       rewardBaselinePrior: r.number('TRAIN_REWARD_BASELINE_PRIOR', 0, RULES.trainRewardBaselinePrior),
+      opdOnBase: r.boolean('TRAIN_OPD_ON_BASE', false),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
       loraRank: r.number('TRAIN_LORA_RANK', 8, count),
       loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),

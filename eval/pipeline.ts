@@ -62,6 +62,8 @@ export interface PipelineEvalOptions {
     maxKl?: number;
     /** Weight of the KL penalty to the base model in the loss. @default 0 */
     klCoef?: number;
+    /** Measure the OPD hint on the frozen base (`TRAIN_OPD_ON_BASE`). @default false */
+    opdOnBase?: boolean;
     /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0 or absent: off. */
     rewardBaseline?: number;
     /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default 0 */
@@ -210,6 +212,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                 step: {
                   maxKl: llama.maxKl,
                   klCoef: llama.klCoef ?? 0,
+                  opdOnReference: llama.opdOnBase ?? false,
                   mismatchTis: true,
                   ...(llama.rewardBaseline
                     ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline, prior: llama.rewardBaselinePrior }) }

@@ -62,6 +62,13 @@ export interface LearnerStepOptions {
    * the rewards of every step that is applied. @default undefined (the reward as it is)
    */
   rewardBaseline?: RewardBaseline;
+  /**
+   * Measure a deferred teacher's hint effect on the frozen base (the reference: adapter off),
+   * `A_t = log π_ref(a_t | s + hint) − log π_ref(a_t | s)`, instead of on the weights being
+   * trained. On the current weights the term follows the policy wherever it drifts; on the base
+   * it stays what the hint meant to the model before training. Needs a reference. @default false
+   */
+  opdOnReference?: boolean;
 }
 
 export interface StepSample {
@@ -283,6 +290,8 @@ export async function learnerStep(
   const wOpd = opts.wOpd ?? 1;
   const tisCap = opts.tisCap ?? 2;
   if (klCoef !== 0 && !policy.hasReference) throw new Error('klCoef ≠ 0 needs a reference model');
+  const opdOnReference = opts.opdOnReference ?? false;
+  if (opdOnReference && !policy.hasReference) throw new Error('opdOnReference needs a reference model');
 
   const ok = items.filter(({ sample: s }) => fits(s, policy.contextLength));
   const skipped = items.length - ok.length;
@@ -356,13 +365,13 @@ export async function learnerStep(
             const s = r.sample;
             if (s.teacherLogprobs) return s.teacherLogprobs;
             if (!s.teacherPromptTokens) return null;
-            return teacherLogprobs(policy, s.teacherPromptTokens, r.targets);
+            return teacherLogprobs(policy, s.teacherPromptTokens, r.targets, opdOnReference);
           }),
         );
         const hasTopK = group.map((r) => (K > 0 && topKOk(r.sample, K) ? 1 : 0));
         const hasTeacher = group.map((_, i) => (teacherRows[i] !== null && hasTopK[i] === 0 ? 1 : 0));
         const refLp =
-          klCoef !== 0
+          klCoef !== 0 || (opdOnReference && group.some((r) => r.sample.teacherPromptTokens))
             ? tf.tidy(() =>
                 pick(
                   padLogits(
@@ -414,6 +423,10 @@ export async function learnerStep(
             teacherLp,
             hasTeacher,
             oldLp: m.oldLp,
+            // Deferred teachers scored on the base are measured against the base too.
+            ...(opdOnReference && refLp
+              ? { teacherBaseLp: refLp, teacherOnBase: group.map((r) => (r.sample.teacherPromptTokens ? 1 : 0)) }
+              : {}),
             reward: group.map((r) => r.sample.reward - (baselines.get(r) ?? 0)),
             wOpd,
             wRl: opts.wRl ?? 1,
@@ -540,13 +553,13 @@ function topKRows(r: Row, has: boolean, R: number, K: number, field: 'ids' | 'lp
 }
 
 /** log π(target_i | teacher prompt + response[..i]) with the current weights, no gradient. */
-async function teacherLogprobs(policy: TrainablePolicy, prompt: number[], response: number[]): Promise<number[]> {
+async function teacherLogprobs(policy: TrainablePolicy, prompt: number[], response: number[], reference: boolean): Promise<number[]> {
   const all = [...prompt, ...response];
   const budget = Math.min(policy.microBatchTokens, policy.contextLength);
   const cut = Math.max(0, all.length - 1 - budget);
   const ids = all.slice(cut, -1);
   const P = prompt.length - cut;
-  const [logits] = policy.logits([{ ids, positions: response.map((_, i) => P - 1 + i) }]);
+  const [logits] = policy.logits([{ ids, positions: response.map((_, i) => P - 1 + i) }], { reference });
   const lp = tf.tidy(() => tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(tf.tensor1d(response, 'int32'), policy.vocabSize)), -1));
   logits.dispose();
   const out = Array.from(await lp.data());

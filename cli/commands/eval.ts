@@ -151,6 +151,7 @@ async function openEvalModels(
     step: {
       maxKl: config.train.maxKl ?? LORA_MAX_KL,
       klCoef: config.train.klCoef,
+      opdOnReference: config.train.opdOnBase,
       mismatchTis: config.train.mismatchTis,
       // Keyed by model and user, so one instance serves every run of the process apart.
       ...(config.train.rewardBaseline > 0
@@ -323,6 +324,7 @@ export function register(program: Command): void {
                   lora: loraOf(config, f),
                   maxKl: config.train.maxKl ?? LORA_MAX_KL,
                   klCoef: config.train.klCoef,
+                  opdOnBase: config.train.opdOnBase,
                   rewardBaseline: config.train.rewardBaseline,
                   rewardBaselinePrior: config.train.rewardBaselinePrior,
                   temperature: Number(f.temperature),

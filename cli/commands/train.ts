@@ -144,6 +144,7 @@ export function register(program: Command): void {
             ? { rewardBaseline: new RewardBaseline({ decay: s.rewardBaseline, prior: s.rewardBaselinePrior }) }
             : {}),
           entropyCoef: s.entropyCoef,
+          ...(lora && s.opdOnBase ? { opdOnReference: true } : {}),
           mismatchTis: s.mismatchTis,
           maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
         },

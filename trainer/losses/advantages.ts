@@ -25,6 +25,12 @@ export interface CombinedAdvantagesInput {
   /** Which samples have teacher log-probs [B] (1/0); default all when `teacherLp` is given. */
   hasTeacher?: tf.Tensor1D | number[];
   oldLp: tf.Tensor2D;
+  /**
+   * What the teacher is measured against where `teacherOnBase` is 1 (a teacher scored on the
+   * frozen base is compared with the base on the unhinted prompt) [B, T]; elsewhere `oldLp`.
+   */
+  teacherBaseLp?: tf.Tensor2D;
+  teacherOnBase?: number[];
   /** Reward per sample [B]; 0 for "hint only". */
   reward: Rewards;
   /** @default 1 */
@@ -45,7 +51,12 @@ export function combinedAdvantages(input: CombinedAdvantagesInput): tf.Tensor2D 
   return tf.tidy(() => {
     const rl = tf.mul(binaryRlAdvantages(input.reward, input.mask), wRl);
     if (input.teacherLp === null) return rl as tf.Tensor2D;
-    let opd = tf.mul(opdAdvantages(input.teacherLp, input.oldLp, input.mask), wOpd);
+    let against = input.oldLp;
+    if (input.teacherBaseLp && input.teacherOnBase) {
+      const onBase = tf.greater(toColumn(input.teacherOnBase), 0);
+      against = tf.where(tf.logicalAnd(onBase, tf.onesLike(against).asType('bool')), input.teacherBaseLp, input.oldLp);
+    }
+    let opd = tf.mul(opdAdvantages(input.teacherLp, against, input.mask), wOpd);
     if (input.hasTeacher !== undefined) {
       const has = tf.greater(toColumn(input.hasTeacher), 0);
       opd = tf.where(tf.logicalAnd(has, tf.onesLike(opd).asType('bool')), opd, tf.zerosLike(opd));

@@ -196,3 +196,29 @@ test('reward baseline prior −1: a new user’s −1 pushes nothing until a rep
   m.dispose();
   opt.dispose();
 });
+
+test('opdOnReference: a deferred teacher’s hint is measured on the frozen base, whatever the trained weights are', async () => {
+  const ref = model(3);
+  const hinted = [tok.bos, tok.user, ...tok.encode('hi, be brief'), tok.end, tok.assistant];
+  const s = sample('ok.', { reward: 0, method: 'OPD', teacherPromptTokens: hinted });
+  const resp = s.tokens.slice(s.promptLength);
+  const onHint = sample('ok.', { tokens: [...hinted, ...resp], promptLength: hinted.length });
+  // At ratio 1 the surrogate is −mean_t(A_t): the hint's effect on the response's log-probs.
+  const effect = async (m: TransformerModel) => (await meanLogprob(m, onHint)) - (await meanLogprob(m, s));
+  const lossOf = async (m: TransformerModel, opdOnReference: boolean) => {
+    const opt = new AdamW({ lr: 1e-3, weightDecay: 0 });
+    const r = await learnerStep(m, opt, [{ sample: s }], { reference: ref, opdOnReference });
+    opt.dispose();
+    return r.loss;
+  };
+  const [a, b] = [model(1), model(2)];
+  const expectedBase = -(await effect(ref));
+  close(await lossOf(a, true), expectedBase, 1e-4, 'the base’s hint effect');
+  close(await lossOf(b, true), expectedBase, 1e-4, 'the same for other trained weights');
+  const [c, d] = [model(1), model(2)];
+  const onC = -(await effect(c));
+  close(await lossOf(c, false), onC, 1e-4, 'by default the trained weights’ own hint effect');
+  assert.ok(Math.abs(onC - expectedBase) > 1e-3, 'the two measures differ here');
+  await assert.rejects(learnerStep(d, new AdamW({ lr: 1e-3 }), [{ sample: s }], { opdOnReference: true }), /needs a reference/);
+  for (const m of [ref, a, b, c, d]) m.dispose();
+});
