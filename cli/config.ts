@@ -204,6 +204,8 @@ export interface TrainConfig {
    * (LoRA; trainer/learner-step.ts). `TRAIN_OPD_ON_BASE` @default false
    */
   opdOnBase: boolean;
+  /** The OPD term's per-token advantages: raw, centered per sample, or positive only (trainer/losses/advantages.ts). `TRAIN_OPD_ADVANTAGE` @default 'raw' */
+  opdAdvantage: 'raw' | 'centered' | 'positive';
   /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
   entropyCoef: number;
   /** LoRA rank (GGUF models). `TRAIN_LORA_RANK` @default 8 */
@@ -529,6 +531,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rewardBaseline: r.number('TRAIN_REWARD_BASELINE', 0, RULES.trainRewardBaseline),
       rewardBaselinePrior: r.number('TRAIN_REWARD_BASELINE_PRIOR', 0, RULES.trainRewardBaselinePrior),
       opdOnBase: r.boolean('TRAIN_OPD_ON_BASE', false),
+      opdAdvantage: r.oneOf('TRAIN_OPD_ADVANTAGE', 'raw', ['raw', 'centered', 'positive']),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
       loraRank: r.number('TRAIN_LORA_RANK', 8, count),
       loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),

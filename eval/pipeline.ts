@@ -64,6 +64,8 @@ export interface PipelineEvalOptions {
     klCoef?: number;
     /** Measure the OPD hint on the frozen base (`TRAIN_OPD_ON_BASE`). @default false */
     opdOnBase?: boolean;
+    /** `TRAIN_OPD_ADVANTAGE`. @default 'raw' */
+    opdAdvantage?: 'raw' | 'centered' | 'positive';
     /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0 or absent: off. */
     rewardBaseline?: number;
     /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default 0 */
@@ -213,6 +215,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                   maxKl: llama.maxKl,
                   klCoef: llama.klCoef ?? 0,
                   opdOnReference: llama.opdOnBase ?? false,
+                  opdAdvantage: llama.opdAdvantage ?? 'raw',
                   mismatchTis: true,
                   ...(llama.rewardBaseline
                     ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline, prior: llama.rewardBaselinePrior }) }

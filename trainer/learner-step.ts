@@ -24,7 +24,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { TransformerModel } from '../policy/index.ts';
 import type { Sample } from '../schemas/index.ts';
 import type { AdamW } from './adamw.ts';
-import { combinedAdvantages } from './losses/advantages.ts';
+import { combinedAdvantages, type OpdAdvantage } from './losses/advantages.ts';
 import { sampleTokenMean, tokenMean } from './losses/masked-mean.ts';
 import { ppoClippedLoss } from './losses/ppo-clipped-loss.ts';
 import { klLowVar, tokenEntropy } from './losses/regularizers.ts';
@@ -69,6 +69,8 @@ export interface LearnerStepOptions {
    * it stays what the hint meant to the model before training. Needs a reference. @default false
    */
   opdOnReference?: boolean;
+  /** How the OPD term's per-token advantages are used (trainer/losses/advantages.ts). @default 'raw' */
+  opdAdvantage?: OpdAdvantage;
 }
 
 export interface StepSample {
@@ -430,6 +432,7 @@ export async function learnerStep(
             reward: group.map((r) => r.sample.reward - (baselines.get(r) ?? 0)),
             wOpd,
             wRl: opts.wRl ?? 1,
+            opdAdvantage: opts.opdAdvantage,
             mask: m.mask,
           });
           a = tf.mul(a, tf.reshape(tf.tensor1d(group.map((r) => r.sample.weight)), [-1, 1]));

@@ -152,6 +152,7 @@ async function openEvalModels(
       maxKl: config.train.maxKl ?? LORA_MAX_KL,
       klCoef: config.train.klCoef,
       opdOnReference: config.train.opdOnBase,
+      opdAdvantage: config.train.opdAdvantage,
       mismatchTis: config.train.mismatchTis,
       // Keyed by model and user, so one instance serves every run of the process apart.
       ...(config.train.rewardBaseline > 0
@@ -325,6 +326,7 @@ export function register(program: Command): void {
                   maxKl: config.train.maxKl ?? LORA_MAX_KL,
                   klCoef: config.train.klCoef,
                   opdOnBase: config.train.opdOnBase,
+                  opdAdvantage: config.train.opdAdvantage,
                   rewardBaseline: config.train.rewardBaseline,
                   rewardBaselinePrior: config.train.rewardBaselinePrior,
                   temperature: Number(f.temperature),

@@ -145,6 +145,7 @@ export function register(program: Command): void {
             : {}),
           entropyCoef: s.entropyCoef,
           ...(lora && s.opdOnBase ? { opdOnReference: true } : {}),
+          opdAdvantage: s.opdAdvantage,
           mismatchTis: s.mismatchTis,
           maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
         },

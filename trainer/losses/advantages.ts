@@ -37,8 +37,19 @@ export interface CombinedAdvantagesInput {
   wOpd?: number;
   /** @default 1 */
   wRl?: number;
+  /** How the OPD term's per-token advantages are used (see {@link OpdAdvantage}). @default 'raw' */
+  opdAdvantage?: OpdAdvantage;
   mask: tf.Tensor2D;
 }
+
+/**
+ * - `raw`: `teacher − old` as it is;
+ * - `centered`: minus its mean over the sample's tokens. On average the raw term is negative
+ *   (its mean under the policy's own samples is −KL(π‖π_teacher)), so it pushes every sampled
+ *   token down a little; centered, only which tokens the hint favours more than others counts;
+ * - `positive`: only where the teacher likes the token more; nothing is pushed down.
+ */
+export type OpdAdvantage = 'raw' | 'centered' | 'positive';
 
 /**
  * Combined method (ALGORITHMS.md §5): `A_t = w_opd·(teacher_lp_t − old_lp_t) + w_rl·r`.
@@ -56,7 +67,14 @@ export function combinedAdvantages(input: CombinedAdvantagesInput): tf.Tensor2D 
       const onBase = tf.greater(toColumn(input.teacherOnBase), 0);
       against = tf.where(tf.logicalAnd(onBase, tf.onesLike(against).asType('bool')), input.teacherBaseLp, input.oldLp);
     }
-    let opd = tf.mul(opdAdvantages(input.teacherLp, against, input.mask), wOpd);
+    let opd = opdAdvantages(input.teacherLp, against, input.mask);
+    if (input.opdAdvantage === 'positive') opd = tf.relu(opd);
+    else if (input.opdAdvantage === 'centered') {
+      const m = tf.cast(input.mask, 'float32');
+      const mean = tf.div(tf.sum(tf.mul(opd, m), 1, true), tf.maximum(tf.sum(m, 1, true), 1));
+      opd = maskedValues(tf.sub(opd, mean), m) as tf.Tensor2D;
+    }
+    opd = tf.mul(opd, wOpd);
     if (input.hasTeacher !== undefined) {
       const has = tf.greater(toColumn(input.hasTeacher), 0);
       opd = tf.where(tf.logicalAnd(has, tf.onesLike(opd).asType('bool')), opd, tf.zerosLike(opd));

@@ -90,3 +90,30 @@ test('combined, mixed batch: samples without a teacher get exactly r, even if th
   assert.deepEqual(a.slice(2), [1, 1]);
   closeArray(a.slice(0, 2), [1.5, 0]);
 });
+
+test('OPD advantage modes: centered per sample over its tokens, or positive only; the RL term is added unchanged', () => {
+  const teacherLp = [
+    [-1, -3, 9],
+    [-2, -2, -5],
+  ];
+  const oldLp = [
+    [-2, -2, 0],
+    [-1, -1, -1],
+  ];
+  // raw opd: [1, -1, (masked)], [-1, -1, -4]
+  const run = (opdAdvantage: 'raw' | 'centered' | 'positive') =>
+    tf.tidy(() =>
+      arr(
+        combinedAdvantages({
+          teacherLp: tf.tensor2d(teacherLp),
+          oldLp: tf.tensor2d(oldLp),
+          reward: [1, 0],
+          opdAdvantage,
+          mask: mask(),
+        }),
+      ),
+    );
+  closeArray(run('raw'), [2, 0, 0, -1, -1, -4]);
+  closeArray(run('centered'), [2, 0, 0, 1, 1, -2]);
+  closeArray(run('positive'), [2, 1, 0, 0, 0, 0]);
+});
