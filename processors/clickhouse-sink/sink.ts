@@ -44,7 +44,7 @@ export interface SinkStats {
   deadLettered: number;
   skipped: number;
   buffered: number;
-  /** Fetching is paused (ClickHouse down or the buffer full). */
+  /** Fetching is paused (ClickHouse failing). */
   paused: boolean;
   /** Offsets committed (partition commits). */
   commits: number;
