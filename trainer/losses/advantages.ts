@@ -62,11 +62,8 @@ export function combinedAdvantages(input: CombinedAdvantagesInput): tf.Tensor2D 
   return tf.tidy(() => {
     const rl = tf.mul(binaryRlAdvantages(input.reward, input.mask), wRl);
     if (input.teacherLp === null) return rl as tf.Tensor2D;
-    let against = input.oldLp;
-    if (input.teacherBaseLp && input.teacherOnBase) {
-      const onBase = tf.greater(toColumn(input.teacherOnBase), 0);
-      against = tf.where(tf.logicalAnd(onBase, tf.onesLike(against).asType('bool')), input.teacherBaseLp, input.oldLp);
-    }
+    const against =
+      input.teacherBaseLp && input.teacherOnBase ? rowsWhere(input.teacherOnBase, input.teacherBaseLp, input.oldLp) : input.oldLp;
     let opd = opdAdvantages(input.teacherLp, against, input.mask);
     if (input.opdAdvantage === 'positive') opd = tf.relu(opd);
     else if (input.opdAdvantage === 'centered') {
@@ -75,10 +72,13 @@ export function combinedAdvantages(input: CombinedAdvantagesInput): tf.Tensor2D 
       opd = maskedValues(tf.sub(opd, mean), m) as tf.Tensor2D;
     }
     opd = tf.mul(opd, wOpd);
-    if (input.hasTeacher !== undefined) {
-      const has = tf.greater(toColumn(input.hasTeacher), 0);
-      opd = tf.where(tf.logicalAnd(has, tf.onesLike(opd).asType('bool')), opd, tf.zerosLike(opd));
-    }
+    if (input.hasTeacher !== undefined) opd = rowsWhere(input.hasTeacher, opd, tf.zerosLike(opd));
     return tf.add(opd, rl) as tf.Tensor2D;
   });
+}
+
+/** Row b of `yes` where `flag[b]` > 0, else row b of `no` [B, T]. */
+function rowsWhere(flag: Rewards, yes: tf.Tensor2D, no: tf.Tensor2D): tf.Tensor2D {
+  const on = tf.greater(toColumn(flag), 0);
+  return tf.where(tf.logicalAnd(on, tf.onesLike(yes).asType('bool')), yes, no) as tf.Tensor2D;
 }
