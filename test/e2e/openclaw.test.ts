@@ -4,9 +4,8 @@
  *
  * Without a plugin, OpenClaw sends no session header and appends an internal-context user message
  * to every request that it does not keep in its history: its turns (one per request it sends, a
- * retried one included) must still be main turns
- * of ONE inferred session, and turn 1's next state must be turn 2's user message (not the
- * injected context). With turnstream's rl-training-headers plugin installed by
+ * retried one included) must still be main turns of ONE inferred session, and the answered turn's
+ * next state must be the correction's user message (not the injected context). With turnstream's rl-training-headers plugin installed by
  * `turnstream openclaw install-plugin`, the turns carry OpenClaw's session id, and a heartbeat run
  * of the same session is a side turn.
  */
