@@ -187,25 +187,30 @@ export interface TrainConfig {
   lr: number | undefined;
   /** Weight users' feedback by their agreement with the others. `TRAIN_CONSENSUS` (`--no-consensus`) @default true */
   consensus: boolean;
-  /** KL(π‖π_ref) coefficient. `TRAIN_KL_COEF` @default 0 */
-  klCoef: number;
+  /** KL(π‖π_ref) coefficient. `TRAIN_KL_COEF` @default undefined = the model family's (0.25 LoRA, 0 built-in; trainer/step-defaults.ts) */
+  klCoef: number | undefined;
   /**
    * Weight of the newest reward in each user's running mean reward, which is subtracted from
-   * their rewards (trainer/reward-baseline.ts); 0 turns it off. `TRAIN_REWARD_BASELINE` @default 0
+   * their rewards (trainer/reward-baseline.ts); 0 turns it off. `TRAIN_REWARD_BASELINE`
+   * @default undefined = the model family's (0.3 LoRA, 0 built-in)
    */
-  rewardBaseline: number;
+  rewardBaseline: number | undefined;
   /**
    * With the baseline on: the running mean of a user not seen yet, in [−1, 0]; at −1 a user's
-   * −1 pushes nothing until some reply has pleased them. `TRAIN_REWARD_BASELINE_PRIOR` @default 0
+   * −1 pushes nothing until some reply has pleased them. `TRAIN_REWARD_BASELINE_PRIOR`
+   * @default undefined = the model family's (−1 LoRA, 0 built-in)
    */
-  rewardBaselinePrior: number;
+  rewardBaselinePrior: number | undefined;
   /**
    * Measure the OPD hint's effect on the frozen base instead of the weights being trained
    * (LoRA; trainer/learner-step.ts). `TRAIN_OPD_ON_BASE` @default false
    */
   opdOnBase: boolean;
-  /** The OPD term's per-token advantages: raw, centered per sample, or positive only (trainer/losses/advantages.ts). `TRAIN_OPD_ADVANTAGE` @default 'raw' */
-  opdAdvantage: 'raw' | 'centered' | 'positive';
+  /**
+   * The OPD term's per-token advantages: raw, centered per sample, or positive only
+   * (trainer/losses/advantages.ts). `TRAIN_OPD_ADVANTAGE` @default undefined = the model family's ('positive' LoRA, 'raw' built-in)
+   */
+  opdAdvantage: 'raw' | 'centered' | 'positive' | undefined;
   /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
   entropyCoef: number;
   /** LoRA rank (GGUF models). `TRAIN_LORA_RANK` @default 8 */
@@ -334,14 +339,19 @@ export class SettingsReader {
     return this.optionalNumber(name, rule) ?? fallback;
   }
 
-  /** One of `choices`, case-insensitive. */
-  oneOf<T extends string>(name: string, fallback: T, choices: readonly T[]): T {
+  /** One of `choices`, case-insensitive, or undefined when unset. */
+  optionalOneOf<T extends string>(name: string, choices: readonly T[]): T | undefined {
     const v = this.raw(name);
-    if (v === undefined) return fallback;
+    if (v === undefined) return undefined;
     const lower = v.toLowerCase();
     if ((choices as readonly string[]).includes(lower)) return lower as T;
     this.problem(name, v, `one of ${choices.join(', ')}`);
-    return fallback;
+    return undefined;
+  }
+
+  /** One of `choices`, case-insensitive. */
+  oneOf<T extends string>(name: string, fallback: T, choices: readonly T[]): T {
+    return this.optionalOneOf(name, choices) ?? fallback;
   }
 
   /**
@@ -527,11 +537,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxWaitMs: r.number('TRAIN_MAX_WAIT_MS', 30_000, nonNegative),
       lr: r.optionalNumber('TRAIN_LR', RULES.trainLr),
       consensus: r.boolean('TRAIN_CONSENSUS', true),
-      klCoef: r.number('TRAIN_KL_COEF', 0, nonNegative),
-      rewardBaseline: r.number('TRAIN_REWARD_BASELINE', 0, RULES.trainRewardBaseline),
-      rewardBaselinePrior: r.number('TRAIN_REWARD_BASELINE_PRIOR', 0, RULES.trainRewardBaselinePrior),
+      klCoef: r.optionalNumber('TRAIN_KL_COEF', nonNegative),
+      rewardBaseline: r.optionalNumber('TRAIN_REWARD_BASELINE', RULES.trainRewardBaseline),
+      rewardBaselinePrior: r.optionalNumber('TRAIN_REWARD_BASELINE_PRIOR', RULES.trainRewardBaselinePrior),
       opdOnBase: r.boolean('TRAIN_OPD_ON_BASE', false),
-      opdAdvantage: r.oneOf('TRAIN_OPD_ADVANTAGE', 'raw', ['raw', 'centered', 'positive']),
+      opdAdvantage: r.optionalOneOf('TRAIN_OPD_ADVANTAGE', ['raw', 'centered', 'positive']),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
       loraRank: r.number('TRAIN_LORA_RANK', 8, count),
       loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),

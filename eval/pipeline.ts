@@ -26,6 +26,7 @@ import { mulberry32 } from '../policy/builtin/generate.ts';
 import { LEARNER_LR, LORA_LR, startLearner } from '../trainer/learner.ts';
 import { LoraLineage } from '../trainer/policy-lineage.ts';
 import { RewardBaseline } from '../trainer/reward-baseline.ts';
+import { familyStepSettings } from '../trainer/step-defaults.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings } from './eval-settings.ts';
@@ -60,15 +61,15 @@ export interface PipelineEvalOptions {
     lora?: Partial<LoraConfig>;
     /** Largest KL of one step (the learner's guard). */
     maxKl?: number;
-    /** Weight of the KL penalty to the base model in the loss. @default 0 */
+    /** Weight of the KL penalty to the base model in the loss. @default LORA_STEP_DEFAULTS.klCoef */
     klCoef?: number;
     /** Measure the OPD hint on the frozen base (`TRAIN_OPD_ON_BASE`). @default false */
     opdOnBase?: boolean;
-    /** `TRAIN_OPD_ADVANTAGE`. @default 'raw' */
+    /** `TRAIN_OPD_ADVANTAGE`. @default LORA_STEP_DEFAULTS.opdAdvantage */
     opdAdvantage?: 'raw' | 'centered' | 'positive';
-    /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0 or absent: off. */
+    /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0: off. @default LORA_STEP_DEFAULTS.rewardBaseline */
     rewardBaseline?: number;
-    /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default 0 */
+    /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default LORA_STEP_DEFAULTS.rewardBaselinePrior */
     rewardBaselinePrior?: number;
     /** @default 0.7 */
     temperature?: number;
@@ -199,6 +200,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           kafka: { brokers: opts.brokers, registryUrl: opts.registryUrl, naming },
         });
         const url = await gw.start();
+        const step = familyStepSettings(true, llama ?? {});
         const lineage = llama
           ? new LoraLineage({ weightsDir, modelId, base: llama.model, lora: llama.lora, maxTrainTokens: 512, baseTf, logger })
           : undefined;
@@ -213,12 +215,12 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             ? {
                 step: {
                   maxKl: llama.maxKl,
-                  klCoef: llama.klCoef ?? 0,
+                  klCoef: step.klCoef,
                   opdOnReference: llama.opdOnBase ?? false,
-                  opdAdvantage: llama.opdAdvantage ?? 'raw',
+                  opdAdvantage: step.opdAdvantage,
                   mismatchTis: true,
-                  ...(llama.rewardBaseline
-                    ? { rewardBaseline: new RewardBaseline({ decay: llama.rewardBaseline, prior: llama.rewardBaselinePrior }) }
+                  ...(step.rewardBaseline > 0
+                    ? { rewardBaseline: new RewardBaseline({ decay: step.rewardBaseline, prior: step.rewardBaselinePrior }) }
                     : {}),
                 },
               }

@@ -45,12 +45,12 @@ export const LEARNER_LR = 1e-3;
 /**
  * Learning rate of a LoRA adapter on a GGUF model, and the other defaults of that family: a
  * version needs LORA_MIN_SAMPLES trainable samples, and a step may move the policy by at most
- * LORA_MAX_KL (k3 KL, token mean). On SmolLM2-135M (trainer/README.md) 2e-3 learned a persona's
- * form within 24 interactions but wrecked the answers themselves (word salad after 12 steps of 2
- * samples), so the default stays at the cautious 3e-4 until a setting that keeps the answers is
- * measured.
+ * LORA_MAX_KL (k3 KL, token mean). On SmolLM2-135M (trainer/README.md) 3e-4 barely moved in 16
+ * interactions; 2e-3 learned a persona's form within 24 but, alone, wrecked the answers (word salad
+ * after 12 steps of 2 samples). With the KL to the base and the positive-only OPD term of
+ * LORA_STEP_DEFAULTS (trainer/step-defaults.ts) it keeps them.
  */
-export const LORA_LR = 3e-4;
+export const LORA_LR = 2e-3;
 export const LORA_MIN_SAMPLES = 8;
 export const LORA_MAX_KL = 0.1;
 

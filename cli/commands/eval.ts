@@ -12,7 +12,7 @@ import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createLogger, ErrorCodes, invalidInput, parseBrokers, TurnstreamError } from '../../streams/index.ts';
 import { initCheckpoint, loadPolicy, selectBackend, type BackendName, type LoraConfig } from '../../policy/index.ts';
-import { LEARNER_LR, LORA_LR, LORA_MAX_KL, RewardBaseline } from '../../trainer/index.ts';
+import { familyStepSettings, LEARNER_LR, LORA_LR, LORA_MAX_KL, RewardBaseline } from '../../trainer/index.ts';
 import { builtinEvalModels, llamaEvalModels, type EvalModels } from '../../eval/eval-model.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from '../../eval/persona.ts';
 import { toResultJson, writeReports } from '../../eval/report.ts';
@@ -141,6 +141,7 @@ async function openEvalModels(
     return { open: (id) => models.open(id), close: async () => teacherPolicy.dispose() };
   }
   const dir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
+  const step = familyStepSettings(true, config.train);
   const models = await llamaEvalModels({
     model: { name: served.name, path: served.path, sha256: served.sha256 },
     dir,
@@ -150,13 +151,13 @@ async function openEvalModels(
     lr: lr ?? LORA_LR,
     step: {
       maxKl: config.train.maxKl ?? LORA_MAX_KL,
-      klCoef: config.train.klCoef,
+      klCoef: step.klCoef,
       opdOnReference: config.train.opdOnBase,
-      opdAdvantage: config.train.opdAdvantage,
+      opdAdvantage: step.opdAdvantage,
       mismatchTis: config.train.mismatchTis,
       // Keyed by model and user, so one instance serves every run of the process apart.
-      ...(config.train.rewardBaseline > 0
-        ? { rewardBaseline: new RewardBaseline({ decay: config.train.rewardBaseline, prior: config.train.rewardBaselinePrior }) }
+      ...(step.rewardBaseline > 0
+        ? { rewardBaseline: new RewardBaseline({ decay: step.rewardBaseline, prior: step.rewardBaselinePrior }) }
         : {}),
     },
     maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
@@ -324,11 +325,8 @@ export function register(program: Command): void {
                   systemPrompt: served.systemPrompt,
                   lora: loraOf(config, f),
                   maxKl: config.train.maxKl ?? LORA_MAX_KL,
-                  klCoef: config.train.klCoef,
+                  ...familyStepSettings(true, config.train),
                   opdOnBase: config.train.opdOnBase,
-                  opdAdvantage: config.train.opdAdvantage,
-                  rewardBaseline: config.train.rewardBaseline,
-                  rewardBaselinePrior: config.train.rewardBaselinePrior,
                   temperature: Number(f.temperature),
                   maxTokens: Number(f.maxTokens),
                 },

@@ -18,6 +18,7 @@ import {
 } from '../../streams/index.ts';
 import { selectBackend, type BackendName, type LoraTarget } from '../../policy/index.ts';
 import {
+  familyStepSettings,
   LEARNER_LR,
   LORA_LR,
   LORA_MAX_KL,
@@ -109,6 +110,7 @@ export function register(program: Command): void {
       if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
       const served = await servedModel(config, { spec: f.model, logger });
       const lora = served.kind === 'llama';
+      const step = familyStepSettings(lora, s);
       const lineage: PolicyLineage | undefined = lora
         ? new LoraLineage({
             weightsDir: config.weightsDir,
@@ -139,13 +141,13 @@ export function register(program: Command): void {
         optimizer: { lr: s.lr ?? (lora ? LORA_LR : LEARNER_LR) },
         consensus: s.consensus,
         step: {
-          klCoef: s.klCoef,
-          ...(s.rewardBaseline > 0
-            ? { rewardBaseline: new RewardBaseline({ decay: s.rewardBaseline, prior: s.rewardBaselinePrior }) }
+          klCoef: step.klCoef,
+          ...(step.rewardBaseline > 0
+            ? { rewardBaseline: new RewardBaseline({ decay: step.rewardBaseline, prior: step.rewardBaselinePrior }) }
             : {}),
           entropyCoef: s.entropyCoef,
           ...(lora && s.opdOnBase ? { opdOnReference: true } : {}),
-          opdAdvantage: s.opdAdvantage,
+          opdAdvantage: step.opdAdvantage,
           mismatchTis: s.mismatchTis,
           maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
         },

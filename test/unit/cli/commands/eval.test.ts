@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeTinyModel } from '../../../../policy/index.ts';
+import { LEARNER_LR, LORA_LR } from '../../../../trainer/learner.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
 
 const persona = (name: string, check: unknown, system?: string) => ({
@@ -92,7 +93,7 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     };
     assert.equal(res.persona, 'dotty-dee');
     assert.equal(res.users, 1);
-    assert.equal(res.lr, 3e-4);
+    assert.equal(res.lr, LORA_LR);
     assert.deepEqual(res.runs.map((x) => x.consensus).sort(), [false, true]);
     assert.ok(
       res.runs.every((x) => x.trained > 0),
@@ -246,7 +247,7 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
         lr: number;
         runs: Array<{ samples: number }>;
       };
-      assert.equal(result.lr, kind === 'builtin' ? 1e-3 : 3e-4, 'the learning rate of the model kind');
+      assert.equal(result.lr, kind === 'builtin' ? LEARNER_LR : LORA_LR, 'the learning rate of the model kind');
       assert.ok(
         result.runs.every((x) => x.samples > 0),
         'every run trained on its interactions',

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { BUILTIN_STEP_DEFAULTS, familyStepSettings, LORA_STEP_DEFAULTS } from '../../../trainer/step-defaults.ts';
+
+describe('familyStepSettings', () => {
+  it('fills what is unset with the family’s defaults: the KL, baseline and positive OPD for LoRA, none for the built-in model', () => {
+    assert.deepEqual(familyStepSettings(true, {}), {
+      klCoef: 0.25,
+      rewardBaseline: 0.3,
+      rewardBaselinePrior: -1,
+      opdAdvantage: 'positive',
+    });
+    assert.deepEqual(familyStepSettings(false, {}), { klCoef: 0, rewardBaseline: 0, rewardBaselinePrior: 0, opdAdvantage: 'raw' });
+    assert.deepEqual(familyStepSettings(true, {}), LORA_STEP_DEFAULTS);
+    assert.deepEqual(familyStepSettings(false, {}), BUILTIN_STEP_DEFAULTS);
+  });
+
+  it('keeps every value given, zeros and the raw term included', () => {
+    const given = { klCoef: 0, rewardBaseline: 0, rewardBaselinePrior: 0, opdAdvantage: 'raw' as const };
+    assert.deepEqual(familyStepSettings(true, given), given);
+    assert.deepEqual(familyStepSettings(false, { klCoef: 0.1, opdAdvantage: 'centered' }), {
+      klCoef: 0.1,
+      rewardBaseline: 0,
+      rewardBaselinePrior: 0,
+      opdAdvantage: 'centered',
+    });
+  });
+
+  it('an unset field given as undefined still falls back', () => {
+    assert.deepEqual(familyStepSettings(true, { klCoef: undefined, opdAdvantage: undefined }), LORA_STEP_DEFAULTS);
+  });
+});
