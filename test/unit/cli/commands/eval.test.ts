@@ -201,6 +201,37 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     assert.equal(r.stderr, 'turnstream: --only: unknown persona carl; known: ann, bob (TS_ERR_INVALID_INPUT)\n');
   });
 
+  it('--quick: the two fast-learning personas when the file has them, one seed, two samples per held-out prompt', async () => {
+    const file = join(dir, 'quick.json');
+    const names = ['first-fay', 'concise-carl', 'second-sam', 'twosentence-tia'];
+    await writeFile(file, JSON.stringify({ personas: names.map((n) => persona(n, { max_words: 30 })) }));
+    const r = run([
+      '--quick',
+      '--max-tokens',
+      '8',
+      '--personas',
+      file,
+      '--interactions',
+      '2',
+      '--held-out',
+      '0.25',
+      '--out',
+      join(dir, 'out-quick'),
+      '--json',
+    ]);
+    assert.equal(r.status, 0, r.stderr.slice(-2000));
+    const result = JSON.parse(r.stdout) as {
+      seeds: number;
+      interactions: number;
+      per_persona: Record<string, unknown>;
+      heldOut: { samplesPerPrompt: number };
+    };
+    assert.deepEqual(Object.keys(result.per_persona).sort(), ['concise-carl', 'twosentence-tia']);
+    assert.equal(result.seeds, 1);
+    assert.equal(result.interactions, 2, 'a value given keeps its place');
+    assert.equal(result.heldOut.samplesPerPrompt, 2);
+  });
+
   for (const kind of ['gguf', 'builtin'] as const)
     it(`accepts a file with checks the shipped personas do not use, and writes the reports and latest.json (${kind} model)`, async () => {
       const file = join(dir, 'custom.json');
