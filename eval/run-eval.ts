@@ -90,6 +90,7 @@ export interface EvalResult {
   mode: 'in-process' | 'pipeline';
   before: number;
   after: number;
+  /** One entry per checkpoint of interactions; its `version` is the newest any run had reached there. */
   per_version: Array<HeldOutScore & { byPersona: Record<string, number> }>;
   /** Mean share of held-out replies that answer the prompt, at version 0 and at the last. */
   answered: { before: number; after: number };
@@ -306,17 +307,18 @@ export function summarize(
   mode: EvalResult['mode'],
   seconds: number,
 ): EvalResult {
-  const versions = [...new Set(runs.flatMap((r) => r.scores.map((s) => s.version)))].sort((a, b) => a - b);
-  const perVersion = versions.map((version) => {
-    const at = runs.map((r) => ({ r, s: r.scores.find((s) => s.version === version) })).filter((x) => x.s);
+  // One point per checkpoint of interactions: through the pipeline, runs reach it at different versions.
+  const checkpoints = [...new Set(runs.flatMap((r) => r.scores.map((s) => s.interactions)))].sort((a, b) => a - b);
+  const perVersion = checkpoints.map((interactions) => {
+    const at = runs.map((r) => ({ r, s: r.scores.find((s) => s.interactions === interactions) })).filter((x) => x.s);
     const byPersona: Record<string, number> = {};
     for (const p of o.personas) {
       const v = at.filter((x) => x.r.persona === p.name).map((x) => x.s!.satisfaction);
       if (v.length) byPersona[p.name] = mean(v);
     }
     return {
-      version,
-      interactions: at[0]?.s?.interactions ?? 0,
+      version: Math.max(...at.map((x) => x.s!.version)),
+      interactions,
       satisfaction: mean(at.map((x) => x.s!.satisfaction)),
       answered: mean(at.map((x) => x.s!.answered)),
       byPersona,

@@ -154,6 +154,34 @@ describe('eval reports', () => {
     );
   });
 
+  it('the curve has one point per checkpoint of interactions, also when runs reached it at different versions (the pipeline)', () => {
+    const run = (seed: number, versions: number[], sat: number[]): RunResult => ({
+      persona: 'short-sue',
+      preference: 'at most 12 words',
+      seed,
+      scores: versions.map((version, i) => ({ version, interactions: 6 * i, satisfaction: sat[i], answered: 1 })),
+      trainSatisfaction: 0,
+      samples: 12,
+      steps: [],
+    });
+    const persona = { name: 'short-sue', preference: 'at most 12 words' } as Persona;
+    const r = summarize(
+      [run(1, [0, 4, 7], [0, 0.5, 1]), run(2, [0, 5, 9], [0, 0.25, 0.5])],
+      { personas: [persona], interactions: 12, seeds: 2, method: 'combined', batchSize: 2, lr: 1e-3, heldOut: 0.375, heldOutSamples: 4 },
+      { agree: 0, total: 0 },
+      'pipeline',
+      1,
+    );
+    assert.deepEqual(
+      r.per_version.map((v) => [v.interactions, v.version, v.satisfaction]),
+      [
+        [0, 0, 0],
+        [6, 5, 0.375],
+        [12, 9, 0.75],
+      ],
+    );
+  });
+
   it('SVG: the overall curve has a line per persona and the mean; a persona curve has its seeds and their mean', () => {
     const r = result();
     const overall = toSvg(r);
