@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
@@ -179,7 +179,7 @@ export function register(program: Command): void {
       '--personas <file>',
       `personas JSON (default ${relative(process.cwd(), BUILTIN_PERSONAS_FILE)}; the real model's: ${relative(process.cwd(), DEFAULT_PERSONAS_FILE)})`,
     )
-    .option('--interactions <n>', 'interactions per persona', '36')
+    .option('--interactions <n>', 'interactions per persona (24 on a GGUF model)', '36')
     .option('--seeds <k>', 'seeds per persona', '3')
     .option('--json', 'print one JSON object')
     .option('--method <m>', 'combined | rl | opd', 'combined')
@@ -187,7 +187,7 @@ export function register(program: Command): void {
     .option('--lr <x>', `learning rate (default ${LEARNER_LR})`)
     .option('--held-out <share>', "share of each persona's prompts held out, never trained on", '0.375')
     .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
-    .option('--eval-every <n>', 'score every n-th version (first and last always)', '1')
+    .option('--eval-every <n>', 'score every n-th version, first and last always (3 on a GGUF model)', '1')
     .option('--only <names>', 'comma-separated persona names')
     .option('--out <dir>', 'folder for eval.csv, eval.json, eval.svg and curves/<persona>.svg (and .png)', '.turnstream/eval')
     .option('--backend <name>', 'force a tfjs backend')
@@ -199,7 +199,7 @@ export function register(program: Command): void {
     .option('--max-tokens <n>', 'longest reply of the real model', '96')
     .option('--temperature <t>', 'sampling temperature of the real model', '0.7')
     .option('--lora-last-layers <n>', 'adapt only the last n layers (default TRAIN_LORA_LAST_LAYERS)')
-    .option('--workers <n>', 'run the (persona, seed) runs in n processes side by side (one report)', '1')
+    .option('--workers <n>', 'run the (persona, seed) runs in n processes side by side, one report (2 on a GGUF model with 2+ cores)', '1')
     .option('--seed <k>', 'run only seed k of --seeds (how --workers shares out the runs)')
     .option('--pipeline', 'go through the gateway and the Kafka pipeline (needs the stack)')
     .option(
@@ -219,11 +219,16 @@ export function register(program: Command): void {
       if (!(heldOut > 0 && heldOut < 1)) throw invalidInput(`--held-out must be a share between 0 and 1 (got ${f.heldOut})`, '--held-out');
       // The persona file is checked before tfjs loads: a bad file is one line, nothing else.
       const builtin = (f.model ?? config.model.spec).trim() === 'builtin';
+      const given = (name: string) => cmd.getOptionValueSource(name) !== 'default';
       if (f.quick) {
-        const given = (name: string) => cmd.getOptionValueSource(name) !== 'default';
         if (!given('interactions')) f.interactions = '8';
         if (!given('seeds')) f.seeds = '1';
         if (!given('heldOutSamples')) f.heldOutSamples = '2';
+      } else if (!builtin && !f.users) {
+        // The real model's standard run, the one measured in trainer/README.md: within an hour on 2 cores.
+        if (!given('interactions')) f.interactions = '24';
+        if (!given('evalEvery')) f.evalEvery = '3';
+        if (!given('workers')) f.workers = String(Math.min(2, availableParallelism()));
       }
       const onlySeed = f.seed === undefined ? undefined : Number(f.seed);
       if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= Number(f.seeds)))
@@ -232,6 +237,7 @@ export function register(program: Command): void {
       if (!builtin && cmd.getOptionValueSource('batchSize') === 'default') f.batchSize = '2';
       let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
       if (f.quick && !f.only) personas = quickPersonas(personas);
+      else if (!builtin && !f.only && !f.personas && !f.users) personas = pick(personas, STANDARD_PERSONAS);
       // With --users: the preference the users share, --only NAME of --personas, else the default of the model kind.
       const shared = f.users && f.only ? await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE) : null;
       if (shared && shared.length !== 1)
@@ -397,11 +403,21 @@ export function register(program: Command): void {
 /** The shipped personas that learn fastest on SmolLM2 (trainer/README.md): `--quick` shows movement in 8 interactions. */
 const QUICK_PERSONAS = ['twosentence-tia', 'concise-carl'];
 
-/** `--quick`'s two personas: the fast learners when the file has them, else its first two. */
-function quickPersonas(personas: Persona[]): Persona[] {
-  const fast = personas.filter((p) => QUICK_PERSONAS.includes(p.name));
-  return fast.length === QUICK_PERSONAS.length ? fast : personas.slice(0, 2);
+/**
+ * The real model's standard eval with the shipped file: its length and layout personas, 3 seeds ×
+ * 24 interactions within an hour on 2 cores. The others (a sign-off, a tone, lists) take `--only`
+ * or `--personas`; what they reach is in trainer/README.md.
+ */
+const STANDARD_PERSONAS = ['concise-carl', 'twosentence-tia', 'oneparagraph-pia'];
+
+/** The named personas when the file has them all, else `fallback` (all of them by default). */
+function pick(personas: Persona[], names: string[], fallback: Persona[] = personas): Persona[] {
+  const found = personas.filter((p) => names.includes(p.name));
+  return found.length === names.length ? found : fallback;
 }
+
+/** `--quick`'s two personas: the fast learners when the file has them, else its first two. */
+const quickPersonas = (personas: Persona[]): Persona[] => pick(personas, QUICK_PERSONAS, personas.slice(0, 2));
 
 async function selectPersonas(f: EvalFlags, defaultFile: string): Promise<Persona[]> {
   const personas = await loadPersonas(resolve(f.personas ?? defaultFile));

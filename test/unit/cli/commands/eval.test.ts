@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeTinyModel } from '../../../../policy/index.ts';
@@ -230,6 +230,25 @@ describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
     assert.equal(result.seeds, 1);
     assert.equal(result.interactions, 2, 'a value given keeps its place');
     assert.equal(result.heldOut.samplesPerPrompt, 2);
+  });
+
+  it('on a GGUF model with the shipped file: the standard run (length and layout personas, 24 interactions, every 3rd version scored, 2 workers)', async () => {
+    const out = join(dir, 'out-standard');
+    const r = run(['--max-tokens', '8', '--seeds', '1', '--held-out-samples', '1', '--out', out, '--json']);
+    assert.equal(r.status, 0, r.stderr.slice(-2000));
+    const result = JSON.parse(r.stdout) as {
+      interactions: number;
+      per_persona: Record<string, unknown>;
+      per_version: Array<{ interactions: number }>;
+    };
+    assert.deepEqual(Object.keys(result.per_persona).sort(), ['concise-carl', 'oneparagraph-pia', 'twosentence-tia']);
+    assert.equal(result.interactions, 24);
+    assert.deepEqual(
+      result.per_version.map((v) => v.interactions),
+      [0, 6, 12, 18, 24],
+      'a version every 2 interactions, every 3rd scored',
+    );
+    if (availableParallelism() >= 2) assert.equal((await readdir(join(out, 'runs'))).length, 3, 'one child run per persona');
   });
 
   for (const kind of ['gguf', 'builtin'] as const)
