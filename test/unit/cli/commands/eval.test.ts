@@ -24,7 +24,7 @@ const persona = (name: string, check: unknown, system?: string) => ({
   ...(system ? { system } : {}),
 });
 
-describe('turnstream eval --personas FILE', { timeout: 300_000 }, () => {
+describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
   let dir: string;
   let model: string;
   const run = (args: string[]) =>
