@@ -400,7 +400,7 @@ export function register(program: Command): void {
  * The personas of `--personas` (by default the real model's, or the built-in model's five for it),
  * narrowed to `--only`; an unknown name there is an input error that lists the known ones.
  */
-/** The shipped personas that learn fastest on SmolLM2 (trainer/README.md): `--quick` shows movement in 8 interactions. */
+/** The shipped personas that learned fastest on SmolLM2 over 24 interactions (trainer/README.md). */
 const QUICK_PERSONAS = ['twosentence-tia', 'concise-carl'];
 
 /**
