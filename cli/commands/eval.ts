@@ -234,7 +234,7 @@ export function register(program: Command): void {
       if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= Number(f.seeds)))
         throw invalidInput(`--seed must be an integer from 1 to --seeds (got ${f.seed})`, '--seed');
       // A LoRA step per 2 interactions learned fastest (trainer/README.md); the built-in model keeps 4.
-      if (!builtin && cmd.getOptionValueSource('batchSize') === 'default') f.batchSize = '2';
+      if (!builtin && !given('batchSize')) f.batchSize = '2';
       let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
       if (f.quick && !f.only) personas = quickPersonas(personas);
       else if (!builtin && !f.only && !f.personas && !f.users) personas = pick(personas, STANDARD_PERSONAS);
@@ -260,7 +260,7 @@ export function register(program: Command): void {
           adversaryRate: Number(f.adversaryRate),
           maxUserShare: Number(f.maxUserShare),
           sharedRate: Number(f.sharedRate),
-          batchSize: cmd.getOptionValueSource('batchSize') === 'default' ? 8 : Number(f.batchSize),
+          batchSize: given('batchSize') ? Number(f.batchSize) : 8,
           method: f.method as 'combined' | 'rl' | 'opd',
           lr,
           heldOut,
@@ -396,10 +396,6 @@ export function register(program: Command): void {
     });
 }
 
-/**
- * The personas of `--personas` (by default the real model's, or the built-in model's five for it),
- * narrowed to `--only`; an unknown name there is an input error that lists the known ones.
- */
 /** The shipped personas that learned fastest on SmolLM2 over 24 interactions (trainer/README.md). */
 const QUICK_PERSONAS = ['twosentence-tia', 'concise-carl'];
 
@@ -419,6 +415,10 @@ function pick(personas: Persona[], names: string[], fallback: Persona[] = person
 /** `--quick`'s two personas: the fast learners when the file has them, else its first two. */
 const quickPersonas = (personas: Persona[]): Persona[] => pick(personas, QUICK_PERSONAS, personas.slice(0, 2));
 
+/**
+ * The personas of `--personas` (by default the real model's, or the built-in model's five for it),
+ * narrowed to `--only`; an unknown name there is an input error that lists the known ones.
+ */
 async function selectPersonas(f: EvalFlags, defaultFile: string): Promise<Persona[]> {
   const personas = await loadPersonas(resolve(f.personas ?? defaultFile));
   if (!f.only) return personas;
