@@ -25,8 +25,7 @@ import { ErrorCodes, retry, TurnstreamError, type Logger } from '../core/index.t
 import { mulberry32 } from '../policy/builtin/generate.ts';
 import { LEARNER_LR, LORA_LR, startLearner } from '../trainer/learner.ts';
 import { LoraLineage } from '../trainer/policy-lineage.ts';
-import { RewardBaseline } from '../trainer/reward-baseline.ts';
-import { familyStepSettings } from '../trainer/step-defaults.ts';
+import { familyStepOptions, familyStepSettings } from '../trainer/step-defaults.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings } from './eval-settings.ts';
@@ -200,7 +199,6 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           kafka: { brokers: opts.brokers, registryUrl: opts.registryUrl, naming },
         });
         const url = await gw.start();
-        const step = familyStepSettings(true, llama ?? {});
         const lineage = llama
           ? new LoraLineage({ weightsDir, modelId, base: llama.model, lora: llama.lora, maxTrainTokens: 512, baseTf, logger })
           : undefined;
@@ -215,13 +213,9 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             ? {
                 step: {
                   maxKl: llama.maxKl,
-                  klCoef: step.klCoef,
+                  ...familyStepOptions(familyStepSettings(true, llama)),
                   opdOnReference: llama.opdOnBase ?? false,
-                  opdAdvantage: step.opdAdvantage,
                   mismatchTis: true,
-                  ...(step.rewardBaseline > 0
-                    ? { rewardBaseline: new RewardBaseline({ decay: step.rewardBaseline, prior: step.rewardBaselinePrior }) }
-                    : {}),
                 },
               }
             : {}),

@@ -30,7 +30,13 @@ export {
 export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 export { RewardBaseline, type RewardBaselineOptions } from './reward-baseline.ts';
-export { familyStepSettings, BUILTIN_STEP_DEFAULTS, LORA_STEP_DEFAULTS, type FamilyStepSettings } from './step-defaults.ts';
+export {
+  familyStepSettings,
+  familyStepOptions,
+  BUILTIN_STEP_DEFAULTS,
+  LORA_STEP_DEFAULTS,
+  type FamilyStepSettings,
+} from './step-defaults.ts';
 export {
   startLearner,
   lastPublishedVersion,

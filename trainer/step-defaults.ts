@@ -1,4 +1,6 @@
+import type { LearnerStepOptions } from './learner-step.ts';
 import type { OpdAdvantage } from './losses/advantages.ts';
+import { RewardBaseline } from './reward-baseline.ts';
 
 /** The learner-step settings whose default depends on the model family being trained. */
 export interface FamilyStepSettings {
@@ -42,5 +44,17 @@ export function familyStepSettings(lora: boolean, given: Partial<FamilyStepSetti
     rewardBaseline: given.rewardBaseline ?? d.rewardBaseline,
     rewardBaselinePrior: given.rewardBaselinePrior ?? d.rewardBaselinePrior,
     opdAdvantage: given.opdAdvantage ?? d.opdAdvantage,
+  };
+}
+
+/**
+ * These settings as learner-step options: a fresh reward baseline (per model and user, so one
+ * serves every run of a process) when its decay is above 0.
+ */
+export function familyStepOptions(s: FamilyStepSettings): Pick<LearnerStepOptions, 'klCoef' | 'opdAdvantage' | 'rewardBaseline'> {
+  return {
+    klCoef: s.klCoef,
+    opdAdvantage: s.opdAdvantage,
+    ...(s.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: s.rewardBaseline, prior: s.rewardBaselinePrior }) } : {}),
   };
 }

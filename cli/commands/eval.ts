@@ -12,7 +12,7 @@ import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createLogger, ErrorCodes, invalidInput, parseBrokers, TurnstreamError } from '../../streams/index.ts';
 import { initCheckpoint, loadPolicy, selectBackend, type BackendName, type LoraConfig } from '../../policy/index.ts';
-import { familyStepSettings, LEARNER_LR, LORA_LR, LORA_MAX_KL, RewardBaseline } from '../../trainer/index.ts';
+import { familyStepOptions, familyStepSettings, LEARNER_LR, LORA_LR, LORA_MAX_KL } from '../../trainer/index.ts';
 import { builtinEvalModels, llamaEvalModels, type EvalModels } from '../../eval/eval-model.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from '../../eval/persona.ts';
 import { toResultJson, writeReports } from '../../eval/report.ts';
@@ -141,7 +141,6 @@ async function openEvalModels(
     return { open: (id) => models.open(id), close: async () => teacherPolicy.dispose() };
   }
   const dir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
-  const step = familyStepSettings(true, config.train);
   const models = await llamaEvalModels({
     model: { name: served.name, path: served.path, sha256: served.sha256 },
     dir,
@@ -151,14 +150,9 @@ async function openEvalModels(
     lr: lr ?? LORA_LR,
     step: {
       maxKl: config.train.maxKl ?? LORA_MAX_KL,
-      klCoef: step.klCoef,
+      ...familyStepOptions(familyStepSettings(true, config.train)),
       opdOnReference: config.train.opdOnBase,
-      opdAdvantage: step.opdAdvantage,
       mismatchTis: config.train.mismatchTis,
-      // Keyed by model and user, so one instance serves every run of the process apart.
-      ...(step.rewardBaseline > 0
-        ? { rewardBaseline: new RewardBaseline({ decay: step.rewardBaseline, prior: step.rewardBaselinePrior }) }
-        : {}),
     },
     maxTrainTokens: Math.min(config.train.maxTrainTokens, 512),
   });

@@ -18,13 +18,13 @@ import {
 } from '../../streams/index.ts';
 import { selectBackend, type BackendName, type LoraTarget } from '../../policy/index.ts';
 import {
+  familyStepOptions,
   familyStepSettings,
   LEARNER_LR,
   LORA_LR,
   LORA_MAX_KL,
   LORA_MIN_SAMPLES,
   LoraLineage,
-  RewardBaseline,
   startLearner,
   type PolicyLineage,
   type StalenessMode,
@@ -110,7 +110,6 @@ export function register(program: Command): void {
       if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
       const served = await servedModel(config, { spec: f.model, logger });
       const lora = served.kind === 'llama';
-      const step = familyStepSettings(lora, s);
       const lineage: PolicyLineage | undefined = lora
         ? new LoraLineage({
             weightsDir: config.weightsDir,
@@ -141,13 +140,9 @@ export function register(program: Command): void {
         optimizer: { lr: s.lr ?? (lora ? LORA_LR : LEARNER_LR) },
         consensus: s.consensus,
         step: {
-          klCoef: step.klCoef,
-          ...(step.rewardBaseline > 0
-            ? { rewardBaseline: new RewardBaseline({ decay: step.rewardBaseline, prior: step.rewardBaselinePrior }) }
-            : {}),
+          ...familyStepOptions(familyStepSettings(lora, s)),
           entropyCoef: s.entropyCoef,
           ...(lora && s.opdOnBase ? { opdOnReference: true } : {}),
-          opdAdvantage: step.opdAdvantage,
           mismatchTis: s.mismatchTis,
           maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
         },

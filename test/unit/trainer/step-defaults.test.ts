@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BUILTIN_STEP_DEFAULTS, familyStepSettings, LORA_STEP_DEFAULTS } from '../../../trainer/step-defaults.ts';
+import { RewardBaseline } from '../../../trainer/reward-baseline.ts';
+import { BUILTIN_STEP_DEFAULTS, familyStepOptions, familyStepSettings, LORA_STEP_DEFAULTS } from '../../../trainer/step-defaults.ts';
 
 describe('familyStepSettings', () => {
   it('fills what is unset with the family’s defaults: the KL, baseline and positive OPD for LoRA, none for the built-in model', () => {
@@ -28,5 +29,15 @@ describe('familyStepSettings', () => {
 
   it('an unset field given as undefined still falls back', () => {
     assert.deepEqual(familyStepSettings(true, { klCoef: undefined, opdAdvantage: undefined }), LORA_STEP_DEFAULTS);
+  });
+
+  it('as learner-step options: a reward baseline with the prior when its decay is above 0, none at 0', () => {
+    const lora = familyStepOptions(LORA_STEP_DEFAULTS);
+    assert.equal(lora.klCoef, 0.25);
+    assert.equal(lora.opdAdvantage, 'positive');
+    assert.ok(lora.rewardBaseline instanceof RewardBaseline);
+    const sample = { userId: 'u1', policyModelId: 'm', reward: -1 };
+    assert.equal(lora.rewardBaseline.of(sample), -1, 'a new user starts at the prior');
+    assert.deepEqual(familyStepOptions(BUILTIN_STEP_DEFAULTS), { klCoef: 0, opdAdvantage: 'raw' });
   });
 });
