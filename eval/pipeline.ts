@@ -207,7 +207,10 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           weightsDir,
           modelId,
           lineage,
-          batch: { batchSize: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
+          // A version per block of `batchSize` interactions, as in-process: without `minSamples` a
+          // sample that waited 4 s behind a slow generation trained alone, and the run's cadence
+          // (14–21 versions in 24 interactions) followed the machine's load.
+          batch: { batchSize: o.batchSize, minSamples: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
           optimizer: { lr: o.lr },
           ...(llama
             ? {
@@ -280,6 +283,9 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
               // A LoRA step on the real model takes seconds per sample on a CPU.
               const deadline = Date.now() + (llama ? 600_000 : 90_000);
               while (learner.stats().version === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+              if (learner.stats().version === before) {
+                logger.warn({ model: modelId, interactions: i + 1, ...learner.stats() }, 'no version from this block before the deadline');
+              }
               const want = learner.stats().version;
               while (Date.now() < deadline) {
                 const probe = await chat(
