@@ -65,6 +65,13 @@ export interface EvalModels {
   close(): Promise<void>;
 }
 
+/**
+ * How eval runs on a GGUF model sample, in-process and through the gateway alike. Top-p 1, not the
+ * gateway's 0.9: the eval learns from the model's whole distribution, and a pipeline run samples
+ * exactly as the in-process run of the same seed.
+ */
+export const EVAL_SAMPLING: Readonly<Required<SamplingDefaults>> = { temperature: 0.7, topP: 1, maxTokens: 64 };
+
 export interface SamplingDefaults {
   /** @default 0.7 */
   temperature?: number;
@@ -76,6 +83,12 @@ export interface SamplingDefaults {
 
 const message = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
 export { message as chatMessage };
+
+/**
+ * The seed of the i-th reply drawn for one request seed. `eval --pipeline` sends the gateway the
+ * same seeds, so that a pipeline run and an in-process run of one (persona, seed) sample alike.
+ */
+export const sampleSeed = (seed: number, i: number): number => seed * 7919 + i;
 
 function chatRequest(messages: ChatMessage[], s: Required<SamplingDefaults>, seed: number): ChatRequest {
   return {
@@ -122,7 +135,7 @@ export interface LlamaEvalOptions {
 export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> {
   const base: { model: TfLlamaModel; config: LlamaConfig; architecture: string } = await loadTfLlama(o.model.path);
   const teacher = await LlamaTeacher.load({ model: { name: o.model.name, path: o.model.path }, systemPrompt: o.systemPrompt });
-  const sampling = { temperature: 0.7, topP: 1, maxTokens: 64, ...o.sampling };
+  const sampling = { ...EVAL_SAMPLING, ...o.sampling };
   return {
     async open(runId: string): Promise<EvalModel> {
       const weightsDir = join(o.dir, runId);
@@ -160,7 +173,7 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
           const n = r.n ?? 1;
           return Promise.all(
             Array.from({ length: n }, async (_, i) => {
-              const res = await engine.complete(chatRequest(messages, sampling, r.seed * 7919 + i), { signal });
+              const res = await engine.complete(chatRequest(messages, sampling, sampleSeed(r.seed, i)), { signal });
               return {
                 text: res.content ?? '',
                 promptIds: res.promptTokenIds,

@@ -7,6 +7,10 @@
  * Each run (persona × seed) gets its own model id (a copy of the base checkpoint, or for a GGUF
  * model a LoRA lineage of its own served by llama.cpp), gateway and learner; the processors are
  * shared. Everything lives under a fresh topic prefix.
+ *
+ * On a GGUF model a run is the in-process run of the same (persona, seed) sent through the wire:
+ * the same prompts and reactions (`runRandom`), the same sampling seeds sent with each request, a
+ * version per `batchSize` interactions. So the two modes differ only by what the transport does.
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,15 +26,15 @@ import {
 } from '../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
 import { ErrorCodes, retry, TurnstreamError, type Logger } from '../core/index.ts';
-import { mulberry32 } from '../policy/builtin/generate.ts';
 import { LEARNER_LR, LORA_LR, startLearner } from '../trainer/learner.ts';
 import { LoraLineage } from '../trainer/policy-lineage.ts';
 import { familyStepOptions, familyStepSettings } from '../trainer/step-defaults.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings } from './eval-settings.ts';
+import { EVAL_SAMPLING, sampleSeed } from './eval-model.ts';
 import { react } from './reaction.ts';
-import { heldOutReply, shares, summarize, type EvalResult, type HeldOutReply, type RunResult } from './run-eval.ts';
+import { heldOutReply, heldOutSeed, runRandom, shares, summarize, type EvalResult, type HeldOutReply, type RunResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions {
   personas: Persona[];
@@ -70,9 +74,9 @@ export interface PipelineEvalOptions {
     rewardBaseline?: number;
     /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default LORA_STEP_DEFAULTS.rewardBaselinePrior */
     rewardBaselinePrior?: number;
-    /** @default 0.7 */
+    /** @default EVAL_SAMPLING.temperature */
     temperature?: number;
-    /** @default 96 */
+    /** @default EVAL_SAMPLING.maxTokens */
     maxTokens?: number;
   };
   onProgress?: (line: string) => void;
@@ -100,10 +104,16 @@ async function chat(
   url: string,
   messages: Array<{ role: string; content: string }>,
   headers: Record<string, string>,
-  sampling: { maxTokens: number; temperature: number },
+  sampling: { maxTokens: number; temperature: number; topP?: number; seed?: number },
   logger: Logger,
 ): Promise<ChatResult> {
-  const body = JSON.stringify({ messages, max_tokens: sampling.maxTokens, temperature: sampling.temperature });
+  const body = JSON.stringify({
+    messages,
+    max_tokens: sampling.maxTokens,
+    temperature: sampling.temperature,
+    top_p: sampling.topP,
+    seed: sampling.seed,
+  });
   return retry(
     async () => {
       const res = await fetch(`${url}/v1/chat/completions`, {
@@ -153,7 +163,13 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
   const baseModelId = opts.baseModelId ?? 'turnstream-tiny';
   const llama = opts.llama;
   if (!llama) await cp(join(opts.baseWeightsDir, baseModelId, 'v0'), join(weightsDir, baseModelId, 'v0'), { recursive: true });
-  const sampling = llama ? { maxTokens: llama.maxTokens ?? 96, temperature: llama.temperature ?? 0.7 } : { maxTokens: 120, temperature: 1 };
+  const sampling = llama
+    ? {
+        maxTokens: llama.maxTokens ?? EVAL_SAMPLING.maxTokens,
+        temperature: llama.temperature ?? EVAL_SAMPLING.temperature,
+        topP: EVAL_SAMPLING.topP,
+      }
+    : { maxTokens: 120, temperature: 1 };
   const oneToken = { ...sampling, maxTokens: 1 };
   // The base in tfjs, loaded once for every run's learner.
   const baseTf = llama ? await loadTfLlama(llama.model.path) : undefined;
@@ -224,7 +240,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             : {}),
         });
         await learner.ready;
-        const rand = mulberry32(seed * 1_000_003 + persona.name.charCodeAt(0));
+        const rand = runRandom(persona, seed);
         const scores: RunResult['scores'] = [];
         const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
         const scoreNow = async (interactions: number): Promise<void> => {
@@ -240,7 +256,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
                   'x-user-id': 'eval-scorer',
                   'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
                 },
-                sampling,
+                { ...sampling, seed: sampleSeed(heldOutSeed(seed, j), r) },
                 logger,
               );
               version = res.version;
@@ -258,7 +274,9 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             const headers = { 'x-session-id': session, 'x-user-id': persona.name };
             const question = train[Math.floor(rand() * train.length)];
             const opening = openingMessages(persona, question);
-            const first = await chat(url, opening, headers, sampling, logger);
+            // Drawn in the in-process order (prompt, reply seed, reaction): the same user in both modes.
+            const replySeed = Math.floor(rand() * 2 ** 31);
+            const first = await chat(url, opening, headers, { ...sampling, seed: sampleSeed(replySeed, 0) }, logger);
             const reaction = react(persona, first.text, rand, undefined, question);
             if (reaction.satisfied) satisfied++;
             if (reaction.rating !== null) {

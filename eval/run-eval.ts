@@ -166,6 +166,16 @@ export function makePair(
  * The current version's held-out satisfaction (share of `samples` replies per prompt that satisfy
  * the persona) and its share of answers; each reply is also appended to `replies` when given.
  */
+/**
+ * A run's random stream: its training prompts, reply seeds and reactions. In-process and pipeline
+ * runs of one (persona, seed) draw the same, so that the two modes are compared on the same user.
+ */
+export const runRandom = (persona: Pick<Persona, 'name'>, seed: number): (() => number) =>
+  mulberry32(seed * 1_000_003 + persona.name.length * 97 + persona.name.charCodeAt(0));
+
+/** The request seed of held-out prompt `j` (its samples are `sampleSeed(heldOutSeed(seed, j), i)`). */
+export const heldOutSeed = (seed: number, j: number): number => seed * 7919 + j;
+
 export async function scoreModel(
   m: EvalModel,
   persona: Persona,
@@ -176,7 +186,7 @@ export async function scoreModel(
 ): Promise<{ satisfaction: number; answered: number }> {
   const scored: HeldOutReply[] = [];
   for (const [j, prompt] of heldOut.entries()) {
-    for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: seed * 7919 + j, n: samples }))
+    for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: heldOutSeed(seed, j), n: samples }))
       scored.push(heldOutReply(persona, prompt, r.text));
   }
   replies.push(...scored);
@@ -206,7 +216,7 @@ async function runOne(
   const runId = `${persona.name}-seed${seed}`;
   const m = await models.open(runId);
   const judge = createEmbeddedJudge({ mode: o.method });
-  const rand = mulberry32(seed * 1_000_003 + persona.name.length * 97 + persona.name.charCodeAt(0));
+  const rand = runRandom(persona, seed);
   const scores: RunResult['scores'] = [];
   const steps: StepMetrics[] = [];
   const time = { generation: 0, judging: 0, training: 0, scoring: 0 };

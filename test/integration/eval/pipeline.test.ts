@@ -2,7 +2,8 @@
  * `eval --pipeline` on a GGUF model (a tiny one the test writes), against the real Kafka and
  * registry: personas talk to a gateway serving it on llama.cpp, turns go through the assembler,
  * the embedded judge and the sample builder (the model as its own OPD teacher) to a LoRA learner,
- * and the held-out score is taken from the version the gateway swapped in.
+ * and the held-out score is taken from the version the gateway swapped in. The same persona and
+ * seed run in-process must give the same replies, before and after training.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -10,7 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { parsePersonas } from '../../../eval/persona.ts';
+import { llamaEvalModels } from '../../../eval/eval-model.ts';
 import { runPipelineEval } from '../../../eval/pipeline.ts';
+import { runEval, type HeldOutReply } from '../../../eval/run-eval.ts';
+import { familyStepOptions, familyStepSettings } from '../../../trainer/step-defaults.ts';
 import { parseBrokers } from '../../../streams/index.ts';
 import { selectBackend, writeTinyModel, type TinyModel } from '../../../policy/index.ts';
 import { ensureStack } from '../../support/stack.ts';
@@ -55,7 +59,7 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
     batchSize: 2,
     lr: 1e-3,
     heldOut: 0.25,
-    heldOutSamples: 1,
+    heldOutSamples: 2,
     llama: { model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 }, maxTokens: 6, temperature: 1 },
   });
   assert.equal(r.mode, 'pipeline');
@@ -70,4 +74,35 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
   assert.deepEqual(versions, [0, 1, 2], 'one LoRA version per block of two interactions, as in-process');
   assert.equal(run.samples, 4, 'every interaction became one trained sample');
   for (const s of run.scores) assert.ok(s.satisfaction >= 0 && s.satisfaction <= 1);
+
+  // The same (persona, seed) in-process: the same user and the same sampling seeds, so that the
+  // two modes differ only in the transport.
+  const models = await llamaEvalModels({
+    model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 },
+    dir: join(dir, 'in-process'),
+    sampling: { maxTokens: 6, temperature: 1 },
+    lr: 1e-3,
+    step: familyStepOptions(familyStepSettings(true, {})),
+  });
+  const local = await runEval({
+    personas,
+    models,
+    interactions: 4,
+    seeds: 1,
+    batchSize: 2,
+    lr: 1e-3,
+    heldOut: 0.25,
+    heldOutSamples: 2,
+  }).finally(() => models.close());
+  const texts = (replies: readonly HeldOutReply[] | undefined): string[] => (replies ?? []).map((x) => x.text);
+  assert.equal(texts(run.replies?.first).length, 2);
+  const [same] = local.runs;
+  assert.deepEqual(texts(run.replies?.first), texts(same.replies?.first), 'the base samples the same held-out replies in both modes');
+  assert.equal(run.trainSatisfaction, same.trainSatisfaction, 'the persona met the same replies while it talked');
+  assert.equal(run.samples, same.samples);
+  assert.deepEqual(
+    texts(run.replies?.last),
+    texts(same.replies?.last),
+    'and the last version, trained through Kafka, answers as the one trained in-process',
+  );
 });
