@@ -163,10 +163,6 @@ export function makePair(
 }
 
 /**
- * The current version's held-out satisfaction (share of `samples` replies per prompt that satisfy
- * the persona) and its share of answers; each reply is also appended to `replies` when given.
- */
-/**
  * A run's random stream: its training prompts, reply seeds and reactions. In-process and pipeline
  * runs of one (persona, seed) draw the same, so that the two modes are compared on the same user.
  */
@@ -176,6 +172,10 @@ export const runRandom = (persona: Pick<Persona, 'name'>, seed: number): (() => 
 /** The request seed of held-out prompt `j` (its samples are `sampleSeed(heldOutSeed(seed, j), i)`). */
 export const heldOutSeed = (seed: number, j: number): number => seed * 7919 + j;
 
+/**
+ * The current version's held-out satisfaction (share of `samples` replies per prompt that satisfy
+ * the persona) and its share of answers; each reply is also appended to `replies` when given.
+ */
 export async function scoreModel(
   m: EvalModel,
   persona: Persona,

@@ -49,17 +49,12 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
     },
     'test personas',
   );
+  const run1 = { personas, interactions: 4, seeds: 1, batchSize: 2, lr: 1e-3, heldOut: 0.25, heldOutSamples: 2 };
   const r = await runPipelineEval({
-    personas,
+    ...run1,
     brokers: parseBrokers(stack.brokers),
     registryUrl: stack.registryUrl,
     baseWeightsDir: dir,
-    interactions: 4,
-    seeds: 1,
-    batchSize: 2,
-    lr: 1e-3,
-    heldOut: 0.25,
-    heldOutSamples: 2,
     llama: { model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 }, maxTokens: 6, temperature: 1 },
   });
   assert.equal(r.mode, 'pipeline');
@@ -84,16 +79,7 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
     lr: 1e-3,
     step: familyStepOptions(familyStepSettings(true, {})),
   });
-  const local = await runEval({
-    personas,
-    models,
-    interactions: 4,
-    seeds: 1,
-    batchSize: 2,
-    lr: 1e-3,
-    heldOut: 0.25,
-    heldOutSamples: 2,
-  }).finally(() => models.close());
+  const local = await runEval({ ...run1, models }).finally(() => models.close());
   const texts = (replies: readonly HeldOutReply[] | undefined): string[] => (replies ?? []).map((x) => x.text);
   assert.equal(texts(run.replies?.first).length, 2);
   const [same] = local.runs;
