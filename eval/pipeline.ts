@@ -34,7 +34,17 @@ import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings } from './eval-settings.ts';
 import { EVAL_SAMPLING, sampleSeed } from './eval-model.ts';
 import { react } from './reaction.ts';
-import { heldOutReply, heldOutSeed, runRandom, shares, summarize, type EvalResult, type HeldOutReply, type RunResult } from './run-eval.ts';
+import {
+  heldOutReply,
+  heldOutSeed,
+  runRandom,
+  shares,
+  summarize,
+  type EvalResult,
+  type HeldOutReply,
+  type Interaction,
+  type RunResult,
+} from './run-eval.ts';
 
 export interface PipelineEvalOptions {
   personas: Persona[];
@@ -267,6 +277,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
         };
         let satisfied = 0;
         let steps = 0;
+        const talk: Interaction[] = [];
         try {
           await scoreNow(0);
           for (let i = 0; i < o.interactions; i++) {
@@ -279,6 +290,13 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
             const first = await chat(url, opening, headers, { ...sampling, seed: sampleSeed(replySeed, 0) }, logger);
             const reaction = react(persona, first.text, rand, undefined, question);
             if (reaction.satisfied) satisfied++;
+            talk.push({
+              prompt: question,
+              reply: first.text,
+              reaction: reaction.text,
+              satisfied: reaction.satisfied,
+              version: first.version,
+            });
             if (reaction.rating !== null) {
               const fb = await fetch(`${url}/v1/feedback`, {
                 method: 'POST',
@@ -334,6 +352,7 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
           seed,
           scores,
           replies,
+          talk,
           trainSatisfaction: satisfied / o.interactions,
           samples: learner.stats().trained,
           steps: [],

@@ -99,9 +99,9 @@ export function toResultJson<R extends ReportInput>(r: R, now = Date.now()): Eva
   return { ...r, per_persona: perPersona(r), p_value: r.statistic.p, wall_s: r.seconds, finished_at: now };
 }
 
-/** Every run's held-out replies, before and after, as a page to read: a score can be met by replies no user would want. */
+/** Every run's held-out replies, before and after, and its interactions, as a page to read: a score can be met by replies no user would want. */
 export function toRepliesMarkdown(r: Pick<ReportInput, 'runs'>): string {
-  const out = ['# Held-out replies, first and last version of each run', ''];
+  const out = ['# Replies of each run: held-out, at its first and last version, and its interactions', ''];
   const quote = (t: string): string => JSON.stringify(t);
   for (const run of r.runs) {
     if (!run.replies) continue;
@@ -118,6 +118,13 @@ export function toRepliesMarkdown(r: Pick<ReportInput, 'runs'>): string {
       );
       // ✓ satisfied, ✗ an answer that misses the preference, ∅ no answer at all.
       for (const x of list) out.push(`- ${x.satisfied ? '✓' : x.answered ? '✗' : '∅'} **${x.prompt}** → ${quote(x.text)}`);
+      out.push('');
+    }
+    if (run.talk?.length) {
+      out.push('interactions (trained on):', '');
+      for (const [i, x] of run.talk.entries()) {
+        out.push(`${i + 1}. v${x.version} ${x.satisfied ? '✓' : '✗'} **${x.prompt}** → ${quote(x.reply)} — ${quote(x.reaction)}`);
+      }
       out.push('');
     }
   }

@@ -66,6 +66,15 @@ export interface HeldOutScore {
   answered: number;
 }
 
+/** One interaction: the training prompt, the reply of `version`, and the persona's reaction. */
+export interface Interaction {
+  prompt: string;
+  reply: string;
+  reaction: string;
+  satisfied: boolean;
+  version: number;
+}
+
 export interface RunResult {
   persona: string;
   preference: string;
@@ -74,6 +83,8 @@ export interface RunResult {
   scores: HeldOutScore[];
   /** The held-out replies of the first and the last scored version, to read rather than trust a score. */
   replies?: { first: HeldOutReply[]; last: HeldOutReply[] };
+  /** Each interaction as it went, to read, and to find where two runs of one (persona, seed) part. */
+  talk?: Interaction[];
   /** Share of the interactions' replies the persona was satisfied with. */
   trainSatisfaction: number;
   samples: number;
@@ -233,6 +244,7 @@ async function runOne(
   let stepsTaken = 0;
   const totalSteps = Math.ceil(o.interactions / o.batchSize);
   const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
+  const talk: Interaction[] = [];
   try {
     scores.push({
       version: 0,
@@ -246,6 +258,7 @@ async function runOne(
       const [reply] = await timed('generation', () => m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) }));
       const reaction = react(persona, reply.text, rand, undefined, question);
       if (reaction.satisfied) satisfied++;
+      talk.push({ prompt: question, reply: reply.text, reaction: reaction.text, satisfied: reaction.satisfied, version: reply.version });
       const pair = makePair(runId, i, persona, messages, reply.promptIds, reply, reaction, reply.version, {
         modelId: m.modelId,
         exactLogprobs: reply.exactLogprobs,
@@ -292,6 +305,7 @@ async function runOne(
     seed,
     scores,
     replies,
+    talk,
     trainSatisfaction: satisfied / o.interactions,
     samples,
     steps,

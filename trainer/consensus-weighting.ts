@@ -1,11 +1,17 @@
 /**
  * Consensus weighting of a training batch (ALGORITHMS.md §7, "many users, one model"): every
  * sample is folded into a `UserConsensus` as `{ userId, prompt: the last user message of its
- * prompt, response, reward sign }`, and its loss weight becomes `sample.weight × w(user)`, where
- * `w` is the user's agreement-with-the-others weight (how well what they reward matches what the
- * others reward, trainer/user-consensus.ts) AFTER the whole batch was observed (so a
- * contradiction inside one batch already counts for that batch; the weights are recomputed once
- * per batch). The batcher's per-user share cap is independent of this and still applies.
+ * prompt, response, reward sign }`, and its loss weight becomes `sample.weight × f(user)`, with
+ * `f = min(1, w / w_prior)`: `w` is the user's agreement-with-the-others weight (how well what they
+ * reward matches what the others reward, trainer/user-consensus.ts) AFTER the whole batch was
+ * observed (so a contradiction inside one batch already counts for that batch; the weights are
+ * recomputed once per batch), measured against a stranger's (the prior, 0.8).
+ *
+ * Why relative: only evidence against a user should lower what their feedback moves. With `w`
+ * itself, a lone user (nobody to compare with) trained at 0.8 forever — a weaker policy term
+ * against the same KL penalty — and `eval --pipeline` learned 0.69 where the in-process loop, which
+ * has no crowd to weigh, learned 0.82 on the same users and seeds. The batcher's per-user share
+ * cap is independent of this and still applies.
  */
 import type { Sample } from '../schemas/index.ts';
 import type { StepSample } from './learner-step.ts';
@@ -49,18 +55,19 @@ export function ratedTurnOf(
 export interface WeighedBatch {
   /** The step's items, each sample's `weight` multiplied by its user's consensus weight. */
   items: StepSample[];
-  /** The consensus factor applied to each item (1 for all when weighting is off). */
+  /** The consensus factor applied to each item, in (0, 1] (1 for all when weighting is off). */
   factors: number[];
 }
 
-/** Observes the batch, then scales each sample's weight by its user's consensus weight. */
+/** Observes the batch, then scales each sample's weight by its user's consensus weight relative to a stranger's (at most 1). */
 export function weighByConsensus(
   consensus: UserConsensus,
   items: readonly StepSample[],
   text: SampleText = builtinSampleText,
 ): WeighedBatch {
   for (const it of items) consensus.observe(ratedTurnOf(it.sample, text));
-  const factors = items.map((it) => consensus.weight(it.sample.userId));
+  const stranger = consensus.priorWeight();
+  const factors = items.map((it) => Math.min(1, consensus.weight(it.sample.userId) / stranger));
   return {
     items: items.map((it, i) => ({ ...it, sample: { ...it.sample, weight: it.sample.weight * factors[i] } })),
     factors,

@@ -366,7 +366,8 @@ export class UserConsensus {
     entry.byUser.set(user, mine);
   }
 
-  private priorWeight(): number {
+  /** The weight of a user with no evidence either way (the prior), what the learner measures others against. */
+  priorWeight(): number {
     return Math.max(this.o.minWeight, this.o.priorAgree / (this.o.priorAgree + this.o.priorDisagree));
   }
 

@@ -85,6 +85,8 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
   const [same] = local.runs;
   assert.deepEqual(texts(run.replies?.first), texts(same.replies?.first), 'the base samples the same held-out replies in both modes');
   assert.equal(run.trainSatisfaction, same.trainSatisfaction, 'the persona met the same replies while it talked');
+  assert.equal(run.talk?.length, 4);
+  assert.deepEqual(run.talk, same.talk, 'the same interactions, reply for reply and version for version');
   assert.equal(run.samples, same.samples);
   assert.deepEqual(
     texts(run.replies?.last),

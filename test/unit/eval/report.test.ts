@@ -30,6 +30,10 @@ function result(): ReportInput {
       first: [{ prompt: 'how do tides work?', text: 'The moon pulls the sea <a lot>.', satisfied: false, answered: true }],
       last: [{ prompt: 'how do tides work?', text: 'The moon pulls.', satisfied: true, answered: true }],
     },
+    talk: [
+      { prompt: 'what is rain?', reply: 'Rain is water that falls from clouds.', reaction: 'too long', satisfied: false, version: 0 },
+      { prompt: 'why is snow white?', reply: 'It scatters light.', reaction: 'thanks', satisfied: true, version: 1 },
+    ],
     trainSatisfaction: 0.5,
     samples: 8,
     steps: [],
@@ -226,6 +230,14 @@ describe('eval reports', () => {
         /## short-sue, seed 1 \(at most 12 words\)\n\nbefore: version 0, satisfaction 0\.25, answered 0\.50\n\n- ✗ \*\*how do tides work\?\*\* → "The moon pulls the sea <a lot>\."/,
       );
       assert.match(replies, /after: version 2, satisfaction 0\.75, answered 1\.00\n\n- ✓ \*\*how do tides work\?\*\* → "The moon pulls\."/);
+      assert.match(
+        replies,
+        /interactions \(trained on\):\n\n1\. v0 ✗ \*\*what is rain\?\*\* → "Rain is water that falls from clouds\." — "too long"\n2\. v1 ✓ \*\*why is snow white\?\*\* → "It scatters light\." — "thanks"/,
+      );
+      assert.match(
+        replies,
+        /interactions \(trained on\):\n\n1\. v0 ✗ \*\*what is rain\?\*\* → "Rain is water that falls from clouds\." — "too long"\n2\. v1 ✓ \*\*why is snow white\?\*\* → "It scatters light\." — "thanks"/,
+      );
       const without = await writeReports(result(), join(dir, 'no-png'), { png: false });
       assert.deepEqual(without.png, []);
       assert.equal(without.pngSkipped, 'not asked for');

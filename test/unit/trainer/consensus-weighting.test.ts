@@ -64,8 +64,9 @@ test('an adversary contradicting three agreeing users gets a lower effective wei
   assert.equal(eve.length, 3);
   for (const u of ['ann', 'bob', 'cat']) for (const w of by(u)) for (const e of eve) assert.ok(e < w, `eve ${e} < ${u} ${w}`);
   // 3 exact disagreements on a 4:1 prior (4/8), plus an exactly opposed preference (f = 0) on
-  // 0.5 × 3 turns of evidence: 4 / 9.5 ≈ 0.42.
-  assert.ok(Math.max(...eve) < 0.45, `eve's weight ${eve[0]}`);
+  // 0.5 × 3 turns of evidence: 4 / 9.5 ≈ 0.42, against a stranger's 0.8: ≈ 0.53.
+  assert.ok(Math.max(...eve) < 0.55, `eve's weight ${eve[0]}`);
+  for (const u of ['ann', 'bob', 'cat']) assert.deepEqual(by(u), [1, 1, 1], `${u} agrees: full weight, never more`);
   assert.deepEqual(factors, used);
   const stats = Object.fromEntries(consensus.stats().map((s) => [s.userId, s]));
   assert.equal(stats.eve.disagreements, 3);
@@ -106,5 +107,19 @@ test('private chats (no two turns alike): a contrarian user still gets a lower w
       .map((c) => c.users.join('/'))
       .sort(),
     ['ann/eve', 'bob/eve', 'cat/eve'],
+  );
+});
+
+test('a lone user, with nobody to agree or disagree with, trains at full weight', () => {
+  const items: StepSample[] = ['what is a prime', 'why is the sky blue', 'how do magnets work'].map((ask, j) => ({
+    sample: sample('solo', ask, `Answer ${j}, told at length.`, j === 1 ? 1 : -1),
+  }));
+  const consensus = new UserConsensus();
+  const { items: weighed, factors } = weighByConsensus(consensus, items);
+  assert.equal(consensus.weight('solo'), 0.8, 'the consensus still knows nothing about them');
+  assert.deepEqual(factors, [1, 1, 1]);
+  assert.deepEqual(
+    weighed.map((it) => it.sample.weight),
+    items.map((it) => it.sample.weight),
   );
 });
