@@ -9,8 +9,8 @@
  *
  * Why relative: only evidence against a user should lower what their feedback moves. With `w`
  * itself, a lone user (nobody to compare with) trained at 0.8 forever — a weaker policy term
- * against the same KL penalty — and `eval --pipeline` learned 0.69 where the in-process loop, which
- * has no crowd to weigh, learned 0.82 on the same users and seeds. The batcher's per-user share
+ * against the same KL penalty — and `eval --pipeline` parted from the in-process loop (no crowd to
+ * weigh) at its first version; with the relative factor it replays it. The batcher's per-user share
  * cap is independent of this and still applies.
  */
 import type { Sample } from '../schemas/index.ts';
@@ -53,7 +53,7 @@ export function ratedTurnOf(
 }
 
 export interface WeighedBatch {
-  /** The step's items, each sample's `weight` multiplied by its user's consensus weight. */
+  /** The step's items, each sample's `weight` multiplied by its factor. */
   items: StepSample[];
   /** The consensus factor applied to each item, in (0, 1] (1 for all when weighting is off). */
   factors: number[];

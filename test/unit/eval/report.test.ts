@@ -234,10 +234,6 @@ describe('eval reports', () => {
         replies,
         /interactions \(trained on\):\n\n1\. v0 ✗ \*\*what is rain\?\*\* → "Rain is water that falls from clouds\." — "too long"\n2\. v1 ✓ \*\*why is snow white\?\*\* → "It scatters light\." — "thanks"/,
       );
-      assert.match(
-        replies,
-        /interactions \(trained on\):\n\n1\. v0 ✗ \*\*what is rain\?\*\* → "Rain is water that falls from clouds\." — "too long"\n2\. v1 ✓ \*\*why is snow white\?\*\* → "It scatters light\." — "thanks"/,
-      );
       const without = await writeReports(result(), join(dir, 'no-png'), { png: false });
       assert.deepEqual(without.png, []);
       assert.equal(without.pngSkipped, 'not asked for');
