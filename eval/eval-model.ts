@@ -41,7 +41,7 @@ export interface EvalReply {
 
 export interface ReplyOptions {
   seed: number;
-  /** Replies to draw (at once, in parallel sequences). @default 1 */
+  /** Replies to draw, one after another. @default 1 */
   n?: number;
 }
 
@@ -125,7 +125,7 @@ export interface LlamaEvalOptions {
   step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
   /** llama.cpp threads. @default 1 */
   threads?: number;
-  /** Parallel sequences (held-out samples are drawn at once). @default 4 */
+  /** Parallel sequences, as the gateway of `eval --pipeline` has. @default 2 */
   parallel?: number;
   /** Tokens of one training pass. @default 512 */
   maxTrainTokens?: number;
@@ -144,7 +144,7 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
         weightsDir,
         systemPrompt: o.systemPrompt,
         threads: o.threads ?? 1,
-        parallel: o.parallel ?? 4,
+        parallel: o.parallel ?? 2,
         contextSize: 1024,
         maxPinned: 0,
       });
@@ -170,20 +170,22 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
         sampleText: lineage.sampleText,
         async reply(messages, r) {
           const signal = new AbortController().signal;
-          const n = r.n ?? 1;
-          return Promise.all(
-            Array.from({ length: n }, async (_, i) => {
-              const res = await engine.complete(chatRequest(messages, sampling, sampleSeed(r.seed, i)), { signal });
-              return {
-                text: res.content ?? '',
-                promptIds: res.promptTokenIds,
-                ids: res.responseTokenIds,
-                logprobs: res.responseLogprobs,
-                exactLogprobs: res.exactLogprobs,
-                version: res.policyVersion,
-              };
-            }),
-          );
+          // One at a time, as the gateway serves `eval --pipeline`: llama.cpp's sums differ with the
+          // batch (4 sequences decoded together part from 1 by a token now and then), and a drawn
+          // token that differs makes the two modes' runs part for good.
+          const out: EvalReply[] = [];
+          for (let i = 0; i < (r.n ?? 1); i++) {
+            const res = await engine.complete(chatRequest(messages, sampling, sampleSeed(r.seed, i)), { signal });
+            out.push({
+              text: res.content ?? '',
+              promptIds: res.promptTokenIds,
+              ids: res.responseTokenIds,
+              logprobs: res.responseLogprobs,
+              exactLogprobs: res.exactLogprobs,
+              version: res.policyVersion,
+            });
+          }
+          return out;
         },
         async step(samples) {
           const m = await learnerStep(
