@@ -10,7 +10,7 @@
  * that satisfy the persona's hidden preference, `heldOutSamples` sampled replies per prompt at
  * temperature 1 (as served). One run = one persona × one seed, from the base checkpoint.
  */
-import type { ChatMessage as EventMessage, Sample, TurnPair } from '../schemas/index.ts';
+import { avroTypeOf, type ChatMessage as EventMessage, type Sample, type TopicId, type TurnPair } from '../schemas/index.ts';
 import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
 import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
 import { mulberry32 } from '../policy/builtin/generate.ts';
@@ -184,6 +184,15 @@ export const runRandom = (persona: Pick<Persona, 'name'>, seed: number): (() => 
 export const heldOutSeed = (seed: number, j: number): number => seed * 7919 + j;
 
 /**
+ * `value` as a consumer of topic `id` reads it: the log-probs, rewards and weights that `eval
+ * --pipeline` sends as Avro floats come back as float32, so both modes train on the same numbers.
+ */
+export function onTheWire<T>(id: TopicId, value: T): T {
+  const type = avroTypeOf(id);
+  return type.fromBuffer(type.toBuffer(value)) as T;
+}
+
+/**
  * The current version's held-out satisfaction (share of `samples` replies per prompt that satisfy
  * the persona) and its share of answers; each reply is also appended to `replies` when given.
  */
@@ -269,9 +278,12 @@ async function runOne(
           judgeTally.total++;
           if (s > 0 === reaction.satisfied) judgeTally.agree++;
         }
-        return buildSample(makeJudgement(pair, 'embedded', votes, s, hint, Date.now()), { method: o.method, teacher: m.teacher });
+        return buildSample(onTheWire('judgements', makeJudgement(pair, 'embedded', votes, s, hint, Date.now())), {
+          method: o.method,
+          teacher: m.teacher,
+        });
       });
-      if (built.sample) batch.push(built.sample);
+      if (built.sample) batch.push(onTheWire('samples', built.sample));
       if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
         if (batch.length > 0) {
           const taken = batch;

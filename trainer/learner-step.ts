@@ -279,7 +279,30 @@ const EMPTY: Omit<StepMetrics, 'skipped'> = {
   rejected: null,
 };
 
-/** One PPO/OPD step on `items`; the policy's variables are updated in place. */
+/**
+ * Orders a batch by what its samples hold. The step's sums and the reward baseline's updates
+ * depend on the order of the samples, and samples from several Kafka partitions arrive in an
+ * order of their own: sorted, one set of samples makes one update, however it arrived (in-process
+ * and `eval --pipeline` parted on exactly this).
+ */
+export function byContent(a: StepSample, b: StepSample): number {
+  const x = a.sample;
+  const y = b.sample;
+  const n = Math.min(x.tokens.length, y.tokens.length);
+  for (let i = 0; i < n; i++) if (x.tokens[i] !== y.tokens[i]) return x.tokens[i] - y.tokens[i];
+  return (
+    x.tokens.length - y.tokens.length ||
+    x.reward - y.reward ||
+    compareStrings(x.userId ?? '', y.userId ?? '') ||
+    x.weight - y.weight ||
+    x.policyVersion - y.policyVersion ||
+    Number(a.stale ?? false) - Number(b.stale ?? false)
+  );
+}
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** One PPO/OPD step on `items`, in content order; the policy's variables are updated in place. */
 export async function learnerStep(
   model: TrainablePolicy | TransformerModel,
   optimizer: AdamW,
@@ -295,7 +318,7 @@ export async function learnerStep(
   const opdOnReference = opts.opdOnReference ?? false;
   if (opdOnReference && !policy.hasReference) throw new Error('opdOnReference needs a reference model');
 
-  const ok = items.filter(({ sample: s }) => fits(s, policy.contextLength));
+  const ok = [...items].sort(byContent).filter(({ sample: s }) => fits(s, policy.contextLength));
   const skipped = items.length - ok.length;
   const rows = ok.map((i) => toRow(i, Math.min(policy.microBatchTokens, policy.contextLength)));
   const trained = rows.map((r) => r.mask.reduce((a, b) => a + b, 0));

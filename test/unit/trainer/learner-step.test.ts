@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../../../trainer/adamw.ts';
-import { learnerStep, packBatch } from '../../../trainer/learner-step.ts';
+import { byContent, learnerStep, packBatch } from '../../../trainer/learner-step.ts';
 import { RewardBaseline } from '../../../trainer/reward-baseline.ts';
 import { TransformerModel } from '../../../policy/builtin/model.ts';
 import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
@@ -221,4 +221,42 @@ test('opdOnReference: a deferred teacher’s hint is measured on the frozen base
   assert.ok(Math.abs(onC - expectedBase) > 1e-3, 'the two measures differ here');
   await assert.rejects(learnerStep(d, new AdamW({ lr: 1e-3 }), [{ sample: s }], { opdOnReference: true }), /needs a reference/);
   for (const m of [ref, a, b, c, d]) m.dispose();
+});
+
+test('a batch makes the same update in whatever order its samples arrive (weights and reward baseline, to the bit)', async () => {
+  const batch = [
+    sample('yes', { reward: 1, userId: 'u', teacherLogprobs: [-1, -2, -3, -4] }),
+    sample('no!', { reward: -1, userId: 'u' }),
+    sample('hmm', { reward: 1, userId: 'v' }),
+  ];
+  const run = async (order: number[]) => {
+    const m = model(3);
+    const opt = new AdamW({ lr: 1e-2 });
+    const baseline = new RewardBaseline({ decay: 0.5, prior: -1 });
+    for (let step = 0; step < 2; step++)
+      await learnerStep(
+        m,
+        opt,
+        order.map((i) => ({ sample: batch[i] })),
+        { rewardBaseline: baseline, maxKl: 10 },
+      );
+    const weights = await Promise.all([...m.weights.values()].map(async (w) => Array.from(await w.data())));
+    const means = ['u', 'v'].map((userId) => baseline.of(sample('x', { reward: -1, userId })));
+    m.dispose();
+    opt.dispose();
+    return { weights, means };
+  };
+  const a = await run([0, 1, 2]);
+  const b = await run([2, 1, 0]);
+  assert.notEqual(a.means[0], -1, 'the baseline moved');
+  assert.deepEqual(b.means, a.means);
+  assert.deepEqual(b.weights, a.weights);
+});
+
+test('byContent: tokens first, then reward and user; a total order on distinct samples', () => {
+  const s = (text: string, over: Partial<Sample> = {}) => ({ sample: sample(text, over) });
+  assert.ok(byContent(s('ab'), s('ac')) < 0);
+  assert.ok(byContent(s('ab', { reward: -1 }), s('ab', { reward: 1 })) < 0);
+  assert.ok(byContent(s('ab', { userId: 'a' }), s('ab', { userId: 'b' })) < 0);
+  assert.equal(byContent(s('ab'), s('ab')), 0);
 });
