@@ -52,56 +52,60 @@ test('runMultiUserEval: two arms, the adversary within the cap, weights and shar
   }
 });
 
-test('runMultiUserEval on a GGUF model with an open persona: LoRA versions, the adversary its opposite', { timeout: 300_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ts-eval-users-gguf-'));
-  try {
-    await selectBackend('wasm');
-    const tiny = await writeTinyModel(join(dir, 'tiny.gguf'), { architecture: 'llama', seed: 5 });
-    // A check the shipped personas do not use: a reply that starts with "ok" and has a digit.
-    const [persona] = parsePersonas(
-      {
-        personas: [
-          {
-            name: 'ok-olga',
-            preference: 'starts with "ok" and gives a number',
-            check: { all: [{ starts_with: 'ok' }, { regex_count_at_least: ['[0-9]', 1] }] },
-            satisfied: ['Good, thanks.'],
-            corrections: ['Start with ok and give me a number.'],
-            prompts: ['how many legs has a cat?', 'how old is the sun?', 'how far is the moon?', 'how many days in a week?'],
-          },
-        ],
-      },
-      'test personas',
-    );
-    const models = await llamaEvalModels({
-      model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 },
-      dir: join(dir, 'runs'),
-      sampling: { maxTokens: 6, temperature: 1 },
-      lr: 1e-3,
-      step: familyStepOptions(familyStepSettings(true, {})),
-    });
-    const lines: string[] = [];
-    const r = await runMultiUserEval({
-      models,
-      persona,
-      users: 2,
-      interactions: 4,
-      seeds: 1,
-      batchSize: 4,
-      heldOut: 0.25,
-      heldOutSamples: 2,
-      onProgress: (line) => lines.push(line),
-    }).finally(() => models.close());
-    assert.equal(r.persona, 'ok-olga');
-    assert.equal(r.runs.length, 2, 'consensus on and off');
-    for (const run of r.runs) {
-      assert.ok(run.steps > 0 && run.trained > 0, `${run.steps} LoRA versions from ${run.trained} samples`);
-      assert.ok(run.adversaryTrained > 0, 'the adversary was trained on too');
-      assert.deepEqual(Object.keys(run.trainSatisfaction).sort(), [ADVERSARY_ID, 'quinn-1', 'quinn-2']);
-      for (const v of Object.values(run.trainSatisfaction)) assert.ok(v >= 0 && v <= 1);
+test(
+  'runMultiUserEval on a GGUF model with an open persona: LoRA versions in both arms, the adversary trained on too',
+  { timeout: 300_000 },
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ts-eval-users-gguf-'));
+    try {
+      await selectBackend('wasm');
+      const tiny = await writeTinyModel(join(dir, 'tiny.gguf'), { architecture: 'llama', seed: 5 });
+      // A check the shipped personas do not use: a reply that starts with "ok" and has a digit.
+      const [persona] = parsePersonas(
+        {
+          personas: [
+            {
+              name: 'ok-olga',
+              preference: 'starts with "ok" and gives a number',
+              check: { all: [{ starts_with: 'ok' }, { regex_count_at_least: ['[0-9]', 1] }] },
+              satisfied: ['Good, thanks.'],
+              corrections: ['Start with ok and give me a number.'],
+              prompts: ['how many legs has a cat?', 'how old is the sun?', 'how far is the moon?', 'how many days in a week?'],
+            },
+          ],
+        },
+        'test personas',
+      );
+      const models = await llamaEvalModels({
+        model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 },
+        dir: join(dir, 'runs'),
+        sampling: { maxTokens: 6, temperature: 1 },
+        lr: 1e-3,
+        step: familyStepOptions(familyStepSettings(true, {})),
+      });
+      const lines: string[] = [];
+      const r = await runMultiUserEval({
+        models,
+        persona,
+        users: 2,
+        interactions: 4,
+        seeds: 1,
+        batchSize: 4,
+        heldOut: 0.25,
+        heldOutSamples: 2,
+        onProgress: (line) => lines.push(line),
+      }).finally(() => models.close());
+      assert.equal(r.persona, 'ok-olga');
+      assert.equal(r.runs.length, 2, 'consensus on and off');
+      for (const run of r.runs) {
+        assert.ok(run.steps > 0 && run.trained > 0, `${run.steps} LoRA versions from ${run.trained} samples`);
+        assert.ok(run.adversaryTrained > 0, 'the adversary was trained on too');
+        assert.deepEqual(Object.keys(run.trainSatisfaction).sort(), [ADVERSARY_ID, 'quinn-1', 'quinn-2']);
+        for (const v of Object.values(run.trainSatisfaction)) assert.ok(v >= 0 && v <= 1);
+      }
+      assert.ok(lines.length > 0, 'progress was reported');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
-    assert.ok(lines.length > 0, 'progress was reported');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+  },
+);
