@@ -54,6 +54,7 @@ test('Kafka server.properties: one combined KRaft node with single-node replicat
     assert.equal(props.get(key), '1', key);
   }
   assert.equal(props.get('group.initial.rebalance.delay.ms'), '0');
+  assert.equal(props.get('broker.session.timeout.ms'), '30000');
   assert.equal(props.get('auto.create.topics.enable'), 'false');
 });
 
