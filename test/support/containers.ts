@@ -231,7 +231,10 @@ export function kafkaContainerEnvironment(): Record<string, string> {
     KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR: '1',
     KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR: '1',
     KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0',
+    // As infra/kafka.ts: the only broker must not fence itself when its controller stalls.
+    KAFKA_BROKER_SESSION_TIMEOUT_MS: '30000',
     KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'false',
+    KAFKA_LOG_RETENTION_HOURS: '168',
   };
 }
 

@@ -1,9 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { clickhouseConfigXml, clickhousePaths, clickhouseUsersXml } from '../../../infra/clickhouse.ts';
 import { kafkaLog4j2Properties, kafkaPaths, kafkaServerProperties, newClusterId } from '../../../infra/kafka.ts';
 import { endpointsOf, resolveStackOptions } from '../../../infra/options.ts';
 import { registryCommand, registryPaths, registrySystemProperties } from '../../../infra/registry.ts';
+import { kafkaContainerEnvironment } from '../../support/containers.ts';
 
 const parseProperties = (text: string): Map<string, string> =>
   new Map(
@@ -56,6 +58,34 @@ test('Kafka server.properties: one combined KRaft node with single-node replicat
   assert.equal(props.get('group.initial.rebalance.delay.ms'), '0');
   assert.equal(props.get('broker.session.timeout.ms'), '30000');
   assert.equal(props.get('auto.create.topics.enable'), 'false');
+});
+
+test('the Docker descriptions of the broker (compose file, test containers) carry its settings', () => {
+  const o = resolveStackOptions({}, '/w');
+  const props = parseProperties(kafkaServerProperties(o, kafkaPaths(o).dataDir));
+  // Addresses and paths differ inside a container; every other setting must be the same.
+  const where = new Set([
+    'listeners',
+    'advertised.listeners',
+    'controller.quorum.voters',
+    'inter.broker.listener.name',
+    'listener.security.protocol.map',
+    'log.dirs',
+  ]);
+  const envName = (key: string) => `KAFKA_${key.toUpperCase().replaceAll('.', '_')}`;
+  const compose = new Map(
+    [
+      ...readFileSync(new URL('../../../infra/docker-compose.yml', import.meta.url), 'utf8').matchAll(
+        /^\s+(KAFKA_[A-Z_]+): '?([^'\n]*?)'?\s*$/gm,
+      ),
+    ].map((m) => [m[1], m[2]]),
+  );
+  const container = kafkaContainerEnvironment();
+  for (const [key, value] of props) {
+    if (where.has(key)) continue;
+    assert.equal(container[envName(key)], value, `test container: ${key}`);
+    assert.equal(compose.get(envName(key)), value, `docker-compose.yml: ${key}`);
+  }
 });
 
 test('Kafka logs go to a rolling file under the home, not the console', () => {
