@@ -210,7 +210,7 @@ export interface TrainConfig {
    * The OPD term's per-token advantages: raw, centered per sample, or positive only
    * (trainer/losses/advantages.ts). `TRAIN_OPD_ADVANTAGE` @default undefined = the model family's ('positive' LoRA, 'raw' built-in)
    */
-  opdAdvantage: 'raw' | 'centered' | 'positive' | undefined;
+  opdAdvantage: 'raw' | 'centered' | 'positive' | 'distribution' | undefined;
   /** Entropy bonus coefficient. `TRAIN_ENTROPY_COEF` @default 0 */
   entropyCoef: number;
   /** LoRA rank (GGUF models). `TRAIN_LORA_RANK` @default 8 */
@@ -541,7 +541,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rewardBaseline: r.optionalNumber('TRAIN_REWARD_BASELINE', RULES.trainRewardBaseline),
       rewardBaselinePrior: r.optionalNumber('TRAIN_REWARD_BASELINE_PRIOR', RULES.trainRewardBaselinePrior),
       opdOnBase: r.boolean('TRAIN_OPD_ON_BASE', false),
-      opdAdvantage: r.optionalOneOf('TRAIN_OPD_ADVANTAGE', ['raw', 'centered', 'positive']),
+      opdAdvantage: r.optionalOneOf('TRAIN_OPD_ADVANTAGE', ['raw', 'centered', 'positive', 'distribution']),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
       loraRank: r.number('TRAIN_LORA_RANK', 8, count),
       loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),

@@ -79,7 +79,7 @@ export interface PipelineEvalOptions {
     /** Measure the OPD hint on the frozen base (`TRAIN_OPD_ON_BASE`). @default false */
     opdOnBase?: boolean;
     /** `TRAIN_OPD_ADVANTAGE`. @default LORA_STEP_DEFAULTS.opdAdvantage */
-    opdAdvantage?: 'raw' | 'centered' | 'positive';
+    opdAdvantage?: 'raw' | 'centered' | 'positive' | 'distribution';
     /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0: off. @default LORA_STEP_DEFAULTS.rewardBaseline */
     rewardBaseline?: number;
     /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default LORA_STEP_DEFAULTS.rewardBaselinePrior */

@@ -69,9 +69,17 @@ export interface LearnerStepOptions {
    * it stays what the hint meant to the model before training. Needs a reference. @default false
    */
   opdOnReference?: boolean;
-  /** How the OPD term's per-token advantages are used (trainer/losses/advantages.ts). @default 'raw' */
+  /**
+   * How the OPD term is used (trainer/losses/advantages.ts). With `'distribution'` a deferred
+   * teacher's whole next-token distribution (its top {@link DISTRIBUTION_TOP_K} ids and a tail bin)
+   * is matched by reverse KL at each response position, instead of its log-prob of the sampled
+   * token. @default 'raw'
+   */
   opdAdvantage?: OpdAdvantage;
 }
+
+/** Ids per position of a deferred teacher's distribution under `opdAdvantage: 'distribution'`. */
+export const DISTRIBUTION_TOP_K = 32;
 
 export interface StepSample {
   sample: Sample;
@@ -326,7 +334,10 @@ export async function learnerStep(
   const withTokens = rows.filter((_, i) => trained[i] > 0);
   if (withTokens.length === 0) return { ...EMPTY, skipped };
   const N = withTokens.length;
-  const K = Math.max(0, ...rows.map((r) => r.sample.teacherTopK?.[0]?.ids.length ?? 0));
+  const givenK = Math.max(0, ...rows.map((r) => r.sample.teacherTopK?.[0]?.ids.length ?? 0));
+  const distribution = opts.opdAdvantage === 'distribution';
+  // A deferred teacher's distribution is cut to the same k as any given one, so that they stack.
+  const K = distribution && givenK === 0 && rows.some((r) => r.sample.teacherPromptTokens) ? DISTRIBUTION_TOP_K : givenK;
   // Every sample of the step is measured against its user's mean before the step.
   const baselines = new Map(withTokens.map((r) => [r, opts.rewardBaseline?.of(r.sample) ?? 0]));
 
@@ -384,16 +395,18 @@ export async function learnerStep(
           const oldLp = pick(padLogits(pass.logits, R), targets, mask);
           return { targets, mask, oldLp };
         });
-        // Teacher log-probs: given, or scored here for a deferred teacher.
-        const teacherRows = await Promise.all(
+        // Teacher log-probs: given, or scored here for a deferred teacher (with its top-k under 'distribution').
+        const scoredTeachers = await Promise.all(
           group.map(async (r) => {
             const s = r.sample;
-            if (s.teacherLogprobs) return s.teacherLogprobs;
+            if (s.teacherLogprobs) return { lps: s.teacherLogprobs, topK: null };
             if (!s.teacherPromptTokens) return null;
-            return teacherLogprobs(policy, s.teacherPromptTokens, r.targets, opdOnReference);
+            return teacherLogprobs(policy, s.teacherPromptTokens, r.targets, opdOnReference, distribution ? K : 0);
           }),
         );
-        const hasTopK = group.map((r) => (K > 0 && topKOk(r.sample, K) ? 1 : 0));
+        const teacherRows = scoredTeachers.map((t) => t?.lps ?? null);
+        const topKOf = group.map((r, i) => (K > 0 && topKOk(r.sample, K) ? r.sample.teacherTopK : (scoredTeachers[i]?.topK ?? null)));
+        const hasTopK = topKOf.map((t) => (t ? 1 : 0));
         const hasTeacher = group.map((_, i) => (teacherRows[i] !== null && hasTopK[i] === 0 ? 1 : 0));
         const refLp =
           klCoef !== 0 || (opdOnReference && group.some((r) => r.sample.teacherPromptTokens))
@@ -471,11 +484,11 @@ export async function learnerStep(
           K > 0 && hasTopK.some((h) => h === 1)
             ? tf.tidy(() => ({
                 ids: tf.tensor3d(
-                  group.map((r, i) => topKRows(r, hasTopK[i] === 1, R, K, 'ids')),
+                  group.map((r, i) => topKRows(topKOf[i], r.targets.length, R, K, 'ids')),
                   undefined,
                   'int32',
                 ),
-                lps: tf.tensor3d(group.map((r, i) => topKRows(r, hasTopK[i] === 1, R, K, 'lps'))),
+                lps: tf.tensor3d(group.map((r, i) => topKRows(topKOf[i], r.targets.length, R, K, 'lps'))),
                 mask: tf.mul(m.mask, tf.reshape(tf.tensor1d(hasTopK, 'float32'), [-1, 1])) as tf.Tensor2D,
               }))
             : null;
@@ -568,29 +581,49 @@ export async function learnerStep(
   }
 }
 
-function topKRows(r: Row, has: boolean, R: number, K: number, field: 'ids' | 'lps'): number[][] {
+type TopKEntries = NonNullable<Sample['teacherTopK']>;
+
+function topKRows(entries: TopKEntries | null, length: number, R: number, K: number, field: 'ids' | 'lps'): number[][] {
   const out: number[][] = [];
   for (let i = 0; i < R; i++) {
-    const e = has && i < r.targets.length ? r.sample.teacherTopK![i] : null;
+    const e = entries && i < length ? entries[i] : null;
     if (field === 'ids') out.push(e ? e.ids : Array.from({ length: K }, (_, k) => k));
     else out.push(e ? e.logprobs : new Array<number>(K).fill(-30));
   }
   return out;
 }
 
-/** log π(target_i | teacher prompt + response[..i]) with the current weights, no gradient. */
-async function teacherLogprobs(policy: TrainablePolicy, prompt: number[], response: number[], reference: boolean): Promise<number[]> {
+/**
+ * log π(target_i | teacher prompt + response[..i]) with the current weights (or the reference), no
+ * gradient; with `topK` > 0 also the teacher's `topK` likeliest ids and their log-probs per position.
+ */
+async function teacherLogprobs(
+  policy: TrainablePolicy,
+  prompt: number[],
+  response: number[],
+  reference: boolean,
+  topK: number,
+): Promise<{ lps: number[]; topK: TopKEntries | null }> {
   const all = [...prompt, ...response];
   const budget = Math.min(policy.microBatchTokens, policy.contextLength);
   const cut = Math.max(0, all.length - 1 - budget);
   const ids = all.slice(cut, -1);
   const P = prompt.length - cut;
   const [logits] = policy.logits([{ ids, positions: response.map((_, i) => P - 1 + i) }], { reference });
-  const lp = tf.tidy(() => tf.sum(tf.mul(tf.logSoftmax(logits), tf.oneHot(tf.tensor1d(response, 'int32'), policy.vocabSize)), -1));
+  const logp = tf.logSoftmax(logits);
   logits.dispose();
+  const lp = tf.tidy(() => tf.sum(tf.mul(logp, tf.oneHot(tf.tensor1d(response, 'int32'), policy.vocabSize)), -1));
   const out = Array.from(await lp.data());
   lp.dispose();
-  return out;
+  let top: TopKEntries | null = null;
+  if (topK > 0) {
+    const { values, indices } = tf.topk(logp, Math.min(topK, policy.vocabSize));
+    const [v, ix] = [(await values.array()) as number[][], (await indices.array()) as number[][]];
+    tf.dispose([values, indices]);
+    top = ix.map((ids, i) => ({ ids, logprobs: v[i] }));
+  }
+  logp.dispose();
+  return { lps: out, topK: top };
 }
 
 /** KL(π_old‖π_new), the surrogate and the KL to the reference, after the update (token-weighted). */

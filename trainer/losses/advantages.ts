@@ -47,9 +47,11 @@ export interface CombinedAdvantagesInput {
  * - `centered`: minus its mean over the sample's tokens. On average the raw term is negative
  *   (its mean under the policy's own samples is −KL(π‖π_teacher)), so it pushes every sampled
  *   token down a little; centered, only which tokens the hint favours more than others counts;
- * - `positive`: only where the teacher likes the token more; nothing is pushed down.
+ * - `positive`: only where the teacher likes the token more; nothing is pushed down;
+ * - `distribution`: the learner matches a deferred teacher's whole next-token distribution by a
+ *   top-k reverse KL (trainer/learner-step.ts); here, for a teacher given as log-probs only, raw.
  */
-export type OpdAdvantage = 'raw' | 'centered' | 'positive';
+export type OpdAdvantage = 'raw' | 'centered' | 'positive' | 'distribution';
 
 /**
  * Combined method (ALGORITHMS.md §5): `A_t = w_opd·(teacher_lp_t − old_lp_t) + w_rl·r`.

@@ -28,28 +28,63 @@ export interface TopKReverseKlOutput {
  * of the mass (ALGORITHMS.md §4): `Σ_k p_s(k)·(log p_s(k) − log p_t(k)) + p_s(tail)·(log
  * p_s(tail) − log p_t(tail))`, with `log p_t(tail) = log(1 − Σ exp(top-k))`. The student's tail is
  * a log-sum-exp over the other ids (exact, not 1 − Σ); both tails are floored at `tailFloor`.
+ * The top-k is scattered into the vocabulary, never one-hot per id, and the gradient is written by
+ * hand, so a 49k-token vocabulary costs a few transient [B, T, V] tensors, as the logits do.
  */
 export function topKReverseKl(input: TopKReverseKlInput): TopKReverseKlOutput {
   const floor = input.tailFloor ?? 1e-8;
   return tf.tidy(() => {
-    const V = input.studentLogits.shape[2];
-    const logits = input.studentLogits;
-    const lse = tf.logSumExp(logits, -1, true);
-    const ids = tf.cast(input.teacherTopKIds, 'int32');
-    const onehot = tf.oneHot(ids, V) as tf.Tensor4D; // [B, T, K, V]
-    // Student log-probs of the top-k ids [B, T, K].
-    const studentLp = tf.sub(tf.sum(tf.mul(onehot, tf.expandDims(logits, 2)), -1), lse);
-    const inTopK = tf.minimum(tf.sum(onehot, 2), 1); // [B, T, V]
-    const tailLse = tf.logSumExp(tf.add(logits, tf.mul(inTopK, -1e9)), -1, true);
-    const studentTailLp = tf.maximum(tf.squeeze(tf.sub(tailLse, lse), [-1]), Math.log(floor));
+    const [B, T, V] = input.studentLogits.shape;
+    const K = input.teacherTopKIds.shape[2];
+    // Flat index of (b, t, id) in the [B·T·V] logits: the teacher's top-k scattered into the vocabulary.
+    const rowStart = tf.reshape(tf.mul(tf.range(0, B * T, 1, 'int32'), tf.scalar(V, 'int32')), [B, T, 1]);
+    const flat = tf.reshape(tf.add(tf.cast(input.teacherTopKIds, 'int32'), rowStart), [B * T * K, 1]);
     const teacherLp = tf.cast(input.teacherTopKLogprobs, 'float32');
-    const teacherTail = tf.sub(1, tf.sum(tf.exp(teacherLp), -1));
-    const teacherTailLp = tf.log(tf.maximum(teacherTail, floor));
-    const topTerm = tf.sum(tf.mul(tf.exp(studentLp), tf.sub(studentLp, teacherLp)), -1);
-    const studentTail = tf.exp(tf.squeeze(tf.sub(tailLse, lse), [-1]));
-    const tailTerm = tf.mul(studentTail, tf.sub(studentTailLp, teacherTailLp));
+    const teacherTailLp = tf.log(tf.maximum(tf.sub(1, tf.sum(tf.exp(teacherLp), -1)), floor));
+    // Per position: the KL, the student's probabilities, and each id's bin log-ratio ℓ (its own
+    // in the top-k, the tail's elsewhere); ∂KL/∂z_v = p_v·(ℓ_v − KL).
+    const parts = (
+      logits: tf.Tensor3D,
+      at: tf.Tensor,
+      tLp: tf.Tensor,
+      tTailLp: tf.Tensor,
+    ): { kl: tf.Tensor2D; p: tf.Tensor3D; ell: tf.Tensor3D } => {
+      const dense = (values: tf.Tensor): tf.Tensor3D =>
+        tf.reshape(tf.scatterND(at, tf.reshape(values, [B * T * K]), [B * T * V]), [B, T, V]);
+      const inTopK = tf.minimum(dense(tf.onesLike(tLp)), 1);
+      const lse = tf.logSumExp(logits, -1, true);
+      const logp = tf.sub(logits, lse);
+      const p = tf.exp(logp) as tf.Tensor3D;
+      const tailLp = tf.sub(tf.logSumExp(tf.add(logits, tf.mul(inTopK, -1e9)), -1, true), lse);
+      const tailRatio = tf.sub(tf.maximum(tailLp, Math.log(floor)), tf.expandDims(tTailLp, -1));
+      const ell = tf.where(tf.greater(inTopK, 0), tf.sub(logp, dense(tLp)), tf.broadcastTo(tailRatio, [B, T, V])) as tf.Tensor3D;
+      const top = tf.sum(tf.mul(inTopK, tf.mul(p, ell)), -1);
+      const tail = tf.squeeze(tf.mul(tf.exp(tailLp), tailRatio), [-1]);
+      return { kl: tf.add(top, tail) as tf.Tensor2D, p, ell };
+    };
+    // A hand-written gradient keeps no [B, T, V] intermediates on the tape: with a 49k vocabulary
+    // autodiff held a dozen of them and ran the wasm heap out. The teacher's tensors are inputs too,
+    // so that the engine keeps them for the backward pass (with zero gradients).
+    const perPosition = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+      const [logits, at, tLp, tTailLp] = args.slice(0, 4) as tf.Tensor[];
+      (args[4] as tf.GradSaveFunc)([logits, at, tLp, tTailLp]);
+      return {
+        value: tf.tidy(() => parts(logits as tf.Tensor3D, at, tLp, tTailLp).kl),
+        gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
+          tf.tidy(() => {
+            const [x, a, l, tl] = saved;
+            const { kl, p, ell } = parts(x as tf.Tensor3D, a, l, tl);
+            const dLogits = tf.mul(tf.mul(p, tf.sub(ell, tf.expandDims(kl, -1))), tf.expandDims(dy as tf.Tensor, -1));
+            return [dLogits, tf.zerosLike(a), tf.zerosLike(l), tf.zerosLike(tl)];
+          }),
+      };
+    });
     const m = tf.cast(input.mask, 'float32');
-    const perToken = tf.where(tf.greater(m, 0), tf.add(topTerm, tailTerm), tf.zerosLike(m)) as tf.Tensor2D;
+    const perToken = tf.where(
+      tf.greater(m, 0),
+      perPosition(input.studentLogits, flat, teacherLp, teacherTailLp) as tf.Tensor2D,
+      tf.zerosLike(m),
+    ) as tf.Tensor2D;
     return { loss: sampleTokenMean(perToken, input.mask), perToken };
   });
 }

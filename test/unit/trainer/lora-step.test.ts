@@ -4,7 +4,7 @@ import { before, test } from 'node:test';
 import { LoraAdapter, selectBackend, TfLlamaModel } from '../../../policy/index.ts';
 import type { Sample } from '../../../schemas/index.ts';
 import { AdamW } from '../../../trainer/adamw.ts';
-import { learnerStep } from '../../../trainer/learner-step.ts';
+import { DISTRIBUTION_TOP_K, learnerStep } from '../../../trainer/learner-step.ts';
 import { LoraTrainable } from '../../../trainer/trainable-policy.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { syntheticConfig, syntheticSource } from '../../support/synthetic-llama.ts';
@@ -83,6 +83,57 @@ test('a deferred teacher is scored with the current weights: the OPD advantage i
   const m1 = await learnerStep(policy, opt, [{ sample: hinted }]);
   const expected = -((teacher[0] - old[0] + teacher[1] - old[1]) / 2);
   assert.ok(Math.abs(m1.loss - expected) < 1e-4, `loss ${m1.loss} = −mean(teacher − old) = ${expected}`);
+  opt.dispose();
+  lora.dispose();
+  model.dispose();
+});
+
+test('opdAdvantage distribution: a deferred teacher’s top-k next-token distribution is matched by reverse KL at each position', async () => {
+  const model = await TfLlamaModel.load(config, syntheticSource(config));
+  const lora = LoraAdapter.init(config, { rank: 2, alpha: 4 }, 3);
+  const policy = new LoraTrainable(model, lora);
+  const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
+  const response = [40, 41, 42];
+  const distribution = { opdAdvantage: 'distribution' as const, measureAfter: true };
+  // The hint changes nothing: teacher and student distributions agree, so the KL and its gradient are 0.
+  const same = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: prompt });
+  const m0 = await learnerStep(policy, opt, [{ sample: same }], distribution);
+  assert.ok(Math.abs(m0.loss) < 1e-5 && m0.gradNorm < 1e-5, JSON.stringify(m0));
+  // A real hint: the loss is the reverse KL over the teacher's top 32 ids and a tail bin, by hand.
+  const hintPrompt = [1, 7, 9, 11, 13, 15, 2];
+  const hinted = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: hintPrompt });
+  const dist = (ids: number[], from: number): number[][] => {
+    const [l] = policy.logits([{ ids, positions: response.map((_, i) => from + i) }]);
+    const rows = l.arraySync();
+    l.dispose();
+    return rows.map((r) => {
+      const m = Math.max(...r);
+      const z = Math.log(r.reduce((a, x) => a + Math.exp(x - m), 0)) + m;
+      return r.map((x) => x - z);
+    });
+  };
+  const student = dist([...prompt, 40, 41], prompt.length - 1);
+  const teacher = dist([...hintPrompt, 40, 41], hintPrompt.length - 1);
+  let expected = 0;
+  for (let t = 0; t < response.length; t++) {
+    const top = teacher[t]
+      .map((lp, id) => ({ lp, id }))
+      .sort((a, b) => b.lp - a.lp)
+      .slice(0, DISTRIBUTION_TOP_K);
+    const inTop = new Set(top.map((e) => e.id));
+    let kl = top.reduce((a, e) => a + Math.exp(student[t][e.id]) * (student[t][e.id] - e.lp), 0);
+    const sTail = student[t].reduce((a, lp, id) => a + (inTop.has(id) ? 0 : Math.exp(lp)), 0);
+    const tTail = 1 - top.reduce((a, e) => a + Math.exp(e.lp), 0);
+    kl += sTail * (Math.log(sTail) - Math.log(tTail));
+    expected += kl / response.length;
+  }
+  assert.ok(expected > 1e-3, `the hint moves the distribution (${expected})`);
+  const m1 = await learnerStep(policy, opt, [{ sample: hinted }], distribution);
+  assert.ok(Math.abs(m1.loss - expected) < 1e-4, `loss ${m1.loss} = reverse KL by hand ${expected}`);
+  assert.ok(m1.lossAfter < m1.loss, `the step moves the student toward the teacher: ${m1.lossAfter} < ${m1.loss}`);
+  // Under the raw term the same sample is scored on its sampled tokens only: another loss.
+  const raw = await learnerStep(policy, opt, [{ sample: hinted }]);
+  assert.ok(Math.abs(raw.loss - m1.lossAfter) > 1e-4, `raw ${raw.loss} differs from the distribution term ${m1.lossAfter}`);
   opt.dispose();
   lora.dispose();
   model.dispose();

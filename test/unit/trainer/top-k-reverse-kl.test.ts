@@ -66,3 +66,46 @@ test('masked positions contribute 0 and gradients are finite', () => {
   });
   assert.ok(g.every(Number.isFinite));
 });
+
+test('the hand-written gradient matches finite differences of the loss', () => {
+  const ids = tf.tensor3d(
+    [
+      [
+        [0, 3],
+        [2, 1],
+      ],
+    ],
+    undefined,
+    'int32',
+  );
+  const lp = tf.tensor3d([
+    [
+      [Math.log(0.5), Math.log(0.2)],
+      [Math.log(0.6), Math.log(0.3)],
+    ],
+  ]);
+  const mask = tf.tensor2d([[1, 1]]);
+  const x0 = [0.3, -0.2, 1.1, 0.4, -0.7, 0.9, 0.1, -0.5, 0.2, 0.6];
+  const loss = (x: number[]): number =>
+    tf.tidy(() =>
+      val(topKReverseKl({ studentLogits: tf.tensor3d(x, [1, 2, 5]), teacherTopKIds: ids, teacherTopKLogprobs: lp, mask }).loss),
+    );
+  const g = tf.tidy(() =>
+    Array.from(
+      tf
+        .grad(
+          (x: tf.Tensor) => topKReverseKl({ studentLogits: x as tf.Tensor3D, teacherTopKIds: ids, teacherTopKLogprobs: lp, mask }).loss,
+        )(tf.tensor3d(x0, [1, 2, 5]))
+        .dataSync(),
+    ),
+  );
+  const h = 1e-2;
+  for (let i = 0; i < x0.length; i++) {
+    const up = [...x0];
+    const down = [...x0];
+    up[i] += h;
+    down[i] -= h;
+    close(g[i], (loss(up) - loss(down)) / (2 * h), 2e-3, `∂loss/∂z${i}`);
+  }
+  tf.dispose([ids, lp, mask]);
+});
