@@ -73,19 +73,16 @@ test('the Docker descriptions of the broker (compose file, test containers) carr
     'log.dirs',
   ]);
   const envName = (key: string) => `KAFKA_${key.toUpperCase().replaceAll('.', '_')}`;
-  const compose = new Map(
-    [
-      ...readFileSync(new URL('../../../infra/docker-compose.yml', import.meta.url), 'utf8').matchAll(
-        /^\s+(KAFKA_[A-Z_]+): '?([^'\n]*?)'?\s*$/gm,
-      ),
-    ].map((m) => [m[1], m[2]]),
-  );
+  const composeText = readFileSync(new URL('../../../infra/docker-compose.yml', import.meta.url), 'utf8');
+  const compose = new Map([...composeText.matchAll(/^\s+(KAFKA_[A-Z_]+): '?([^'\n]*?)'?\s*$/gm)].map((m) => [m[1], m[2]]));
   const container = kafkaContainerEnvironment();
   for (const [key, value] of props) {
     if (where.has(key)) continue;
     assert.equal(container[envName(key)], value, `test container: ${key}`);
     assert.equal(compose.get(envName(key)), value, `docker-compose.yml: ${key}`);
   }
+  // Its log goes into the folder its data volume mounts (the image's own default is under /tmp).
+  assert.equal(compose.get('KAFKA_LOG_DIRS'), /'kafka-data:([^']+)'/.exec(composeText)?.[1]);
 });
 
 test('Kafka logs go to a rolling file under the home, not the console', () => {
