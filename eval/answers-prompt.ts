@@ -5,6 +5,8 @@
  * is. Without this, learning the style can collapse into a stock sentence that fits every check.
  * Nor does a reply that goes round in circles ("You can save money. You can save money. …"):
  * repeating a phrase meets a count ("you" three times) or a topic word as well as an answer does.
+ * Nor does a reply that only restates the question ("What is inflation?", "We dream."): it names
+ * the topic and is as short as any length check wants, and a model learning brevity found it.
  */
 
 const STOP = new Set(
@@ -20,15 +22,16 @@ export function contentWords(question: string): string[] {
 
 /**
  * True when the reply mentions one of the question's content words (its first 4 letters, so
- * "tides" meets "tide" and "cooking" meets "cook"); a question without content words accepts
- * any non-empty reply.
+ * "tides" meets "tide" and "cooking" meets "cook") and says something the question did not: a
+ * content word of its own. A question without content words accepts any non-empty reply.
  */
 export function answersPrompt(question: string, reply: string): boolean {
   if (!reply.trim()) return false;
   const words = contentWords(question);
   if (words.length === 0) return true;
   const said = reply.toLowerCase();
-  return words.some((w) => said.includes(w.slice(0, 4)));
+  const stems = new Set(words.map((w) => w.slice(0, 4)));
+  return words.some((w) => said.includes(w.slice(0, 4))) && contentWords(reply).some((w) => !stems.has(w.slice(0, 4)));
 }
 
 /** Below this share of distinct word trigrams a reply repeats itself (1 of 144 base replies measured, a looping one). */

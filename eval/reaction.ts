@@ -14,7 +14,7 @@ export const REPEATING = [
   "You're going round in circles, that's no answer.",
 ];
 
-/** The reply is an answer: it shares a content word with `question` (when given) and does not loop. */
+/** The reply is an answer: it shares a content word with `question` (when given), adds one of its own, and does not loop. */
 export function isAnswer(reply: string, question?: string): boolean {
   return (question === undefined || answersPrompt(question, reply)) && !repeatsItself(reply);
 }

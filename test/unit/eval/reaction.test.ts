@@ -84,6 +84,13 @@ test('a reply that does not answer the question satisfies no one: a "that does n
   assert.equal(answersPrompt('what is inflation?', 'You are a helpful assistant.'), false);
   assert.equal(answersPrompt('hi!', 'Hello there.'), true, 'a question without content words takes any reply');
   assert.equal(answersPrompt('what is inflation?', '  '), false);
+  // A restated question names the topic and is short, but says nothing (replies a model learning brevity gave).
+  assert.equal(answersPrompt('What is inflation?', 'What is inflation?'), false, 'the question back');
+  assert.equal(answersPrompt('What is inflation?', 'inflation.'), false);
+  assert.equal(answersPrompt('Why do we dream?', 'We dream.'), false);
+  assert.equal(answersPrompt('How does a bicycle stay upright?', 'A bicycle stays upright.'), false, 'stays meets stay');
+  assert.equal(answersPrompt('What is a black hole?', 'A black hole is a dark hole.'), true, 'thin, but it adds a word');
+  assert.equal(satisfies(six, 'What is inflation?', 'what is inflation?'), false);
   assert.equal(satisfies(six, 'You are a helpful assistant.', 'what is inflation?'), false);
   assert.equal(satisfies(six, 'Inflation: prices rising.', 'what is inflation?'), true);
   const r = react(six, 'You are a helpful assistant.', () => 0, 0, 'what is inflation?');
