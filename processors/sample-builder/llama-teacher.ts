@@ -42,7 +42,7 @@ export class LlamaTeacher implements Teacher {
     if (opts.topK) {
       throw new TurnstreamError(
         ErrorCodes.INVALID_INPUT,
-        'the llama teacher is scored by the learner and gives no top-k; set TEACHER_TOP_K=0',
+        'the llama teacher is scored by the learner and gives no top-k; set TEACHER_TOP_K=0 (TRAIN_OPD_ADVANTAGE=distribution has the learner match its top-k)',
         { param: 'topK' },
       );
     }
