@@ -202,6 +202,12 @@ export interface TrainConfig {
    */
   rewardBaselinePrior: number | undefined;
   /**
+   * Smaller steps for pleased users: a step's learning rate is scaled by 1 − this × the mean of
+   * its users' running mean rewards above 0 (trainer/learner-step.ts), in [0, 1].
+   * `TRAIN_PLEASED_DAMPING` @default undefined = the model family's (0)
+   */
+  pleasedDamping: number | undefined;
+  /**
    * Measure the OPD hint's effect on the frozen base instead of the weights being trained
    * (LoRA; trainer/learner-step.ts). `TRAIN_OPD_ON_BASE` @default false
    */
@@ -420,6 +426,7 @@ export const RULES = {
   trainMaxUserShare: { above: 0, max: 1 },
   trainRewardBaseline: { min: 0, max: 1 },
   trainRewardBaselinePrior: { min: -1, max: 0 },
+  trainPleasedDamping: { min: 0, max: 1 },
   trainLr: { above: 0 },
   version: { integer: true, min: 0 },
 } as const satisfies Record<string, NumberRule>;
@@ -540,6 +547,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       klCoef: r.optionalNumber('TRAIN_KL_COEF', nonNegative),
       rewardBaseline: r.optionalNumber('TRAIN_REWARD_BASELINE', RULES.trainRewardBaseline),
       rewardBaselinePrior: r.optionalNumber('TRAIN_REWARD_BASELINE_PRIOR', RULES.trainRewardBaselinePrior),
+      pleasedDamping: r.optionalNumber('TRAIN_PLEASED_DAMPING', RULES.trainPleasedDamping),
       opdOnBase: r.boolean('TRAIN_OPD_ON_BASE', false),
       opdAdvantage: r.optionalOneOf('TRAIN_OPD_ADVANTAGE', ['raw', 'centered', 'positive', 'distribution']),
       entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),

@@ -84,6 +84,8 @@ export interface PipelineEvalOptions {
     rewardBaseline?: number;
     /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default LORA_STEP_DEFAULTS.rewardBaselinePrior */
     rewardBaselinePrior?: number;
+    /** `TRAIN_PLEASED_DAMPING`. @default LORA_STEP_DEFAULTS.pleasedDamping */
+    pleasedDamping?: number;
     /** @default EVAL_SAMPLING.temperature */
     temperature?: number;
     /** @default EVAL_SAMPLING.maxTokens */

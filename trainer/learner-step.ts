@@ -63,6 +63,14 @@ export interface LearnerStepOptions {
    */
   rewardBaseline?: RewardBaseline;
   /**
+   * Smaller steps for pleased users: the step's learning rate is scaled by
+   * `1 − pleasedDamping · mean_i max(0, m_i)`, where `m_i` is the running mean reward (in
+   * {@link rewardBaseline}) of the user of sample `i` before the step. Why: runs that had pleased
+   * their user fell back later as steps kept coming (trainer/README.md). The rate, not the loss, is
+   * scaled, since Adam undoes a scaled loss. Needs `rewardBaseline`. In [0, 1]. @default 0
+   */
+  pleasedDamping?: number;
+  /**
    * Measure a deferred teacher's hint effect on the frozen base (the reference: adapter off),
    * `A_t = log π_ref(a_t | s + hint) − log π_ref(a_t | s)`, instead of on the weights being
    * trained. On the current weights the term follows the policy wherever it drifts; on the base
@@ -119,6 +127,8 @@ export interface StepMetrics {
   halvings: number;
   /** Why the update was undone, or null. */
   rejected: string | null;
+  /** The factor the step's learning rate was scaled by for pleased users (1 without `pleasedDamping`). */
+  lrScale: number;
 }
 
 interface Packed {
@@ -285,6 +295,7 @@ const EMPTY: Omit<StepMetrics, 'skipped'> = {
   cutTokens: 0,
   halvings: 0,
   rejected: null,
+  lrScale: 1,
 };
 
 /**
@@ -340,6 +351,11 @@ export async function learnerStep(
   const K = distribution && givenK === 0 && rows.some((r) => r.sample.teacherPromptTokens) ? DISTRIBUTION_TOP_K : givenK;
   // Every sample of the step is measured against its user's mean before the step.
   const baselines = new Map(withTokens.map((r) => [r, opts.rewardBaseline?.of(r.sample) ?? 0]));
+  const damping = opts.pleasedDamping ?? 0;
+  if (!(damping >= 0 && damping <= 1)) throw new RangeError(`pleasedDamping must be in [0, 1], got ${damping}`);
+  if (damping > 0 && !opts.rewardBaseline) throw new Error("pleasedDamping needs a rewardBaseline (the users' running means)");
+  const pleased = damping > 0 ? withTokens.reduce((a, r) => a + Math.max(0, opts.rewardBaseline!.meanOf(r.sample)), 0) / N : 0;
+  const lrScale = 1 - damping * pleased;
 
   // Micro-batches of trained rows, by token budget.
   const groups: Row[][] = [];
@@ -534,7 +550,7 @@ export async function learnerStep(
     const snapshot = Number.isFinite(maxKl) ? vars.map((v) => tf.clone(v)) : null;
     const grads: Record<string, tf.Tensor> = {};
     vars.forEach((v, i) => (grads[v.name] = gradSum[i]));
-    const gradNorm = optimizer.apply(vars, grads, opts.lr);
+    const gradNorm = optimizer.apply(vars, grads, (opts.lr ?? optimizer.options.lr) * lrScale);
 
     let after = { kl: 0, klRef: 0, lossAfter: 0 };
     let halvings = 0;
@@ -572,6 +588,7 @@ export async function learnerStep(
       cutTokens: rows.reduce((n, r) => n + r.cut, 0),
       halvings,
       rejected,
+      lrScale,
     };
   } finally {
     policy.endStep?.();

@@ -377,6 +377,7 @@ class Learner {
           tisMean: m.tisMean,
           tisTruncated: m.tisTruncated,
           halvings: m.halvings,
+          lrScale: m.lrScale,
           cutTokens: m.cutTokens,
           seconds: Number(((Date.now() - stepStarted) / 1000).toFixed(2)),
         },

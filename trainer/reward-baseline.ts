@@ -23,6 +23,8 @@ export interface RewardBaselineOptions {
   maxUsers?: number;
   /** The running mean of a user not seen yet, in [−1, 0]. @default 0 */
   prior?: number;
+  /** Subtract the mean from rewards ({@link of}); false keeps the means for {@link meanOf} only. @default true */
+  subtract?: boolean;
 }
 
 const keyOf = (s: Pick<Sample, 'policyModelId' | 'userId'>): string => `${s.policyModelId}\u0000${s.userId ?? ''}`;
@@ -32,18 +34,25 @@ export class RewardBaseline {
   private readonly decay: number;
   private readonly maxUsers: number;
   private readonly prior: number;
+  private readonly subtract: boolean;
 
   constructor(o: RewardBaselineOptions = {}) {
     this.decay = o.decay ?? 0.3;
     this.maxUsers = o.maxUsers ?? 10_000;
     this.prior = o.prior ?? 0;
+    this.subtract = o.subtract ?? true;
     if (!(this.prior >= -1 && this.prior <= 0)) throw new RangeError(`reward baseline prior must be in [-1, 0], got ${this.prior}`);
     if (!(this.decay > 0 && this.decay <= 1)) throw new RangeError(`reward baseline decay must be in (0, 1], got ${this.decay}`);
   }
 
   /** What to subtract from this sample's reward: its user's running mean if below 0; 0 for a reward of 0 (no RL signal to shift). */
   of(s: Pick<Sample, 'policyModelId' | 'userId' | 'reward'>): number {
-    return s.reward === 0 ? 0 : Math.min(0, this.means.get(keyOf(s)) ?? this.prior);
+    return s.reward === 0 || !this.subtract ? 0 : Math.min(0, this.meanOf(s));
+  }
+
+  /** This sample's user's running mean reward (the prior for a user not seen yet). */
+  meanOf(s: Pick<Sample, 'policyModelId' | 'userId'>): number {
+    return this.means.get(keyOf(s)) ?? this.prior;
   }
 
   /** Takes the non-zero rewards of a step that was applied into each user's mean, in order. */

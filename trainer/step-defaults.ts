@@ -12,6 +12,8 @@ export interface FamilyStepSettings {
   rewardBaselinePrior: number;
   /** How the OPD term's per-token advantages are used (`TRAIN_OPD_ADVANTAGE`). */
   opdAdvantage: OpdAdvantage;
+  /** Smaller steps for pleased users, in [0, 1] (`TRAIN_PLEASED_DAMPING`; trainer/learner-step.ts). */
+  pleasedDamping: number;
 }
 
 /** The built-in byte model: the settings its measured curves were made with (trainer/README.md). */
@@ -20,6 +22,7 @@ export const BUILTIN_STEP_DEFAULTS: Readonly<FamilyStepSettings> = {
   rewardBaseline: 0,
   rewardBaselinePrior: 0,
   opdAdvantage: 'raw',
+  pleasedDamping: 0,
 };
 
 /**
@@ -34,6 +37,7 @@ export const LORA_STEP_DEFAULTS: Readonly<FamilyStepSettings> = {
   rewardBaseline: 0.3,
   rewardBaselinePrior: -1,
   opdAdvantage: 'positive',
+  pleasedDamping: 0,
 };
 
 /** `given` (each unset field falling back to the family's default). */
@@ -44,17 +48,31 @@ export function familyStepSettings(lora: boolean, given: Partial<FamilyStepSetti
     rewardBaseline: given.rewardBaseline ?? d.rewardBaseline,
     rewardBaselinePrior: given.rewardBaselinePrior ?? d.rewardBaselinePrior,
     opdAdvantage: given.opdAdvantage ?? d.opdAdvantage,
+    pleasedDamping: given.pleasedDamping ?? d.pleasedDamping,
   };
 }
 
+/** The running means' decay when the damping needs them and the baseline is off. */
+const DAMPING_MEAN_DECAY = 0.3;
+
 /**
  * These settings as learner-step options: a fresh reward baseline (per model and user, so one
- * serves every run of a process) when its decay is above 0.
+ * serves every run of a process) when its decay is above 0, or when the damping needs the users'
+ * means (then kept, not subtracted).
  */
-export function familyStepOptions(s: FamilyStepSettings): Pick<LearnerStepOptions, 'klCoef' | 'opdAdvantage' | 'rewardBaseline'> {
+export function familyStepOptions(
+  s: FamilyStepSettings,
+): Pick<LearnerStepOptions, 'klCoef' | 'opdAdvantage' | 'rewardBaseline' | 'pleasedDamping'> {
+  const baseline =
+    s.rewardBaseline > 0
+      ? new RewardBaseline({ decay: s.rewardBaseline, prior: s.rewardBaselinePrior })
+      : s.pleasedDamping > 0
+        ? new RewardBaseline({ decay: DAMPING_MEAN_DECAY, prior: s.rewardBaselinePrior, subtract: false })
+        : null;
   return {
     klCoef: s.klCoef,
     opdAdvantage: s.opdAdvantage,
-    ...(s.rewardBaseline > 0 ? { rewardBaseline: new RewardBaseline({ decay: s.rewardBaseline, prior: s.rewardBaselinePrior }) } : {}),
+    ...(baseline ? { rewardBaseline: baseline } : {}),
+    ...(s.pleasedDamping > 0 ? { pleasedDamping: s.pleasedDamping } : {}),
   };
 }

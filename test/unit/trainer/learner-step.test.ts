@@ -197,6 +197,59 @@ test('reward baseline prior −1: a new user’s −1 pushes nothing until a rep
   opt.dispose();
 });
 
+test('pleased damping: a step for a pleased user moves the weights by 1 − damping × their mean; a new user’s at full rate', async () => {
+  const wte = async (m: TransformerModel) => Array.from(await m.weights.get('wte')!.data());
+  const moved = async (damping: number, means: RewardBaseline) => {
+    const m = model();
+    const opt = new AdamW({ lr: 1e-2, weightDecay: 0 });
+    const w0 = await wte(m);
+    const r = await learnerStep(m, opt, [{ sample: sample('abc', { reward: 1, userId: 'u' }) }], {
+      rewardBaseline: means,
+      pleasedDamping: damping,
+    });
+    const w1 = await wte(m);
+    m.dispose();
+    opt.dispose();
+    return { r, delta: Math.sqrt(w1.reduce((a, v, i) => a + (v - w0[i]) ** 2, 0)) };
+  };
+  const pleasedUser = () => {
+    const b = new RewardBaseline({ decay: 1, subtract: false });
+    b.observe([sample('x', { reward: 1, userId: 'u' })]);
+    return b;
+  };
+  const full = await moved(0, pleasedUser());
+  assert.equal(full.r.lrScale, 1);
+  assert.ok(full.delta > 0);
+  const half = await moved(0.5, pleasedUser());
+  close(half.r.lrScale, 0.5, 1e-12);
+  // Adam's first step moves each weight by lr × sign(g): the same gradient at half the rate moves half as far.
+  close(half.delta / full.delta, 0.5, 1e-3);
+  const frozen = await moved(1, pleasedUser());
+  assert.equal(frozen.r.lrScale, 0);
+  assert.equal(frozen.delta, 0, 'a user whose every reply pleased does not move the model');
+  // A user not seen yet (prior 0) or one with a mean below 0 is trained at the full rate.
+  const fresh = await moved(1, new RewardBaseline({ decay: 1, subtract: false }));
+  assert.equal(fresh.r.lrScale, 1);
+  const unhappy = new RewardBaseline({ decay: 1, subtract: false });
+  unhappy.observe([sample('x', { reward: -1, userId: 'u' })]);
+  assert.equal((await moved(1, unhappy)).r.lrScale, 1);
+  const m = model();
+  const opt = new AdamW({ lr: 1e-2 });
+  await assert.rejects(learnerStep(m, opt, [{ sample: sample('abc') }], { pleasedDamping: 0.5 }), /needs a rewardBaseline/);
+  await assert.rejects(learnerStep(m, opt, [{ sample: sample('abc') }], { pleasedDamping: 2, rewardBaseline: unhappy }), /in \[0, 1\]/);
+  m.dispose();
+  opt.dispose();
+});
+
+test('a reward baseline with subtract: false keeps the means and shifts no reward', () => {
+  const b = new RewardBaseline({ decay: 0.5, prior: -1, subtract: false });
+  assert.equal(b.meanOf(sample('x', { userId: 'u' })), -1, 'a new user starts at the prior');
+  assert.equal(b.of(sample('x', { reward: -1, userId: 'u' })), 0);
+  b.observe([sample('x', { reward: 1, userId: 'u' })]);
+  assert.equal(b.meanOf(sample('x', { userId: 'u' })), 0);
+  assert.equal(b.of(sample('x', { reward: -1, userId: 'u' })), 0);
+});
+
 test('opdOnReference: a deferred teacher’s hint is measured on the frozen base, whatever the trained weights are', async () => {
   const ref = model(3);
   const hinted = [tok.bos, tok.user, ...tok.encode('hi, be brief'), tok.end, tok.assistant];

@@ -10,20 +10,28 @@ describe('familyStepSettings', () => {
       rewardBaseline: 0.3,
       rewardBaselinePrior: -1,
       opdAdvantage: 'positive',
+      pleasedDamping: 0,
     });
-    assert.deepEqual(familyStepSettings(false, {}), { klCoef: 0, rewardBaseline: 0, rewardBaselinePrior: 0, opdAdvantage: 'raw' });
+    assert.deepEqual(familyStepSettings(false, {}), {
+      klCoef: 0,
+      rewardBaseline: 0,
+      rewardBaselinePrior: 0,
+      opdAdvantage: 'raw',
+      pleasedDamping: 0,
+    });
     assert.deepEqual(familyStepSettings(true, {}), LORA_STEP_DEFAULTS);
     assert.deepEqual(familyStepSettings(false, {}), BUILTIN_STEP_DEFAULTS);
   });
 
   it('keeps every value given, zeros and the raw term included', () => {
-    const given = { klCoef: 0, rewardBaseline: 0, rewardBaselinePrior: 0, opdAdvantage: 'raw' as const };
+    const given = { klCoef: 0, rewardBaseline: 0, rewardBaselinePrior: 0, opdAdvantage: 'raw' as const, pleasedDamping: 0.5 };
     assert.deepEqual(familyStepSettings(true, given), given);
     assert.deepEqual(familyStepSettings(false, { klCoef: 0.1, opdAdvantage: 'centered' }), {
       klCoef: 0.1,
       rewardBaseline: 0,
       rewardBaselinePrior: 0,
       opdAdvantage: 'centered',
+      pleasedDamping: 0,
     });
   });
 
@@ -39,5 +47,17 @@ describe('familyStepSettings', () => {
     const sample = { userId: 'u1', policyModelId: 'm', reward: -1 };
     assert.equal(lora.rewardBaseline.of(sample), -1, 'a new user starts at the prior');
     assert.deepEqual(familyStepOptions(BUILTIN_STEP_DEFAULTS), { klCoef: 0, opdAdvantage: 'raw' });
+  });
+
+  it('pleased damping: passed on with the baseline’s means, or with means of its own that shift no reward when the baseline is off', () => {
+    const withBaseline = familyStepOptions({ ...LORA_STEP_DEFAULTS, pleasedDamping: 0.5 });
+    assert.equal(withBaseline.pleasedDamping, 0.5);
+    assert.equal(withBaseline.rewardBaseline?.of({ userId: 'u', policyModelId: 'm', reward: -1 }), -1);
+    const alone = familyStepOptions({ ...BUILTIN_STEP_DEFAULTS, pleasedDamping: 1 });
+    assert.equal(alone.pleasedDamping, 1);
+    assert.ok(alone.rewardBaseline instanceof RewardBaseline);
+    assert.equal(alone.rewardBaseline.of({ userId: 'u', policyModelId: 'm', reward: -1 }), 0, 'not subtracted');
+    alone.rewardBaseline.observe([{ userId: 'u', policyModelId: 'm', reward: 1 }]);
+    assert.ok(alone.rewardBaseline.meanOf({ userId: 'u', policyModelId: 'm' }) > 0, 'but tracked');
   });
 });
