@@ -65,11 +65,20 @@ const REASONS: Array<[RegExp, string]> = [
   [/\btoo (?:complicated|complex)\b/i, 'Explain it more simply.'],
   [/\btoo vague\b/i, 'Be concrete and specific.'],
   [/\b(?:repeating|repeat) yourself\b|\bin circles\b/i, 'Do not repeat yourself.'],
+  // As the user said it ("That doesn't answer my question.") the hint made the teacher apologise,
+  // and OPD taught the apology ("I'm sorry for the confusion, but I'm unable to assist you.").
+  [
+    /\b(?:doesn'?t|does not|didn'?t|did not) answer\b|\bnot what i (?:asked|meant)\b|\b(?:no|not an) answer\b|\banswer (?:my|the) question\b/i,
+    'Answer the question itself.',
+  ],
 ];
 
-/** Words that only say "this was wrong" and carry no instruction. */
+/**
+ * Words that only say "this was wrong" and carry no instruction. A "no" counts only on its own
+ * ("No, shorter."): stripped from "No lists or line breaks, please" it asked for lists.
+ */
 const BARE_CORRECTION =
-  /^(?:no|nope|nah|wrong|incorrect|not quite|that(?:'s|’s| is| was) (?:wrong|incorrect|not (?:right|correct|it|what i (?:asked|meant|wanted|said)))|(?:this|it)(?:'s|’s| is) (?:wrong|incorrect)|not what i (?:asked|meant|wanted|said)|(?:please )?(?:try|do it|answer) again|redo(?: it)?|that(?:'s|’s| is) too \w+|too \w+)\b[\s,.!?]*/i;
+  /^(?:(?:no|nope|nah)(?=\s*(?:[,.!?;:]|$))|wrong|incorrect|not quite|that(?:'s|’s| is| was) (?:wrong|incorrect|not (?:right|correct|it|what i (?:asked|meant|wanted|said)))|(?:this|it)(?:'s|’s| is) (?:wrong|incorrect)|not what i (?:asked|meant|wanted|said)|(?:please )?(?:try|do it|answer) again|redo(?: it)?|that(?:'s|’s| is) too \w+|too \w+|that (?:doesn'?t|does not|didn'?t|did not) answer (?:my|the) question|that(?:'s|’s| is) (?:no|not an) answer|(?:please )?(?:just )?answer (?:my|the) question|you(?:'re|’re| are)? (?:keep )?repeating yourself|you(?:'re|’re| are) going (?:round|around) in circles)\b[\s,.!?]*/i;
 
 const sentences = (text: string): string[] =>
   text

@@ -74,8 +74,19 @@ describe('embedded judge: signals', () => {
     assert.equal(hintFromCorrection('Too formal, and call me Bob please'), 'Use a casual, friendly tone. Call me Bob please.');
     assert.equal(
       hintFromCorrection('You keep repeating yourself. Please just answer the question.'),
-      'Do not repeat yourself. You keep repeating yourself. Just answer the question.',
+      'Do not repeat yourself. Answer the question itself.',
     );
+    // A complaint becomes the instruction it implies: as said, it made the hinted teacher apologise.
+    assert.equal(hintFromCorrection("That doesn't answer my question."), 'Answer the question itself.');
+    assert.equal(hintFromCorrection('No, that is not what I asked. Please answer the question.'), 'Answer the question itself.');
+    assert.equal(hintFromCorrection("That's not what I asked, I wanted the recipe."), 'Answer the question itself. I wanted the recipe.');
+    assert.equal(hintFromCorrection("You're going round in circles."), 'Do not repeat yourself.');
+    // A "no" that is part of the instruction stays: without it the hint asked for lists.
+    assert.equal(
+      hintFromCorrection('No lists or line breaks, please: just one paragraph.'),
+      'No lists or line breaks, please: just one paragraph.',
+    );
+    assert.equal(hintFromCorrection('Nope. Shorter.'), 'Shorter.');
     assert.equal(hintFromCorrection('wrong'), null);
     assert.equal(hintFromCorrection('try again!'), null);
   });
