@@ -15,6 +15,7 @@ import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } fro
 import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
 import { mulberry32 } from '../policy/builtin/generate.ts';
 import type { StepMetrics } from '../trainer/learner-step.ts';
+import type { FamilyStepSettings } from '../trainer/step-defaults.ts';
 import type { TransformerModel } from '../policy/builtin/model.ts';
 import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
@@ -110,6 +111,8 @@ export interface EvalResult {
   judgeAgreement: number;
   batchSize: number;
   lr: number;
+  /** The learner-step settings a GGUF model's LoRA runs trained with (`TRAIN_*`; trainer/step-defaults.ts). */
+  step?: FamilyStepSettings;
   /** `eval --workers`: the (persona, seed) runs that did not finish; the result covers the others. */
   failed_runs?: string[];
   /** Share of each persona's prompts held out, and sampled replies per held-out prompt and version. */
@@ -402,7 +405,7 @@ export function mergeResults(parts: EvalResult[], personas: Persona[]): EvalResu
   }
   const names = new Set(runs.map((r) => r.persona));
   const seedList = [...new Set(runs.map((r) => r.seed))].sort((a, b) => a - b);
-  return summarize(
+  const merged = summarize(
     runs,
     {
       personas: personas.filter((p) => names.has(p.name)),
@@ -418,4 +421,5 @@ export function mergeResults(parts: EvalResult[], personas: Persona[]): EvalResu
     first.mode,
     Math.max(...parts.map((p) => p.seconds)),
   );
+  return first.step ? { ...merged, step: first.step } : merged;
 }

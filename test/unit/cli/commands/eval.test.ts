@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { writeTinyModel } from '../../../../policy/index.ts';
 import { LEARNER_LR, LORA_LR } from '../../../../trainer/learner.ts';
+import { LORA_STEP_DEFAULTS } from '../../../../trainer/step-defaults.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
 
 const persona = (name: string, check: unknown, system?: string) => ({
@@ -27,12 +28,12 @@ const persona = (name: string, check: unknown, system?: string) => ({
 describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
   let dir: string;
   let model: string;
-  const run = (args: string[]) =>
+  const run = (args: string[], env: Record<string, string> = {}) =>
     spawnSync(process.execPath, ['bin/turnstream.js', 'eval', ...args], {
       cwd: REPO_ROOT,
       encoding: 'utf8',
       timeout: 240_000,
-      env: { ...process.env, TURNSTREAM_HOME: join(dir, 'home'), TURNSTREAM_MODEL: model, LOG_LEVEL: 'warn' },
+      env: { ...process.env, TURNSTREAM_HOME: join(dir, 'home'), TURNSTREAM_MODEL: model, LOG_LEVEL: 'warn', ...env },
     });
 
   before(async () => {
@@ -135,7 +136,9 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       per_persona: object;
       runs: Array<{ persona: string; seed: number }>;
       p_value: number;
+      step: unknown;
     };
+    assert.deepEqual(res.step, LORA_STEP_DEFAULTS, 'the joined report says what the runs trained with');
     assert.equal(res.personas, 2);
     assert.equal(res.seeds, 2);
     assert.deepEqual(Object.keys(res.per_persona).sort(), ['ann', 'bob']);
@@ -269,24 +272,27 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       );
       const out = join(dir, `out-${kind}`);
       // As small a run as the loop allows.
-      const r = run([
-        ...(kind === 'builtin' ? ['--model', 'builtin'] : ['--max-tokens', '8']),
-        '--personas',
-        file,
-        '--interactions',
-        '2',
-        '--seeds',
-        '1',
-        '--batch-size',
-        '2',
-        '--held-out',
-        '0.25',
-        '--held-out-samples',
-        '1',
-        '--out',
-        out,
-        '--json',
-      ]);
+      const r = run(
+        [
+          ...(kind === 'builtin' ? ['--model', 'builtin'] : ['--max-tokens', '8']),
+          '--personas',
+          file,
+          '--interactions',
+          '2',
+          '--seeds',
+          '1',
+          '--batch-size',
+          '2',
+          '--held-out',
+          '0.25',
+          '--held-out-samples',
+          '1',
+          '--out',
+          out,
+          '--json',
+        ],
+        { TRAIN_PLEASED_DAMPING: '0.5', TRAIN_OPD_ADVANTAGE: 'distribution' },
+      );
       assert.equal(r.status, 0, r.stderr.slice(-2000));
       const result = JSON.parse(r.stdout) as {
         personas: number;
@@ -295,9 +301,13 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
         p_value: number;
         wall_s: number;
         lr: number;
+        step?: unknown;
         runs: Array<{ samples: number }>;
       };
       assert.equal(result.lr, kind === 'builtin' ? LEARNER_LR : LORA_LR, 'the learning rate of the model kind');
+      // TRAIN_* settings from the environment are in the report (the built-in model has no LoRA step settings).
+      if (kind === 'gguf') assert.deepEqual(result.step, { ...LORA_STEP_DEFAULTS, opdAdvantage: 'distribution', pleasedDamping: 0.5 });
+      else assert.equal(result.step, undefined);
       assert.ok(
         result.runs.every((x) => x.samples > 0),
         'every run trained on its interactions',
