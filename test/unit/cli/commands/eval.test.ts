@@ -25,6 +25,9 @@ const persona = (name: string, check: unknown, system?: string) => ({
   ...(system ? { system } : {}),
 });
 
+/** As small a run as the loop allows: 2 interactions, one seed, one step, one held-out reply per prompt. */
+const SMALL_RUN = ['--interactions', '2', '--seeds', '1', '--batch-size', '2', '--held-out', '0.25', '--held-out-samples', '1'];
+
 describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
   let dir: string;
   let model: string;
@@ -69,16 +72,7 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       file,
       '--only',
       'dotty-dee',
-      '--interactions',
-      '2',
-      '--seeds',
-      '1',
-      '--batch-size',
-      '2',
-      '--held-out',
-      '0.25',
-      '--held-out-samples',
-      '1',
+      ...SMALL_RUN,
       '--max-tokens',
       '4',
       '--out',
@@ -277,16 +271,7 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
           ...(kind === 'builtin' ? ['--model', 'builtin'] : ['--max-tokens', '8']),
           '--personas',
           file,
-          '--interactions',
-          '2',
-          '--seeds',
-          '1',
-          '--batch-size',
-          '2',
-          '--held-out',
-          '0.25',
-          '--held-out-samples',
-          '1',
+          ...SMALL_RUN,
           '--out',
           out,
           '--json',
