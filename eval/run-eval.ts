@@ -111,8 +111,11 @@ export interface EvalResult {
   judgeAgreement: number;
   batchSize: number;
   lr: number;
-  /** The learner-step settings a GGUF model's LoRA runs trained with (`TRAIN_*`; trainer/step-defaults.ts). */
-  step?: FamilyStepSettings;
+  /**
+   * The learner-step settings a GGUF model's LoRA runs trained with (`TRAIN_*`; trainer/step-defaults.ts),
+   * and whether the OPD hint was measured on the frozen base (`TRAIN_OPD_ON_BASE`).
+   */
+  step?: FamilyStepSettings & { opdOnBase: boolean };
   /** `eval --workers`: the (persona, seed) runs that did not finish; the result covers the others. */
   failed_runs?: string[];
   /** Share of each persona's prompts held out, and sampled replies per held-out prompt and version. */

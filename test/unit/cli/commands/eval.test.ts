@@ -132,7 +132,7 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       p_value: number;
       step: unknown;
     };
-    assert.deepEqual(res.step, LORA_STEP_DEFAULTS, 'the joined report says what the runs trained with');
+    assert.deepEqual(res.step, { ...LORA_STEP_DEFAULTS, opdOnBase: false }, 'the joined report says what the runs trained with');
     assert.equal(res.personas, 2);
     assert.equal(res.seeds, 2);
     assert.deepEqual(Object.keys(res.per_persona).sort(), ['ann', 'bob']);
@@ -291,7 +291,7 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       };
       assert.equal(result.lr, kind === 'builtin' ? LEARNER_LR : LORA_LR, 'the learning rate of the model kind');
       // TRAIN_* settings from the environment are in the report (the built-in model has no LoRA step settings).
-      if (kind === 'gguf') assert.deepEqual(result.step, { ...LORA_STEP_DEFAULTS, opdAdvantage: 'distribution', pleasedDamping: 0.5 });
+      if (kind === 'gguf') assert.deepEqual(result.step, { ...LORA_STEP_DEFAULTS, opdAdvantage: 'distribution', pleasedDamping: 0.5, opdOnBase: false });
       else assert.equal(result.step, undefined);
       assert.ok(
         result.runs.every((x) => x.samples > 0),
