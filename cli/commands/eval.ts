@@ -345,7 +345,8 @@ export function register(program: Command): void {
         }
       }
       // A report says what the LoRA runs trained with, TRAIN_* from the environment included.
-      if (served.kind === 'llama') result = { ...result, step: { ...familyStepSettings(true, config.train), opdOnBase: config.train.opdOnBase } };
+      if (served.kind === 'llama')
+        result = { ...result, step: { ...familyStepSettings(true, config.train), opdOnBase: config.train.opdOnBase } };
       const out = resolve(f.out);
       const written = await writeReports(result, out);
       if (written.pngSkipped) process.stderr.write(`eval: no PNG curves: ${written.pngSkipped}\n`);

@@ -291,7 +291,8 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       };
       assert.equal(result.lr, kind === 'builtin' ? LEARNER_LR : LORA_LR, 'the learning rate of the model kind');
       // TRAIN_* settings from the environment are in the report (the built-in model has no LoRA step settings).
-      if (kind === 'gguf') assert.deepEqual(result.step, { ...LORA_STEP_DEFAULTS, opdAdvantage: 'distribution', pleasedDamping: 0.5, opdOnBase: false });
+      if (kind === 'gguf')
+        assert.deepEqual(result.step, { ...LORA_STEP_DEFAULTS, opdAdvantage: 'distribution', pleasedDamping: 0.5, opdOnBase: false });
       else assert.equal(result.step, undefined);
       assert.ok(
         result.runs.every((x) => x.samples > 0),
