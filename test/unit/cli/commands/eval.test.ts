@@ -276,7 +276,12 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
           out,
           '--json',
         ],
-        { TRAIN_PLEASED_DAMPING: '0.5', TRAIN_OPD_ADVANTAGE: 'distribution' },
+        {
+          TRAIN_PLEASED_DAMPING: '0.5',
+          TRAIN_OPD_ADVANTAGE: 'distribution',
+          // The hint measured on the frozen base needs a reference model, which only LoRA runs have.
+          ...(kind === 'gguf' ? { TRAIN_OPD_ON_BASE: '1' } : {}),
+        },
       );
       assert.equal(r.status, 0, r.stderr.slice(-2000));
       const result = JSON.parse(r.stdout) as {
@@ -292,7 +297,7 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       assert.equal(result.lr, kind === 'builtin' ? LEARNER_LR : LORA_LR, 'the learning rate of the model kind');
       // TRAIN_* settings from the environment are in the report (the built-in model has no LoRA step settings).
       if (kind === 'gguf')
-        assert.deepEqual(result.step, { ...LORA_STEP_DEFAULTS, opdAdvantage: 'distribution', pleasedDamping: 0.5, opdOnBase: false });
+        assert.deepEqual(result.step, { ...LORA_STEP_DEFAULTS, opdAdvantage: 'distribution', pleasedDamping: 0.5, opdOnBase: true });
       else assert.equal(result.step, undefined);
       assert.ok(
         result.runs.every((x) => x.samples > 0),
