@@ -201,7 +201,7 @@ function lineChart(title: string, subtitles: string[], xLabel: string, xs: numbe
 }
 
 // A Monte-Carlo p of 0 only says that none of the random sign patterns was as extreme.
-const fmtP = (p: number): string => (!Number.isFinite(p) ? 'n/a' : p === 0 ? '< 1e-5' : `= ${p.toPrecision(2)}`);
+const fmtP = (p: number): string => (!Number.isFinite(p) ? 'n/a' : `= ${p.toPrecision(2)}`);
 
 /** The overall curve: the mean over personas and seeds in bold, one thin line per persona. */
 export function toSvg(r: ReportInput): string {

@@ -22,7 +22,8 @@ export interface PairedTest {
 /**
  * Two-sided paired permutation test of `after − before`: under H0 each difference's sign is
  * exchangeable, so p = share of sign patterns whose |mean| is at least the observed one.
- * Exact for n ≤ 20, else 200 000 random patterns (seeded).
+ * Exact for n ≤ 20, else 200 000 random patterns (seeded), counting the observed pattern among
+ * them so that a Monte-Carlo p is never 0 (its smallest value is 1/200 001).
  */
 export function pairedPermutationTest(before: readonly number[], after: readonly number[]): PairedTest {
   const d = after.map((x, i) => x - before[i]);
@@ -52,5 +53,6 @@ export function pairedPermutationTest(before: readonly number[], after: readonly
       if (Math.abs(sum) >= observed - eps) hits++;
     }
   }
-  return { test: 'paired sign-flip permutation (two-sided)', n, meanDiff: mean(d), t, p: hits / total, exact: n <= 20 };
+  const p = n <= 20 ? hits / total : (hits + 1) / (total + 1);
+  return { test: 'paired sign-flip permutation (two-sided)', n, meanDiff: mean(d), t, p, exact: n <= 20 };
 }

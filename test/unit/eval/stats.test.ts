@@ -12,3 +12,17 @@ test('pairedPermutationTest: exact over all sign patterns', () => {
   assert.equal(r.p, 2 / 16);
   assert.equal(pairedPermutationTest([0.5, 0.5], [0.5, 0.5]).p, 1);
 });
+
+test('pairedPermutationTest: Monte-Carlo (more than 20 runs) counts the observed pattern, so p is never 0', () => {
+  const before = Array.from({ length: 30 }, () => 0);
+  const after = Array.from({ length: 30 }, (_, i) => 0.5 + i / 100);
+  const r = pairedPermutationTest(before, after);
+  assert.equal(r.exact, false);
+  // Every run improved: no random pattern of 200 000 reaches the observed sum, only the observed one.
+  assert.equal(r.p, 1 / 200_001);
+  const mixed = pairedPermutationTest(
+    before,
+    after.map((x, i) => (i % 2 ? x : -x)),
+  );
+  assert.ok(mixed.p > 0.5, String(mixed.p));
+});
