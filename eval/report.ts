@@ -200,7 +200,6 @@ function lineChart(title: string, subtitles: string[], xLabel: string, xs: numbe
   return out.join('\n') + '\n';
 }
 
-// A Monte-Carlo p of 0 only says that none of the random sign patterns was as extreme.
 const fmtP = (p: number): string => (!Number.isFinite(p) ? 'n/a' : `= ${p.toPrecision(2)}`);
 
 /** The overall curve: the mean over personas and seeds in bold, one thin line per persona. */
