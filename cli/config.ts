@@ -40,6 +40,12 @@ export interface GatewayConfig {
   outboxReadyMaxDepth: number;
   /** `/readyz` is not ready while the outbox has drained nothing for this long, ms. `GATEWAY_OUTBOX_STALL_MS` @default 60000 */
   outboxStallMs: number;
+  /**
+   * Longest wait for a turn's fsync'd outbox append before the call is answered anyway, ms. A
+   * turn answered past it is lost if the gateway dies before the append lands.
+   * `GATEWAY_CAPTURE_WAIT_MS` @default 1000
+   */
+  captureWaitMs: number;
 }
 
 /** An upstream OpenAI-compatible engine the gateway proxies to instead of the built-in model. */
@@ -489,6 +495,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       streamBufferBytes: r.number('GATEWAY_STREAM_BUFFER_BYTES', 1024 * 1024, count),
       outboxReadyMaxDepth: r.number('GATEWAY_OUTBOX_READY_MAX_DEPTH', 10_000, { integer: true, min: 0 }),
       outboxStallMs: r.number('GATEWAY_OUTBOX_STALL_MS', 60_000, positive),
+      captureWaitMs: r.number('GATEWAY_CAPTURE_WAIT_MS', 1000, positive),
       defaultTurnType: r.oneOf('DEFAULT_TURN_TYPE', 'main', ['main', 'side']),
       bodyLimitBytes: r.optionalNumber('GATEWAY_BODY_LIMIT_BYTES', count),
       generationTimeoutMs: r.optionalNumber('GATEWAY_GENERATION_TIMEOUT_MS', positive),

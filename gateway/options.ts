@@ -73,7 +73,11 @@ export interface GatewayOptions {
   generationTimeoutMs?: number;
   /** Largest accepted max_tokens / max_completion_tokens. @default 262144 */
   maxTokensLimit?: number;
-  /** Longest wait for the outbox append before answering. @default 200 */
+  /**
+   * Longest wait for the turn's outbox append before answering: a hung disk stalls no chat beyond
+   * it, and a turn answered past it is lost if the gateway dies before the append lands (200 ms
+   * was passed under CPU load, and a kill -9 then lost an answered turn). @default 1000
+   */
   captureBoundMs?: number;
   /**
    * Record every call as a Turn event. Off, the gateway only serves (nothing to learn from, and

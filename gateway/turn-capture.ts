@@ -51,7 +51,7 @@ export interface TurnCaptureOptions {
   index: SessionIndex;
   metrics: GatewayMetrics;
   logger: Logger;
-  /** Longest wait for the outbox append before answering anyway. @default 200 */
+  /** Longest wait for the outbox append before answering anyway. @default 1000 */
   boundMs?: number;
   /** Turns (and sessions) remembered for feedback by turn id and ownership. @default 100000 */
   recentTurns?: number;
@@ -75,7 +75,7 @@ export class TurnCapture {
 
   constructor(private readonly opts: TurnCaptureOptions) {
     this.ownership = new Ownership(opts.recentTurns ?? 100_000);
-    this.boundMs = opts.boundMs ?? 200;
+    this.boundMs = opts.boundMs ?? 1000;
     this.maxTurnBytes = opts.maxTurnBytes ?? maxValueBytes('turns');
   }
 

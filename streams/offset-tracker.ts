@@ -16,6 +16,8 @@ export interface TrackedEntry<O> {
 export class OffsetTracker<O> {
   private readonly entries: TrackedEntry<O>[] = [];
   private readonly byOffset = new Map<bigint, TrackedEntry<O>>();
+  /** The highest offset ever added: everything up to it is in flight or committed. */
+  private highest = -1n;
 
   /** Records that arrived and are not committed yet. */
   get size(): number {
@@ -32,6 +34,7 @@ export class OffsetTracker<O> {
     const last = this.entries.at(-1);
     if (last && offset <= last.offset) throw new Error(`offset ${offset} added after ${last.offset}`);
     const entry: TrackedEntry<O> = { offset, unitEnd, done: false, outputs: [] };
+    if (offset > this.highest) this.highest = offset;
     this.entries.push(entry);
     this.byOffset.set(offset, entry);
     return entry;
@@ -39,6 +42,15 @@ export class OffsetTracker<O> {
 
   has(offset: bigint): boolean {
     return this.byOffset.has(offset);
+  }
+
+  /**
+   * Whether `offset` was added before, in flight or committed since. A consumer that rejoins its
+   * group fetches again from the group's committed offsets, which a transaction still running
+   * may be about to move past: what it fetches again must not be processed twice.
+   */
+  seen(offset: bigint): boolean {
+    return offset <= this.highest;
   }
 
   complete(offset: bigint, outputs: O[]): void {

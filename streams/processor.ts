@@ -352,7 +352,7 @@ class ProcessorRuntime<S> {
     for (const m of batch.messages) {
       if (!isRunning() || isStale() || this.stopping) break;
       const offset = BigInt(m.offset);
-      if (tracker.has(offset)) continue;
+      if (tracker.seen(offset)) continue; // fetched again after a rebalance
       consumed++;
       if (this.o.handleBatch) {
         unit.push(m);

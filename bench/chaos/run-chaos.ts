@@ -72,6 +72,8 @@ export interface ScenarioResult {
   p99_after_fault_ms: number;
   seconds: number;
   lost_detail?: Record<string, number>;
+  /** When doubled > 0: how many extra copies each count saw. */
+  doubled_detail?: Record<string, number>;
   details: FaultDetails;
 }
 
@@ -288,6 +290,7 @@ async function runScenario(
     .map((c) => c.ms)
     .sort((a, b) => a - b);
   if (counts.lost > 0) say(`  missing: ${JSON.stringify(counts.detail)} e.g. ${JSON.stringify(counts.examples)}`);
+  if (counts.doubled > 0) say(`  doubled: ${JSON.stringify(counts.doubledDetail)} e.g. ${JSON.stringify(counts.doubledExamples)}`);
   return {
     scenario: name,
     answered: answered.size,
@@ -307,6 +310,7 @@ async function runScenario(
     p99_after_fault_ms: quantile(after, 0.99),
     seconds: Math.round((Date.now() - t0) / 1000),
     ...(counts.lost > 0 ? { lost_detail: counts.detail } : {}),
+    ...(counts.doubled > 0 ? { doubled_detail: counts.doubledDetail } : {}),
     details: { ...details, unanswered: load.unanswered, feedback: load.feedback },
   };
 }
@@ -344,12 +348,19 @@ async function count(ctx: FaultContext, observer: Observer, answered: Map<string
     judgements: [...pairIds].filter((id) => !judged.has(id) && !deadPairs.has(id)),
   };
   const missing = Object.fromEntries(Object.entries(ids).map(([k, v]) => [k, v.length])) as Record<keyof typeof ids, number>;
-  const doubled =
-    pairs.length -
-    pairIds.size +
-    (judgements.length - judgementIds.size) +
-    (samples.length - sampleIds.size) +
-    [...ch.values()].reduce((a, n) => a + n - 1, 0);
+  const twice = {
+    pairs: repeated(pairs.map((x) => x.pairId)),
+    judgements: repeated(judgements.map((j) => j.judgementId)),
+    samples: repeated(samples.map((s) => s.sampleId)),
+    clickhouse: [...ch].filter(([, n]) => n > 1).map(([id]) => id),
+  };
+  const doubledBy = {
+    pairs: pairs.length - pairIds.size,
+    judgements: judgements.length - judgementIds.size,
+    samples: samples.length - sampleIds.size,
+    clickhouse: [...ch.values()].reduce((a, n) => a + n - 1, 0),
+  };
+  const doubled = Object.values(doubledBy).reduce((a, n) => a + n, 0);
   return {
     turns: turns.length,
     distinct: turnIds.size,
@@ -361,6 +372,13 @@ async function count(ctx: FaultContext, observer: Observer, answered: Map<string
     lost: missing.turns_topic + missing.clickhouse + missing.pairs + missing.judgements,
     doubled,
     detail: missing,
+    doubledDetail: doubledBy,
+    /** A few of the ids seen more than once, to look them up in the logs. */
+    doubledExamples: Object.fromEntries(
+      Object.entries(twice)
+        .filter(([, v]) => v.length > 0)
+        .map(([k, v]) => [k, v.slice(0, 3)]),
+    ),
     /** A few of the missing ids, to look them up in the logs. */
     examples: Object.fromEntries(
       Object.entries(ids)
@@ -368,4 +386,10 @@ async function count(ctx: FaultContext, observer: Observer, answered: Map<string
         .map(([k, v]) => [k, v.slice(0, 3)]),
     ),
   };
+}
+
+/** The values that occur more than once in `ids`. */
+function repeated(ids: string[]): string[] {
+  const seen = new Set<string>();
+  return [...new Set(ids.filter((id) => seen.has(id) || !seen.add(id)))];
 }

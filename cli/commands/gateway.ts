@@ -27,7 +27,10 @@ export function gatewayAddress(config: TurnstreamConfig, flags: { port?: string;
 /** The gateway's guards from the configuration: identity, protected metrics, admission, slow clients, readiness. */
 export function gatewayGuards(
   config: TurnstreamConfig,
-): Pick<GatewayOptions, 'serviceKeys' | 'metricsKey' | 'admission' | 'streams' | 'outboxReadyMaxDepth' | 'outboxStallMs'> {
+): Pick<
+  GatewayOptions,
+  'serviceKeys' | 'metricsKey' | 'admission' | 'streams' | 'outboxReadyMaxDepth' | 'outboxStallMs' | 'captureBoundMs'
+> {
   const g = config.gateway;
   return {
     serviceKeys: g.serviceKeys,
@@ -36,6 +39,7 @@ export function gatewayGuards(
     streams: { stallTimeoutMs: g.streamStallTimeoutMs, maxBufferedBytes: g.streamBufferBytes },
     outboxReadyMaxDepth: g.outboxReadyMaxDepth,
     outboxStallMs: g.outboxStallMs,
+    captureBoundMs: g.captureWaitMs,
   };
 }
 

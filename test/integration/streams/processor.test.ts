@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Kafka } from 'kafkajs';
+import type { EachBatchPayload, Kafka } from 'kafkajs';
 import type { DeadLetter, Feedback, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
 import {
   createEventCodecs,
@@ -13,7 +13,9 @@ import {
   readToEnd,
   runProcessor,
   type EventCodecs,
+  type ProcessorHandle,
 } from '../../../streams/index.ts';
+import { CoPartitionedAssigner } from '../../../streams/co-partitioned-assigner.ts';
 import { startCountingProcessor } from '../../support/counting-processor.ts';
 import { exampleFeedback, examplePair, exampleSessionState, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
@@ -71,6 +73,12 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
     if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await sleep(500);
   }
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, () => {
@@ -334,6 +342,109 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     assert.match(dlq[0].message, /pairs/);
     const input = await codecs.of('turns').decode(dlq[0].value!);
     assert.equal(input.turnId, huge, 'the input record itself is kept');
+    await producer.disconnect();
+  });
+
+  it('a rejoin that fetches again from offsets a running transaction is about to move past processes nothing twice', async () => {
+    // The interleaving a loaded broker produces (every member's session expires at once): the
+    // group's committed offsets are fetched after a rejoin while the transaction that moves them
+    // is still running, and the records fetched again arrive once it has committed. Held here
+    // in that order: the first commit waits until the records come again; they wait for it.
+    const prefix = uniquePrefix('rt-rejoin');
+    await ensureTopics(kafka, { naming: { prefix }, partitions: 1 });
+    const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
+    const producer = new EventProducer(kafka, codecs);
+    await producer.connect();
+    const ids = await produceTurns(producer, 3, 1);
+    const groupId = `${prefix}rejoin`;
+    const commitHeld = deferred<void>();
+    const fetchedAgain = deferred<void>();
+    const committed = deferred<void>();
+    const handedAgain = deferred<void>();
+    let highest = -1n;
+    let held = false;
+    const started: { h?: ProcessorHandle } = {};
+    const hooked = new Proxy(kafka, {
+      get(target, prop, receiver) {
+        if (prop === 'consumer')
+          return (config: Parameters<Kafka['consumer']>[0]) => {
+            const c = target.consumer(config);
+            const run = c.run.bind(c);
+            c.run = (o) => {
+              const eachBatch = o!.eachBatch!;
+              return run({
+                ...o,
+                eachBatch: async (p: EachBatchPayload) => {
+                  const offsets = p.batch.messages.map((m) => BigInt(m.offset));
+                  const again = offsets.length > 0 && offsets[0] <= highest;
+                  if (again) {
+                    fetchedAgain.resolve();
+                    await committed.promise;
+                    await waitFor('the held transaction to be done', async () => (started.h?.stats().committedTransactions ?? 0) >= 1);
+                  }
+                  for (const x of offsets) if (x > highest) highest = x;
+                  await eachBatch(p);
+                  if (again) handedAgain.resolve();
+                },
+              });
+            };
+            return c;
+          };
+        if (prop === 'producer')
+          return (config: Parameters<Kafka['producer']>[0]) => {
+            const p = target.producer(config);
+            const transaction = p.transaction.bind(p);
+            p.transaction = async () => {
+              const t = await transaction();
+              const commit = t.commit.bind(t);
+              t.commit = async () => {
+                if (!held) {
+                  held = true;
+                  commitHeld.resolve();
+                  await fetchedAgain.promise;
+                  await commit();
+                  committed.resolve();
+                  return;
+                }
+                await commit();
+              };
+              return t;
+            };
+            return p;
+          };
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+    const h = (started.h = await runProcessor({
+      name: 'rejoin',
+      kafka: hooked,
+      codecs,
+      groupId,
+      inputs: ['turns'],
+      sessionTimeoutMs: 6000,
+      handle: async (record, ctx) => {
+        const turn = record.value as Turn;
+        ctx.emit('pairs', record.key, examplePair({ pairId: turn.turnId, sessionId: turn.sessionId }));
+      },
+    }));
+    await commitHeld.promise;
+    // A second member joins (its id sorts after ours: the one partition stays ours), so the
+    // processor rejoins and kafkajs fetches the group's offsets while our commit is held.
+    const other = createKafka({ brokers: [stack.brokers], clientId: 'zzz-rejoin' }).consumer({
+      groupId,
+      sessionTimeout: 6000,
+      partitionAssigners: [CoPartitionedAssigner],
+    });
+    await other.connect();
+    await other.subscribe({ topic: codecs.topic('turns'), fromBeginning: true });
+    await other.run({ eachMessage: async () => undefined });
+    await handedAgain.promise;
+    // Whatever was handed over is committed (a duplicate too) once everything consumed is produced.
+    await waitFor('what was handed over to commit', async () => h.stats().inFlight === 0 && h.stats().produced === h.stats().consumed);
+    await other.disconnect();
+    await h.stop();
+    const pairs = await readPairs(codecs);
+    assert.deepEqual(pairs.map((p) => p.pairId).sort(), [...ids].sort(), 'each record once');
     await producer.disconnect();
   });
 

@@ -69,6 +69,7 @@ describe('loadConfig', () => {
         streamBufferBytes: 1_048_576,
         outboxReadyMaxDepth: 10_000,
         outboxStallMs: 60_000,
+        captureWaitMs: 1000,
       },
       upstream: { baseUrl: undefined, apiKey: undefined, model: undefined },
       processor: { concurrency: undefined, sessionTimeoutMs: undefined },
@@ -177,6 +178,7 @@ describe('loadConfig', () => {
       GATEWAY_STREAM_BUFFER_BYTES: '65536',
       GATEWAY_OUTBOX_READY_MAX_DEPTH: '5',
       GATEWAY_OUTBOX_STALL_MS: '3000',
+      GATEWAY_CAPTURE_WAIT_MS: '250',
       UPSTREAM_BASE_URL: 'http://up/v1',
       UPSTREAM_API_KEY: 'sk',
       UPSTREAM_MODEL: 'big',
@@ -197,6 +199,7 @@ describe('loadConfig', () => {
       streamBufferBytes: 65_536,
       outboxReadyMaxDepth: 5,
       outboxStallMs: 3000,
+      captureWaitMs: 250,
     });
     assert.deepEqual([c.metricsKey, c.dashboardKey], ['mk', 'dk']);
     assert.throws(() => load({ GATEWAY_MAX_CONCURRENT_GENERATIONS: '0' }), /GATEWAY_MAX_CONCURRENT_GENERATIONS/);

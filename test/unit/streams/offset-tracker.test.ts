@@ -3,6 +3,20 @@ import { describe, it } from 'node:test';
 import { OffsetTracker } from '../../../streams/offset-tracker.ts';
 
 describe('OffsetTracker', () => {
+  it('knows the offsets it saw after their transaction committed, so a fetch again from an older committed offset is skipped', () => {
+    const t = new OffsetTracker<string>();
+    for (const o of [5n, 6n, 7n]) t.add(o);
+    for (const o of [5n, 6n, 7n]) t.complete(o, [`out ${o}`]);
+    t.drop(3); // their transaction committed
+    assert.equal(t.size, 0);
+    assert.equal(t.has(6n), false, 'no longer in flight');
+    assert.equal(t.seen(5n), true, 'but seen: the group may fetch it again from an offset committed before');
+    assert.equal(t.seen(7n), true);
+    assert.equal(t.seen(8n), false, 'the next record is new');
+    t.add(8n);
+    assert.equal(t.seen(8n), true);
+  });
+
   it('hands back only the finished prefix, outputs in offset order', () => {
     const t = new OffsetTracker<string>();
     for (const o of [10n, 11n, 12n, 13n]) t.add(o);
