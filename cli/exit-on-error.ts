@@ -41,3 +41,13 @@ export function installExitOnError(): void {
   process.on('uncaughtException', exitOnError);
   process.on('unhandledRejection', exitOnError);
 }
+
+/**
+ * Lets SIGINT and SIGTERM end the process at once, for commands with nothing to flush that hold
+ * the event loop in long synchronous steps (a LoRA step in tfjs takes seconds): node-llama-cpp's
+ * lockfile hooks both signals on import, and a hooked signal waits for the event loop
+ * (`turnstream eval` exited 9–25 s after Ctrl-C).
+ */
+export function endAtOnceOnSignals(): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.removeAllListeners(signal);
+}

@@ -21,6 +21,7 @@ import { runMultiUserEval } from '../../eval/multi-user.ts';
 import { mergeResults, runEval, type EvalResult } from '../../eval/run-eval.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel, type ServedModel } from '../served-model.ts';
+import { endAtOnceOnSignals } from '../exit-on-error.ts';
 
 interface EvalFlags {
   personas?: string;
@@ -204,6 +205,8 @@ export function register(program: Command): void {
     .option('--max-user-share <x>', "with --users: the batcher's per-user cap", '0.25')
     .option('--shared-rate <p>', 'with --users: probability that one other user also reacts to a reply (shared thread)', '0')
     .action(async (f: EvalFlags, cmd: Command) => {
+      // Results are written at the end: Ctrl-C has nothing to save and should not wait for tfjs.
+      endAtOnceOnSignals();
       const config = loadConfig();
       // stdout carries only the result (one JSON object with --json): progress and logs go to stderr.
       const logger = createLogger('eval', 'warn');
