@@ -106,6 +106,7 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
     logger: options.logger,
     inputs: ['turns', 'feedback'],
     state: { topic: 'sessionState' },
+    onAssigned: () => clock.rejoined(Date.now()),
     // Each step is pure and quick: a fetched batch goes in one call, and a session's state is
     // written to the changelog once per batch, however many of its events the batch held. The
     // runtime runs a partition's batches of both topics one after the other; the clock waits for

@@ -120,6 +120,8 @@ export interface ProcessorOptions<S = never> {
    * Give this or `handle`.
    */
   handleBatch?(records: InputRecord[], ctx: HandlerContext<S>): Promise<void>;
+  /** Called when the consumer (re)joins its group, with the partitions it owns now. */
+  onAssigned?(partitions: number[]): void;
   /** Periodic work on the state (idle timeouts); its outputs commit in the next transaction. */
   punctuate?: { intervalMs: number; run(ctx: PunctuateContext<S>): Promise<void> };
 }
@@ -322,6 +324,7 @@ class ProcessorRuntime<S> {
     }
     this.rebalancing = false;
     this.log.info({ partitions: [...parts].sort((a, b) => a - b) }, 'assigned');
+    this.o.onAssigned?.([...parts].sort((a, b) => a - b));
     void Promise.all([...this.restoring.values()]).then(() => this.readyResolve());
   }
 

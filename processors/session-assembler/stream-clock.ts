@@ -14,6 +14,12 @@
  * holds time back for up to `stallMs`, not just `quietMs`. The bound is there because a
  * partition ending in an aborted transaction shows a lag that read_committed never delivers.
  *
+ * After the consumer rejoins its group (a rebalance: say, a broker stalled long enough to expire
+ * the session) nothing was read for a while because nothing could be, not because everything
+ * was: every source then counts as behind again, and holds time back until a record read from it
+ * shows it caught up, or for `stallMs`. Without that, a session whose feedback was read before
+ * the stall closed idle at the first tick after it, and its turn, read a moment later, was late.
+ *
  * A source `expect`ed but not read yet (the feedback partition of a turns partition just read:
  * they are handled in separate batches) holds time still for up to `quietMs`, as before the
  * first record: a 👍 it holds may belong to a pair that the turns read so far would let go.
@@ -55,6 +61,12 @@ export class StreamClock {
   /** Notes that `source` has records to come (a co-partitioned input of one just read): time waits for it up to `quietMs`. */
   expect(source: string | number, wallNow: number): void {
     if (!this.sources.has(source) && !this.expected.has(source)) this.expected.set(source, wallNow);
+  }
+
+  /** Notes that the consumer (re)joined its group at `wallNow`: what it read before may be far behind now. */
+  rejoined(wallNow: number): void {
+    for (const [source, p] of this.sources) this.sources.set(source, { ...p, seenAt: wallNow, behind: true });
+    for (const source of this.expected.keys()) this.expected.set(source, wallNow);
   }
 
   /** The time to expire sessions and release held pairs against. */
