@@ -16,9 +16,10 @@
  *
  * After the consumer rejoins its group (a rebalance: say, a broker stalled long enough to expire
  * the session) nothing was read for a while because nothing could be, not because everything
- * was: every source then counts as behind again, and holds time back until a record read from it
- * shows it caught up, or for `stallMs`. Without that, a session whose feedback was read before
- * the stall closed idle at the first tick after it, and its turn, read a moment later, was late.
+ * was: quiet is then counted from the rejoin, as after a restart. Without that, a session whose
+ * feedback was read before the stall closed idle at the first tick after it, and its turn, read
+ * a moment later, was late. (Holding every source as behind, for up to `stallMs`, was tried: with
+ * the group rejoining every 20–60 s under load, the clock stood still and no pair went out.)
  *
  * A source `expect`ed but not read yet (the feedback partition of a turns partition just read:
  * they are handled in separate batches) holds time still for up to `quietMs`, as before the
@@ -65,7 +66,7 @@ export class StreamClock {
 
   /** Notes that the consumer (re)joined its group at `wallNow`: what it read before may be far behind now. */
   rejoined(wallNow: number): void {
-    for (const [source, p] of this.sources) this.sources.set(source, { ...p, seenAt: wallNow, behind: true });
+    for (const [source, p] of this.sources) this.sources.set(source, { ...p, seenAt: Math.max(p.seenAt, wallNow) });
     for (const source of this.expected.keys()) this.expected.set(source, wallNow);
   }
 
