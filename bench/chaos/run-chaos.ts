@@ -111,6 +111,23 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
   };
   say(`chaos: a stack of its own in ${home}`);
   const up = await stackUp({ ...stack, onProgress: (p) => say(`  ${p.service}: ${p.message}`) });
+  const running: { supervisor?: Supervisor } = {};
+  let cleaning: Promise<void> | undefined;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      await running.supervisor?.stopAll();
+      if (!o.keep) {
+        await stackDown(stack);
+        rmSync(home, { recursive: true, force: true });
+      }
+    })());
+  // Ctrl-C or a SIGTERM stops the services and the stack this run started, as its end does.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    say(`chaos: ${signal}: stopping what it started`);
+    void cleanup().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const logger = createLogger('chaos', 'error');
   const kafka = createKafka({ brokers: parseBrokers(up.brokers), clientId: 'chaos', logger });
   const codecs = await waitForDependencies({ kafka, brokers: up.brokers, registryUrl: up.registryUrl, logger });
@@ -150,7 +167,7 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
     const c = spawn(process.execPath, [BIN, 'init-weights'], { env, stdio: 'ignore' });
     c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`init-weights exited ${code}`))));
   });
-  const supervisor = new Supervisor({
+  const supervisor = (running.supervisor = new Supervisor({
     bin: BIN,
     logDir: join(home, 'logs'),
     env,
@@ -159,13 +176,16 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
     onChange: (name, state, detail) => {
       if (state !== 'running') say(`  ${name}: ${state}${detail ? ` (${detail.split(';')[0]})` : ''}`);
     },
-  });
+  }));
   const httpOk = (url: string) => async () => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok;
   supervisor.start({ name: 'gateway', args: ['gateway'], url: gatewayUrl, healthy: httpOk(`${gatewayUrl}/readyz`) });
   for (const p of ['session-assembler', 'judge', 'sample-builder']) supervisor.start({ name: p, args: ['process', p] });
   supervisor.start({ name: 'trainer', args: ['train', '--backend', 'cpu'] });
   supervisor.start({ name: 'clickhouse-sink', args: ['sink'] });
-  if (!(await supervisor.waitReady(240_000))) throw new Error(`services did not come up; see ${join(home, 'logs')}`);
+  if (!(await supervisor.waitReady(240_000))) {
+    await cleanup();
+    throw new Error(`services did not come up; see ${join(home, 'logs')}`);
+  }
   say('chaos: every service is up');
   const store = new AnalyticsStore({ url: up.clickhouseUrl });
   const observer = await Observer.start(kafka, codecs, store, logger);
@@ -191,11 +211,9 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
     versions = [...observer.seen.weights.values()].map((w) => w.version).sort((a, b) => a - b);
     await observer.stop();
     await store.close();
-    await supervisor.stopAll();
-    if (!o.keep) {
-      await stackDown(stack);
-      rmSync(home, { recursive: true, force: true });
-    }
+    await cleanup();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   const consecutive = versions.every((v, i) => v === i + 1);
   const ok =
