@@ -40,10 +40,6 @@ export class OffsetTracker<O> {
     return entry;
   }
 
-  has(offset: bigint): boolean {
-    return this.byOffset.has(offset);
-  }
-
   /**
    * Whether `offset` was added before, in flight or committed since. A consumer that rejoins its
    * group fetches again from the group's committed offsets, which a transaction still running

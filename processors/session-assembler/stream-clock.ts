@@ -66,7 +66,7 @@ export class StreamClock {
 
   /** Notes that the consumer (re)joined its group at `wallNow`: what it read before may be far behind now. */
   rejoined(wallNow: number): void {
-    for (const [source, p] of this.sources) this.sources.set(source, { ...p, seenAt: Math.max(p.seenAt, wallNow) });
+    for (const [source, p] of this.sources) this.sources.set(source, { ...p, seenAt: wallNow });
     for (const source of this.expected.keys()) this.expected.set(source, wallNow);
   }
 
