@@ -2,7 +2,7 @@
  * How a persona answers a reply, as people do: thanks when it answers the question and satisfies
  * the hidden preference, a correction in plain words otherwise, and now and then an explicit 👍/👎.
  */
-import { answersPrompt, repeatsItself } from './answers-prompt.ts';
+import { answersPrompt, isWordSalad, repeatsItself } from './answers-prompt.ts';
 import type { Persona } from './persona.ts';
 
 /** What a persona says to a reply that does not answer the question at all. */
@@ -14,9 +14,12 @@ export const REPEATING = [
   "You're going round in circles, that's no answer.",
 ];
 
-/** The reply is an answer: it shares a content word with `question` (when given), adds one of its own, and does not loop. */
+/**
+ * The reply is an answer: it shares a content word with `question` (when given), adds one of its
+ * own, does not loop, and is written in English words.
+ */
 export function isAnswer(reply: string, question?: string): boolean {
-  return (question === undefined || answersPrompt(question, reply)) && !repeatsItself(reply);
+  return (question === undefined || answersPrompt(question, reply)) && !repeatsItself(reply) && !isWordSalad(reply);
 }
 
 /** The persona is satisfied: the reply answers `question` (when given) and meets the preference. */

@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parsePersonas } from '../../../eval/persona.ts';
-import { NOT_AN_ANSWER, react, REPEATING, satisfies } from '../../../eval/reaction.ts';
-import { answersPrompt, repeatsItself } from '../../../eval/answers-prompt.ts';
+import { isAnswer, NOT_AN_ANSWER, react, REPEATING, satisfies } from '../../../eval/reaction.ts';
+import { answersPrompt, isWordSalad, repeatsItself } from '../../../eval/answers-prompt.ts';
 import { createEmbeddedJudge } from '../../../processors/index.ts';
 import { examplePair } from '../../support/fixtures.ts';
 
@@ -131,4 +131,26 @@ test('a reply that loops is no answer, even when it names the topic and meets th
   assert.equal(r.satisfied, false);
   assert.ok(REPEATING.includes(r.text));
   judgedAsCorrections(REPEATING);
+});
+
+test('word salad that names the topic is no answer: most of its words must be English words', () => {
+  // Replies seen after training (eval/results/real-model/*/replies.md): each names the topic and adds a word.
+  const salad = ['Cats are obligidivitis necrobaprax asiofelis.', 'A router is a findereader.', 'bread riseisin of yeast'];
+  const questions = ['why do cats sleep so much?', 'what does a router do?', 'how does bread rise?'];
+  for (const [i, reply] of salad.entries()) {
+    assert.equal(answersPrompt(questions[i], reply), true, `the lexical check alone takes "${reply}"`);
+    assert.equal(isWordSalad(reply), true, reply);
+    assert.equal(isAnswer(reply, questions[i]), false, reply);
+  }
+  // Names, possessives, units and a word or two the list lacks stay answers.
+  for (const fine of [
+    "The sky's blue comes from Rayleigh scattering of sunlight by the air's molecules.",
+    'Knead 500 g of flour with yeast, salt and water, let it rise, then bake it at 220 °C.',
+    'Cats sleep a lot because they are crepuscular hunters that save energy between hunts.',
+  ])
+    assert.equal(isWordSalad(fine), false, fine);
+  assert.equal(isWordSalad('42 — 7.'), false, 'nothing to judge: other checks decide');
+  assert.equal(isWordSalad('מקקקק קוגר שלום'), true, 'another script is no English answer');
+  const r = react(sue, salad[0], () => 0, 0, questions[0]);
+  assert.ok(NOT_AN_ANSWER.includes(r.text));
 });
