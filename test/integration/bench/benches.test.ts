@@ -25,6 +25,7 @@ const load = async (name: string): Promise<BenchModule> => (await import(`../../
 const TOY: Record<string, Record<string, string>> = {
   streams: { records: '200' },
   kstreams: { records: '200', pairs: '1', warmups: '1' },
+  clients: { records: '300', pairs: '1' },
   gateway: { clients: '1', seconds: '1', rounds: '1', 'max-tokens': '2' },
   pipeline: { sessions: '10', turns: '2', 'live-sessions': '2', 'grace-ms': '0' },
   replay: { turns: '40', 'turns-per-session': '4' },
@@ -97,6 +98,12 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         assert.equal(r.output_records, Number(r.pairs) + Number(r.judgements) + Number(r.samples));
         assert.ok(Number(r.produce_floor_seconds) >= 0 && Number(r.floor_share) >= 0);
         assert.ok(Number(r.produce_floor_stock_kafkajs_seconds) > 0, 'the floor on stock kafkajs too');
+      }
+      if (name === 'clients') {
+        // Both clients read every record and passed every record on, in the same pair.
+        assert.equal(r.peer, '@platformatic/kafka 2.12.1');
+        const [pair] = r.runs as Array<Record<string, number>>;
+        for (const k of ['kafkajs_read', 'peer_read', 'kafkajs_passthrough', 'peer_passthrough']) assert.ok(pair[k] > 0, k);
       }
       if (name === 'pipeline') assert.ok(Number(r.raw_stock_kafkajs_msgs_per_s) > 0, 'the raw passthrough on stock kafkajs too');
     });

@@ -1,0 +1,133 @@
+// The Kafka client turnstream runs on (kafkajs 2.2.4, its last release, with the hot paths of
+// streams/kafkajs.ts replaced) against a maintained peer, @platformatic/kafka, on the same broker
+// and the same records, runs interleaved:
+//   turnstream bench clients [--json] [--records 100000] [--partitions 3] [--pairs 3]
+//
+// - read: each client reads the topic from the beginning with a fresh group;
+// - passthrough: each reads it and produces every record again (acks=all, idempotent, at least
+//   once), the raw baseline of `bench streams` and `bench kstreams`.
+// Both are timed from the first record the client hands over to the last. kafkajs runs in this
+// process (bench/support.ts); the peer runs in its own Node process from bench/kafka-clients,
+// which is installed there on first use, apart from turnstream's dependencies. The figures are
+// medians of the pairs; ratio is the peer's passthrough ÷ kafkajs'.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BenchArgs } from '../cli/commands/bench.ts';
+import { runCommand } from '../infra/run-command.ts';
+import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
+import { benchFamily, createPlainTopic, rawConsume, rawPassthrough, rawProduce } from './support.ts';
+
+export const description =
+  'kafkajs (as turnstream runs it) against @platformatic/kafka: read and consume → produce of the same records, interleaved';
+
+export const options: BenchOptions = {
+  records: { default: '100000', min: 100, help: 'records of 1 KB' },
+  partitions: { default: '3', help: 'partitions of the topics' },
+  pairs: { default: '3', help: 'interleaved measured rounds (each: both clients read, then both pass the records on)' },
+};
+
+const PEER_DIR = fileURLToPath(new URL('./kafka-clients/', import.meta.url));
+const PEER_PACKAGE = '@platformatic/kafka';
+
+export interface ClientsBenchResult extends BenchResult {
+  records: number;
+  partitions: number;
+  pairs: number;
+  peer: string;
+  /** Medians over the pairs, records per second. */
+  kafkajs_read_msgs_per_s: number;
+  peer_read_msgs_per_s: number;
+  kafkajs_passthrough_msgs_per_s: number;
+  peer_passthrough_msgs_per_s: number;
+  /** The peer's read ÷ kafkajs' read (medians). */
+  ratio_read: number;
+  runs: Array<{ kafkajs_read: number; peer_read: number; kafkajs_passthrough: number; peer_passthrough: number }>;
+}
+
+/** Installs the peer client into bench/kafka-clients unless it is there already. */
+async function ensurePeer(progress: (l: string) => void): Promise<string> {
+  const installed = join(PEER_DIR, 'node_modules', ...PEER_PACKAGE.split('/'), 'package.json');
+  if (!existsSync(installed)) {
+    progress(`installing ${PEER_PACKAGE} into bench/kafka-clients`);
+    await runCommand('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: PEER_DIR, what: `installing ${PEER_PACKAGE}` });
+  }
+  return `${PEER_PACKAGE} ${(JSON.parse(readFileSync(installed, 'utf8')) as { version: string }).version}`;
+}
+
+/** One run of the peer in its own process: records per second. */
+function peerRun(args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(PEER_DIR, 'peer.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (err = (err + b.toString()).slice(-4000)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
+    child.once('error', reject);
+    child.once('close', (code, sig) => {
+      clearTimeout(timer);
+      const line = out.trim().split('\n').pop() ?? '';
+      if (code === 0 && line.startsWith('{')) return resolve((JSON.parse(line) as { msgs_per_s: number }).msgs_per_s);
+      reject(new Error(`the ${PEER_PACKAGE} peer failed (${sig ?? `exit ${code}`}):\n${err.trimEnd()}`));
+    });
+  });
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+export async function run({ config, options: given, progress }: BenchArgs): Promise<ClientsBenchResult> {
+  const o = resolveOptions(options, given);
+  const records = Number(o.records);
+  const partitions = Number(o.partitions);
+  const pairs = Number(o.pairs);
+  const peer = await ensurePeer(progress);
+  const family = await benchFamily(config, 'clients', partitions, []);
+  try {
+    const { kafka, prefix, endpoints } = family;
+    const input = `${prefix}input`;
+    await createPlainTopic(kafka, input, partitions);
+    const value = Buffer.alloc(1024, 'x');
+    const data = Array.from({ length: records }, (_, i) => ({ key: `session-${i % 1000}`, value }));
+    progress(`producing ${records} records of 1 KB to ${partitions} partitions`);
+    await rawProduce(kafka, input, data);
+    const runs: ClientsBenchResult['runs'] = [];
+    for (let p = 0; p < pairs; p++) {
+      const id = `${prefix}r${p}`;
+      const kafkajsRead = records / (await rawConsume(kafka, input, records, `${id}-kafkajs-read`));
+      const peerRead = await peerRun(['read', endpoints.brokers, input, String(records), `${id}-peer-read`]);
+      const kafkajsPass = records / (await rawPassthrough(kafka, input, `${id}-kafkajs-out`, records, `${id}-kafkajs-pass`, partitions));
+      await createPlainTopic(kafka, `${id}-peer-out`, partitions);
+      const peerPass = await peerRun(['pass', endpoints.brokers, input, String(records), `${id}-peer-pass`, `${id}-peer-out`]);
+      const r = {
+        kafkajs_read: Math.round(kafkajsRead),
+        peer_read: peerRead,
+        kafkajs_passthrough: Math.round(kafkajsPass),
+        peer_passthrough: peerPass,
+      };
+      runs.push(r);
+      progress(`pair ${p + 1}/${pairs}: ${JSON.stringify(r)}`);
+    }
+    const m = (k: keyof ClientsBenchResult['runs'][number]) => median(runs.map((r) => r[k]));
+    return {
+      baseline: 'kafkajs 2.2.4 as turnstream runs it (streams/kafkajs.ts), in the same run, interleaved',
+      records,
+      partitions,
+      pairs,
+      peer,
+      kafkajs_read_msgs_per_s: m('kafkajs_read'),
+      peer_read_msgs_per_s: m('peer_read'),
+      kafkajs_passthrough_msgs_per_s: m('kafkajs_passthrough'),
+      peer_passthrough_msgs_per_s: m('peer_passthrough'),
+      ratio: Number((m('peer_passthrough') / m('kafkajs_passthrough')).toFixed(2)),
+      ratio_read: Number((m('peer_read') / m('kafkajs_read')).toFixed(2)),
+      runs,
+    };
+  } finally {
+    await family.cleanup();
+  }
+}
