@@ -23,7 +23,7 @@ import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel, type ServedModel } from '../served-model.ts';
 import { endAtOnceOnSignals } from '../exit-on-error.ts';
 
-interface EvalFlags {
+export interface EvalFlags {
   personas?: string;
   interactions: string;
   seeds: string;
@@ -217,17 +217,7 @@ export function register(program: Command): void {
       // The persona file is checked before tfjs loads: a bad file is one line, nothing else.
       const builtin = (f.model ?? config.model.spec).trim() === 'builtin';
       const given = (name: string) => cmd.getOptionValueSource(name) !== 'default';
-      if (f.quick) {
-        // 12 on the real model: its ten-seed curve is at 0.17 after 6 interactions and 0.48 after 12.
-        if (!given('interactions')) f.interactions = builtin ? '8' : '12';
-        if (!given('seeds')) f.seeds = '1';
-        if (!given('heldOutSamples')) f.heldOutSamples = '2';
-      } else if (!builtin && !f.users) {
-        // The real model's standard run, the one measured in trainer/README.md: within an hour on 2 cores.
-        if (!given('interactions')) f.interactions = '24';
-        if (!given('evalEvery')) f.evalEvery = '3';
-        if (!given('workers')) f.workers = String(Math.min(2, availableParallelism()));
-      }
+      applyRunDefaults(f, builtin, given, availableParallelism());
       const onlySeed = f.seed === undefined ? undefined : Number(f.seed);
       if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= Number(f.seeds)))
         throw invalidInput(`--seed must be an integer from 1 to --seeds (got ${f.seed})`, '--seed');
@@ -411,6 +401,24 @@ const STANDARD_PERSONAS = ['concise-carl', 'twosentence-tia', 'oneparagraph-pia'
 function pick(personas: Persona[], names: string[], fallback: Persona[] = personas): Persona[] {
   const found = personas.filter((p) => names.includes(p.name));
   return found.length === names.length ? found : fallback;
+}
+
+/**
+ * The defaults that depend on the run: `--quick` (a few minutes) and, on the real model, the
+ * standard run measured in trainer/README.md. A value given on the command line keeps its place.
+ */
+export function applyRunDefaults(f: EvalFlags, builtin: boolean, given: (flag: keyof EvalFlags) => boolean, cores: number): void {
+  if (f.quick) {
+    // 12 on the real model: its ten-seed curve is at 0.17 after 6 interactions and 0.48 after 12.
+    if (!given('interactions')) f.interactions = builtin ? '8' : '12';
+    if (!given('seeds')) f.seeds = '1';
+    if (!given('heldOutSamples')) f.heldOutSamples = '2';
+  } else if (!builtin && !f.users) {
+    // The real model's standard run: within an hour on 2 cores.
+    if (!given('interactions')) f.interactions = '24';
+    if (!given('evalEvery')) f.evalEvery = '3';
+    if (!given('workers')) f.workers = String(Math.min(2, cores));
+  }
 }
 
 /** `--quick`'s two personas: the fast learners when the file has them, else its first two. */

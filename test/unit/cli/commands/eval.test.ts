@@ -14,6 +14,7 @@ import { writeTinyModel } from '../../../../policy/index.ts';
 import { LEARNER_LR, LORA_LR } from '../../../../trainer/learner.ts';
 import { LORA_STEP_DEFAULTS } from '../../../../trainer/step-defaults.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
+import { applyRunDefaults, type EvalFlags } from '../../../../cli/commands/eval.ts';
 
 const persona = (name: string, check: unknown, system?: string) => ({
   name,
@@ -320,4 +321,37 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       assert.deepEqual(Object.keys(latest.per_persona).sort(), ['dotty-dee', 'wordy-wes']);
       assert.ok(latest.finished_at > Date.now() - 300_000);
     });
+});
+
+describe('the run defaults of turnstream eval', () => {
+  const flags = (over: Partial<EvalFlags> = {}): EvalFlags =>
+    ({ interactions: '36', seeds: '3', heldOutSamples: '4', evalEvery: '1', workers: '1', ...over }) as EvalFlags;
+  const none = () => false;
+
+  it('--quick: 12 interactions on the real model, 8 on the built-in one, one seed, two samples per held-out prompt', () => {
+    const real = flags({ quick: true });
+    applyRunDefaults(real, false, none, 2);
+    assert.deepEqual([real.interactions, real.seeds, real.heldOutSamples, real.workers], ['12', '1', '2', '1']);
+    const builtin = flags({ quick: true });
+    applyRunDefaults(builtin, true, none, 2);
+    assert.equal(builtin.interactions, '8');
+  });
+
+  it('the standard run on the real model: 24 interactions, every 3rd version, at most 2 workers; a given value keeps its place', () => {
+    const real = flags();
+    applyRunDefaults(real, false, none, 16);
+    assert.deepEqual([real.interactions, real.evalEvery, real.workers, real.seeds], ['24', '3', '2', '3']);
+    const oneCore = flags();
+    applyRunDefaults(oneCore, false, none, 1);
+    assert.equal(oneCore.workers, '1');
+    const given = flags({ interactions: '6', quick: true });
+    applyRunDefaults(given, false, (flag) => flag === 'interactions', 2);
+    assert.equal(given.interactions, '6');
+    const builtin = flags();
+    applyRunDefaults(builtin, true, none, 2);
+    assert.deepEqual([builtin.interactions, builtin.evalEvery], ['36', '1'], 'the built-in model keeps the declared defaults');
+    const users = flags({ users: '3' });
+    applyRunDefaults(users, false, none, 2);
+    assert.equal(users.interactions, '36', '--users has its own defaults');
+  });
 });
