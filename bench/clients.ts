@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import { runCommand } from '../infra/run-command.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
-import { benchFamily, createPlainTopic, rawConsume, rawPassthrough, rawProduce } from './support.ts';
+import { benchFamily, createPlainTopic, median, rawConsume, rawPassthrough, rawProduce } from './support.ts';
 
 export const description =
   'kafkajs (as turnstream runs it) against @platformatic/kafka: read and consume → produce of the same records, interleaved';
@@ -74,11 +74,6 @@ function peerRun(args: string[]): Promise<number> {
     });
   });
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 export async function run({ config, options: given, progress }: BenchArgs): Promise<ClientsBenchResult> {
   const o = resolveOptions(options, given);

@@ -26,7 +26,7 @@ import { KAFKA_VERSION } from '../infra/kafka.ts';
 import { checkPrerequisites } from '../infra/prerequisites.ts';
 import { runCommand } from '../infra/run-command.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
-import { benchFamily, benchTempDir, rawPassthrough, rawProduce, type BenchFamily } from './support.ts';
+import { benchFamily, benchTempDir, median, rawPassthrough, rawProduce, type BenchFamily } from './support.ts';
 import { runtimePassthrough, turnRecords } from './runtime-passthrough.ts';
 
 export const description =
@@ -156,13 +156,6 @@ class KStreamsPeer {
     await closed;
     clearTimeout(timer);
   }
-}
-
-/** The median of `xs` (mean of the middle two for an even count). */
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 export async function run(args: BenchArgs): Promise<KStreamsBenchResult> {

@@ -13,7 +13,7 @@ import { startClickhouseSink } from '../processors/clickhouse-sink/index.ts';
 import { createLogger, EventProducer } from '../streams/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { learningDataset } from './sink-dataset.ts';
-import { benchFamily } from './support.ts';
+import { benchFamily, median } from './support.ts';
 
 export const description =
   'rows/s from Kafka into ClickHouse through the sink, against direct @clickhouse/client inserts of the same rows in inserts of the same sizes';
@@ -91,7 +91,6 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       );
       measured.push({ ...sink, base: await baselineRun(byTable, sink.inserts) });
     }
-    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const seconds = median(measured.map((m) => m.sink));
     const baselineSeconds = median(measured.map((m) => m.base));
     const inserts = Math.round(measured.reduce((n, m) => n + m.inserts.length, 0) / measured.length);

@@ -95,6 +95,13 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export const intOption = (v: string | undefined, d: number): number =>
   v !== undefined && Number.isFinite(Number(v)) && Number(v) >= 0 ? Math.floor(Number(v)) : d;
 
+/** The median of `xs` (mean of the middle two for an even count). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
 /** The q-quantile of ascending `sorted` (nearest rank). */
 export function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;

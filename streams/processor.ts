@@ -323,8 +323,9 @@ class ProcessorRuntime<S> {
       }
     }
     this.rebalancing = false;
-    this.log.info({ partitions: [...parts].sort((a, b) => a - b) }, 'assigned');
-    this.o.onAssigned?.([...parts].sort((a, b) => a - b));
+    const partitions = [...parts].sort((a, b) => a - b);
+    this.log.info({ partitions }, 'assigned');
+    this.o.onAssigned?.(partitions);
     void Promise.all([...this.restoring.values()]).then(() => this.readyResolve());
   }
 

@@ -128,89 +128,91 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const logger = createLogger('chaos', 'error');
-  const kafka = createKafka({ brokers: parseBrokers(up.brokers), clientId: 'chaos', logger });
-  const codecs = await waitForDependencies({ kafka, brokers: up.brokers, registryUrl: up.registryUrl, logger });
-  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    TURNSTREAM_HOME: home,
-    KAFKA_BROKERS: up.brokers,
-    SCHEMA_REGISTRY_URL: up.registryUrl,
-    CLICKHOUSE_URL: up.clickhouseUrl,
-    TURNSTREAM_TOPIC_PREFIX: '',
-    // The faults are the subject, not the model: the built-in tiny one answers in milliseconds.
-    TURNSTREAM_MODEL: 'builtin',
-    PORT: String(gatewayPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    // Sessions end on their own soon after their last turn, so every turn gets its pair.
-    SESSION_IDLE_TIMEOUT_MS: '4000',
-    FEEDBACK_GRACE_MS: '500',
-    PROCESSOR_SESSION_TIMEOUT_MS: '8000',
-    TRAIN_BATCH_SIZE: '8',
-    TRAIN_MAX_WAIT_MS: '3000',
-    TRAIN_MAX_STALENESS: '1000',
-    GATEWAY_STREAM_STALL_TIMEOUT_MS: '10000',
-    SINK_FLUSH_MS: '300',
-  };
-  for (const k of [
-    'TURNSTREAM_API_KEYS',
-    'TURNSTREAM_SERVICE_KEYS',
-    'UPSTREAM_BASE_URL',
-    'JUDGE_BASE_URL',
-    'TEACHER_BASE_URL',
-    'TURNSTREAM_WEIGHTS_DIR',
-  ])
-    delete env[k];
-  await new Promise<void>((resolve, reject) => {
-    const c = spawn(process.execPath, [BIN, 'init-weights'], { env, stdio: 'ignore' });
-    c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`init-weights exited ${code}`))));
-  });
-  const supervisor = (running.supervisor = new Supervisor({
-    bin: BIN,
-    logDir: join(home, 'logs'),
-    env,
-    restartDelayMs: 500,
-    maxRestartDelayMs: 5000,
-    onChange: (name, state, detail) => {
-      if (state !== 'running') say(`  ${name}: ${state}${detail ? ` (${detail.split(';')[0]})` : ''}`);
-    },
-  }));
-  const httpOk = (url: string) => async () => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok;
-  supervisor.start({ name: 'gateway', args: ['gateway'], url: gatewayUrl, healthy: httpOk(`${gatewayUrl}/readyz`) });
-  for (const p of ['session-assembler', 'judge', 'sample-builder']) supervisor.start({ name: p, args: ['process', p] });
-  supervisor.start({ name: 'trainer', args: ['train', '--backend', 'cpu'] });
-  supervisor.start({ name: 'clickhouse-sink', args: ['sink'] });
-  if (!(await supervisor.waitReady(240_000))) {
-    await cleanup();
-    throw new Error(`services did not come up; see ${join(home, 'logs')}`);
-  }
-  say('chaos: every service is up');
-  const store = new AnalyticsStore({ url: up.clickhouseUrl });
-  const observer = await Observer.start(kafka, codecs, store, logger);
-
   const results: ScenarioResult[] = [];
   let versions: number[] = [];
+  // Whatever fails from here on (the registry, init-weights, a service that never comes up), the
+  // services and the stack this run started are stopped, as at its end.
   try {
-    const selected = scenarios().filter((s) => !o.only?.length || o.only.some((f) => s.name.includes(f)));
-    const list = Array.from({ length: o.repeat ?? 1 }, () => selected).flat();
-    for (const [i, sc] of list.entries()) {
-      const prefix = `chaos-${i}-`;
-      say(`chaos: ${sc.name}`);
-      const ctx: FaultContext = { stack, supervisor, kafka, codecs, gatewayUrl, prefix, downSeconds: o.downSeconds ?? 10, progress: say };
-      results.push(await runScenario(sc.name, sc, ctx, calls, observer, say));
-      const r = results.at(-1)!;
-      say(
-        `  answered ${r.answered}, turns ${r.turns} (${r.duplicates} duplicates), pairs ${r.pairs}, judgements ${r.judgements}, samples ${r.samples}, ClickHouse ${r.clickhouse_rows}, lost ${r.lost}, doubled ${r.doubled}, recovered in ${r.recover_s ?? '—'} s`,
-      );
+    const logger = createLogger('chaos', 'error');
+    const kafka = createKafka({ brokers: parseBrokers(up.brokers), clientId: 'chaos', logger });
+    const codecs = await waitForDependencies({ kafka, brokers: up.brokers, registryUrl: up.registryUrl, logger });
+    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      TURNSTREAM_HOME: home,
+      KAFKA_BROKERS: up.brokers,
+      SCHEMA_REGISTRY_URL: up.registryUrl,
+      CLICKHOUSE_URL: up.clickhouseUrl,
+      TURNSTREAM_TOPIC_PREFIX: '',
+      // The faults are the subject, not the model: the built-in tiny one answers in milliseconds.
+      TURNSTREAM_MODEL: 'builtin',
+      PORT: String(gatewayPort),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      // Sessions end on their own soon after their last turn, so every turn gets its pair.
+      SESSION_IDLE_TIMEOUT_MS: '4000',
+      FEEDBACK_GRACE_MS: '500',
+      PROCESSOR_SESSION_TIMEOUT_MS: '8000',
+      TRAIN_BATCH_SIZE: '8',
+      TRAIN_MAX_WAIT_MS: '3000',
+      TRAIN_MAX_STALENESS: '1000',
+      GATEWAY_STREAM_STALL_TIMEOUT_MS: '10000',
+      SINK_FLUSH_MS: '300',
+    };
+    for (const k of [
+      'TURNSTREAM_API_KEYS',
+      'TURNSTREAM_SERVICE_KEYS',
+      'UPSTREAM_BASE_URL',
+      'JUDGE_BASE_URL',
+      'TEACHER_BASE_URL',
+      'TURNSTREAM_WEIGHTS_DIR',
+    ])
+      delete env[k];
+    await new Promise<void>((resolve, reject) => {
+      const c = spawn(process.execPath, [BIN, 'init-weights'], { env, stdio: 'ignore' });
+      c.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`init-weights exited ${code}`))));
+    });
+    const supervisor = (running.supervisor = new Supervisor({
+      bin: BIN,
+      logDir: join(home, 'logs'),
+      env,
+      restartDelayMs: 500,
+      maxRestartDelayMs: 5000,
+      onChange: (name, state, detail) => {
+        if (state !== 'running') say(`  ${name}: ${state}${detail ? ` (${detail.split(';')[0]})` : ''}`);
+      },
+    }));
+    const httpOk = (url: string) => async () => (await fetch(url, { signal: AbortSignal.timeout(2000) })).ok;
+    supervisor.start({ name: 'gateway', args: ['gateway'], url: gatewayUrl, healthy: httpOk(`${gatewayUrl}/readyz`) });
+    for (const p of ['session-assembler', 'judge', 'sample-builder']) supervisor.start({ name: p, args: ['process', p] });
+    supervisor.start({ name: 'trainer', args: ['train', '--backend', 'cpu'] });
+    supervisor.start({ name: 'clickhouse-sink', args: ['sink'] });
+    if (!(await supervisor.waitReady(240_000))) throw new Error(`services did not come up; see ${join(home, 'logs')}`);
+    say('chaos: every service is up');
+    const store = new AnalyticsStore({ url: up.clickhouseUrl });
+    const observer = await Observer.start(kafka, codecs, store, logger);
+
+    try {
+      const selected = scenarios().filter((s) => !o.only?.length || o.only.some((f) => s.name.includes(f)));
+      const list = Array.from({ length: o.repeat ?? 1 }, () => selected).flat();
+      for (const [i, sc] of list.entries()) {
+        const prefix = `chaos-${i}-`;
+        say(`chaos: ${sc.name}`);
+        const ctx: FaultContext = { stack, supervisor, kafka, codecs, gatewayUrl, prefix, downSeconds: o.downSeconds ?? 10, progress: say };
+        results.push(await runScenario(sc.name, sc, ctx, calls, observer, say));
+        const r = results.at(-1)!;
+        say(
+          `  answered ${r.answered}, turns ${r.turns} (${r.duplicates} duplicates), pairs ${r.pairs}, judgements ${r.judgements}, samples ${r.samples}, ClickHouse ${r.clickhouse_rows}, lost ${r.lost}, doubled ${r.doubled}, recovered in ${r.recover_s ?? '—'} s`,
+        );
+      }
+      // The trainer's versions settle last: wait until it has nothing left to publish.
+      await sleep(5000);
+    } finally {
+      versions = [...observer.seen.weights.values()].map((w) => w.version).sort((a, b) => a - b);
+      await observer.stop();
+      await store.close();
     }
-    // The trainer's versions settle last: wait until it has nothing left to publish.
-    await sleep(5000);
   } finally {
-    versions = [...observer.seen.weights.values()].map((w) => w.version).sort((a, b) => a - b);
-    await observer.stop();
-    await store.close();
     await cleanup();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

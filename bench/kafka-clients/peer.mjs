@@ -37,7 +37,7 @@ await new Promise((resolve, reject) => {
     });
     return;
   }
-  let pending = [];
+  const pending = [];
   let draining = false;
   const drain = async () => {
     while (pending.length > 0) {
