@@ -2,7 +2,7 @@
 // instant, no model server) → sample-builder, each a transactional processor on real Kafka, with
 // their default options (the feedback grace period included). Against a baseline in the same run,
 // on the same broker and the same records: a raw kafkajs consume → produce passthrough.
-//   turnstream bench pipeline [--json] [--sessions 2000] [--turns 10] [--live-sessions 60] [--grace-ms 5000]
+//   turnstream bench pipeline [--json] [--sessions 2000] [--turns 10] [--live-sessions 60] [--grace-ms 5000] [--processes 0]
 //
 // - turns_per_s: a backlog of sessions × turns main turns, from the processors' first join until
 //   every sample is visible (read_committed). Heartbeats after the backlog move stream time past
@@ -13,19 +13,18 @@
 // - raw_msgs_per_s: the same backlog's records read and re-produced (acks=all) by plain kafkajs,
 //   the client turnstream runs on (streams/kafkajs.ts); raw_stock_kafkajs_msgs_per_s: the same
 //   on kafkajs as npm ships it.
+// - raw_chain_msgs_per_s: the same records through three plain passthroughs in a row, all at once
+//   in this process: the pipeline's shape with no work, transactions or state, a ceiling for it.
+// - `--processes 1` runs each processor in a child process of its own (bench/pipeline-stage.ts), as
+//   `turnstream up` does; 0, the default, runs all three on this process's thread.
 import type { Kafka } from 'kafkajs';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
-import {
-  createEmbeddedJudge,
-  DEFAULT_FEEDBACK_GRACE_MS,
-  startJudge,
-  startSampleBuilder,
-  startSessionAssembler,
-} from '../processors/index.ts';
+import { DEFAULT_FEEDBACK_GRACE_MS } from '../processors/index.ts';
+import { PIPELINE_STAGES, StageProcess, startPipelineStage } from './pipeline-stage.ts';
 import type { Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
-import { benchFamily, quantile, rawPassthrough, sleep, type BenchFamily } from './support.ts';
+import { benchFamily, quantile, rawChain, rawPassthrough, sleep, type BenchFamily } from './support.ts';
 import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
 import { stockKafka } from './stock-kafkajs.ts';
 
@@ -37,6 +36,11 @@ export const options: BenchOptions = {
   turns: { default: '10', min: 2, help: 'turns per session' },
   'live-sessions': { default: '60', help: 'live two-turn sessions for the latency figures' },
   'grace-ms': { default: String(DEFAULT_FEEDBACK_GRACE_MS), min: 0, help: 'the feedback grace period, ms' },
+  processes: {
+    default: '0',
+    min: 0,
+    help: 'each processor in a process of its own, as `turnstream up` runs them (1), or all three in this one (0)',
+  },
 };
 
 export interface PipelineBenchResult extends BenchResult {
@@ -55,6 +59,15 @@ export interface PipelineBenchResult extends BenchResult {
   raw_stock_kafkajs_msgs_per_s: number;
   /** turns_per_s / raw_msgs_per_s. */
   ratio: number;
+  /**
+   * The pipeline's shape doing nothing: three plain kafkajs passthroughs in a row, all running at
+   * once in one process (turns → hop 1 → hop 2 → hop 3, no transactions, no state, no work), the
+   * records per second through all three; what any three-stage pipeline on this client and broker
+   * is bounded by.
+   */
+  raw_chain_msgs_per_s: number;
+  /** raw_chain_msgs_per_s / raw_msgs_per_s: the most `ratio` could be with three stages. */
+  raw_chain_ratio: number;
   mean_turn_bytes: number;
   partitions: number;
 }
@@ -89,7 +102,15 @@ export async function run(args: BenchArgs): Promise<PipelineBenchResult> {
   const o = resolveOptions(options, args.options);
   const family = await benchFamily(config, 'pipeline', PARTITIONS);
   try {
-    return await measure(family, Number(o.sessions), Number(o.turns), Number(o['live-sessions']), Number(o['grace-ms']), progress);
+    return await measure(
+      family,
+      Number(o.sessions),
+      Number(o.turns),
+      Number(o['live-sessions']),
+      Number(o['grace-ms']),
+      Number(o.processes) > 0,
+      progress,
+    );
   } finally {
     await family.cleanup();
   }
@@ -101,6 +122,7 @@ async function measure(
   turnsPerSession: number,
   liveSessions: number,
   graceMs: number,
+  processes: boolean,
   progress: (line: string) => void,
 ): Promise<PipelineBenchResult> {
   const { prefix, kafka, codecs } = family;
@@ -152,35 +174,50 @@ async function measure(
     stock.partitioner,
   );
 
+  progress('floor: three plain kafkajs passthroughs in a row on the same records');
+  const chainSeconds = await rawChain(
+    kafka,
+    codecs.topic('turns'),
+    [1, 2, 3].map((i) => `${prefix}bench-chain-${i}`),
+    rawCount,
+    `${prefix}bench-chain`,
+    PARTITIONS,
+  );
+  const chainRate = rawCount / chainSeconds;
+
   // The pipeline, on the backlog.
   const watch = await watchSamples(kafka, codecs.topic('samples'), prefix);
   const logger = createLogger('bench', 'warn');
   const common = { kafka, codecs, logger };
   progress('pipeline: session-assembler → embedded judge → sample-builder on the backlog');
   const handles: ProcessorHandle[] = [];
+  const children: StageProcess[] = [];
   let seconds: number;
+  let backlogSamples = 0;
   let latencies: number[] = [];
   try {
-    handles.push(
-      await startSessionAssembler({ ...common, feedbackGraceMs: graceMs }),
-      await startJudge({ ...common, judge: createEmbeddedJudge() }),
-      await startSampleBuilder({ ...common, method: 'combined' }),
-    );
-    await Promise.all(handles.map((h) => h.ready));
+    if (processes) {
+      children.push(...PIPELINE_STAGES.map((stage) => new StageProcess(stage, family.endpoints, prefix, graceMs)));
+      await Promise.all(children.map((c) => c.ready));
+    } else {
+      for (const stage of PIPELINE_STAGES) handles.push(await startPipelineStage(stage, common, graceMs));
+      await Promise.all(handles.map((h) => h.ready));
+    }
     const t0 = performance.now();
     let lastReport = t0;
     while (watch.seen.size < total) {
       if (performance.now() - t0 > 600_000) throw new Error(`only ${watch.seen.size} of ${total} samples after 10 min`);
       if (performance.now() - lastReport > 5000) {
-        const st = handles
+        const st = (processes ? [] : handles)
           .map((h) => h.stats())
           .map((x) => `${x.consumed}→${x.produced} (in flight ${x.inFlight}, paused ${x.pausedPartitions}, dlq ${x.deadLettered})`);
-        progress(`  ${watch.seen.size}/${total} samples; assembler ${st[0]}, judge ${st[1]}, builder ${st[2]}`);
+        progress(`  ${watch.seen.size}/${total} samples${processes ? '' : `; assembler ${st[0]}, judge ${st[1]}, builder ${st[2]}`}`);
         lastReport = performance.now();
       }
       await sleep(20);
     }
     seconds = (performance.now() - t0) / 1000;
+    backlogSamples = watch.seen.size;
 
     // Live traffic: each tick starts a session and ends the previous one (its two pairs ready).
     progress(`latency: ${liveSessions} live two-turn sessions, 10 per second`);
@@ -210,7 +247,7 @@ async function measure(
     latencies = [...made].filter(([id]) => watch.seen.has(id)).map(([id, at]) => watch.seen.get(id)! - at);
     if (latencies.length < made.size) throw new Error(`${made.size - latencies.length} live samples never became visible`);
   } finally {
-    await Promise.all(handles.map((h) => h.stop().catch(() => undefined)));
+    await Promise.all([...handles, ...children].map((h) => h.stop().catch(() => undefined)));
     await watch.stop();
     await producer.disconnect();
   }
@@ -218,7 +255,7 @@ async function measure(
   const rate = total / seconds;
   return {
     turns: total,
-    samples: total,
+    samples: backlogSamples,
     turns_per_s: Math.round(rate),
     seconds: Number(seconds.toFixed(2)),
     latency_ms: { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, n: latencies.length },
@@ -228,6 +265,8 @@ async function measure(
     raw_stock_kafkajs_msgs_per_s: Math.round(rawCount / stockSeconds),
     baseline: 'plain kafkajs consume → produce of the same records',
     ratio: Number((rate / rawRate).toFixed(4)),
+    raw_chain_msgs_per_s: Math.round(chainRate),
+    raw_chain_ratio: Number((chainRate / rawRate).toFixed(4)),
     mean_turn_bytes: Math.round(bytes),
     partitions: PARTITIONS,
   };

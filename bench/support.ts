@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ICustomPartitioner, Kafka } from 'kafkajs';
+import type { Consumer, ICustomPartitioner, Kafka, Producer } from 'kafkajs';
 import type { TurnstreamConfig } from '../cli/config.ts';
 import { stackUp, type StackEndpoints } from '../infra/index.ts';
 import type { TopicId } from '../schemas/index.ts';
@@ -160,7 +160,7 @@ export async function rawConsume(kafka: Kafka, topic: string, count: number, gro
 }
 
 /** Plain kafkajs: reads `count` records of `from` and produces them to `to` (acks=all); seconds from the first batch. */
-export async function rawPassthrough(
+export function rawPassthrough(
   kafka: Kafka,
   from: string,
   to: string,
@@ -169,29 +169,56 @@ export async function rawPassthrough(
   partitions: number,
   createPartitioner: ICustomPartitioner = partitioner,
 ): Promise<number> {
-  await createPlainTopic(kafka, to, partitions);
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner });
-  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 20 });
-  await producer.connect();
-  await consumer.connect();
-  await consumer.subscribe({ topic: from, fromBeginning: true });
-  let forwarded = 0;
+  return rawChain(kafka, from, [to], count, groupId, partitions, createPartitioner);
+}
+
+/**
+ * Plain kafkajs passthroughs in a row, all running at once in this process: `from` → `hops[0]` →
+ * `hops[1]` …, each a consumer (group `<groupId>-<i>`) and an idempotent producer (acks=all), as a
+ * pipeline of stages that do nothing would run. Seconds from the first hop's first batch until the
+ * last hop has forwarded `count` records.
+ */
+export async function rawChain(
+  kafka: Kafka,
+  from: string,
+  hops: string[],
+  count: number,
+  groupId: string,
+  partitions: number,
+  createPartitioner: ICustomPartitioner = partitioner,
+): Promise<number> {
+  for (const to of hops) await createPlainTopic(kafka, to, partitions);
   let t0 = 0;
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
-  await consumer.run({
-    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-      t0 ||= performance.now();
-      await producer.send({ topic: to, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
-      for (const m of batch.messages) resolveOffset(m.offset);
-      await heartbeat();
-      forwarded += batch.messages.length;
-      if (forwarded >= count) done();
-    },
-  });
-  await finished;
-  const seconds = (performance.now() - t0) / 1000;
-  await consumer.disconnect();
-  await producer.disconnect();
-  return seconds;
+  const stages: Array<{ consumer: Consumer; producer: Producer }> = [];
+  try {
+    for (const [i, to] of hops.entries()) {
+      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner });
+      const consumer = kafka.consumer({ groupId: hops.length === 1 ? groupId : `${groupId}-${i}`, maxWaitTimeInMs: 20 });
+      stages.push({ consumer, producer });
+      await producer.connect();
+      await consumer.connect();
+      await consumer.subscribe({ topic: i === 0 ? from : hops[i - 1], fromBeginning: true });
+      let forwarded = 0;
+      const last = i === hops.length - 1;
+      await consumer.run({
+        eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+          t0 ||= performance.now();
+          await producer.send({ topic: to, acks: -1, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
+          for (const m of batch.messages) resolveOffset(m.offset);
+          await heartbeat();
+          forwarded += batch.messages.length;
+          if (last && forwarded >= count) done();
+        },
+      });
+    }
+    await finished;
+    return (performance.now() - t0) / 1000;
+  } finally {
+    for (const { consumer, producer } of stages) {
+      await consumer.disconnect();
+      await producer.disconnect();
+    }
+  }
 }

@@ -105,9 +105,20 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         const [pair] = r.runs as Array<Record<string, number>>;
         for (const k of ['kafkajs_read', 'peer_read', 'kafkajs_passthrough', 'peer_passthrough']) assert.ok(pair[k] > 0, k);
       }
-      if (name === 'pipeline') assert.ok(Number(r.raw_stock_kafkajs_msgs_per_s) > 0, 'the raw passthrough on stock kafkajs too');
+      if (name === 'pipeline') {
+        assert.ok(Number(r.raw_stock_kafkajs_msgs_per_s) > 0, 'the raw passthrough on stock kafkajs too');
+        assert.ok(Number(r.raw_chain_msgs_per_s) > 0 && Number(r.raw_chain_ratio) > 0, 'the three-hop chain floor');
+      }
     });
   }
+
+  it('bench pipeline --processes 1: each processor in a process of its own, every sample made, nothing left behind', async () => {
+    const m = await load('pipeline');
+    const r = await m.run({ config, options: { ...TOY.pipeline, processes: '1' }, progress: () => {} });
+    assert.equal(r.samples, r.turns);
+    assert.ok(Number(r.turns_per_s) > 0 && Number(r.ratio) > 0);
+    assert.deepEqual(await leftovers(), []);
+  });
 
   after(async () => {
     assert.deepEqual(await leftovers(), []);

@@ -1,0 +1,63 @@
+// One stage of `bench pipeline` in a process of its own, as `turnstream up` runs each processor:
+// started by bench/pipeline.ts with `--processes`, it prints "ready" once the stage has joined its
+// group and stops on SIGTERM.
+//   node --import tsx bench/pipeline-stage.ts <session-assembler|judge|sample-builder> BROKERS REGISTRY_URL PREFIX GRACE_MS
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createEmbeddedJudge, startJudge, startSampleBuilder, startSessionAssembler, type ServiceOptions } from '../processors/index.ts';
+import { createEventCodecs, createKafka, createLogger, parseBrokers, type ProcessorHandle } from '../streams/index.ts';
+
+export const PIPELINE_STAGES = ['session-assembler', 'judge', 'sample-builder'] as const;
+export type PipelineStage = (typeof PIPELINE_STAGES)[number];
+
+/** The stage as the bench runs it, in this process or in one of its own. */
+export async function startPipelineStage(stage: PipelineStage, common: ServiceOptions, graceMs: number): Promise<ProcessorHandle> {
+  if (stage === 'session-assembler') return startSessionAssembler({ ...common, feedbackGraceMs: graceMs });
+  if (stage === 'judge') return startJudge({ ...common, judge: createEmbeddedJudge() });
+  return startSampleBuilder({ ...common, method: 'combined' });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [stage, brokers, registryUrl, prefix, grace] = process.argv.slice(2);
+  const kafka = createKafka({
+    brokers: parseBrokers(brokers),
+    clientId: `bench-pipeline-${stage}`,
+    logger: createLogger('kafka', 'error'),
+  });
+  const codecs = await createEventCodecs({ registryUrl, naming: { prefix } });
+  const handle = await startPipelineStage(stage as PipelineStage, { kafka, codecs, logger: createLogger('bench', 'warn') }, Number(grace));
+  await handle.ready;
+  process.stdout.write('ready\n');
+  process.once('SIGTERM', () => void handle.stop().finally(() => process.exit(0)));
+}
+
+/** A stage in a child process of its own. */
+export class StageProcess {
+  readonly ready: Promise<void>;
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<void>;
+
+  constructor(stage: PipelineStage, endpoints: { brokers: string; registryUrl: string }, prefix: string, graceMs: number) {
+    const args = [stage, endpoints.brokers, endpoints.registryUrl, prefix, String(graceMs)];
+    this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    this.child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-2000)));
+    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+    this.ready = new Promise((resolve, reject) => {
+      this.child.stdout!.on('data', (d: Buffer) => {
+        if (d.toString().includes('ready')) resolve();
+      });
+      this.child.once('exit', (code) =>
+        reject(new Error(`bench pipeline: the ${stage} process exited (${code}) before it was ready: ${err}`)),
+      );
+    });
+    this.ready.catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null) this.child.kill('SIGTERM');
+    await this.exited;
+  }
+}
