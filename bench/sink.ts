@@ -6,10 +6,10 @@
 // `--batch` is the sink's SINK_BATCH_ROWS: the buffered rows that start a flush (a flush
 // inserts everything buffered, so inserts are often bigger).
 // Each round is a new consumer group over the same topics, then its baseline; medians reported.
-//   turnstream bench sink [--json] [--users 20] [--batch 500] [--rounds 3]
+//   turnstream bench sink [--json] [--users 20] [--batch 500] [--max-buffered 0] [--rounds 3]
 import { AnalyticsStore, migrate, TABLE_IDS, toRow, type Row, type TableId } from '../analytics/index.ts';
 import type { BenchArgs } from '../cli/commands/bench.ts';
-import { startClickhouseSink } from '../processors/clickhouse-sink/index.ts';
+import { SINK_TOPICS, startClickhouseSink } from '../processors/clickhouse-sink/index.ts';
 import { createLogger, EventProducer } from '../streams/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { learningDataset } from './sink-dataset.ts';
@@ -21,6 +21,11 @@ export const description =
 export const options: BenchOptions = {
   users: { default: '20', help: 'users of the synthetic history (10 sessions × 20 turns each)' },
   batch: { default: '500', help: "the sink's batchRows (SINK_BATCH_ROWS): buffered rows that start a flush" },
+  'max-buffered': {
+    default: '0',
+    min: 0,
+    help: "the sink's maxBufferedRows (SINK_MAX_BUFFERED_ROWS): buffered rows at which reading waits; 0 = its default",
+  },
   rounds: { default: '3', help: 'sink runs (a new consumer group each), each followed by its baseline; the figures are medians' },
 };
 
@@ -33,6 +38,8 @@ interface Insert {
 export interface SinkBenchResult extends BenchResult {
   rows: number;
   batch_rows: number;
+  /** The sink's maxBufferedRows; null = its default. */
+  max_buffered_rows: number | null;
   rounds: number;
   /** Kafka → sink → ClickHouse, from the sink joining its group until every row is stored. */
   rows_per_s: number;
@@ -47,6 +54,13 @@ export interface SinkBenchResult extends BenchResult {
   /** rows_per_s / baseline_rows_per_s (medians). */
   ratio: number;
   ratio_per_round: number[];
+  /**
+   * Ceilings on the Kafka side: the same topics read by a plain kafkajs consumer as the sink's
+   * (a new group, read_committed), timed as the sink is, from joining until every record is in;
+   * records only, then each decoded too. No sink on this client reads faster.
+   */
+  read_rows_per_s: number;
+  read_decode_rows_per_s: number;
   clickhouse: string;
 }
 
@@ -55,6 +69,7 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
   const o = resolveOptions(options, args.options);
   const users = Number(o.users);
   const batchRows = Number(o.batch);
+  const maxBufferedRows = Number(o['max-buffered']) || undefined;
   const rounds = Math.max(1, Number(o.rounds));
   const family = await benchFamily(config, 'sink', 6);
   const { endpoints: stack, prefix, kafka, codecs } = family;
@@ -81,7 +96,7 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     });
     await migrate(base);
     await migrate(sinkStore);
-    const measured: Array<{ sink: number; base: number; batches: number; inserts: Insert[] }> = [];
+    const measured: Array<{ sink: number; base: number; read: number; decode: number; batches: number; inserts: Insert[] }> = [];
     for (let round = 1; round <= rounds; round++) {
       for (const s of [base, sinkStore]) for (const t of TABLE_IDS) await s.command(`TRUNCATE TABLE ${s.tables[t]}`);
       progress(`round ${round}/${rounds}: sink reading the topics from the beginning`);
@@ -89,7 +104,9 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       progress(
         `round ${round}/${rounds}: baseline, ${rows} rows straight into ClickHouse in the sink's ${sink.inserts.length} insert sizes`,
       );
-      measured.push({ ...sink, base: await baselineRun(byTable, sink.inserts) });
+      const baseSeconds = await baselineRun(byTable, sink.inserts);
+      progress(`round ${round}/${rounds}: plain kafkajs reading the same topics, then reading and decoding`);
+      measured.push({ ...sink, base: baseSeconds, read: await readRun(round, false), decode: await readRun(round, true) });
     }
     const seconds = median(measured.map((m) => m.sink));
     const baselineSeconds = median(measured.map((m) => m.base));
@@ -98,6 +115,7 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     return {
       rows,
       batch_rows: batchRows,
+      max_buffered_rows: maxBufferedRows ?? null,
       rounds,
       rows_per_s: Math.round(rows / seconds),
       seconds: round3(seconds),
@@ -109,6 +127,8 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       baseline: "direct @clickhouse/client inserts of the same rows, in the sink's insert sizes, each flush's tables side by side",
       ratio: round3(baselineSeconds / seconds),
       ratio_per_round: measured.map((m) => round3(m.base / m.sink)),
+      read_rows_per_s: Math.round(rows / median(measured.map((m) => m.read))),
+      read_decode_rows_per_s: Math.round(rows / median(measured.map((m) => m.decode))),
       clickhouse: await base.version(),
     };
 
@@ -121,6 +141,7 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
         analytics: sinkTables,
         groupId: `${prefix}sink-${round}`,
         batchRows,
+        maxBufferedRows,
         logger: createLogger('bench-sink', 'warn'),
         onInsert: (table, n, flush) => void inserts.push({ table, rows: n, flush }),
       });
@@ -138,6 +159,33 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       );
       if (Number(check.n) !== rows) throw new Error(`sink tables hold ${check.n} rows, expected ${rows}`);
       return { sink: seconds, batches, inserts };
+    }
+
+    /** A plain consumer over the sink's topics, as the sink's consumer is set up; seconds from joining until all `rows` are read. */
+    async function readRun(round: number, decode: boolean): Promise<number> {
+      const topics = SINK_TOPICS.map((id) => codecs.topic(id));
+      const consumer = kafka.consumer({ groupId: `${prefix}read-${decode ? 'decode' : 'only'}-${round}`, maxWaitTimeInMs: 100 });
+      let t0 = 0;
+      let read = 0;
+      let done!: () => void;
+      const finished = new Promise<void>((r) => (done = r));
+      consumer.on(consumer.events.GROUP_JOIN, () => void (t0 = performance.now()));
+      try {
+        await consumer.connect();
+        await consumer.subscribe({ topics, fromBeginning: true });
+        await consumer.run({
+          eachBatch: async ({ batch }) => {
+            const id = codecs.idOf(batch.topic)!;
+            if (decode) for (const m of batch.messages) codecs.of(id).decodeNow(m.value!);
+            read += batch.messages.length;
+            if (read >= rows) done();
+          },
+        });
+        await finished;
+        return (performance.now() - t0) / 1000;
+      } finally {
+        await consumer.disconnect();
+      }
     }
 
     /** The same rows in the sink's insert sizes, each flush's tables side by side, as the sink makes them. */

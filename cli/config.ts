@@ -166,6 +166,8 @@ export interface SinkConfig {
   groupId: string;
   /** Rows per insert. `SINK_BATCH_ROWS` @default 500 */
   batchRows: number;
+  /** Buffered rows at which reading waits for inserts. `SINK_MAX_BUFFERED_ROWS` @default 100 × batchRows */
+  maxBufferedRows: number | undefined;
   /** A partial batch is inserted after this long. `SINK_FLUSH_MS` @default 500 */
   flushMs: number;
   /**
@@ -539,6 +541,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sink: {
       groupId: env.SINK_GROUP_ID || `${topicPrefix}turnstream-clickhouse-sink`,
       batchRows: r.number('SINK_BATCH_ROWS', 500, count),
+      maxBufferedRows: r.optionalNumber('SINK_MAX_BUFFERED_ROWS', count),
       flushMs: r.number('SINK_FLUSH_MS', 500, positive),
       replayTags: r.replayTags('SINK_REPLAY_TAGS', 'all'),
       replayDiscoveryMs: r.number('SINK_REPLAY_DISCOVERY_MS', 10_000, nonNegative),

@@ -39,7 +39,11 @@ export interface FlushConsumerOptions {
   flushAt?: number;
   /** …or the age of the oldest record not yet flushed, in ms. @default 500 */
   flushIntervalMs?: number;
-  /** Fetching waits for flushes while this many items wait. @default 20 × flushAt */
+  /**
+   * Fetching waits for flushes while this many items wait. Room for many flushes keeps the reading
+   * going while the store takes one (`bench sink`: 100 × flushAt, 57–75k rows/s; 20 ×, 43–56k).
+   * @default 100 × flushAt
+   */
   maxBuffered?: number;
   /** First retry delay after a failed flush, doubled up to `retryMaxMs`. @default 250 */
   retryInitialMs?: number;
@@ -100,7 +104,7 @@ export class FlushConsumer {
     this.log = o.logger;
     this.flushAt = o.flushAt ?? 500;
     this.flushIntervalMs = o.flushIntervalMs ?? 500;
-    this.maxBuffered = o.maxBuffered ?? 20 * this.flushAt;
+    this.maxBuffered = o.maxBuffered ?? 100 * this.flushAt;
     this.topics = [...o.topics, ...(o.topicsFromStart ?? [])];
     this.fromStart = new Set(o.topicsFromStart ?? []);
   }

@@ -42,6 +42,7 @@ export async function startSinkFromConfig(
     analytics: analyticsFromConfig(config),
     groupId: config.sink.groupId,
     batchRows: config.sink.batchRows,
+    maxBufferedRows: config.sink.maxBufferedRows,
     flushIntervalMs: config.sink.flushMs,
     replayTags,
     replayDiscoveryMs: config.sink.replayDiscoveryMs,

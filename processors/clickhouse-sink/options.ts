@@ -45,7 +45,7 @@ export interface ClickhouseSinkOptions {
    * the flush it was part of (a flush inserts its tables side by side). For benchmarks.
    */
   onInsert?: (table: TableId, rows: number, flush: number) => void;
-  /** Fetching waits for inserts while this many rows wait, and pauses while ClickHouse is down. @default 20 × batchRows */
+  /** Fetching waits for inserts while this many rows wait, and pauses while ClickHouse is down. `SINK_MAX_BUFFERED_ROWS` @default 100 × batchRows */
   maxBufferedRows?: number;
   /** First retry delay after a failed insert, doubled up to `retryMaxMs`. @default 250 */
   retryInitialMs?: number;
