@@ -34,10 +34,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
 /** A stage in a child process of its own. */
 export class StageProcess {
   readonly ready: Promise<void>;
+  readonly stage: PipelineStage;
   private readonly child: ChildProcess;
   private readonly exited: Promise<void>;
 
   constructor(stage: PipelineStage, endpoints: { brokers: string; registryUrl: string }, prefix: string, graceMs: number) {
+    this.stage = stage;
     const args = [stage, endpoints.brokers, endpoints.registryUrl, prefix, String(graceMs)];
     this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -54,6 +56,10 @@ export class StageProcess {
       );
     });
     this.ready.catch(() => undefined);
+  }
+
+  get pid(): number {
+    return this.child.pid!;
   }
 
   async stop(): Promise<void> {

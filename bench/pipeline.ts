@@ -22,6 +22,7 @@ import type { BenchArgs } from '../cli/commands/bench.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { DEFAULT_FEEDBACK_GRACE_MS } from '../processors/index.ts';
 import { PIPELINE_STAGES, StageProcess, startPipelineStage } from './pipeline-stage.ts';
+import { cores, CpuMeter, type CpuPhase } from './cpu.ts';
 import type { Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
 import { benchFamily, quantile, rawChain, rawPassthrough, sleep, type BenchFamily } from './support.ts';
@@ -68,6 +69,8 @@ export interface PipelineBenchResult extends BenchResult {
   raw_chain_msgs_per_s: number;
   /** raw_chain_msgs_per_s / raw_msgs_per_s: the most `ratio` could be with three stages. */
   raw_chain_ratio: number;
+  /** CPU seconds by process (this one, each stage's with `--processes 1`, Kafka…) of the backlog and of the raw passthrough, and how busy the machine was. */
+  cpu: { cores: number; pipeline: CpuPhase; raw: CpuPhase };
   mean_turn_bytes: number;
   partitions: number;
 }
@@ -153,6 +156,9 @@ async function measure(
   // Baseline: the same records, consumed and re-produced by plain kafkajs.
   progress('baseline: raw kafkajs consume → produce of the same records');
   const rawCount = total + 8 * PARTITIONS;
+  const meter = new CpuMeter(family);
+  const rawCpu0 = await meter.read();
+  const rawWall0 = performance.now();
   const rawSeconds = await rawPassthrough(
     kafka,
     codecs.topic('turns'),
@@ -162,6 +168,7 @@ async function measure(
     PARTITIONS,
   );
   const rawRate = rawCount / rawSeconds;
+  const rawCpu = CpuMeter.phase(rawCpu0, await meter.read(), (performance.now() - rawWall0) / 1000);
   progress('baseline: the same with stock kafkajs (without the replacements of streams/kafkajs.ts)');
   const stock = stockKafka(family.clientOptions);
   const stockSeconds = await rawPassthrough(
@@ -194,6 +201,7 @@ async function measure(
   const children: StageProcess[] = [];
   let seconds: number;
   let backlogSamples = 0;
+  let pipelineCpu: CpuPhase | undefined;
   let latencies: number[] = [];
   try {
     if (processes) {
@@ -203,6 +211,8 @@ async function measure(
       for (const stage of PIPELINE_STAGES) handles.push(await startPipelineStage(stage, common, graceMs));
       await Promise.all(handles.map((h) => h.ready));
     }
+    const childPids = () => Object.fromEntries(children.map((c) => [c.stage, c.pid]));
+    const cpu0 = await meter.read(childPids());
     const t0 = performance.now();
     let lastReport = t0;
     while (watch.seen.size < total) {
@@ -217,6 +227,7 @@ async function measure(
       await sleep(20);
     }
     seconds = (performance.now() - t0) / 1000;
+    pipelineCpu = CpuMeter.phase(cpu0, await meter.read(childPids()), seconds);
     backlogSamples = watch.seen.size;
 
     // Live traffic: each tick starts a session and ends the previous one (its two pairs ready).
@@ -267,6 +278,7 @@ async function measure(
     ratio: Number((rate / rawRate).toFixed(4)),
     raw_chain_msgs_per_s: Math.round(chainRate),
     raw_chain_ratio: Number((chainRate / rawRate).toFixed(4)),
+    cpu: { cores: cores(), pipeline: pipelineCpu!, raw: rawCpu },
     mean_turn_bytes: Math.round(bytes),
     partitions: PARTITIONS,
   };

@@ -14,6 +14,7 @@ import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
 import { benchFamily, benchTempDir, createPlainTopic, rawProduce, type BenchFamily } from './support.ts';
 import { stockKafka } from './stock-kafkajs.ts';
+import { cores, CpuMeter, type CpuPhase } from './cpu.ts';
 
 export const description =
   'historical turns re-derived per second by a replay (assembler → embedded judge → sample builder), against a decode-only read of the same turns';
@@ -49,6 +50,8 @@ export interface ReplayBenchResult extends BenchResult {
   produce_floor_stock_kafkajs_seconds: number;
   /** produce_floor_seconds / seconds: the share of the replay's time that writing its outputs alone takes. */
   floor_share: number;
+  /** CPU seconds by process (this one, Kafka…) of the replay, of the decode-only read and of the produce floor, and how busy the machine was. */
+  cpu: { cores: number; replay: CpuPhase; baseline: CpuPhase; produce_floor: CpuPhase };
   judge: string;
 }
 
@@ -129,6 +132,8 @@ async function measure(
   await producer.disconnect();
 
   progress('baseline: raw read of the turns (decode only)');
+  const meter = new CpuMeter(family);
+  const bc = await meter.read();
   const b0 = performance.now();
   let read = 0;
   await readToEnd(kafka, codecs.topic('turns'), async (r) => {
@@ -138,10 +143,12 @@ async function measure(
     }
   });
   const baselineSeconds = (performance.now() - b0) / 1000;
+  const baselineCpu = CpuMeter.phase(bc, await meter.read(), baselineSeconds);
   if (read !== turns) throw new Error(`baseline read ${read} of ${turns} turns`);
 
   progress('replay: session assembler → embedded judge → sample builder');
   const judge = createEmbeddedJudge({ mode: 'rl' });
+  const rc = await meter.read();
   const r0 = performance.now();
   const summary = await runReplay({
     kafka,
@@ -155,6 +162,7 @@ async function measure(
     logger: createLogger('replay', 'warn'),
   });
   const seconds = (performance.now() - r0) / 1000;
+  const replayCpu = CpuMeter.phase(rc, await meter.read(), seconds);
   const sessions = Math.ceil(turns / perSession);
   if (summary.pairs.total !== turns) throw new Error(`replay gave ${summary.pairs.total} pairs for ${turns} turns`);
 
@@ -168,7 +176,10 @@ async function measure(
     );
   const floorTopic = `${prefix}bench-replay-floor`;
   await createPlainTopic(kafka, floorTopic, 6);
+  const fc = await meter.read();
+  const f0 = performance.now();
   const floorSeconds = await rawProduce(kafka, floorTopic, outputs);
+  const floorCpu = CpuMeter.phase(fc, await meter.read(), (performance.now() - f0) / 1000);
   progress('floor: the same with stock kafkajs (without the replacements of streams/kafkajs.ts)');
   const stock = stockKafka(family.clientOptions);
   await createPlainTopic(kafka, `${floorTopic}-stock`, 6);
@@ -191,6 +202,7 @@ async function measure(
     produce_floor_seconds: Number(floorSeconds.toFixed(2)),
     produce_floor_stock_kafkajs_seconds: Number(stockFloorSeconds.toFixed(2)),
     floor_share: Math.round((floorSeconds / seconds) * 1000) / 1000,
+    cpu: { cores: cores(), replay: replayCpu, baseline: baselineCpu, produce_floor: floorCpu },
     judge: judge.id,
   };
 }

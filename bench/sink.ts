@@ -14,6 +14,7 @@ import { createLogger, EventProducer } from '../streams/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { learningDataset } from './sink-dataset.ts';
 import { benchFamily, median } from './support.ts';
+import { cores, CpuMeter, type CpuPhase } from './cpu.ts';
 
 export const description =
   'rows/s from Kafka into ClickHouse through the sink, against direct @clickhouse/client inserts of the same rows in inserts of the same sizes';
@@ -61,6 +62,8 @@ export interface SinkBenchResult extends BenchResult {
    */
   read_rows_per_s: number;
   read_decode_rows_per_s: number;
+  /** CPU seconds by process (this one, Kafka, ClickHouse…) of the median round, the sink's and the baseline's, and how busy the machine was. */
+  cpu: { cores: number; sink: CpuPhase; baseline: CpuPhase };
   clickhouse: string;
 }
 
@@ -96,7 +99,16 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     });
     await migrate(base);
     await migrate(sinkStore);
-    const measured: Array<{ sink: number; base: number; read: number; decode: number; batches: number; inserts: Insert[] }> = [];
+    const meter = new CpuMeter(family);
+    const measured: Array<{
+      sink: number;
+      base: number;
+      read: number;
+      decode: number;
+      batches: number;
+      inserts: Insert[];
+      cpu: { sink: CpuPhase; baseline: CpuPhase };
+    }> = [];
     for (let round = 1; round <= rounds; round++) {
       for (const s of [base, sinkStore]) for (const t of TABLE_IDS) await s.command(`TRUNCATE TABLE ${s.tables[t]}`);
       progress(`round ${round}/${rounds}: sink reading the topics from the beginning`);
@@ -104,9 +116,17 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       progress(
         `round ${round}/${rounds}: baseline, ${rows} rows straight into ClickHouse in the sink's ${sink.inserts.length} insert sizes`,
       );
+      const c0 = await meter.read();
       const baseSeconds = await baselineRun(byTable, sink.inserts);
+      const baseCpu = CpuMeter.phase(c0, await meter.read(), baseSeconds);
       progress(`round ${round}/${rounds}: plain kafkajs reading the same topics, then reading and decoding`);
-      measured.push({ ...sink, base: baseSeconds, read: await readRun(round, false), decode: await readRun(round, true) });
+      measured.push({
+        ...sink,
+        cpu: { sink: sink.cpu, baseline: baseCpu },
+        base: baseSeconds,
+        read: await readRun(round, false),
+        decode: await readRun(round, true),
+      });
     }
     const seconds = median(measured.map((m) => m.sink));
     const baselineSeconds = median(measured.map((m) => m.base));
@@ -129,11 +149,16 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       ratio_per_round: measured.map((m) => round3(m.base / m.sink)),
       read_rows_per_s: Math.round(rows / median(measured.map((m) => m.read))),
       read_decode_rows_per_s: Math.round(rows / median(measured.map((m) => m.decode))),
+      cpu: {
+        cores: cores(),
+        sink: CpuMeter.median(measured.map((m) => m.cpu.sink)),
+        baseline: CpuMeter.median(measured.map((m) => m.cpu.baseline)),
+      },
       clickhouse: await base.version(),
     };
 
     /** One pass of a new sink group over every topic; resolves once every row is stored and counted. */
-    async function sinkRun(round: number): Promise<{ sink: number; batches: number; inserts: Insert[] }> {
+    async function sinkRun(round: number): Promise<{ sink: number; batches: number; inserts: Insert[]; cpu: CpuPhase }> {
       const inserts: Insert[] = [];
       const sink = startClickhouseSink({
         kafka,
@@ -146,19 +171,21 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
         onInsert: (table, n, flush) => void inserts.push({ table, rows: n, flush }),
       });
       await sink.ready;
+      const c0 = await meter.read();
       const t1 = performance.now();
       while (sink.stats().rowsInserted < rows) {
         if (performance.now() - t1 > 600_000) throw new Error(`sink stored ${sink.stats().rowsInserted} of ${rows} rows in 10 minutes`);
         await new Promise((r) => setTimeout(r, 5));
       }
       const seconds = (performance.now() - t1) / 1000;
+      const cpu = CpuMeter.phase(c0, await meter.read(), seconds);
       const batches = sink.stats().batches;
       await sink.stop();
       const [check] = await sinkStore.rows<{ n: number }>(
         `SELECT ${TABLE_IDS.map((t) => `(SELECT count() FROM ${sinkStore.tables[t]} FINAL)`).join(' + ')} AS n`,
       );
       if (Number(check.n) !== rows) throw new Error(`sink tables hold ${check.n} rows, expected ${rows}`);
-      return { sink: seconds, batches, inserts };
+      return { sink: seconds, batches, inserts, cpu };
     }
 
     /** A plain consumer over the sink's topics, as the sink's consumer is set up; seconds from joining until all `rows` are read. */

@@ -25,6 +25,8 @@ import {
 
 export interface BenchFamily {
   endpoints: StackEndpoints;
+  /** The stack's home folder (the services' pid files, for bench/cpu.ts). */
+  home: string;
   /** `[TURNSTREAM_TOPIC_PREFIX]bench-<name>-<random>.`: the run's topics, groups and schema subjects. */
   prefix: string;
   kafka: Kafka;
@@ -76,7 +78,7 @@ export async function benchFamily(
   try {
     await ensureTopics(kafka, { naming: { prefix }, partitions, ids });
     const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
-    return { endpoints, prefix, kafka, clientOptions, codecs, cleanup };
+    return { endpoints, home: config.home, prefix, kafka, clientOptions, codecs, cleanup };
   } catch (err) {
     await cleanup().catch(() => undefined);
     throw err;

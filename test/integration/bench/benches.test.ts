@@ -5,12 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { createKafka } from '../../../streams/index.ts';
 import { availableBenches, type BenchArgs } from '../../../cli/commands/bench.ts';
 import { loadConfig } from '../../../cli/config.ts';
 import type { BenchOptions, BenchResult } from '../../../bench/options.ts';
+import type { CpuPhase } from '../../../bench/cpu.ts';
+import { stackPids } from '../../../infra/index.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 
 interface BenchModule {
@@ -87,6 +89,21 @@ describe('benchmarks', { timeout: 900_000 }, () => {
       assert.ok(Number.isFinite(r.ratio) && r.ratio > 0, `${name} ratio ${r.ratio}`);
       assert.deepEqual(await leftovers(), [], `${name} deleted its topics, groups and subjects`);
       assert.ok(tempDirs() <= before, `${name} removed its temp folders`);
+      if (name === 'sink' || name === 'pipeline' || name === 'replay') {
+        // Where the CPU went: this process and the local stack's services, each phase, and how busy the machine was.
+        const cpu = r.cpu as Record<string, number | CpuPhase>;
+        assert.equal(cpu.cores, availableParallelism());
+        const phases = Object.values(cpu).filter((p): p is CpuPhase => typeof p === 'object');
+        assert.equal(phases.length, name === 'replay' ? 3 : 2);
+        for (const p of phases) {
+          assert.ok(p.seconds.bench > 0, `${name}: CPU of this process, ${JSON.stringify(p)}`);
+          // The stack's services are counted when they run here (not in containers or elsewhere); at
+          // toy size their share may be under the kernel's 10 ms tick.
+          if (stackPids({ home: config.home }).kafka !== undefined) assert.ok(p.seconds.kafka! >= 0, `${name}: CPU of Kafka`);
+          assert.ok(Math.abs(p.total - Object.values(p.seconds).reduce((a, b) => a + b, 0)) < 0.05);
+          assert.ok(p.machine_busy > 0 && p.wall > 0);
+        }
+      }
       if (name === 'sink') {
         // The baseline repeats the sink's own inserts: same count, same sizes.
         assert.ok(Number(r.inserts) >= 1);
@@ -116,6 +133,9 @@ describe('benchmarks', { timeout: 900_000 }, () => {
     const m = await load('pipeline');
     const r = await m.run({ config, options: { ...TOY.pipeline, processes: '1' }, progress: () => {} });
     assert.equal(r.samples, r.turns);
+    // Each stage's process is counted on its own.
+    const pipeline = (r.cpu as { pipeline: CpuPhase }).pipeline;
+    for (const stage of ['session-assembler', 'judge', 'sample-builder']) assert.ok(pipeline.seconds[stage]! >= 0, stage);
     assert.ok(Number(r.turns_per_s) > 0 && Number(r.ratio) > 0);
     assert.deepEqual(await leftovers(), []);
   });
