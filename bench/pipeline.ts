@@ -23,6 +23,7 @@ import { resolveOptions, type BenchOptions, type BenchResult } from './options.t
 import { DEFAULT_FEEDBACK_GRACE_MS } from '../processors/index.ts';
 import { PIPELINE_STAGES, StageProcess, startPipelineStage } from './pipeline-stage.ts';
 import { cores, CpuMeter, type CpuPhase } from './cpu.ts';
+import { avroCost, type AvroCost } from './pipeline-codecs.ts';
 import type { Turn } from '../schemas/index.ts';
 import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
 import { benchFamily, quantile, rawChain, rawPassthrough, sleep, type BenchFamily } from './support.ts';
@@ -71,6 +72,8 @@ export interface PipelineBenchResult extends BenchResult {
   raw_chain_ratio: number;
   /** CPU seconds by process (this one, each stage's with `--processes 1`, Kafka…) of the backlog and of the raw passthrough, and how busy the machine was. */
   cpu: { cores: number; pipeline: CpuPhase; raw: CpuPhase };
+  /** Avro's share: the backlog's first sessions through the pure cores in memory, each record the stages read decoded and each they write encoded (bench/pipeline-codecs.ts). */
+  avro: AvroCost;
   mean_turn_bytes: number;
   partitions: number;
 }
@@ -149,9 +152,9 @@ async function measure(
   await send(backlog);
   // Heartbeats on many keys (so on every partition) put stream time past the last grace period.
   await send(Array.from({ length: 8 * PARTITIONS }, (_, k) => heartbeat(`hb${k}`, lastAt + graceMs + 1000)));
-  const bytes =
-    (await Promise.all(backlog.slice(0, 200).map((t) => codecs.of('turns').encode(t)))).reduce((n, b) => n + b.length, 0) /
-    Math.min(200, total);
+  // Over turns spread through the backlog: it is sorted by time, so its head is every session's first (shortest) turn.
+  const spread = backlog.filter((_, i) => i % Math.max(1, Math.floor(total / 500)) === 0);
+  const bytes = (await Promise.all(spread.map((t) => codecs.of('turns').encode(t)))).reduce((n, b) => n + b.length, 0) / spread.length;
 
   // Baseline: the same records, consumed and re-produced by plain kafkajs.
   progress('baseline: raw kafkajs consume → produce of the same records');
@@ -263,6 +266,12 @@ async function measure(
     await producer.disconnect();
   }
   latencies.sort((x, y) => x - y);
+  progress("Avro's share: the first sessions' records encoded and decoded in memory");
+  const firstSessions = new Set(backlog.slice(0, Math.min(300, sessions)).map((t) => t.sessionId));
+  const avro = await avroCost(
+    backlog.filter((t) => firstSessions.has(t.sessionId)),
+    graceMs,
+  );
   const rate = total / seconds;
   return {
     turns: total,
@@ -279,6 +288,7 @@ async function measure(
     raw_chain_msgs_per_s: Math.round(chainRate),
     raw_chain_ratio: Number((chainRate / rawRate).toFixed(4)),
     cpu: { cores: cores(), pipeline: pipelineCpu!, raw: rawCpu },
+    avro,
     mean_turn_bytes: Math.round(bytes),
     partitions: PARTITIONS,
   };

@@ -12,6 +12,7 @@ import { availableBenches, type BenchArgs } from '../../../cli/commands/bench.ts
 import { loadConfig } from '../../../cli/config.ts';
 import type { BenchOptions, BenchResult } from '../../../bench/options.ts';
 import type { CpuPhase } from '../../../bench/cpu.ts';
+import type { AvroCost } from '../../../bench/pipeline-codecs.ts';
 import { stackPids } from '../../../infra/index.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 
@@ -125,6 +126,10 @@ describe('benchmarks', { timeout: 900_000 }, () => {
       if (name === 'pipeline') {
         assert.ok(Number(r.raw_stock_kafkajs_msgs_per_s) > 0, 'the raw passthrough on stock kafkajs too');
         assert.ok(Number(r.raw_chain_msgs_per_s) > 0 && Number(r.raw_chain_ratio) > 0, 'the three-hop chain floor');
+        // Avro's share, from the backlog's own records: one state, pair, judgement and sample per turn here.
+        const avro = r.avro as AvroCost;
+        assert.deepEqual(new Set(Object.values(avro.records)), new Set([r.turns]));
+        assert.ok(avro.us_per_turn > 0 && Object.values(avro.encode_us).every((us) => us > 0));
       }
     });
   }
