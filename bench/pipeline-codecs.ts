@@ -1,11 +1,14 @@
 /**
  * What Avro costs the pipeline per turn: the backlog's own turns put through the pure cores
  * (assembler, embedded judge, sample builder) in memory, then each record the stages read decoded
- * and each record they write encoded, with the codecs' avsc types, timed per record type. Three
+ * and each record they write encoded, as the stages do it (`encodeNow`, `decodeNow` of the topic
+ * family's codecs), timed per record type. Three
  * decodes (turn, pair, judgement) and four encodes (session state, pair, judgement, sample) a turn.
  */
 import { applyTurn, buildSample, createEmbeddedJudge } from '../processors/index.ts';
-import { avroTypeOf, type SessionState, type TopicId, type Turn } from '../schemas/index.ts';
+import type { Codec, SessionState, TopicId, Turn } from '../schemas/index.ts';
+import type { EventCodecs } from '../streams/index.ts';
+import { median } from './support.ts';
 
 export interface AvroCost {
   /** Records of each type made from the turns. */
@@ -22,7 +25,19 @@ export interface AvroCost {
 const READ: TopicId[] = ['turns', 'pairs', 'judgements'];
 const WRITTEN: TopicId[] = ['sessionState', 'pairs', 'judgements', 'samples'];
 
-export async function avroCost(turns: Turn[], graceMs: number, repeat = 5): Promise<AvroCost> {
+/** µs per item of `f`: a warm-up pass, then the median of `passes` timed passes (a collection in one pass moves a mean, not a median). */
+function microsEach<T>(items: T[], passes: number, f: (x: T) => unknown): number {
+  for (const x of items) f(x);
+  const times: number[] = [];
+  for (let p = 0; p < passes; p++) {
+    const t = performance.now();
+    for (const x of items) f(x);
+    times.push(((performance.now() - t) * 1000) / items.length);
+  }
+  return median(times);
+}
+
+export async function avroCost(codecs: EventCodecs, turns: Turn[], graceMs: number, passes = 9): Promise<AvroCost> {
   const judge = createEmbeddedJudge();
   const made = new Map<TopicId, unknown[]>(['turns', 'sessionState', 'pairs', 'judgements', 'samples'].map((id) => [id as TopicId, []]));
   const states = new Map<string, SessionState>();
@@ -43,17 +58,10 @@ export async function avroCost(turns: Turn[], graceMs: number, repeat = 5): Prom
   const round = (x: number): number => Math.round(x * 10) / 10;
   for (const [id, values] of made) {
     if (values.length === 0) continue;
-    const type = avroTypeOf(id);
-    const encoded = values.map((v) => type.toBuffer(v));
-    // Warm, then timed.
-    for (const v of values) type.toBuffer(v);
-    let t = performance.now();
-    for (let r = 0; r < repeat; r++) for (const v of values) type.toBuffer(v);
-    out.encode_us[id] = round(((performance.now() - t) * 1000) / (repeat * values.length));
-    for (const b of encoded) type.fromBuffer(b);
-    t = performance.now();
-    for (let r = 0; r < repeat; r++) for (const b of encoded) type.fromBuffer(b);
-    out.decode_us[id] = round(((performance.now() - t) * 1000) / (repeat * values.length));
+    const codec = codecs.of(id) as Codec<unknown>;
+    const encoded = values.map((v) => codec.encodeNow(v));
+    out.encode_us[id] = round(microsEach(values, passes, (v) => codec.encodeNow(v)));
+    out.decode_us[id] = round(microsEach(encoded, passes, (b) => codec.decodeNow(b)));
     out.records[id] = values.length;
     out.bytes[id] = Math.round(encoded.reduce((n, b) => n + b.length, 0) / encoded.length);
   }

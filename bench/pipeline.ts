@@ -269,6 +269,7 @@ async function measure(
   progress("Avro's share: the first sessions' records encoded and decoded in memory");
   const firstSessions = new Set(backlog.slice(0, Math.min(300, sessions)).map((t) => t.sessionId));
   const avro = await avroCost(
+    codecs,
     backlog.filter((t) => firstSessions.has(t.sessionId)),
     graceMs,
   );
