@@ -41,7 +41,7 @@ export interface FlushConsumerOptions {
   flushIntervalMs?: number;
   /**
    * Fetching waits for flushes while this many items wait. Room for many flushes keeps the reading
-   * going while the store takes one (`bench sink`: 100 × flushAt, 57–75k rows/s; 20 ×, 43–56k).
+   * going while the store takes one (`bench sink --users 100`, alternating: 100 × flushAt 51.8–58.9k rows/s, 20 × 40.4–44.0k).
    * @default 100 × flushAt
    */
   maxBuffered?: number;
