@@ -93,7 +93,7 @@ export function register(program: Command): void {
       );
       if (specs.some((s) => s.name === 'gateway')) {
         say(
-          `Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${modelName}","messages":[{"role":"user","content":"What is the capital of France?"}]}'`,
+          `Try:  curl -s ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${modelName}","messages":[{"role":"user","content":"What is the capital of France? Answer in one sentence."}]}'`,
         );
       }
 
