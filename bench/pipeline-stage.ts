@@ -1,6 +1,6 @@
 // One stage of `bench pipeline` in a process of its own, as `turnstream up` runs each processor:
 // started by bench/pipeline.ts with `--processes`, it prints "ready" once the stage has joined its
-// group and stops on SIGTERM.
+// group and stops on SIGTERM or when the bench's end of its stdin closes.
 //   node --import tsx bench/pipeline-stage.ts <session-assembler|judge|sample-builder> BROKERS REGISTRY_URL PREFIX GRACE_MS
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +28,16 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const handle = await startPipelineStage(stage as PipelineStage, { kafka, codecs, logger: createLogger('bench', 'warn') }, Number(grace));
   await handle.ready;
   process.stdout.write('ready\n');
-  process.once('SIGTERM', () => void handle.stop().finally(() => process.exit(0)));
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void handle.stop().finally(() => process.exit(0));
+  };
+  process.once('SIGTERM', stop);
+  // The bench holds our stdin open: when it goes (killed, crashed), so do we.
+  process.stdin.once('close', stop);
+  process.stdin.resume();
 }
 
 /** A stage in a child process of its own. */
@@ -42,7 +51,7 @@ export class StageProcess {
     this.stage = stage;
     const args = [stage, endpoints.brokers, endpoints.registryUrl, prefix, String(graceMs)];
     this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let err = '';
     this.child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-2000)));
