@@ -46,6 +46,18 @@ export class CpuMeter {
     return out;
   }
 
+  /** Runs `work`: its value, its wall seconds and the CPU spent meanwhile (`children` names child pids to count too). */
+  async measure<T>(
+    work: () => Promise<T>,
+    children: () => Record<string, number> = () => ({}),
+  ): Promise<{ value: T; seconds: number; cpu: CpuPhase }> {
+    const before = await this.read(children());
+    const t0 = performance.now();
+    const value = await work();
+    const seconds = (performance.now() - t0) / 1000;
+    return { value, seconds, cpu: CpuMeter.phase(before, await this.read(children()), seconds) };
+  }
+
   /** What was spent between two readings, over `wall` seconds. */
   static phase(before: CpuSeconds, after: CpuSeconds, wall: number): CpuPhase {
     const seconds = Object.fromEntries(Object.keys(after).map((k) => [k, round2(after[k]! - (before[k] ?? 0))]));

@@ -65,8 +65,7 @@ export async function avroCost(codecs: EventCodecs, turns: Turn[], graceMs: numb
     out.records[id] = values.length;
     out.bytes[id] = Math.round(encoded.reduce((n, b) => n + b.length, 0) / encoded.length);
   }
-  const perTurn = (id: TopicId, us: Partial<Record<TopicId, number>>): number =>
-    ((made.get(id)!.length || 0) / turns.length) * (us[id] ?? 0);
+  const perTurn = (id: TopicId, us: Partial<Record<TopicId, number>>): number => (made.get(id)!.length / turns.length) * (us[id] ?? 0);
   out.us_per_turn = round(
     READ.reduce((n, id) => n + perTurn(id, out.decode_us), 0) + WRITTEN.reduce((n, id) => n + perTurn(id, out.encode_us), 0),
   );

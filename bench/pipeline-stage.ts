@@ -1,6 +1,6 @@
 // One stage of `bench pipeline` in a process of its own, as `turnstream up` runs each processor:
 // started by bench/pipeline.ts with `--processes`, it prints "ready" once the stage has joined its
-// group and stops on SIGTERM or when the bench's end of its stdin closes.
+// group and stops when its stdin closes: the bench's stop, or the bench's end (killed, crashed).
 //   node --import tsx bench/pipeline-stage.ts <session-assembler|judge|sample-builder> BROKERS REGISTRY_URL PREFIX GRACE_MS
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +35,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     void handle.stop().finally(() => process.exit(0));
   };
   process.once('SIGTERM', stop);
-  // The bench holds our stdin open: when it goes (killed, crashed), so do we.
   process.stdin.once('close', stop);
   process.stdin.resume();
 }
@@ -53,6 +52,8 @@ export class StageProcess {
     this.child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    // A stage that already exited leaves a closed pipe: ending it then is no error.
+    this.child.stdin!.on('error', () => undefined);
     let err = '';
     this.child.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-2000)));
     this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
@@ -71,8 +72,9 @@ export class StageProcess {
     return this.child.pid!;
   }
 
+  /** Closes the stage's stdin, as the bench's exit would: it stops its processor and exits. */
   async stop(): Promise<void> {
-    if (this.child.exitCode === null) this.child.kill('SIGTERM');
+    this.child.stdin!.end();
     await this.exited;
   }
 }

@@ -160,18 +160,10 @@ async function measure(
   progress('baseline: raw kafkajs consume → produce of the same records');
   const rawCount = total + 8 * PARTITIONS;
   const meter = new CpuMeter(family);
-  const rawCpu0 = await meter.read();
-  const rawWall0 = performance.now();
-  const rawSeconds = await rawPassthrough(
-    kafka,
-    codecs.topic('turns'),
-    `${prefix}bench-raw-out`,
-    rawCount,
-    `${prefix}bench-raw`,
-    PARTITIONS,
+  const { value: rawSeconds, cpu: rawCpu } = await meter.measure(() =>
+    rawPassthrough(kafka, codecs.topic('turns'), `${prefix}bench-raw-out`, rawCount, `${prefix}bench-raw`, PARTITIONS),
   );
   const rawRate = rawCount / rawSeconds;
-  const rawCpu = CpuMeter.phase(rawCpu0, await meter.read(), (performance.now() - rawWall0) / 1000);
   progress('baseline: the same with stock kafkajs (without the replacements of streams/kafkajs.ts)');
   const stock = stockKafka(family.clientOptions);
   const stockSeconds = await rawPassthrough(
@@ -214,23 +206,27 @@ async function measure(
       for (const stage of PIPELINE_STAGES) handles.push(await startPipelineStage(stage, common, graceMs));
       await Promise.all(handles.map((h) => h.ready));
     }
-    const childPids = () => Object.fromEntries(children.map((c) => [c.stage, c.pid]));
-    const cpu0 = await meter.read(childPids());
-    const t0 = performance.now();
-    let lastReport = t0;
-    while (watch.seen.size < total) {
-      if (performance.now() - t0 > 600_000) throw new Error(`only ${watch.seen.size} of ${total} samples after 10 min`);
-      if (performance.now() - lastReport > 5000) {
-        const st = (processes ? [] : handles)
-          .map((h) => h.stats())
-          .map((x) => `${x.consumed}→${x.produced} (in flight ${x.inFlight}, paused ${x.pausedPartitions}, dlq ${x.deadLettered})`);
-        progress(`  ${watch.seen.size}/${total} samples${processes ? '' : `; assembler ${st[0]}, judge ${st[1]}, builder ${st[2]}`}`);
-        lastReport = performance.now();
-      }
-      await sleep(20);
-    }
-    seconds = (performance.now() - t0) / 1000;
-    pipelineCpu = CpuMeter.phase(cpu0, await meter.read(childPids()), seconds);
+    const backlogDone = await meter.measure(
+      async () => {
+        const t0 = performance.now();
+        let lastReport = t0;
+        while (watch.seen.size < total) {
+          if (performance.now() - t0 > 600_000) throw new Error(`only ${watch.seen.size} of ${total} samples after 10 min`);
+          if (performance.now() - lastReport > 5000) {
+            // In this process only: each stage's counts (child processes keep theirs).
+            const st = handles
+              .map((h) => h.stats())
+              .map((x) => `${x.consumed}→${x.produced} (in flight ${x.inFlight}, paused ${x.pausedPartitions}, dlq ${x.deadLettered})`);
+            progress(`  ${watch.seen.size}/${total} samples${st.length ? `; assembler ${st[0]}, judge ${st[1]}, builder ${st[2]}` : ''}`);
+            lastReport = performance.now();
+          }
+          await sleep(20);
+        }
+      },
+      () => Object.fromEntries(children.map((c) => [c.stage, c.pid])),
+    );
+    seconds = backlogDone.seconds;
+    pipelineCpu = backlogDone.cpu;
     backlogSamples = watch.seen.size;
 
     // Live traffic: each tick starts a session and ends the previous one (its two pairs ready).

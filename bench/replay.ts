@@ -133,36 +133,36 @@ async function measure(
 
   progress('baseline: raw read of the turns (decode only)');
   const meter = new CpuMeter(family);
-  const bc = await meter.read();
-  const b0 = performance.now();
   let read = 0;
-  await readToEnd(kafka, codecs.topic('turns'), async (r) => {
-    if (r.value) {
-      await codecs.of('turns').decode(r.value);
-      read++;
-    }
-  });
-  const baselineSeconds = (performance.now() - b0) / 1000;
-  const baselineCpu = CpuMeter.phase(bc, await meter.read(), baselineSeconds);
+  const { seconds: baselineSeconds, cpu: baselineCpu } = await meter.measure(() =>
+    readToEnd(kafka, codecs.topic('turns'), async (r) => {
+      if (r.value) {
+        await codecs.of('turns').decode(r.value);
+        read++;
+      }
+    }),
+  );
   if (read !== turns) throw new Error(`baseline read ${read} of ${turns} turns`);
 
   progress('replay: session assembler → embedded judge → sample builder');
   const judge = createEmbeddedJudge({ mode: 'rl' });
-  const rc = await meter.read();
-  const r0 = performance.now();
-  const summary = await runReplay({
-    kafka,
-    registryUrl: stack.registryUrl,
-    prefix,
-    tag: 'bench',
-    from: parseBound('0'),
-    judge,
-    samples: { method: 'rl' },
-    planFile: join(dir, 'plan.json'),
-    logger: createLogger('replay', 'warn'),
-  });
-  const seconds = (performance.now() - r0) / 1000;
-  const replayCpu = CpuMeter.phase(rc, await meter.read(), seconds);
+  const {
+    value: summary,
+    seconds,
+    cpu: replayCpu,
+  } = await meter.measure(() =>
+    runReplay({
+      kafka,
+      registryUrl: stack.registryUrl,
+      prefix,
+      tag: 'bench',
+      from: parseBound('0'),
+      judge,
+      samples: { method: 'rl' },
+      planFile: join(dir, 'plan.json'),
+      logger: createLogger('replay', 'warn'),
+    }),
+  );
   const sessions = Math.ceil(turns / perSession);
   if (summary.pairs.total !== turns) throw new Error(`replay gave ${summary.pairs.total} pairs for ${turns} turns`);
 
@@ -176,10 +176,7 @@ async function measure(
     );
   const floorTopic = `${prefix}bench-replay-floor`;
   await createPlainTopic(kafka, floorTopic, 6);
-  const fc = await meter.read();
-  const f0 = performance.now();
-  const floorSeconds = await rawProduce(kafka, floorTopic, outputs);
-  const floorCpu = CpuMeter.phase(fc, await meter.read(), (performance.now() - f0) / 1000);
+  const { value: floorSeconds, cpu: floorCpu } = await meter.measure(() => rawProduce(kafka, floorTopic, outputs));
   progress('floor: the same with stock kafkajs (without the replacements of streams/kafkajs.ts)');
   const stock = stockKafka(family.clientOptions);
   await createPlainTopic(kafka, `${floorTopic}-stock`, 6);

@@ -13,7 +13,7 @@ import { SINK_TOPICS, startClickhouseSink } from '../processors/clickhouse-sink/
 import { createLogger, EventProducer } from '../streams/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { learningDataset } from './sink-dataset.ts';
-import { benchFamily, median } from './support.ts';
+import { benchFamily, median, rawConsume } from './support.ts';
 import { cores, CpuMeter, type CpuPhase } from './cpu.ts';
 
 export const description =
@@ -116,9 +116,7 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
       progress(
         `round ${round}/${rounds}: baseline, ${rows} rows straight into ClickHouse in the sink's ${sink.inserts.length} insert sizes`,
       );
-      const c0 = await meter.read();
-      const baseSeconds = await baselineRun(byTable, sink.inserts);
-      const baseCpu = CpuMeter.phase(c0, await meter.read(), baseSeconds);
+      const { value: baseSeconds, cpu: baseCpu } = await meter.measure(() => baselineRun(byTable, sink.inserts));
       progress(`round ${round}/${rounds}: plain kafkajs reading the same topics, then reading and decoding`);
       measured.push({
         ...sink,
@@ -171,14 +169,13 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
         onInsert: (table, n, flush) => void inserts.push({ table, rows: n, flush }),
       });
       await sink.ready;
-      const c0 = await meter.read();
-      const t1 = performance.now();
-      while (sink.stats().rowsInserted < rows) {
-        if (performance.now() - t1 > 600_000) throw new Error(`sink stored ${sink.stats().rowsInserted} of ${rows} rows in 10 minutes`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      const seconds = (performance.now() - t1) / 1000;
-      const cpu = CpuMeter.phase(c0, await meter.read(), seconds);
+      const { seconds, cpu } = await meter.measure(async () => {
+        const t1 = performance.now();
+        while (sink.stats().rowsInserted < rows) {
+          if (performance.now() - t1 > 600_000) throw new Error(`sink stored ${sink.stats().rowsInserted} of ${rows} rows in 10 minutes`);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      });
       const batches = sink.stats().batches;
       await sink.stop();
       const [check] = await sinkStore.rows<{ n: number }>(
@@ -189,30 +186,13 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
     }
 
     /** A plain consumer over the sink's topics, as the sink's consumer is set up; seconds from joining until all `rows` are read. */
-    async function readRun(round: number, decode: boolean): Promise<number> {
+    function readRun(round: number, decode: boolean): Promise<number> {
       const topics = SINK_TOPICS.map((id) => codecs.topic(id));
-      const consumer = kafka.consumer({ groupId: `${prefix}read-${decode ? 'decode' : 'only'}-${round}`, maxWaitTimeInMs: 100 });
-      let t0 = 0;
-      let read = 0;
-      let done!: () => void;
-      const finished = new Promise<void>((r) => (done = r));
-      consumer.on(consumer.events.GROUP_JOIN, () => void (t0 = performance.now()));
-      try {
-        await consumer.connect();
-        await consumer.subscribe({ topics, fromBeginning: true });
-        await consumer.run({
-          eachBatch: async ({ batch }) => {
-            const id = codecs.idOf(batch.topic)!;
-            if (decode) for (const m of batch.messages) codecs.of(id).decodeNow(m.value!);
-            read += batch.messages.length;
-            if (read >= rows) done();
-          },
-        });
-        await finished;
-        return (performance.now() - t0) / 1000;
-      } finally {
-        await consumer.disconnect();
-      }
+      return rawConsume(kafka, topics, rows, `${prefix}read-${decode ? 'decode' : 'only'}-${round}`, {
+        fromJoin: true,
+        maxWaitTimeInMs: 100,
+        each: decode ? (topic, m) => void codecs.of(codecs.idOf(topic)!).decodeNow(m.value!) : undefined,
+      });
     }
 
     /** The same rows in the sink's insert sizes, each flush's tables side by side, as the sink makes them. */

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Consumer, ICustomPartitioner, Kafka, Producer } from 'kafkajs';
+import type { Consumer, ICustomPartitioner, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import type { TurnstreamConfig } from '../cli/config.ts';
 import { stackUp, type StackEndpoints } from '../infra/index.ts';
 import type { TopicId } from '../schemas/index.ts';
@@ -139,26 +139,45 @@ export async function rawProduce(
   }
 }
 
-/** Reads `count` records of `topic` from the beginning with a fresh group; seconds from the first batch. */
-export async function rawConsume(kafka: Kafka, topic: string, count: number, groupId: string): Promise<number> {
-  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 20 });
-  await consumer.connect();
+export interface RawConsumeOptions {
+  /** Called with each record (to decode it, say). @default none */
+  each?: (topic: string, message: KafkaMessage) => void;
+  /** Time from joining the group, as a service that must join first is timed, not from the first batch. @default false */
+  fromJoin?: boolean;
+  /** @default 20 */
+  maxWaitTimeInMs?: number;
+}
+
+/** Reads `count` records of `topics` from the beginning with a fresh group; seconds from the first batch (or the join). */
+export async function rawConsume(
+  kafka: Kafka,
+  topics: string | string[],
+  count: number,
+  groupId: string,
+  o: RawConsumeOptions = {},
+): Promise<number> {
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: o.maxWaitTimeInMs ?? 20 });
   let seen = 0;
   let t0 = 0;
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await consumer.run({
-    eachBatch: async ({ batch }) => {
-      t0 ||= performance.now();
-      seen += batch.messages.length;
-      if (seen >= count) done();
-    },
-  });
-  await finished;
-  const seconds = (performance.now() - t0) / 1000;
-  await consumer.disconnect();
-  return seconds;
+  if (o.fromJoin) consumer.on(consumer.events.GROUP_JOIN, () => void (t0 = performance.now()));
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: typeof topics === 'string' ? [topics] : topics, fromBeginning: true });
+    await consumer.run({
+      eachBatch: async ({ batch }) => {
+        t0 ||= performance.now();
+        if (o.each) for (const m of batch.messages) o.each(batch.topic, m);
+        seen += batch.messages.length;
+        if (seen >= count) done();
+      },
+    });
+    await finished;
+    return (performance.now() - t0) / 1000;
+  } finally {
+    await consumer.disconnect();
+  }
 }
 
 /** Plain kafkajs: reads `count` records of `from` and produces them to `to` (acks=all); seconds from the first batch. */
@@ -177,8 +196,8 @@ export function rawPassthrough(
 /**
  * Plain kafkajs passthroughs in a row, all running at once in this process: `from` → `hops[0]` →
  * `hops[1]` …, each a consumer (group `<groupId>-<i>`) and an idempotent producer (acks=all), as a
- * pipeline of stages that do nothing would run. Seconds from the first hop's first batch until the
- * last hop has forwarded `count` records.
+ * pipeline of stages that do nothing would run. Seconds from the first hop's first batch (every
+ * hop has joined by then) until the last hop has forwarded `count` records.
  */
 export async function rawChain(
   kafka: Kafka,
@@ -195,9 +214,10 @@ export async function rawChain(
   const finished = new Promise<void>((r) => (done = r));
   const stages: Array<{ consumer: Consumer; producer: Producer }> = [];
   try {
-    for (const [i, to] of hops.entries()) {
+    // The last hop first: every hop has joined before the first records reach it.
+    for (const [i, to] of [...hops.entries()].reverse()) {
       const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner });
-      const consumer = kafka.consumer({ groupId: hops.length === 1 ? groupId : `${groupId}-${i}`, maxWaitTimeInMs: 20 });
+      const consumer = kafka.consumer({ groupId: `${groupId}-${i}`, maxWaitTimeInMs: 20 });
       stages.push({ consumer, producer });
       await producer.connect();
       await consumer.connect();

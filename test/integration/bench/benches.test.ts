@@ -32,7 +32,7 @@ const TOY: Record<string, Record<string, string>> = {
   gateway: { clients: '1', seconds: '1', rounds: '1', 'max-tokens': '2' },
   pipeline: { sessions: '10', turns: '2', 'live-sessions': '2', 'grace-ms': '0' },
   replay: { turns: '40', 'turns-per-session': '4' },
-  sink: { users: '1', rounds: '2' },
+  sink: { users: '1', rounds: '2', 'max-buffered': '300' },
   trainer: { steps: '1', batch: '2', backends: 'wasm,cpu' },
   model: { model: 'tiny', tokens: '16,32', steps: '1', 'gen-tokens': '8', backends: 'wasm' },
 };
@@ -110,6 +110,8 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         assert.ok(Number(r.inserts) >= 1);
         assert.equal(r.mean_rows_per_insert, Math.round(Number(r.rows) / Number(r.inserts)));
         assert.equal((r.ratio_per_round as number[]).length, 2, 'one ratio per round');
+        assert.equal(r.max_buffered_rows, 300, 'the sink ran with the buffer asked for');
+        assert.ok(Number(r.read_rows_per_s) > 0 && Number(r.read_decode_rows_per_s) > 0, 'the Kafka-side ceilings');
       }
       if (name === 'replay') {
         // The floor re-produces exactly what the replay wrote: a pair and a judgement per turn, and its samples.
