@@ -1,7 +1,7 @@
 /**
- * The error catalogue (STYLE.md): every code has an HTTP status, a line in the README's
- * Operations (with that status), and its default retriability; an error with one answers in
- * OpenAI's shape.
+ * The error catalogue (docs/design/style.md): every code has an HTTP status, a line in the error
+ * table of docs/operations.md (with that status), and its default retriability; an error with one
+ * answers in OpenAI's shape.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -10,13 +10,13 @@ import { STATUS, toOpenAIError } from '../../../gateway/openai-errors.ts';
 import { ErrorCodes, isRetriable, TurnstreamError } from '../../../core/errors.ts';
 import { REPO_ROOT } from '../../support/stack.ts';
 
-const readme = readFileSync(`${REPO_ROOT}README.md`, 'utf8');
+const operations = readFileSync(`${REPO_ROOT}docs/operations.md`, 'utf8');
 
-test('every code has a status and a line in the README naming that status', () => {
+test('every code has a status and a line in docs/operations.md naming that status', () => {
   for (const code of Object.values(ErrorCodes)) {
     const status = STATUS[code];
     assert.ok(status >= 400 && status < 600, `${code} has an HTTP status`);
-    assert.match(readme, new RegExp(`\\| \`${code}\` +\\| ${status} +\\| \\S`), `${code} is documented with ${status}`);
+    assert.match(operations, new RegExp(`\\| \`${code}\` +\\| ${status} +\\| \\S`), `${code} is documented with ${status}`);
     const { status: s, body } = toOpenAIError(new TurnstreamError(code, `a ${code}`, { param: 'p' }));
     assert.equal(s, status);
     assert.deepEqual([body.error.code, body.error.param, body.error.message], [code, 'p', `a ${code}`]);
