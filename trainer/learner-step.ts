@@ -66,7 +66,7 @@ export interface LearnerStepOptions {
    * Smaller steps for pleased users: the step's learning rate is scaled by
    * `1 − pleasedDamping · mean_i max(0, m_i)`, where `m_i` is the running mean reward (in
    * {@link rewardBaseline}) of the user of sample `i` before the step. Why: runs that had pleased
-   * their user fell back later as steps kept coming (trainer/README.md). The rate, not the loss, is
+   * their user fell back later as steps kept coming (results/eval/real-model/README.md). The rate, not the loss, is
    * scaled, since Adam undoes a scaled loss. Needs `rewardBaseline`. In [0, 1]. @default 0
    */
   pleasedDamping?: number;

@@ -34,8 +34,8 @@ import { BuiltinLineage, type PolicyLineage } from './policy-lineage.ts';
 import type { TrainablePolicy } from './trainable-policy.ts';
 
 /**
- * Learning rate of the learner for the built-in model, chosen by measurement (trainer/README.md,
- * "Learning rate"): `turnstream eval`, 5 personas × 36 interactions, one step per 4 interactions,
+ * Learning rate of the learner for the built-in model, chosen by measurement (docs/learning.md,
+ * "Learning rate of the built-in model"): `turnstream eval`, 5 personas × 36 interactions, one step per 4 interactions,
  * lr ∈ {3e-4, 1e-3, 3e-3, 1e-2}. 3e-4 barely moved; 1e-3 and 3e-3 gave the same mean gain;
  * 1e-2 collapsed one persona's replies (a preference it had shown 28 % of the time went to 0 %).
  * 1e-3 is the fastest rate without collapse — 100× the reference's 1e-5 for a 4B model.
@@ -45,7 +45,7 @@ export const LEARNER_LR = 1e-3;
 /**
  * Learning rate of a LoRA adapter on a GGUF model, and the other defaults of that family: a
  * version needs LORA_MIN_SAMPLES trainable samples, and a step may move the policy by at most
- * LORA_MAX_KL (k3 KL, token mean). On SmolLM2-135M (trainer/README.md) 3e-4 barely moved in 16
+ * LORA_MAX_KL (k3 KL, token mean). On SmolLM2-135M (docs/learning.md) 3e-4 barely moved in 16
  * interactions; 2e-3 learned a persona's form within 24 but, alone, wrecked the answers (word salad
  * after 12 steps of 2 samples). With the KL to the base and the positive-only OPD term of
  * LORA_STEP_DEFAULTS (trainer/step-defaults.ts) it keeps them.

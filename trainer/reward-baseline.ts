@@ -3,14 +3,14 @@
  * with a baseline, for the RL term only. Why: a user the model never satisfies sends −1 after
  * −1, and without a baseline each one pushes the sampled replies down at full strength. Twelve
  * such steps (lr 2e-3, KL 0.25) turned SmolLM2's answers into gibberish for three personas
- * whose wish it never met (trainer/README.md). With the baseline a steady −1 soon moves
+ * whose wish it never met (results/eval/real-model/README.md). With the baseline a steady −1 soon moves
  * nothing, while a +1 after a run of −1 counts nearly double. Only a mean below 0 is
  * subtracted: a full mean let a satisfied user's +1 count for nothing and each −1 double, and
  * concise-carl fell back from 1.00 to 0.25 held-out after 24 interactions.
  *
  * `prior` is the mean a user starts with. At 0 a new user's first −1 pushes at full strength,
  * and the early steps of a user the model cannot please did their damage before the mean
- * caught up (3 seeds × 4 personas, trainer/README.md). At −1 a user's dissatisfaction pushes
+ * caught up (3 seeds × 4 personas, results/eval/real-model/README.md). At −1 a user's dissatisfaction pushes
  * nothing until some reply has pleased them: the per-user counterpart of a group whose replies
  * all got −1 (zero advantage), while their first +1 counts double.
  */

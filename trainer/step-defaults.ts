@@ -16,7 +16,7 @@ export interface FamilyStepSettings {
   pleasedDamping: number;
 }
 
-/** The built-in byte model: the settings its measured curves were made with (trainer/README.md). */
+/** The built-in byte model: the settings its measured curves were made with (docs/learning.md). */
 export const BUILTIN_STEP_DEFAULTS: Readonly<FamilyStepSettings> = {
   klCoef: 0,
   rewardBaseline: 0,
@@ -26,7 +26,7 @@ export const BUILTIN_STEP_DEFAULTS: Readonly<FamilyStepSettings> = {
 };
 
 /**
- * A LoRA adapter on a GGUF model. Measured on SmolLM2-135M with LORA_LR (trainer/README.md): without
+ * A LoRA adapter on a GGUF model. Measured on SmolLM2-135M with LORA_LR (docs/learning.md): without
  * the KL to the base the adapter learned a persona's form by wrecking the answers; with the raw OPD
  * term, users the model could not please drove it to fragments and empty replies (answered 0.66),
  * while OPD's positive part with a baseline that starts at −1 kept 0.92 of the answers and learned

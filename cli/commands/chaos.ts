@@ -23,7 +23,7 @@ const COLUMNS = [
   ['p99_after_fault_ms', 'p99 ms'],
 ] as const;
 
-/** The result as a Markdown table (what the README shows). */
+/** The result as a Markdown table (what docs/operations.md shows). */
 export function chaosTable(r: ChaosResult): string {
   const rows = r.scenarios.map((s) => COLUMNS.map(([k]) => String(s[k] ?? '—')));
   const head = `| ${COLUMNS.map(([, h]) => h).join(' | ')} |\n|${COLUMNS.map(() => '---').join('|')}|\n`;

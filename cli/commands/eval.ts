@@ -221,7 +221,7 @@ export function register(program: Command): void {
       const onlySeed = f.seed === undefined ? undefined : Number(f.seed);
       if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= Number(f.seeds)))
         throw invalidInput(`--seed must be an integer from 1 to --seeds (got ${f.seed})`, '--seed');
-      // A LoRA step per 2 interactions learned fastest (trainer/README.md); the built-in model keeps 4.
+      // A LoRA step per 2 interactions learned fastest (docs/learning.md); the built-in model keeps 4.
       if (!builtin && !given('batchSize')) f.batchSize = '2';
       let personas = f.users ? [] : await selectPersonas(f, builtin ? BUILTIN_PERSONAS_FILE : DEFAULT_PERSONAS_FILE);
       if (f.quick && !f.only) personas = quickPersonas(personas);
@@ -387,13 +387,13 @@ export function register(program: Command): void {
     });
 }
 
-/** The shipped personas that learned fastest on SmolLM2 over 24 interactions (trainer/README.md). */
+/** The shipped personas that learned fastest on SmolLM2 over 24 interactions (docs/learning.md). */
 const QUICK_PERSONAS = ['twosentence-tia', 'concise-carl'];
 
 /**
  * The real model's standard eval with the shipped file: its length and layout personas, 3 seeds ×
  * 24 interactions within an hour on 2 cores. The others (a sign-off, a tone, lists) take `--only`
- * or `--personas`; what they reach is in trainer/README.md.
+ * or `--personas`; what they reach is in docs/learning.md.
  */
 const STANDARD_PERSONAS = ['concise-carl', 'twosentence-tia', 'oneparagraph-pia'];
 
@@ -405,7 +405,7 @@ function pick(personas: Persona[], names: string[], fallback: Persona[] = person
 
 /**
  * The defaults that depend on the run: `--quick` (a few minutes) and, on the real model, the
- * standard run measured in trainer/README.md. A value given on the command line keeps its place.
+ * standard run measured in docs/learning.md. A value given on the command line keeps its place.
  */
 export function applyRunDefaults(f: EvalFlags, builtin: boolean, given: (flag: keyof EvalFlags) => boolean, cores: number): void {
   if (f.quick) {

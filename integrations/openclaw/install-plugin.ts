@@ -60,7 +60,7 @@ async function readConfig(path: string): Promise<Json> {
     return parsed;
   } catch (err) {
     throw invalidInput(
-      `${path} is not plain JSON (${(err as Error).message}); add the plugin by hand as the README's OpenClaw section shows, or pass --config with a JSON file`,
+      `${path} is not plain JSON (${(err as Error).message}); add the plugin by hand as docs/openclaw.md shows, or pass --config with a JSON file`,
       'config',
       err,
     );

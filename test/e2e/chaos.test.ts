@@ -1,6 +1,6 @@
 /**
  * `turnstream chaos` end to end, on two of its scenarios (the whole suite takes ~10 minutes and
- * is run by hand: its table is in the README): it starts a stack of its own on free ports, kills
+ * is run by hand: its table is in docs/operations.md): it starts a stack of its own on free ports, kills
  * the gateway mid-traffic and sends a 3 MB turn, and reports nothing lost or doubled, as one
  * JSON object, then stops what it started.
  */

@@ -115,7 +115,7 @@ test('a reply that loops is no answer, even when it names the topic and meets th
     },
     'test',
   )[0];
-  // Replies seen after training on this persona (eval/results/real-model/kl025-other-1seed).
+  // Replies seen after training on this persona (results/eval/real-model/kl025-other-1seed).
   const looping =
     'To save money each month, you can plan your life. You can plan your life. You can plan your life. You can plan your life.';
   const fine =
@@ -134,7 +134,7 @@ test('a reply that loops is no answer, even when it names the topic and meets th
 });
 
 test('word salad that names the topic is no answer: most of its words must be English words', () => {
-  // Replies seen after training (eval/results/real-model/*/replies.md): each names the topic and adds a word.
+  // Replies seen after training (results/eval/real-model/*/replies.md): each names the topic and adds a word.
   const salad = ['Cats are obligidivitis necrobaprax asiofelis.', 'A router is a findereader.', 'bread riseisin of yeast'];
   const questions = ['why do cats sleep so much?', 'what does a router do?', 'how does bread rise?'];
   for (const [i, reply] of salad.entries()) {

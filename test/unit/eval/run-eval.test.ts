@@ -1,7 +1,7 @@
 /**
  * `turnstream eval` in-process, at toy size on a small random model: it runs the whole loop
  * (persona ↔ policy, embedded judge, samples, learner steps) and reports what the command's
- * JSON promises. The learning itself is measured by the real eval (trainer/README.md), not here.
+ * JSON promises. The learning itself is measured by the real eval (docs/learning.md), not here.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
