@@ -1,5 +1,5 @@
 /**
- * "Many users, one model" (ALGORITHMS.md §7), in-process: K simulated users who share one hidden
+ * "Many users, one model" (docs/design/algorithms.md §7), in-process: K simulated users who share one hidden
  * preference (any persona; by default replies that end with a question) and one adversarial user
  * with the opposite one (pleased exactly when the others are not, correcting the others) all talk
  * to ONE model (the built-in one or a GGUF model with LoRA versions: eval/eval-model.ts). Their turns go through the pipeline's judge and sample builder, into the learner's

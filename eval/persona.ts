@@ -1,5 +1,5 @@
 /**
- * Simulated users for the evaluation (ALGORITHMS.md §8), as an open file format. Each persona has
+ * Simulated users for the evaluation (docs/design/algorithms.md §8), as an open file format. Each persona has
  * one hidden preference, written as a declarative check (persona-check.ts), asks its own prompts
  * and reacts in its own words (reaction.ts): thanks when satisfied, a correction otherwise.
  *

@@ -1,5 +1,5 @@
 /**
- * The weight versions a llama.cpp engine serves, hot-swapped with no pause (ALGORITHMS.md §6).
+ * The weight versions a llama.cpp engine serves, hot-swapped with no pause (docs/design/algorithms.md §6).
  *
  * A version is the frozen base plus one LoRA adapter file. llama.cpp applies an adapter to a
  * whole context (every sequence of a batch), so each served version has a context of its own,

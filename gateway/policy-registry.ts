@@ -1,5 +1,5 @@
 /**
- * The policy the built-in engine serves, hot-swappable with no pause (ALGORITHMS.md §6).
+ * The policy the built-in engine serves, hot-swappable with no pause (docs/design/algorithms.md §6).
  *
  * A request leases the current policy and releases it when done; a new WeightVersion is
  * loaded and verified (sha256) in the background while requests keep being served by the old

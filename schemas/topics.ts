@@ -1,5 +1,5 @@
 /**
- * The topic catalogue of ARCHITECTURE.md: every topic's name, value schema and cleanup
+ * The topic catalogue of docs/design/architecture.md: every topic's name, value schema and cleanup
  * policy. Names can carry a prefix (tests isolate themselves with one) and a replay tag.
  */
 import {

@@ -5,7 +5,7 @@ export interface AdamWOptions {
   lr: number;
   /** @default 0.9 */
   beta1?: number;
-  /** @default 0.98 (ALGORITHMS.md §5) */
+  /** @default 0.98 (docs/design/algorithms.md §5) */
   beta2?: number;
   /** @default 1e-8 */
   epsilon?: number;

@@ -1,5 +1,5 @@
 /**
- * Forms training batches from buffered samples (ALGORITHMS.md §6–7), pure logic:
+ * Forms training batches from buffered samples (docs/design/algorithms.md §6–7), pure logic:
  *
  * - staleness: a sample whose `policyVersion` is more than `maxStaleness` versions behind the
  *   learner's current version is dropped and counted (`'drop'`, the default), or kept and marked

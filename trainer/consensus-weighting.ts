@@ -1,5 +1,5 @@
 /**
- * Consensus weighting of a training batch (ALGORITHMS.md §7, "many users, one model"): every
+ * Consensus weighting of a training batch (docs/design/algorithms.md §7, "many users, one model"): every
  * sample is folded into a `UserConsensus` as `{ userId, prompt: the last user message of its
  * prompt, response, reward sign }`, and its loss weight becomes `sample.weight × f(user)`, with
  * `f = min(1, w / w_prior)`: `w` is the user's agreement-with-the-others weight (how well what they

@@ -1,5 +1,5 @@
 /**
- * One learner step on a batch of samples (ALGORITHMS.md §4–6b), for any TrainablePolicy:
+ * One learner step on a batch of samples (docs/design/algorithms.md §4–6b), for any TrainablePolicy:
  *
  * 1. π_old is the current weights' log-prob of each response token, taken from the same forward
  *    pass the gradient comes from (one update per batch, so they coincide); the mean

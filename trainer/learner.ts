@@ -80,7 +80,7 @@ export interface LearnerOptions {
   /** Loss weights, regularizers, importance weights and the KL guard. */
   step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
   /**
-   * Weight each sample's loss by its user's agreement with the other users (ALGORITHMS.md §7,
+   * Weight each sample's loss by its user's agreement with the other users (docs/design/algorithms.md §7,
    * trainer/consensus-weighting.ts). `turnstream train --no-consensus`, `TRAIN_CONSENSUS=0` @default true
    */
   consensus?: boolean;

@@ -1,5 +1,5 @@
 /**
- * Many users, one model (ALGORITHMS.md §7): how much to trust each user's feedback.
+ * Many users, one model (docs/design/algorithms.md §7): how much to trust each user's feedback.
  *
  * Users are compared on WHAT their feedback rewards, so turns that are similar in kind (not
  * identical) are comparable — in private chats no two users ever rate the same reply.

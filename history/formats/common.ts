@@ -166,7 +166,7 @@ export interface ImportedExchange {
 
 /**
  * The `Turn` (and `Feedback` events) of an imported exchange. No engine token ids exist for
- * history, and ALGORITHMS.md §1 forbids re-tokenizing for training, so `tokenized=false`: the
+ * history, and docs/design/algorithms.md §1 forbids re-tokenizing for training, so `tokenized=false`: the
  * turn is paired and judged (with `judgeUntrainable`) but never becomes a token-level sample.
  */
 export function toEvents(x: ImportedExchange): ParsedLine {

@@ -23,7 +23,7 @@
  * word is kept, and becomes the turn's next state when the session ends. An explicit
  * `"next_state": null` is how the reference closed a session (`session_done`), so it marks the turn
  * `sessionDone`.
- * `prompt_text` is ignored (no re-tokenizing, ALGORITHMS.md §1).
+ * `prompt_text` is ignored (no re-tokenizing, docs/design/algorithms.md §1).
  */
 import {
   boolOf,

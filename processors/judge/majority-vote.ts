@@ -1,4 +1,4 @@
-/** Turning votes into one verdict, exactly as ALGORITHMS.md §3–4 state it. */
+/** Turning votes into one verdict, exactly as docs/design/algorithms.md §3–4 state it. */
 import type { Vote } from '../../schemas/index.ts';
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The judge prompts of ALGORITHMS.md §3 (process reward) and §4 (hindsight hint). User, tool and
+ * The judge prompts of docs/design/algorithms.md §3 (process reward) and §4 (hindsight hint). User, tool and
  * assistant text is quoted as data (see quote.ts); only the final `\boxed{}` is read.
  */
 import type { TurnPair } from '../../schemas/index.ts';

@@ -1,5 +1,5 @@
 /**
- * Judgement → training sample (ALGORITHMS.md §4–5).
+ * Judgement → training sample (docs/design/algorithms.md §4–5).
  *
  * - RL: reward = the majority score broadcast over the response tokens; score 0 → no sample.
  * - OPD: an accepted hint → the teacher's log-probs of the ORIGINAL response tokens under the

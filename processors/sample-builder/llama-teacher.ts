@@ -1,6 +1,6 @@
 /**
  * The OPD teacher of a Llama-family model: the same base plus the learner's current adapter, on
- * the hinted prompt (ALGORITHMS.md §4, §6b). It does not score here: it renders the hinted
+ * the hinted prompt (docs/design/algorithms.md §4, §6b). It does not score here: it renders the hinted
  * conversation with the model's own chat template and tools, exactly as the gateway rendered the
  * rollout, and hands the token ids to the learner (Sample.teacherPromptTokens), which scores the
  * response with the very weights it trains — so the OPD term holds the hint's effect, not the

@@ -1,5 +1,5 @@
 /**
- * The frozen teacher of on-policy distillation (ALGORITHMS.md §4): it scores the ORIGINAL
+ * The frozen teacher of on-policy distillation (docs/design/algorithms.md §4): it scores the ORIGINAL
  * response tokens under the prompt with the hint appended to the last user message.
  */
 import type { ChatMessage, TopKEntry } from '../../schemas/index.ts';

@@ -7,14 +7,14 @@ const toColumn = (reward: Rewards): tf.Tensor2D =>
   tf.reshape(Array.isArray(reward) ? tf.tensor1d(reward, 'float32') : tf.cast(reward, 'float32'), [-1, 1]);
 
 /**
- * Binary RL (ALGORITHMS.md §5): the turn's reward r ∈ {−1, 0, +1} [B] broadcast to every
+ * Binary RL (docs/design/algorithms.md §5): the turn's reward r ∈ {−1, 0, +1} [B] broadcast to every
  * response token, no normalization; masked tokens are 0.
  */
 export function binaryRlAdvantages(reward: Rewards, mask: tf.Tensor2D): tf.Tensor2D {
   return tf.tidy(() => maskedValues(tf.mul(toColumn(reward), tf.onesLike(mask).asType('float32')), mask) as tf.Tensor2D);
 }
 
-/** OPD (ALGORITHMS.md §4): `A_t = log π_teacher(a_t | s + hint) − log π_old(a_t | s)`; masked tokens are 0. */
+/** OPD (docs/design/algorithms.md §4): `A_t = log π_teacher(a_t | s + hint) − log π_old(a_t | s)`; masked tokens are 0. */
 export function opdAdvantages(teacherLp: tf.Tensor2D, oldLp: tf.Tensor2D, mask: tf.Tensor2D): tf.Tensor2D {
   return tf.tidy(() => maskedValues(tf.sub(teacherLp, oldLp), mask) as tf.Tensor2D);
 }
@@ -54,7 +54,7 @@ export interface CombinedAdvantagesInput {
 export type OpdAdvantage = 'raw' | 'centered' | 'positive' | 'distribution';
 
 /**
- * Combined method (ALGORITHMS.md §5): `A_t = w_opd·(teacher_lp_t − old_lp_t) + w_rl·r`.
+ * Combined method (docs/design/algorithms.md §5): `A_t = w_opd·(teacher_lp_t − old_lp_t) + w_rl·r`.
  * Where a sample has no teacher (RL only), its teacher term is exactly 0: it is selected away
  * with `where`, never computed from placeholder log-probs.
  */

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { tokenMean } from './masked-mean.ts';
 
 /**
- * Mean |rollout − recomputed| log-prob over the trained tokens of a batch (ALGORITHMS.md §5):
+ * Mean |rollout − recomputed| log-prob over the trained tokens of a batch (docs/design/algorithms.md §5):
  * how far the log-probs recorded at generation are from π_old recomputed by the trainer.
  * 0 means the training is exactly on-policy.
  */

@@ -32,7 +32,7 @@ export interface PpoClippedLossOutput {
 }
 
 /**
- * PPO clipped surrogate (ALGORITHMS.md §5): per token `ratio = exp(logp − logpOld)`,
+ * PPO clipped surrogate (docs/design/algorithms.md §5): per token `ratio = exp(logp − logpOld)`,
  * `loss = max(−ratio·A, −clip(ratio, 1 − clipLow, 1 + clipHigh)·A)`.
  */
 export function ppoClippedLoss(input: PpoClippedLossInput): PpoClippedLossOutput {

@@ -25,7 +25,7 @@ export interface TopKReverseKlOutput {
 
 /**
  * Reverse KL(student ‖ teacher) over the teacher's top-k ids plus one tail bin holding the rest
- * of the mass (ALGORITHMS.md §4): `Σ_k p_s(k)·(log p_s(k) − log p_t(k)) + p_s(tail)·(log
+ * of the mass (docs/design/algorithms.md §4): `Σ_k p_s(k)·(log p_s(k) − log p_t(k)) + p_s(tail)·(log
  * p_s(tail) − log p_t(tail))`, with `log p_t(tail) = log(1 − Σ exp(top-k))`. The student's tail is
  * a log-sum-exp over the other ids (exact, not 1 − Σ); both tails are floored at `tailFloor`.
  * The top-k is scattered into the vocabulary, never one-hot per id, and the gradient is written by
