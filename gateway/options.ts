@@ -2,6 +2,7 @@
 import type { Logger } from '../core/logger.ts';
 import type { ModelConfig } from '../policy/index.ts';
 import type { AdmissionOptions } from './admission.ts';
+import type { BodyDrainLimits } from './body-drain.ts';
 import type { SseLimits } from './sse-writer.ts';
 import type { PolicyLoader } from './policy-registry.ts';
 import type { KafkaLinkOptions } from './event-sink.ts';
@@ -69,6 +70,11 @@ export interface GatewayOptions {
   defaultTurnType?: 'main' | 'side';
   /** Largest request body. @default 4 MiB */
   bodyLimitBytes?: number;
+  /**
+   * A refused body (over `bodyLimitBytes`) is read and discarded after the 413 so that the answer
+   * reaches a client still sending; past these bounds its connection is destroyed. @default 4 GiB, 120 s
+   */
+  bodyDrain?: BodyDrainLimits;
   /** Bound on one generation; the request fails with 504 after it. @default 300000 */
   generationTimeoutMs?: number;
   /** Largest accepted max_tokens / max_completion_tokens. @default 262144 */

@@ -27,6 +27,7 @@ import { Outbox } from '../streams/outbox.ts';
 import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../policy/index.ts';
 import { Admission } from './admission.ts';
 import { Authenticator, type Caller } from './auth.ts';
+import { bodyStillArriving, drainRejectedBody } from './body-drain.ts';
 import { BuiltinEngine } from './builtin-engine.ts';
 import { registerChatCompletions } from './chat-completions.ts';
 import type { Engine } from './engine.ts';
@@ -119,9 +120,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     engine = new BuiltinEngine({ registry: policies, defaultMaxTokens: b.defaultMaxTokens, maxPromptTokens: b.maxPromptTokens });
   }
 
+  const bodyLimit = options.bodyLimitBytes ?? 4 * 1024 * 1024;
   const app = Fastify({
     loggerInstance: logger as unknown as FastifyBaseLogger,
-    bodyLimit: options.bodyLimitBytes ?? 4 * 1024 * 1024,
+    bodyLimit,
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
   });
@@ -149,6 +151,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toOpenAIError(err);
     if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
+    if (status === 413 && body.error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      body.error.message = `the request body is too large: the limit is ${bodyLimit} bytes (GATEWAY_BODY_LIMIT_BYTES)`;
+    // Answered before the body has all arrived (a 413 above all): keep the connection and discard
+    // the rest, so the answer reaches a client that is still sending (gateway/body-drain.ts).
+    if (bodyStillArriving(request.raw))
+      drainRejectedBody(request.raw, reply, options.bodyDrain, (why, discarded) =>
+        request.log.warn({ url: request.url, status, discarded }, `closed the connection of a refused request: ${why}`),
+      );
     if (err instanceof TurnstreamError && err.retryAfterMs !== undefined)
       void reply.header('retry-after', String(Math.ceil(err.retryAfterMs / 1000)));
     void reply.code(status).send(body);
