@@ -6,19 +6,17 @@
  * Ready pairs are held in the state for the feedback grace period (see `feedbackGraceMs`) and
  * emitted by the punctuator once the stream clock has passed it, so feedback read after the next
  * turn (two topics, no order between them) still reaches its pair; held pairs survive restarts
- * with the rest of the state.
+ * with the rest of the state. The work itself, records and punctuations without Kafka, is
+ * session-assembler/stream-assembler.ts.
  */
-import type { Feedback, SessionState, Turn, TurnPair } from '../schemas/index.ts';
-import { counter, runProcessor, type ProcessorHandle } from '../streams/index.ts';
+import type { SessionState, TurnPair } from '../schemas/index.ts';
+import { counter, runProcessor, type Logger, type ProcessorHandle } from '../streams/index.ts';
 import {
-  applyFeedback,
-  applyTurn,
   emptySession,
-  expire,
-  release,
   resolveAssemblerOptions,
+  StreamAssembler,
   StreamClock,
-  type AssemblerStep,
+  type AssemblerRecord,
   type SessionAssemblerOptions,
 } from './session-assembler/index.ts';
 import { defaultGroupId, type ServiceOptions } from './service-options.ts';
@@ -28,8 +26,6 @@ export interface SessionAssemblerServiceOptions extends ServiceOptions, SessionA
   expireIntervalMs?: number;
   /** How often held pairs whose grace period has passed are emitted, in ms. @default min(1000, feedbackGraceMs / 5), at least 50 */
   releaseIntervalMs?: number;
-  /** A closed session's state (kept for dedupe) is deleted this long after its last activity. @default 86_400_000 (1 day) */
-  closedRetentionMs?: number;
   /** No record for this long means the consumer caught up: idle timeouts follow the wall clock. @default 5000 */
   quietMs?: number;
 }
@@ -88,13 +84,16 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
   const releaseEvery = options.releaseIntervalMs ?? Math.max(50, Math.min(1000, Math.floor(opts.feedbackGraceMs / 5)));
   const tick = opts.feedbackGraceMs > 0 ? Math.min(expireEvery, releaseEvery) : expireEvery;
   const clock = new StreamClock(options.quietMs ?? 5000);
-  const closedRetentionMs = options.closedRetentionMs ?? 24 * 3600 * 1000;
-  const emitPairs = (step: AssemblerStep, emit: (key: string, p: AssemblerStep['pairs'][number]) => void) => {
-    for (const p of step.pairs) {
-      emit(p.sessionId, p);
-      metrics.pairs.inc({ end: p.endMarker ?? 'none' });
-    }
-  };
+  let log: Logger | undefined = options.logger;
+  const assembler = new StreamAssembler(opts, clock, {
+    pair: (p) => metrics.pairs.inc({ end: p.endMarker ?? 'none' }),
+    ignored: (kind, reason, key, detail) => {
+      metrics.ignored.inc({ kind, reason });
+      log?.debug({ key, reason, ...detail }, `${kind} event ignored`);
+    },
+    closed: (reason) => metrics.closed.inc({ reason }),
+    heldFeedback: () => metrics.lateAttached.inc(),
+  });
   return runProcessor<SessionState>({
     name: 'session-assembler',
     kafka: options.kafka,
@@ -108,68 +107,16 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
     state: { topic: 'sessionState' },
     onAssigned: () => clock.rejoined(Date.now()),
     // Each step is pure and quick: a fetched batch goes in one call, and a session's state is
-    // written to the changelog once per batch, however many of its events the batch held. The
-    // runtime runs a partition's batches of both topics one after the other; the clock waits for
-    // the other topic's batch of the partition (it may hold a 👍 for a pair these turns complete).
+    // written to the changelog once per batch, however many of its events the batch held.
     async handleBatch(records, ctx) {
-      const wallNow = Date.now();
-      for (const record of records) {
-        const prev = ctx.state.get(record.key);
-        const source = `${record.topicId}:${record.partition}`;
-        let step: AssemblerStep;
-        if (record.topicId === 'turns') {
-          const turn = record.value as Turn;
-          clock.observe(source, turn.completedAt, wallNow, record.lag, Number(record.offset));
-          step = applyTurn(prev, turn, opts);
-        } else {
-          const fb = record.value as Feedback;
-          clock.observe(source, fb.createdAt, wallNow, record.lag, Number(record.offset));
-          step = applyFeedback(prev, fb, opts);
-          if (!step.ignored && prev && step.state.held !== prev.held) metrics.lateAttached.inc();
-        }
-        if (step.ignored) {
-          metrics.ignored.inc({ kind: record.topicId, reason: step.ignored });
-          ctx.logger.debug({ key: record.key, offset: record.offset, reason: step.ignored }, `${record.topicId} event ignored`);
-        }
-        if (step.state !== prev) ctx.state.put(record.key, step.state);
-        if (step.state.closed && !prev?.closed) metrics.closed.inc({ reason: step.state.closedReason ?? 'unknown' });
-        emitPairs(step, (k, p) => ctx.emit('pairs', k, p));
-      }
-      const last = records.at(-1);
-      if (last) clock.expect(`${last.topicId === 'turns' ? 'feedback' : 'turns'}:${last.partition}`, wallNow);
+      log = ctx.logger;
+      assembler.handleBatch(records as unknown as AssemblerRecord[], ctx.state, Date.now(), (p) => ctx.emit('pairs', p.sessionId, p));
     },
     punctuate: {
       intervalMs: tick,
       async run(ctx) {
-        const entries = [...ctx.state.entries()];
-        if (entries.length === 0) return; // (the clock's start-up wait begins with the first state)
-        const now = clock.now(ctx.now);
-        for (const [key, state] of entries) {
-          let next = state;
-          const out: AssemblerStep['pairs'] = [];
-          if (next.held.length > 0 || next.earlyFeedback.length > 0) {
-            const r = release(next, now, opts);
-            next = r.state;
-            out.push(...r.pairs);
-            for (const f of r.expiredFeedback) {
-              metrics.ignored.inc({ kind: 'feedback', reason: 'unknown-turn' });
-              ctx.logger.debug({ key, feedbackId: f.feedbackId, turnId: f.turnId }, 'feedback for a turn never read: ignored');
-            }
-          }
-          if (!next.closed) {
-            const step = expire(next, now, opts.idleTimeoutMs, opts);
-            if (step.state !== next) metrics.closed.inc({ reason: 'IDLE_TIMEOUT' });
-            next = step.state;
-            out.push(...step.pairs);
-          } else if (now - next.lastActivityAt >= closedRetentionMs && next.held.length === 0 && next.earlyFeedback.length === 0) {
-            // Pairs released in this very tick still go out before the session is forgotten.
-            emitPairs({ state: next, pairs: out }, (k, p) => ctx.emit('pairs', k, p));
-            ctx.state.delete(key);
-            continue;
-          }
-          if (next !== state) ctx.state.put(key, next);
-          emitPairs({ state: next, pairs: out }, (k, p) => ctx.emit('pairs', k, p));
-        }
+        log = ctx.logger;
+        assembler.punctuate(ctx.state, ctx.now, (p) => ctx.emit('pairs', p.sessionId, p));
       },
     },
   });

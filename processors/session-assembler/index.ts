@@ -2,6 +2,8 @@ export {
   applyTurn,
   applyFeedback,
   expire,
+  forgettable,
+  idleAt,
   release,
   type AssemblerStep,
   type IgnoredReason,
@@ -10,6 +12,7 @@ export {
 export { extractNextState, feedbackItem, matchesResponse, type ExtractedNextState } from './next-state.ts';
 export { emptySession, isTrainable, toPairTurn } from './session-state.ts';
 export {
+  DEFAULT_CLOSED_RETENTION_MS,
   DEFAULT_FEEDBACK_GRACE_MS,
   DEFAULT_IDLE_TIMEOUT_MS,
   resolveAssemblerOptions,
@@ -18,3 +21,4 @@ export {
   type SessionAssemblerOptions,
 } from './options.ts';
 export { StreamClock } from './stream-clock.ts';
+export { StreamAssembler, type AssemblerObserver, type AssemblerRecord, type AssemblerState } from './stream-assembler.ts';

@@ -3,8 +3,10 @@ export type EndPolicy = 'drop' | 'masked';
 
 export interface SessionAssemblerOptions {
   /**
-   * A session with no activity (main or side turn, feedback) for this long is closed with
-   * `IDLE_TIMEOUT`.
+   * A session with no turn (main or side) for this long is closed with `IDLE_TIMEOUT`, as of the
+   * moment it went idle. Feedback is about earlier turns and does not keep a session open (it
+   * is read from another topic, at its own pace, so it could not without making the pairs depend
+   * on the order of reading).
    * @default 1_800_000 (30 min)
    */
   idleTimeoutMs?: number;
@@ -35,6 +37,12 @@ export interface SessionAssemblerOptions {
    * @default 5000
    */
   feedbackGraceMs?: number;
+  /**
+   * A closed session's state (kept for dedupe and its turn count) is forgotten this long after
+   * its last turn; a turn of the same session id that comes later starts it afresh (turn index 0).
+   * @default 86_400_000 (1 day)
+   */
+  closedRetentionMs?: number;
   /** Replay tag stamped on pairs; null on the live pipeline. @default null */
   tag?: string | null;
 }
@@ -44,11 +52,13 @@ export interface ResolvedAssemblerOptions {
   endPolicy: EndPolicy;
   maxRecentIds: number;
   feedbackGraceMs: number;
+  closedRetentionMs: number;
   tag: string | null;
 }
 
 export const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60 * 1000;
 export const DEFAULT_FEEDBACK_GRACE_MS = 5000;
+export const DEFAULT_CLOSED_RETENTION_MS = 24 * 3600 * 1000;
 
 export function resolveAssemblerOptions(opts: SessionAssemblerOptions = {}): ResolvedAssemblerOptions {
   const idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
@@ -57,5 +67,7 @@ export function resolveAssemblerOptions(opts: SessionAssemblerOptions = {}): Res
   const feedbackGraceMs = opts.feedbackGraceMs ?? DEFAULT_FEEDBACK_GRACE_MS;
   if (!(maxRecentIds >= 1)) throw new RangeError(`maxRecentIds must be >= 1, got ${maxRecentIds}`);
   if (!(feedbackGraceMs >= 0)) throw new RangeError(`feedbackGraceMs must be >= 0, got ${feedbackGraceMs}`);
-  return { idleTimeoutMs, endPolicy: opts.endPolicy ?? 'masked', maxRecentIds, feedbackGraceMs, tag: opts.tag ?? null };
+  const closedRetentionMs = opts.closedRetentionMs ?? DEFAULT_CLOSED_RETENTION_MS;
+  if (!(closedRetentionMs > 0)) throw new RangeError(`closedRetentionMs must be > 0, got ${closedRetentionMs}`);
+  return { idleTimeoutMs, endPolicy: opts.endPolicy ?? 'masked', maxRecentIds, feedbackGraceMs, closedRetentionMs, tag: opts.tag ?? null };
 }

@@ -36,6 +36,22 @@
  * whose pair was already emitted (`late-feedback`: given more than the grace period after the
  * pair became ready), for a turn never seen (`unknown-turn`, reported by `release` when its
  * grace period ends).
+ *
+ * Event time decides, not the order of reading. The live service reads turns and feedback as two
+ * topics at their own pace and runs `release` and `expire` whenever its clock says so; a replay
+ * reads the same records in another order. So that both give the same pairs:
+ * - a pair takes feedback given before its grace period ended (`createdAt + feedbackGraceMs`),
+ *   and only that, wherever the feedback waited (pending, held or early): feedback given later is
+ *   `late-feedback` however early it was read;
+ * - a pair's feedback is in the order it was given (time, then id), not the order it was read;
+ * - a session is idle when no TURN came for `idleTimeoutMs` (feedback is about earlier turns:
+ *   a session's turns are one topic, read in order, while its feedback may be read long before
+ *   or after them). A turn that completes that long after the session's last one closes it first,
+ *   as `expire` would have had the clock got there before the turn was read; the idle pair is
+ *   made as of the moment the session went idle, whenever that is noticed;
+ * - likewise a turn that comes `closedRetentionMs` after a closed session's last turn starts the
+ *   session afresh, as if the service had already forgotten it (see `forget`);
+ * - the session's user is the one its turns name (feedback read first does not set it).
  */
 import type { EndMarker, Feedback, FeedbackEvidence, PairTurn, SessionState, Turn, TurnPair } from '../../schemas/index.ts';
 import { extractNextState, feedbackItem, matchesResponse, nextStateItems } from './next-state.ts';
@@ -51,6 +67,10 @@ export interface AssemblerStep {
   pairs: TurnPair[];
   /** Set when the event was ignored, in part or whole. */
   ignored?: IgnoredReason;
+  /** Feedback that waited for a pair made in this step but was given after its grace period: late, left out (`late-feedback`). */
+  lateFeedback?: number;
+  /** True when this step closed the session by the idle timeout (before applying a turn that came after it went idle). */
+  closedIdle?: boolean;
 }
 
 export interface ReleaseStep extends AssemblerStep {
@@ -61,14 +81,23 @@ export interface ReleaseStep extends AssemblerStep {
 type Opts = SessionAssemblerOptions;
 const resolved = (o: Opts | undefined): ResolvedAssemblerOptions => resolveAssemblerOptions(o);
 
+/** Feedback in the order it was given: time, then id (never the order it was read in). */
+const byGiven = (a: FeedbackEvidence, b: FeedbackEvidence): number =>
+  a.createdAt - b.createdAt || (a.feedbackId < b.feedbackId ? -1 : a.feedbackId > b.feedbackId ? 1 : 0);
+
+/** Was feedback given at `givenAt` in time for a pair that became ready at `readyAt`? */
+const inGrace = (givenAt: number, readyAt: number, opts: ResolvedAssemblerOptions): boolean => givenAt < readyAt + opts.feedbackGraceMs;
+
+/** A ready pair of the pending turn, with the feedback given in time for it; `late` counts the rest. */
 function pairOf(
   state: SessionState,
   opts: ResolvedAssemblerOptions,
   fields: Pick<TurnPair, 'nextState' | 'endMarker' | 'historyVerified' | 'createdAt'>,
-  feedback: FeedbackEvidence[],
-): TurnPair {
+  waiting: FeedbackEvidence[],
+): { pair: TurnPair; late: number } {
   const turn = state.pending!;
-  return {
+  const feedback = waiting.filter((f) => inGrace(f.createdAt, fields.createdAt, opts)).sort(byGiven);
+  const pair: TurnPair = {
     pairId: turn.turnId,
     sessionId: state.sessionId,
     userId: state.userId,
@@ -80,6 +109,7 @@ function pairOf(
     createdAt: fields.createdAt,
     tag: opts.tag,
   };
+  return { pair, late: waiting.length - feedback.length };
 }
 
 const evidenceOf = (f: Feedback): FeedbackEvidence => ({
@@ -111,8 +141,11 @@ function makePending(state: SessionState, turn: PairTurn): SessionState {
   };
 }
 
+/** `pair` with one more feedback, in the order given (feedback items always end the next state). */
 function withFeedback(pair: TurnPair, evidence: FeedbackEvidence): TurnPair {
-  return { ...pair, feedback: [...pair.feedback, evidence], nextState: [...pair.nextState, feedbackItem(evidence)] };
+  const feedback = [...pair.feedback, evidence].sort(byGiven);
+  const items = pair.nextState.slice(0, pair.nextState.length - pair.feedback.length);
+  return { ...pair, feedback, nextState: [...items, ...feedback.map(feedbackItem)] };
 }
 
 /**
@@ -136,18 +169,61 @@ function claimAnonymous(state: SessionState, until: number, also: (f: Feedback) 
 function close(prev: SessionState, reason: EndMarker, at: number, opts: ResolvedAssemblerOptions): AssemblerStep {
   const state = claimAnonymous(prev, Number.POSITIVE_INFINITY);
   const ready: TurnPair[] = [];
+  let late = 0;
   // A turn that knows what followed it (imported history) is paired with that, as a live turn is.
   const followed = nextStateItems(state.pending?.nextMessages ?? []);
   const fields = followed.length
     ? { nextState: followed, endMarker: null, historyVerified: true, createdAt: at }
     : { nextState: [], endMarker: reason, historyVerified: false, createdAt: at };
-  if (state.pending) ready.push(pairOf(state, opts, fields, state.pendingFeedback));
-  return settle({ ...state, pending: null, pendingFeedback: [], closed: true, closedReason: reason }, ready, opts);
+  if (state.pending) {
+    const made = pairOf(state, opts, fields, state.pendingFeedback);
+    ready.push(made.pair);
+    late = made.late;
+  }
+  const settled = settle({ ...state, pending: null, pendingFeedback: [], closed: true, closedReason: reason }, ready, opts);
+  return late > 0 ? { ...settled, lateFeedback: late } : settled;
+}
+
+/** When a session falls idle: its last turn's completion plus the idle timeout (never, before its first turn). */
+export const idleAt = (state: SessionState, opts: ResolvedAssemblerOptions): number =>
+  state.closed || state.lastActivityAt === 0 ? Number.POSITIVE_INFINITY : state.lastActivityAt + opts.idleTimeoutMs;
+
+/**
+ * What the clock would have done to a session by event time `at`, had it got there before the
+ * session's next turn was read: closed it when idle (as of `idleAt`), or, closed for
+ * `closedRetentionMs`, forgotten it (`state` undefined) once its held pairs are out.
+ */
+function catchUp(prev: SessionState, at: number, opts: ResolvedAssemblerOptions): AssemblerStep & { forgotten?: boolean } {
+  let step: AssemblerStep = { state: prev, pairs: [] };
+  if (at >= idleAt(prev, opts)) step = { ...close(prev, 'IDLE_TIMEOUT', idleAt(prev, opts), opts), closedIdle: true };
+  if (step.state.closed && at - step.state.lastActivityAt >= opts.closedRetentionMs) {
+    // Long after its grace periods: what is held went out before the session was forgotten.
+    const r = release(step.state, at, opts);
+    if (r.state.held.length === 0 && r.state.earlyFeedback.length === 0)
+      return { ...step, state: r.state, pairs: [...step.pairs, ...r.pairs], forgotten: true };
+  }
+  return step;
 }
 
 /** Applies one turn (main or side) to a session's state. */
 export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: Opts): AssemblerStep {
   const opts = resolved(options);
+  // First what the clock would have done by the time this turn completed (see `catchUp`).
+  const caught = prev ? catchUp(prev, turn.completedAt, opts) : undefined;
+  const before = caught?.pairs ?? [];
+  const found = caught ? (caught.forgotten ? undefined : caught.state) : undefined;
+  const step = applyTurnNow(found, turn, opts);
+  if (!caught || (caught.state === prev && before.length === 0)) return step;
+  const late = (caught.lateFeedback ?? 0) + (step.lateFeedback ?? 0);
+  return {
+    ...step,
+    pairs: [...before, ...step.pairs],
+    ...(late > 0 ? { lateFeedback: late } : {}),
+    ...(caught.closedIdle ? { closedIdle: true } : {}),
+  };
+}
+
+function applyTurnNow(prev: SessionState | undefined, turn: Turn, opts: ResolvedAssemblerOptions): AssemblerStep {
   let state = prev ?? emptySession(turn.sessionId, turn.userId);
   if (state.recentIds.includes(turn.turnId)) return { state, pairs: [], ignored: 'duplicate' };
 
@@ -164,6 +240,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
 
   const ready: TurnPair[] = [];
   let ignored: IgnoredReason | undefined;
+  let lateFeedback = 0;
   if (turn.turnType === 'MAIN') {
     const pending = state.pending;
     // Older by the gateway's clock, or (clock skew between gateways) its response is already in
@@ -191,7 +268,8 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
           createdAt: pending.requestedAt,
           tag: opts.tag,
         };
-        for (const e of early) latePair = withFeedback(latePair, e);
+        for (const e of early) if (inGrace(e.createdAt, latePair.createdAt, opts)) latePair = withFeedback(latePair, e);
+        lateFeedback += early.filter((e) => !inGrace(e.createdAt, latePair.createdAt, opts)).length;
         ready.push(latePair);
         state = {
           ...state,
@@ -206,44 +284,45 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
       if (pending) {
         state = claimAnonymous(state, turn.requestedAt);
         const next = extractNextState(pending.response, turn.requestMessages, pending.requestMessages);
-        ready.push(
-          pairOf(
-            state,
-            opts,
-            { nextState: next.items, endMarker: null, historyVerified: next.historyVerified, createdAt: turn.requestedAt },
-            state.pendingFeedback,
-          ),
+        const made = pairOf(
+          state,
+          opts,
+          { nextState: next.items, endMarker: null, historyVerified: next.historyVerified, createdAt: turn.requestedAt },
+          state.pendingFeedback,
         );
+        ready.push(made.pair);
+        lateFeedback += made.late;
       }
       state = { ...makePending(state, toPairTurn(turn, state.mainTurnCount)), mainTurnCount: state.mainTurnCount + 1 };
     }
   }
   const settled = settle(state, ready, opts);
   state = settled.state;
+  let pairs = settled.pairs;
   if (turn.sessionDone) {
     const closed = close(state, 'SESSION_DONE', turn.completedAt, opts);
-    return { state: closed.state, pairs: [...settled.pairs, ...closed.pairs], ...(ignored ? { ignored } : {}) };
+    state = closed.state;
+    pairs = [...pairs, ...closed.pairs];
+    lateFeedback += closed.lateFeedback ?? 0;
   }
-  return { state, pairs: settled.pairs, ...(ignored ? { ignored } : {}) };
+  return { state, pairs, ...(ignored ? { ignored } : {}), ...(lateFeedback > 0 ? { lateFeedback } : {}) };
 }
 
 /** Applies an explicit feedback event (👍/👎, text) to a session's state. */
 export function applyFeedback(prev: SessionState | undefined, feedback: Feedback, options?: Opts): AssemblerStep {
   const opts = resolved(options);
-  let state = prev ?? emptySession(feedback.sessionId, feedback.userId);
+  // The session's user is the one its turns name: read first, feedback does not set it.
+  let state = prev ?? emptySession(feedback.sessionId, null);
   if (state.recentIds.includes(feedback.feedbackId)) return { state, pairs: [], ignored: 'duplicate' };
-  state = {
-    ...state,
-    recentIds: rememberId(state.recentIds, feedback.feedbackId, opts.maxRecentIds),
-    lastActivityAt: state.closed ? state.lastActivityAt : Math.max(state.lastActivityAt, feedback.createdAt),
-  };
+  state = { ...state, recentIds: rememberId(state.recentIds, feedback.feedbackId, opts.maxRecentIds) };
   const evidence = evidenceOf(feedback);
   const { pending, held } = state;
   const toPending = (): AssemblerStep => ({ state: { ...state, pendingFeedback: [...state.pendingFeedback, evidence] }, pairs: [] });
-  const toHeld = (k: number): AssemblerStep => ({
-    state: { ...state, held: held.map((p, i) => (i === k ? withFeedback(p, evidence) : p)) },
-    pairs: [],
-  });
+  // A held pair takes feedback given before its grace period ended, however long it is held.
+  const toHeld = (k: number): AssemblerStep =>
+    inGrace(feedback.createdAt, held[k].createdAt, opts)
+      ? { state: { ...state, held: held.map((p, i) => (i === k ? withFeedback(p, evidence) : p)) }, pairs: [] }
+      : { state, pairs: [], ignored: 'late-feedback' };
 
   if (feedback.turnId === null) {
     // "The latest turn" when the feedback was given: pending, unless it was requested later.
@@ -299,5 +378,18 @@ export function release(prev: SessionState, now: number, options?: Opts): Releas
 export function expire(state: SessionState, now: number, idleTimeoutMs: number, options?: Opts): AssemblerStep {
   const opts = resolved(options);
   if (state.closed || now - state.lastActivityAt < idleTimeoutMs) return { state, pairs: [] };
-  return close(state, 'IDLE_TIMEOUT', now, opts);
+  // As of the moment it went idle, whenever that is noticed: the same pair whoever closes it.
+  return close(state, 'IDLE_TIMEOUT', state.lastActivityAt + idleTimeoutMs, opts);
+}
+
+/**
+ * Whether a closed session is forgotten at stream time `now` (its state deleted): closed, with
+ * nothing held or waiting, `closedRetentionMs` after its last turn. A turn of the session that
+ * comes later starts it afresh (see `catchUp`).
+ */
+export function forgettable(state: SessionState, now: number, options?: Opts): boolean {
+  const opts = resolved(options);
+  return (
+    state.closed && now - state.lastActivityAt >= opts.closedRetentionMs && state.held.length === 0 && state.earlyFeedback.length === 0
+  );
 }

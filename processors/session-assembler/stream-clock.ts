@@ -24,17 +24,34 @@
  * A source `expect`ed but not read yet (the feedback partition of a turns partition just read:
  * they are handled in separate batches) holds time still for up to `quietMs`, as before the
  * first record: a 👍 it holds may belong to a pair that the turns read so far would let go.
+ *
+ * The event time of what was read is a promise about what is still unread only while each
+ * source is in event-time order. Gateways write turns in the order they complete, give or take
+ * `toleranceMs` (several gateways, a producer's batching): time stays that far behind each
+ * source. Imported history is written in the file's order, whatever its times (a conversation
+ * from Monday after one from Friday): a record more than `toleranceMs` older than its source's
+ * newest one shows that the unread records may be older still (the rest of its conversation,
+ * its feedback in the other topic). Time then stands still until every source has been read to
+ * its end: nothing falls due, no session closes by the idle timeout and no held pair is let go
+ * before the records that belong to it are read. Without it, a conversation read after a later
+ * one closed by the idle timeout between its turns whenever a punctuation fell between the two
+ * fetched batches that held them, so the live pairs depended on how the backlog was fetched.
  */
 export class StreamClock {
   private readonly sources = new Map<string | number, { eventTime: number; seenAt: number; behind: boolean; offset: number }>();
 
+  /** Set (to when) while a source showed records out of event-time order and the backlog is not read yet. */
+  private disorderedSince: number | undefined;
+
   /**
    * @param quietMs how long without records means "caught up". @default 5000
    * @param stallMs how long a source that was still behind may go without records before it counts as caught up. @default 60000
+   * @param toleranceMs how far out of event-time order a source's records may come without holding time still; time stays this far behind each source. @default 1000
    */
   constructor(
     private readonly quietMs = 5000,
     private readonly stallMs = 60_000,
+    private readonly toleranceMs = 1000,
   ) {}
 
   /**
@@ -46,6 +63,7 @@ export class StreamClock {
   observe(source: string | number, eventTime: number, wallNow: number, lag = 0, offset = Number.MAX_SAFE_INTEGER): void {
     const p = this.sources.get(source);
     if (!p) this.expected.delete(source);
+    if (p && eventTime < p.eventTime - this.toleranceMs) this.disorderedSince ??= wallNow;
     const furthest = !p || offset >= p.offset;
     this.sources.set(source, {
       eventTime: Math.max(p?.eventTime ?? 0, eventTime),
@@ -70,13 +88,24 @@ export class StreamClock {
     for (const source of this.expected.keys()) this.expected.set(source, wallNow);
   }
 
+  /** Whether time stands still for records read out of event-time order (see the class). */
+  get disordered(): boolean {
+    return this.disorderedSince !== undefined;
+  }
+
   /** The time to expire sessions and release held pairs against. */
   now(wallNow: number): number {
     this.firstAskedAt ??= wallNow;
     if (this.sources.size === 0 && wallNow - this.firstAskedAt < this.quietMs) return Number.NEGATIVE_INFINITY;
     for (const since of this.expected.values()) if (wallNow - since < this.quietMs) return Number.NEGATIVE_INFINITY;
+    const reading = (p: { seenAt: number; behind: boolean }) => p.behind && wallNow - p.seenAt < this.stallMs;
+    if (this.disorderedSince !== undefined) {
+      for (const p of this.sources.values()) if (reading(p)) return Number.NEGATIVE_INFINITY;
+      this.disorderedSince = undefined;
+    }
     let t = wallNow;
-    for (const p of this.sources.values()) if (wallNow - p.seenAt < (p.behind ? this.stallMs : this.quietMs)) t = Math.min(t, p.eventTime);
+    for (const p of this.sources.values())
+      if (wallNow - p.seenAt < (p.behind ? this.stallMs : this.quietMs)) t = Math.min(t, p.eventTime - this.toleranceMs);
     return t;
   }
 }

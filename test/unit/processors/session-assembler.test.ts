@@ -285,7 +285,7 @@ describe('session assembler: feedback', () => {
   it('attaches feedback for the pending turn to its pair: FEEDBACK items and the feedback array', () => {
     const [t0, t1] = conversation(2);
     let s = applyTurn(undefined, t0).state;
-    s = applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0', rating: -1, text: 'too long' })).state;
+    s = applyFeedback(s, exampleFeedback({ feedbackId: 'f1', turnId: 't0', rating: -1, text: 'too long', createdAt: T0 + 400 })).state;
     s = applyFeedback(
       s,
       exampleFeedback({ feedbackId: 'f2', turnId: null, rating: null, text: 'end with a question', createdAt: T0 + 500 }),
@@ -565,5 +565,135 @@ describe('session assembler: feedback grace period (feedback read after the next
     );
     assert.equal(sa.release(idle.state, T0 + 1100 + 2000, G).pairs.length, 1);
     assert.throws(() => sa.applyTurn(undefined, conversation(1)[0], { feedbackGraceMs: -1 }), /feedbackGraceMs/);
+  });
+});
+
+describe('session assembler: event time decides, not the order of reading (replay = live)', () => {
+  const G = { feedbackGraceMs: 2000, idleTimeoutMs: 60_000 };
+  const fb = (id: string, turnId: string | null, createdAt: number, over: Partial<Feedback> = {}) =>
+    exampleFeedback({ feedbackId: id, turnId, rating: 1, text: null, createdAt, ...over });
+
+  it('a turn that comes after the idle timeout closes the session first: the same pair as the punctuator gives', () => {
+    const [t0, t1] = conversation(2, (i) => ({ requestedAt: T0 + i * 100_000, completedAt: T0 + i * 100_000 + 100 }));
+    const s0 = sa.applyTurn(undefined, t0, G).state;
+    // Live, the punctuator may or may not have got there before t1 is read.
+    const byClock = sa.applyTurn(sa.expire(s0, T0 + 90_000, G.idleTimeoutMs, G).state, t1, G).state;
+    const byTurn = sa.applyTurn(s0, t1, G);
+    assert.equal(byTurn.closedIdle, true);
+    assert.deepEqual(byTurn.state, byClock);
+    assert.deepEqual(
+      byTurn.state.held.map((p) => [p.pairId, p.endMarker, p.createdAt]),
+      [['t0', 'IDLE_TIMEOUT', T0 + 100 + 60_000]],
+      'made as of the moment it went idle',
+    );
+    assert.equal(byTurn.state.pending?.turnId, 't1');
+    assert.equal(byTurn.state.pending?.mainTurnIndex, 1);
+  });
+
+  it('the idle pair is made as of the moment the session went idle, whenever the clock notices', () => {
+    const s0 = sa.applyTurn(undefined, conversation(1)[0], G).state;
+    const a = sa.expire(s0, T0 + 100 + 60_000, G.idleTimeoutMs, G).state;
+    const b = sa.expire(s0, T0 + 9_000_000, G.idleTimeoutMs, G).state;
+    assert.deepEqual(a, b);
+    assert.equal(a.held[0].createdAt, T0 + 100 + 60_000);
+  });
+
+  it('feedback does not keep a session open: idle is measured from the last turn', () => {
+    const [t0, t1] = conversation(2, (i) => ({ requestedAt: T0 + i * 70_000, completedAt: T0 + i * 70_000 + 100 }));
+    let s = sa.applyTurn(undefined, t0, G).state;
+    s = sa.applyFeedback(s, fb('f', 't0', T0 + 30_000), G).state;
+    assert.equal(s.lastActivityAt, t0.completedAt);
+    const step = sa.applyTurn(s, t1, G);
+    assert.equal(step.closedIdle, true);
+    assert.deepEqual(
+      step.state.held.map((p) => [p.pairId, p.endMarker, p.feedback.map((f) => f.feedbackId)]),
+      [['t0', 'IDLE_TIMEOUT', ['f']]],
+    );
+  });
+
+  it('feedback given after the grace period is late, however early it was read (pending, held or early)', () => {
+    const [t0, t1] = conversation(2);
+    const late = fb('late', 't0', t1.requestedAt + 2000); // the grace ends at t1.requestedAt + 2000
+    const inTime = fb('ok', 't0', t1.requestedAt + 1999);
+    const readFirst = (f: Feedback) => {
+      const s = sa.applyFeedback(sa.applyTurn(undefined, t0, G).state, f, G).state; // read while t0 is pending
+      return sa.applyTurn(s, t1, G);
+    };
+    const readAfter = (f: Feedback) => sa.applyFeedback(sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state, f, G);
+    const readEarly = (f: Feedback) => sa.applyTurn(sa.applyTurn(sa.applyFeedback(undefined, f, G).state, t0, G).state, t1, G);
+    for (const order of [readFirst, readAfter, readEarly]) {
+      assert.deepEqual(
+        order(inTime).state.held[0].feedback.map((f) => f.feedbackId),
+        ['ok'],
+      );
+      const l = order(late);
+      assert.deepEqual(l.state.held[0].feedback, []);
+      assert.ok(l.ignored === 'late-feedback' || l.lateFeedback === 1, 'counted as late');
+    }
+  });
+
+  it("a pair's feedback is in the order it was given, whatever order it was read in", () => {
+    const [t0, t1] = conversation(2);
+    const named = fb('b-named', 't0', T0 + 600);
+    const anon = fb('a-anon', null, T0 + 500, { rating: -1 });
+    const twin = fb('c-twin', 't0', T0 + 600);
+    const orders = [
+      [anon, named, twin],
+      [twin, named, anon],
+    ];
+    const results = orders.flatMap((fbs) => [
+      // all read before any turn
+      sa.applyTurn(
+        sa.applyTurn(
+          fbs.reduce((s, f) => sa.applyFeedback(s, f, G).state, undefined as SessionState | undefined),
+          t0,
+          G,
+        ).state,
+        t1,
+        G,
+      ).state.held[0],
+      // read while t0 is pending
+      sa.applyTurn(
+        fbs.reduce((s, f) => sa.applyFeedback(s, f, G).state, sa.applyTurn(undefined, t0, G).state),
+        t1,
+        G,
+      ).state.held[0],
+    ]);
+    for (const pair of results) {
+      assert.deepEqual(
+        pair.feedback.map((f) => f.feedbackId),
+        ['a-anon', 'b-named', 'c-twin'],
+      );
+      assert.deepEqual(
+        pair.nextState.map((i) => i.role),
+        ['USER', 'FEEDBACK', 'FEEDBACK', 'FEEDBACK'],
+      );
+    }
+  });
+
+  it("the session's user comes from its turns, not from feedback read before them", () => {
+    const [t0, t1] = conversation(2, () => ({ userId: null }));
+    const first = sa.applyFeedback(undefined, fb('f', 't0', T0 + 500, { userId: 'mallory' }), G).state;
+    const a = sa.applyTurn(sa.applyTurn(first, t0, G).state, t1, G).state;
+    const b = sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state;
+    assert.equal(a.held[0].userId, null);
+    assert.equal(b.held[0].userId, null);
+  });
+
+  it('a turn that comes closedRetentionMs after a closed session starts it afresh, as the live service forgets it', () => {
+    const o = { ...G, closedRetentionMs: 10 * 60_000 };
+    const [t0] = conversation(1, () => ({ sessionDone: true }));
+    let s = sa.applyTurn(undefined, t0, o).state;
+    s = sa.release(s, t0.completedAt + 2000, o).state;
+    assert.equal(sa.forgettable(s, t0.completedAt + 10 * 60_000, o), true);
+    const again = exampleTurn({ turnId: 'again', requestedAt: T0 + 11 * 60_000, completedAt: T0 + 11 * 60_000 + 100 });
+    const byTurn = sa.applyTurn(s, again, o).state;
+    const forgotten = sa.applyTurn(undefined, again, o).state;
+    assert.deepEqual(byTurn, forgotten);
+    assert.equal(byTurn.pending?.mainTurnIndex, 0);
+    // Sooner, the session goes on: the next turn index, and its ids still deduplicated.
+    const soon = exampleTurn({ turnId: 'soon', requestedAt: T0 + 5 * 60_000, completedAt: T0 + 5 * 60_000 + 100 });
+    assert.equal(sa.applyTurn(s, soon, o).state.pending?.mainTurnIndex, 1);
+    assert.equal(sa.applyTurn(s, t0, o).ignored, 'duplicate');
   });
 });
