@@ -5,16 +5,25 @@
  *
  * The two topics are merged the way Kafka Streams merges its inputs: each in offset order, the
  * head with the earlier event time first (`completedAt` of a turn, `createdAt` of feedback; turns
- * first on a tie). The clock is the latest event time read. Before an event is applied, whatever
- * fell due by then is run, as the live service's punctuator would: held pairs whose feedback
- * grace has passed are released, sessions idle for the idle timeout are closed. The wall clock
- * plays no part until `finish`, so the same history gives the same pairs in the same order.
+ * first on a tie). Before an event is applied, whatever fell due is run, as the live service's
+ * punctuator would: held pairs whose feedback grace has passed are released, sessions idle for
+ * the idle timeout are closed. "Fell due" is measured against a watermark, not against the latest
+ * event time read: the earliest event time of everything not applied yet (`watermarks`). History
+ * is not in event-time order (an import is in the file's order, whatever its times), and a clock
+ * that ran ahead with a later conversation closed an earlier one by the idle timeout between two
+ * of its turns. With the watermark nothing falls due before a record that belongs to it is
+ * applied, which is what the live service's clock promises too (see
+ * processors/session-assembler/stream-clock.ts); the steps themselves decide by event time
+ * (session-assembler.ts), so the pairs are the live ones, whatever the order the live service
+ * read the records in. The wall clock plays no part until `finish`, so the same history gives the
+ * same pairs in the same order.
  */
 import type { Feedback, SessionState, Turn, TurnPair } from '../schemas/index.ts';
 import {
   applyFeedback,
   applyTurn,
   expire,
+  idleAt,
   release,
   resolveAssemblerOptions,
   type AssemblerStep,
@@ -35,6 +44,20 @@ export function* mergeByEventTime(turns: readonly HistoryEvent[], feedback: read
     if (j >= feedback.length || (i < turns.length && eventTime(turns[i]) <= eventTime(feedback[j]))) yield turns[i++];
     else yield feedback[j++];
   }
+}
+
+/**
+ * For each event of a merged sequence, the earliest event time from it to the end: what may
+ * fall due before it is applied (nothing of a later record is passed over).
+ */
+export function watermarks(events: readonly HistoryEvent[]): number[] {
+  const out = new Array<number>(events.length);
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = events.length - 1; i >= 0; i--) {
+    min = Math.min(min, eventTime(events[i]));
+    out[i] = min;
+  }
+  return out;
 }
 
 /** Counts of what the assembler left out, as the live service counts them in its metrics. */
@@ -86,7 +109,6 @@ class DueHeap {
 export class EventTimeAssembler {
   private readonly sessions = new Map<string, SessionState>();
   private readonly due = new DueHeap();
-  private clock = Number.NEGATIVE_INFINITY;
   private readonly opts: ResolvedAssemblerOptions;
   readonly counts: AssemblerCounts = { ignored: {}, lostFeedback: 0 };
 
@@ -96,7 +118,7 @@ export class EventTimeAssembler {
 
   /** When something of `s` falls due: a held pair or early feedback ends its grace, or the session goes idle. */
   private dueOf(s: SessionState): number {
-    let t = s.closed ? Number.POSITIVE_INFINITY : s.lastActivityAt + this.opts.idleTimeoutMs;
+    let t = idleAt(s, this.opts);
     for (const p of s.held) t = Math.min(t, p.createdAt + this.opts.feedbackGraceMs);
     for (const f of s.earlyFeedback) t = Math.min(t, f.createdAt + this.opts.feedbackGraceMs);
     return t;
@@ -121,6 +143,7 @@ export class EventTimeAssembler {
     }
     if (!next.closed) {
       const step = expire(next, now, this.opts.idleTimeoutMs, this.opts);
+      if (step.lateFeedback) this.count('feedback:late-feedback', step.lateFeedback);
       next = step.state;
       out.push(...step.pairs);
     }
@@ -137,15 +160,22 @@ export class EventTimeAssembler {
     }
   }
 
-  /** Applies one event of the merged history; returns the pairs it (and what fell due before it) made. */
-  apply(e: HistoryEvent): TurnPair[] {
+  private count(reason: string, n = 1): void {
+    this.counts.ignored[reason] = (this.counts.ignored[reason] ?? 0) + n;
+  }
+
+  /**
+   * Applies one event of the merged history, after what fell due by `watermark` (its entry of
+   * `watermarks`: no later event is older); returns the pairs it and what fell due made.
+   */
+  apply(e: HistoryEvent, watermark: number): TurnPair[] {
     const out: TurnPair[] = [];
-    this.clock = Math.max(this.clock, eventTime(e));
-    this.advance(this.clock, out);
+    this.advance(watermark, out);
     const key = e.value.sessionId;
     const prev = this.sessions.get(key);
     const step: AssemblerStep = e.topicId === 'turns' ? applyTurn(prev, e.value, this.opts) : applyFeedback(prev, e.value, this.opts);
-    if (step.ignored) this.counts.ignored[`${e.topicId}:${step.ignored}`] = (this.counts.ignored[`${e.topicId}:${step.ignored}`] ?? 0) + 1;
+    if (step.ignored) this.count(`${e.topicId}:${step.ignored}`);
+    if (step.lateFeedback) this.count('feedback:late-feedback', step.lateFeedback);
     if (step.state !== prev) this.put(key, step.state);
     out.push(...step.pairs);
     return out;
@@ -153,28 +183,22 @@ export class EventTimeAssembler {
 
   /**
    * The end of the range: sessions idle at `wallNow` (history is usually older than the idle
-   * timeout) are closed as of the moment they went idle, and every held pair is released: no
+   * timeout) are closed, as of the moment they went idle, and every held pair is released: no
    * record of the range is left to reach it. Sessions still active at `wallNow` stay open, as in
    * the live pipeline.
    */
   finish(wallNow: number): TurnPair[] {
     const out: TurnPair[] = [];
-    const end = Number.POSITIVE_INFINITY;
     for (const key of [...this.sessions.keys()]) {
       let s = this.sessions.get(key)!;
-      const idleAt = s.lastActivityAt + this.opts.idleTimeoutMs;
-      if (!s.closed && idleAt <= wallNow) {
-        // Released first, as the punctuator does, then closed as of when it went idle.
-        this.advanceOne(key, idleAt, out);
-        s = this.sessions.get(key)!;
-        if (!s.closed) {
-          const step = expire(s, Math.max(idleAt, this.clock), this.opts.idleTimeoutMs, this.opts);
-          s = step.state;
-          out.push(...step.pairs);
-        }
+      if (idleAt(s, this.opts) <= wallNow) {
+        const step = expire(s, wallNow, this.opts.idleTimeoutMs, this.opts);
+        if (step.lateFeedback) this.count('feedback:late-feedback', step.lateFeedback);
+        s = step.state;
+        out.push(...step.pairs);
       }
       if (s.held.length > 0 || s.earlyFeedback.length > 0) {
-        const r = release(s, end, this.opts);
+        const r = release(s, Number.POSITIVE_INFINITY, this.opts);
         s = r.state;
         out.push(...r.pairs);
         this.counts.lostFeedback += r.expiredFeedback.length;
@@ -182,14 +206,5 @@ export class EventTimeAssembler {
       this.sessions.set(key, s);
     }
     return out;
-  }
-
-  private advanceOne(key: string, now: number, out: TurnPair[]): void {
-    const s = this.sessions.get(key)!;
-    if (s.held.length === 0 && s.earlyFeedback.length === 0) return;
-    const r = release(s, now, this.opts);
-    this.sessions.set(key, r.state);
-    out.push(...r.pairs);
-    this.counts.lostFeedback += r.expiredFeedback.length;
   }
 }

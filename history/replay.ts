@@ -45,7 +45,7 @@ import {
   type TransactionOutput,
 } from '../streams/index.ts';
 import type { Kafka } from 'kafkajs';
-import { EventTimeAssembler, mergeByEventTime, type HistoryEvent } from './event-time-assembler.ts';
+import { EventTimeAssembler, mergeByEventTime, watermarks, type HistoryEvent } from './event-time-assembler.ts';
 import { readRanges } from './range-reader.ts';
 import { committedOffsets, openPlan, type Bound, type TopicRange } from './replay-range.ts';
 import { OutputTally, summarize } from './summary.ts';
@@ -301,7 +301,9 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       let batch: TurnPair[] = [];
       let read = 0;
       let added = 0;
-      for (const e of mergeByEventTime(tEvents, fEvents)) {
+      const merged = [...mergeByEventTime(tEvents, fEvents)];
+      const marks = watermarks(merged);
+      for (const [i, e] of merged.entries()) {
         const old = e.offset < (e.topicId === 'turns' ? doneT : doneF);
         if (!old && batch.length >= batchSize) {
           await flush(p, batch, dead.splice(0), nextT, nextF, read);
@@ -309,7 +311,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
           batch = [];
           read = 0;
         }
-        const pairs = asm.apply(e);
+        const pairs = asm.apply(e, marks[i]);
         if (old) continue;
         read++;
         for (const x of pairs) batch.push(x);
