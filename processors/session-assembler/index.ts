@@ -1,7 +1,9 @@
 export {
   applyTurn,
   applyFeedback,
+  dueAt,
   expire,
+  forget,
   forgettable,
   idleAt,
   release,

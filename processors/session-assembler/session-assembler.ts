@@ -27,9 +27,12 @@
  * backlog a 👍/👎 given before the next turn is often READ after it; while its pair is held the
  * feedback still attaches to it. Feedback naming a turn that has not been read yet (the feedback
  * topic read ahead of the turns topic) waits in `earlyFeedback` as long, then attaches to the
- * turn when it comes. Feedback that names no turn goes to the newest main turn read so far that
- * was requested before the feedback was given (read before any turn of its session, it waits
- * likewise for the turn it was given during). An end-marker pair under `endPolicy: 'drop'` is held too, and dropped
+ * turn when it comes. Feedback that names no turn goes to the newest main turn whose answer
+ * was complete when the feedback was given (the answer the user had seen): given after the
+ * pending turn completed, it waits in `earlyFeedback` until that turn is paired (the next turn,
+ * once read, tells whether it had completed before the feedback) or closed; with no pending turn
+ * (none read yet, or the session closed, which a later turn may reopen) it waits for its grace
+ * period, by when every turn completed before it has been read. An end-marker pair under `endPolicy: 'drop'` is held too, and dropped
  * at release only if no feedback reached it. With `feedbackGraceMs: 0` pairs are emitted at once.
  *
  * Feedback that is still lost is reported in `ignored` so the caller can count it: for a turn
@@ -149,14 +152,14 @@ function withFeedback(pair: TurnPair, evidence: FeedbackEvidence): TurnPair {
 }
 
 /**
- * Early feedback that names no turn (read before any turn of its session) given while the pending
- * turn was the latest, i.e. at or after its request and before `until` (the next turn's request):
- * it is about the pending turn.
+ * Waiting feedback that names no turn given while the pending turn's answer was the latest, i.e.
+ * at or after its completion and before `until` (the next turn's completion, or the close): it is
+ * about the pending turn.
  */
-function claimAnonymous(state: SessionState, until: number, also: (f: Feedback) => boolean = () => true): SessionState {
+function claimAnonymous(state: SessionState, until: number): SessionState {
   const p = state.pending;
   if (!p || state.earlyFeedback.length === 0) return state;
-  const mine = state.earlyFeedback.filter((f) => f.turnId === null && f.createdAt >= p.requestedAt && f.createdAt < until && also(f));
+  const mine = state.earlyFeedback.filter((f) => f.turnId === null && f.createdAt >= p.completedAt && f.createdAt < until);
   if (mine.length === 0) return state;
   return {
     ...state,
@@ -167,7 +170,9 @@ function claimAnonymous(state: SessionState, until: number, also: (f: Feedback) 
 
 /** Closes a session: the pending turn gets the end marker (its pair held, or emitted per the end policy). */
 function close(prev: SessionState, reason: EndMarker, at: number, opts: ResolvedAssemblerOptions): AssemblerStep {
-  const state = claimAnonymous(prev, Number.POSITIVE_INFINITY);
+  // Feedback naming no turn given after the close may be about a turn that reopens the session:
+  // it waits (see `release`).
+  const state = claimAnonymous(prev, at);
   const ready: TurnPair[] = [];
   let late = 0;
   // A turn that knows what followed it (imported history) is paired with that, as a live turn is.
@@ -191,17 +196,14 @@ export const idleAt = (state: SessionState, opts: ResolvedAssemblerOptions): num
 /**
  * What the clock would have done to a session by event time `at`, had it got there before the
  * session's next turn was read: closed it when idle (as of `idleAt`), or, closed for
- * `closedRetentionMs`, forgotten it (`state` undefined) once its held pairs are out.
+ * `closedRetentionMs`, forgotten it (see `forget`) once its held pairs are out.
  */
 function catchUp(prev: SessionState, at: number, opts: ResolvedAssemblerOptions): AssemblerStep & { forgotten?: boolean } {
   let step: AssemblerStep = { state: prev, pairs: [] };
   if (at >= idleAt(prev, opts)) step = { ...close(prev, 'IDLE_TIMEOUT', idleAt(prev, opts), opts), closedIdle: true };
-  if (step.state.closed && at - step.state.lastActivityAt >= opts.closedRetentionMs) {
-    // Long after its grace periods: what is held went out before the session was forgotten.
-    const r = release(step.state, at, opts);
-    if (r.state.held.length === 0 && r.state.earlyFeedback.length === 0)
-      return { ...step, state: r.state, pairs: [...step.pairs, ...r.pairs], forgotten: true };
-  }
+  // What is still held goes out when the clock says so, as always: feedback for it may be read later.
+  if (forgettable(step.state, at, opts))
+    return { ...step, state: forget(step.state) ?? emptySession(prev.sessionId, null), forgotten: true };
   return step;
 }
 
@@ -211,8 +213,7 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
   // First what the clock would have done by the time this turn completed (see `catchUp`).
   const caught = prev ? catchUp(prev, turn.completedAt, opts) : undefined;
   const before = caught?.pairs ?? [];
-  const found = caught ? (caught.forgotten ? undefined : caught.state) : undefined;
-  const step = applyTurnNow(found, turn, opts);
+  const step = applyTurnNow(caught?.state, turn, opts);
   if (!caught || (caught.state === prev && before.length === 0)) return step;
   const late = (caught.lateFeedback ?? 0) + (step.lateFeedback ?? 0);
   return {
@@ -282,7 +283,7 @@ function applyTurnNow(prev: SessionState | undefined, turn: Turn, opts: Resolved
       }
     } else {
       if (pending) {
-        state = claimAnonymous(state, turn.requestedAt);
+        state = claimAnonymous(state, turn.completedAt);
         const next = extractNextState(pending.response, turn.requestMessages, pending.requestMessages);
         const made = pairOf(
           state,
@@ -325,17 +326,17 @@ export function applyFeedback(prev: SessionState | undefined, feedback: Feedback
       : { state, pairs: [], ignored: 'late-feedback' };
 
   if (feedback.turnId === null) {
-    // "The latest turn" when the feedback was given: pending, unless it was requested later.
-    if (pending && pending.requestedAt <= feedback.createdAt) return toPending();
-    let best = -1;
-    for (let k = 0; k < held.length; k++) {
-      const t = held[k].turn;
-      if (t.requestedAt <= feedback.createdAt && (best < 0 || t.requestedAt >= held[best].turn.requestedAt)) best = k;
-    }
+    // The newest answer the user had seen: pending's, unless it completed later. A turn completed
+    // before the feedback was given may not be read yet (turns are the other topic): the next
+    // turn of pending, or one that reopens a closed session. With a grace period the feedback
+    // waits: for pending to be paired or closed, or (no pending) until its grace ends (see
+    // `release`). Given before pending completed, it is about a turn read already.
+    if (opts.feedbackGraceMs > 0 && (!pending || pending.completedAt <= feedback.createdAt))
+      return { state: { ...state, earlyFeedback: [...state.earlyFeedback, feedback] }, pairs: [] };
+    if (pending && pending.completedAt <= feedback.createdAt) return toPending();
+    const best = heldFor(held, feedback.createdAt);
     if (best >= 0) return toHeld(best);
     if (state.mainTurnCount > 0) return { state, pairs: [], ignored: 'late-feedback' };
-    // No turn of the session read yet: with a grace period, wait for them.
-    if (opts.feedbackGraceMs > 0) return { state: { ...state, earlyFeedback: [...state.earlyFeedback, feedback] }, pairs: [] };
     return { state, pairs: [], ignored: 'no-pending' };
   }
   if (pending?.turnId === feedback.turnId) return toPending();
@@ -347,25 +348,68 @@ export function applyFeedback(prev: SessionState | undefined, feedback: Feedback
   return { state, pairs: [], ignored: 'unknown-turn' };
 }
 
+/** The held pair that feedback naming no turn given at `at` is about: the newest completed before it. */
+function heldFor(held: readonly TurnPair[], at: number): number {
+  let best = -1;
+  for (let k = 0; k < held.length; k++) {
+    const t = held[k].turn;
+    if (t.completedAt <= at && (best < 0 || t.completedAt >= held[best].turn.completedAt)) best = k;
+  }
+  return best;
+}
+
 /**
  * Emits the held pairs whose grace period has passed at stream time `now` (per the end policy),
  * and forgets early feedback whose turn never came (returned, to be counted as lost).
+ *
+ * Feedback naming no turn that waits without a pending turn to claim it (see `applyFeedback`) is
+ * settled once its own grace has passed: every turn completed before it has been read by then.
+ * It goes to the newest held pair completed before it, if given within that pair's grace; a
+ * pair it may still go to is held until then.
  */
+/** Waiting feedback naming no turn given after `pending` completed: the pending turn's, unless a later turn completed before it. */
+const forPending = (pending: PairTurn | null, f: Feedback): boolean =>
+  f.turnId === null && pending !== null && f.createdAt >= pending.completedAt;
+
+/** Whether waiting feedback naming no turn, not the pending turn's, may still go to held pair `p`. */
+const awaitedBy = (waiting: readonly Feedback[], pending: PairTurn | null, p: TurnPair, opts: ResolvedAssemblerOptions): boolean =>
+  waiting.some(
+    (f) => f.turnId === null && !forPending(pending, f) && p.turn.completedAt <= f.createdAt && inGrace(f.createdAt, p.createdAt, opts),
+  );
+
+/** The earliest stream time at which `release` or `expire` changes the session (∞: none). */
+export function dueAt(state: SessionState, options?: Opts): number {
+  const opts = resolved(options);
+  let t = idleAt(state, opts);
+  for (const f of state.earlyFeedback) if (!forPending(state.pending, f)) t = Math.min(t, f.createdAt + opts.feedbackGraceMs);
+  for (const p of state.held)
+    if (!awaitedBy(state.earlyFeedback, state.pending, p, opts)) t = Math.min(t, p.createdAt + opts.feedbackGraceMs);
+  return t;
+}
+
 export function release(prev: SessionState, now: number, options?: Opts): ReleaseStep {
-  let state = prev;
   const opts = resolved(options);
   const due = (t: number) => t + opts.feedbackGraceMs <= now;
-  // Feedback naming no turn whose wait is over is about the latest turn given before it.
-  state = claimAnonymous(state, Number.POSITIVE_INFINITY, (f) => due(f.createdAt));
-  const ready = state.held.filter((p) => due(p.createdAt));
-  const expiredFeedback = state.earlyFeedback.filter((f) => due(f.createdAt));
-  if (ready.length === 0 && expiredFeedback.length === 0) return { state, pairs: [], expiredFeedback };
+  const pending = prev.pending;
+  let held = prev.held;
+  const expiredFeedback: Feedback[] = [];
+  const waiting: Feedback[] = [];
+  for (const f of prev.earlyFeedback) {
+    if (!due(f.createdAt) || forPending(pending, f)) waiting.push(f);
+    else if (f.turnId !== null) expiredFeedback.push(f);
+    else {
+      const k = heldFor(held, f.createdAt);
+      if (k >= 0 && inGrace(f.createdAt, held[k].createdAt, opts))
+        held = held.map((p, i) => (i === k ? withFeedback(p, evidenceOf(f)) : p));
+      else expiredFeedback.push(f);
+    }
+  }
+  // A pair that waiting feedback may still reach stays held until that feedback is settled.
+  const ready = held.filter((p) => due(p.createdAt) && !awaitedBy(waiting, pending, p, opts));
+  if (ready.length === 0 && waiting.length === prev.earlyFeedback.length && held === prev.held)
+    return { state: prev, pairs: [], expiredFeedback };
   return {
-    state: {
-      ...state,
-      held: ready.length > 0 ? state.held.filter((p) => !due(p.createdAt)) : state.held,
-      earlyFeedback: expiredFeedback.length > 0 ? state.earlyFeedback.filter((f) => !due(f.createdAt)) : state.earlyFeedback,
-    },
+    state: { ...prev, held: held.filter((p) => !ready.includes(p)), earlyFeedback: waiting },
     pairs: ready.filter((p) => wanted(p, opts)),
     expiredFeedback,
   };
@@ -383,13 +427,26 @@ export function expire(state: SessionState, now: number, idleTimeoutMs: number, 
 }
 
 /**
- * Whether a closed session is forgotten at stream time `now` (its state deleted): closed, with
- * nothing held or waiting, `closedRetentionMs` after its last turn. A turn of the session that
- * comes later starts it afresh (see `catchUp`).
+ * Whether a closed session is forgotten at stream time `now` (see `forget`): closed
+ * `closedRetentionMs` after its last turn. A turn of the session that comes later starts it
+ * afresh (see `catchUp`).
  */
 export function forgettable(state: SessionState, now: number, options?: Opts): boolean {
   const opts = resolved(options);
-  return (
-    state.closed && now - state.lastActivityAt >= opts.closedRetentionMs && state.held.length === 0 && state.earlyFeedback.length === 0
-  );
+  return state.closed && now - state.lastActivityAt >= opts.closedRetentionMs;
+}
+
+/**
+ * A forgettable session, forgotten: its turn count, ids and user are dropped. What does not
+ * belong to its past stays: pairs still held (their feedback may not be read yet) and feedback
+ * waiting for a turn not read yet. Undefined (the state deleted) when there is none.
+ */
+export function forget(state: SessionState): SessionState | undefined {
+  if (state.earlyFeedback.length === 0 && state.held.length === 0) return undefined;
+  return {
+    ...emptySession(state.sessionId, null),
+    held: state.held,
+    earlyFeedback: state.earlyFeedback,
+    recentIds: state.earlyFeedback.map((f) => f.feedbackId),
+  };
 }

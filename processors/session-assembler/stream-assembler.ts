@@ -8,7 +8,16 @@
  */
 import type { Feedback, SessionState, Turn, TurnPair } from '../../schemas/index.ts';
 import type { ResolvedAssemblerOptions } from './options.ts';
-import { applyFeedback, applyTurn, expire, forgettable, release, type AssemblerStep, type IgnoredReason } from './session-assembler.ts';
+import {
+  applyFeedback,
+  applyTurn,
+  expire,
+  forget,
+  forgettable,
+  release,
+  type AssemblerStep,
+  type IgnoredReason,
+} from './session-assembler.ts';
 import type { StreamClock } from './stream-clock.ts';
 
 /** One input record, decoded. */
@@ -112,7 +121,9 @@ export class StreamAssembler {
       } else if (forgettable(next, now, this.opts)) {
         // Pairs released in this very tick still go out before the session is forgotten.
         this.emitAll(out, emit);
-        state.delete(key);
+        const fresh = forget(next);
+        if (fresh) state.put(key, fresh);
+        else state.delete(key);
         continue;
       }
       if (next !== before) state.put(key, next);

@@ -27,8 +27,8 @@
  *
  * The event time of what was read is a promise about what is still unread only while each
  * source is in event-time order. Gateways write turns in the order they complete, give or take
- * `toleranceMs` (several gateways, a producer's batching): time stays that far behind each
- * source. Imported history is written in the file's order, whatever its times (a conversation
+ * `toleranceMs` (several gateways, a producer's batching, the way to Kafka): time stays that far
+ * behind each source, and behind the wall clock once caught up. Imported history is written in the file's order, whatever its times (a conversation
  * from Monday after one from Friday): a record more than `toleranceMs` older than its source's
  * newest one shows that the unread records may be older still (the rest of its conversation,
  * its feedback in the other topic). Time then stands still until every source has been read to
@@ -63,6 +63,7 @@ export class StreamClock {
   observe(source: string | number, eventTime: number, wallNow: number, lag = 0, offset = Number.MAX_SAFE_INTEGER): void {
     const p = this.sources.get(source);
     if (!p) this.expected.delete(source);
+    this.awaited.delete(source);
     if (p && eventTime < p.eventTime - this.toleranceMs) this.disorderedSince ??= wallNow;
     const furthest = !p || offset >= p.offset;
     this.sources.set(source, {
@@ -77,15 +78,25 @@ export class StreamClock {
   /** Sources expected but not read yet → when they were first expected (wall time). */
   private readonly expected = new Map<string | number, number>();
 
-  /** Notes that `source` has records to come (a co-partitioned input of one just read): time waits for it up to `quietMs`. */
+  /** Sources expected and not read since → when last expected (wall time): they hold a disordered backlog's time. */
+  private readonly awaited = new Map<string | number, number>();
+
+  /**
+   * Notes that `source` has records to come (a co-partitioned input of one just read): time waits
+   * for it up to `quietMs` if it was never read, and, while records out of order are being read,
+   * until it is read again (up to `quietMs` from the last call): an import's conversation and its feedback are
+   * written together, and the feedback must be read before what it belongs to may go.
+   */
   expect(source: string | number, wallNow: number): void {
     if (!this.sources.has(source) && !this.expected.has(source)) this.expected.set(source, wallNow);
+    this.awaited.set(source, wallNow);
   }
 
   /** Notes that the consumer (re)joined its group at `wallNow`: what it read before may be far behind now. */
   rejoined(wallNow: number): void {
     for (const [source, p] of this.sources) this.sources.set(source, { ...p, seenAt: wallNow });
     for (const source of this.expected.keys()) this.expected.set(source, wallNow);
+    for (const source of this.awaited.keys()) this.awaited.set(source, wallNow);
   }
 
   /** Whether time stands still for records read out of event-time order (see the class). */
@@ -101,9 +112,11 @@ export class StreamClock {
     const reading = (p: { seenAt: number; behind: boolean }) => p.behind && wallNow - p.seenAt < this.stallMs;
     if (this.disorderedSince !== undefined) {
       for (const p of this.sources.values()) if (reading(p)) return Number.NEGATIVE_INFINITY;
+      for (const since of this.awaited.values()) if (wallNow - since < this.quietMs) return Number.NEGATIVE_INFINITY;
       this.disorderedSince = undefined;
     }
-    let t = wallNow;
+    // Quiet: caught up, but what completed within the tolerance may still be on its way.
+    let t = wallNow - this.toleranceMs;
     for (const p of this.sources.values())
       if (wallNow - p.seenAt < (p.behind ? this.stallMs : this.quietMs)) t = Math.min(t, p.eventTime - this.toleranceMs);
     return t;

@@ -468,7 +468,7 @@ describe('session assembler: feedback grace period (feedback read after the next
     assert.deepEqual(r.state.earlyFeedback, []);
   });
 
-  it('feedback naming no turn goes to the newest turn requested before it was given', () => {
+  it('feedback naming no turn goes to the newest answer complete when it was given', () => {
     const [t0, t1] = conversation(2);
     let s = sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state;
     // Given between t0 and t1 (read after t1): it is about t0.
@@ -477,7 +477,7 @@ describe('session assembler: feedback grace period (feedback read after the next
       exampleFeedback({ feedbackId: 'a', turnId: null, rating: -1, text: null, createdAt: t1.requestedAt - 10 }),
       G,
     ).state;
-    // Given after t1 was requested: about t1.
+    // Given after t1's answer: about t1.
     s = sa.applyFeedback(
       s,
       exampleFeedback({ feedbackId: 'b', turnId: null, rating: 1, text: null, createdAt: t1.completedAt + 10 }),
@@ -487,13 +487,41 @@ describe('session assembler: feedback grace period (feedback read after the next
       s.held[0].feedback.map((f) => f.feedbackId),
       ['a'],
     );
+    // 'b' waits: a turn answered after t1 and before 'b' may not be read yet. None comes: t1's.
     assert.deepEqual(
-      s.pendingFeedback.map((f) => f.feedbackId),
+      s.earlyFeedback.map((f) => f.feedbackId),
+      ['b'],
+    );
+    assert.deepEqual(
+      sa.release(s, t1.completedAt + 10 + 2000, G).expiredFeedback,
+      [],
+      'it waits past its grace: pending is not paired yet',
+    );
+    const closed = sa.expire(s, t1.completedAt + 60_000, 1000, G).state;
+    assert.deepEqual(
+      closed.held.find((p) => p.pairId === 't1')?.feedback.map((f) => f.feedbackId),
       ['b'],
     );
   });
 
-  it('feedback naming no turn, read before any turn of its session, goes to the turn it was given during', () => {
+  it('feedback naming no turn, given after the next answer but read before it, goes to that next turn', () => {
+    const [t0, t1] = conversation(2);
+    let s = sa.applyTurn(undefined, t0, G).state;
+    s = sa.applyFeedback(
+      s,
+      exampleFeedback({ feedbackId: 'c', turnId: null, rating: 1, text: null, createdAt: t1.completedAt + 50 }),
+      G,
+    ).state;
+    s = sa.applyTurn(s, t1, G).state;
+    assert.deepEqual(s.held[0].feedback, [], "not t0's: t1's answer was there before it was given");
+    const closed = sa.expire(s, t1.completedAt + 60_000, 1000, G).state;
+    assert.deepEqual(
+      closed.held.find((p) => p.pairId === 't1')?.feedback.map((f) => f.feedbackId),
+      ['c'],
+    );
+  });
+
+  it('feedback naming no turn, read before any turn of its session, goes to the answer it was given after', () => {
     const [t0, t1, t2] = conversation(3);
     let s = sa.applyFeedback(
       undefined,
@@ -513,13 +541,14 @@ describe('session assembler: feedback grace period (feedback read after the next
         ['t1', ['x']],
       ],
     );
-    // 'y' was given during t2, the newest turn: it goes to t2 once its wait is over.
+    // 'y' was given during t2, the newest turn: it waits (past its grace) for t2 to be paired or closed.
     const r = sa.release(s, t2.completedAt + 10 + 2000, G);
+    assert.deepEqual(r.expiredFeedback, []);
+    const closed = sa.expire(r.state, t2.completedAt + 60_000, 1000, G).state;
     assert.deepEqual(
-      r.state.pendingFeedback.map((f) => f.feedbackId),
+      closed.held.find((p) => p.pairId === 't2')?.feedback.map((f) => f.feedbackId),
       ['y'],
     );
-    assert.deepEqual(r.expiredFeedback, []);
   });
 
   it("endPolicy drop: a closed session's last pair is held; feedback in the grace period keeps it, else it is dropped", () => {
