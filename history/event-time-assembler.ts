@@ -22,6 +22,7 @@ import type { Feedback, SessionState, Turn, TurnPair } from '../schemas/index.ts
 import {
   applyFeedback,
   applyTurn,
+  dueAt,
   expire,
   idleAt,
   release,
@@ -118,10 +119,7 @@ export class EventTimeAssembler {
 
   /** When something of `s` falls due: a held pair or early feedback ends its grace, or the session goes idle. */
   private dueOf(s: SessionState): number {
-    let t = idleAt(s, this.opts);
-    for (const p of s.held) t = Math.min(t, p.createdAt + this.opts.feedbackGraceMs);
-    for (const f of s.earlyFeedback) t = Math.min(t, f.createdAt + this.opts.feedbackGraceMs);
-    return t;
+    return dueAt(s, this.opts);
   }
 
   private put(key: string, s: SessionState): void {
@@ -207,4 +205,21 @@ export class EventTimeAssembler {
     }
     return out;
   }
+}
+
+/**
+ * One partition's history through `asm`, as the replay runs it: the two topics merged by event
+ * time, each event applied after what fell due by its watermark; for each event the pairs it
+ * made, then (`event` null) the pairs of the range's end, at wall time `finishAt()`.
+ */
+export function* assemblePartition(
+  asm: EventTimeAssembler,
+  turns: readonly HistoryEvent[],
+  feedback: readonly HistoryEvent[],
+  finishAt: () => number,
+): Generator<{ event: HistoryEvent | null; pairs: TurnPair[] }> {
+  const merged = [...mergeByEventTime(turns, feedback)];
+  const marks = watermarks(merged);
+  for (const [i, event] of merged.entries()) yield { event, pairs: asm.apply(event, marks[i]) };
+  yield { event: null, pairs: asm.finish(finishAt()) };
 }

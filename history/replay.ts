@@ -45,7 +45,7 @@ import {
   type TransactionOutput,
 } from '../streams/index.ts';
 import type { Kafka } from 'kafkajs';
-import { EventTimeAssembler, mergeByEventTime, watermarks, type HistoryEvent } from './event-time-assembler.ts';
+import { assemblePartition, EventTimeAssembler, type HistoryEvent } from './event-time-assembler.ts';
 import { readRanges } from './range-reader.ts';
 import { committedOffsets, openPlan, type Bound, type TopicRange } from './replay-range.ts';
 import { OutputTally, summarize } from './summary.ts';
@@ -301,24 +301,24 @@ export async function runReplay(o: ReplayOptions): Promise<ReplaySummary> {
       let batch: TurnPair[] = [];
       let read = 0;
       let added = 0;
-      const merged = [...mergeByEventTime(tEvents, fEvents)];
-      const marks = watermarks(merged);
-      for (const [i, e] of merged.entries()) {
+      for (const { event: e, pairs } of assemblePartition(asm, tEvents, fEvents, Date.now)) {
+        if (!e) {
+          for (const x of pairs) batch.push(x);
+          break;
+        }
         const old = e.offset < (e.topicId === 'turns' ? doneT : doneF);
-        if (!old && batch.length >= batchSize) {
+        if (old) continue;
+        if (batch.length >= batchSize) {
           await flush(p, batch, dead.splice(0), nextT, nextF, read);
           added += read;
           batch = [];
           read = 0;
         }
-        const pairs = asm.apply(e, marks[i]);
-        if (old) continue;
         read++;
         for (const x of pairs) batch.push(x);
         if (e.topicId === 'turns') nextT = e.offset + 1n;
         else nextF = e.offset + 1n;
       }
-      for (const x of asm.finish(Date.now())) batch.push(x);
       const rest = Number(bound(turns, p, 'end') - bound(turns, p, 'start') + bound(feedback, p, 'end') - bound(feedback, p, 'start'));
       // The last transaction moves the position to the range's end: the partition is done.
       await flush(p, batch, dead.splice(0), bound(turns, p, 'end'), bound(feedback, p, 'end'), rest - added);
