@@ -93,6 +93,20 @@ export interface LlamaServeConfig {
   gpu: 'auto' | 'off';
 }
 
+/** The tfjs backend of everything that trains or scores (trainer, teacher, eval, bench). */
+export interface TfjsConfig {
+  /**
+   * `auto`: native TensorFlow (built from PyPI's wheel on first use; the GPU build when a CUDA
+   * device is present), else wasm, else cpu. A backend named is tried first. `TFJS_BACKEND`
+   * (auto|tensorflow-gpu|tensorflow|wasm|cpu) @default 'auto'
+   */
+  backend: 'auto' | 'tensorflow-gpu' | 'tensorflow' | 'wasm' | 'cpu';
+  /** Cache of the TensorFlow wheels and the built bindings. `TURNSTREAM_NATIVE_DIR` @default <home>/native */
+  nativeDir: string;
+  /** `off` never uses the GPU build, even with a CUDA device. `TFJS_GPU` @default 'auto' */
+  gpu: 'auto' | 'off';
+}
+
 /** What every stream processor shares (`turnstream process …`). */
 export interface ProcessorConfig {
   /** Records in flight per instance before its partitions pause. `PROCESSOR_CONCURRENCY` @default undefined = the runtime's: 64 per record, 4096 for a batch handler */
@@ -276,6 +290,7 @@ export interface TurnstreamConfig {
   /** Key the dashboard requires (besides the API keys). `TURNSTREAM_DASHBOARD_KEY` @default undefined = any API key when keys are on, else open */
   dashboardKey: string | undefined;
   llama: LlamaServeConfig;
+  tfjs: TfjsConfig;
   gateway: GatewayConfig;
   upstream: UpstreamConfig;
   processor: ProcessorConfig;
@@ -485,6 +500,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxTokens: r.number('LLAMA_MAX_TOKENS', 512, count),
       systemPrompt: env.TURNSTREAM_SYSTEM_PROMPT || undefined,
       gpu: r.oneOf('LLAMA_GPU', 'auto', ['auto', 'off']),
+    },
+    tfjs: {
+      backend: r.oneOf('TFJS_BACKEND', 'auto', ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']),
+      nativeDir: resolve(cwd, env.TURNSTREAM_NATIVE_DIR || resolve(home, 'native')),
+      gpu: r.oneOf('TFJS_GPU', 'auto', ['auto', 'off']),
     },
     gateway: {
       port: r.number('PORT', 30000, RULES.port),

@@ -1,7 +1,6 @@
-import { accessSync, constants, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { delimiter, isAbsolute, join } from 'node:path';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { findExecutable } from '../core/system-packages.ts';
 
 /** A program the local stack needs. */
 export type Prerequisite = 'java' | 'mvn' | 'clickhouse-server';
@@ -49,23 +48,7 @@ export function prerequisiteMessage(missing: readonly MissingPrerequisite[]): st
   ].join('\n');
 }
 
-/** The absolute path of an executable: a path as given, else searched on PATH (and sbin). */
-export function findExecutable(name: string, path = process.env.PATH ?? ''): string | undefined {
-  const candidates =
-    isAbsolute(name) || name.includes('/')
-      ? [name]
-      : [...path.split(delimiter).filter(Boolean), '/usr/local/bin', '/usr/bin', '/usr/sbin', '/bin', '/sbin'].map((d) => join(d, name));
-  for (const c of candidates) {
-    try {
-      if (!statSync(c).isFile()) continue;
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // not here; try the next
-    }
-  }
-  return undefined;
-}
+export { findExecutable };
 
 /** Parses `java -version` output: `openjdk version "17.0.15"` → 17, `"1.8.0_392"` → 8. */
 export function parseJavaMajor(versionOutput: string): number | undefined {

@@ -1,6 +1,19 @@
 // Public surface of policy/: the model families (the built-in tiny model, Llama-family GGUF
 // checkpoints with LoRA) that gateway, processors, trainer and eval use.
-export { selectBackend, selectedBackend, BACKEND_ORDER, type BackendName, type SelectBackendOptions } from './tfjs-backend.ts';
+export {
+  selectBackend,
+  selectBackendStatus,
+  selectedBackend,
+  backendStatus,
+  configureBackend,
+  BACKEND_ORDER,
+  type BackendName,
+  type BackendPreference,
+  type BackendStatus,
+  type NativeTensorflowOptions,
+  type SelectBackendOptions,
+} from './tfjs-backend.ts';
+export * from './native/index.ts';
 export { renderPrompt, type ChatMessage, type ChatRole, type RenderPromptOptions, type RenderedPrompt } from './builtin/chat-template.ts';
 export {
   CHECKPOINT_FORMAT,

@@ -1,10 +1,14 @@
 /**
- * Causal grouped-query attention over one sequence, with a hand-written gradient: per-head 2-D
- * products only (batched and transposed products are an order of magnitude slower on wasm),
- * the few transposes done once per layer on [T, heads·dim] tensors.
+ * Causal grouped-query attention over one sequence. Native TensorFlow takes it as two batched
+ * products over the key/value groups (the query heads of a group stacked), with tfjs's own
+ * gradients: a dozen ops a layer, where a loop over heads costs ~60 (each op has a fixed cost).
+ * On wasm, batched and transposed products are an order of magnitude slower, so there it is
+ * per-head 2-D products with a hand-written gradient, the few transposes done once per layer on
+ * [T, heads·dim] tensors.
  */
 import * as tf from '@tensorflow/tfjs';
 import { customOp } from './custom-op.ts';
+import { plainOperandsOnly } from './frozen-linear.ts';
 
 export interface AttentionShape {
   heads: number;
@@ -43,6 +47,73 @@ function mergeHeadsTransposed(parts: tf.Tensor2D[]): tf.Tensor2D {
  * q [T, heads·d], k and v [T, kvHeads·d] (rotary already applied) → [T, heads·d].
  */
 export function causalAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, shape: AttentionShape, mask: tf.Tensor2D): tf.Tensor2D {
+  return plainOperandsOnly() ? perHeadAttention(q, k, v, shape, mask) : groupedAttention(q, k, v, shape, mask);
+}
+
+/** What the grouped attention keeps for its backward pass: the grouped q, k, v and the probabilities. */
+export interface GroupedAttentionSaved {
+  /** [kvHeads, group·T, d] */
+  qg: tf.Tensor3D;
+  /** [kvHeads, T, d] */
+  kg: tf.Tensor3D;
+  /** [kvHeads, T, d] */
+  vg: tf.Tensor3D;
+  /** [kvHeads, group·T, T] */
+  probs: tf.Tensor3D;
+}
+
+/**
+ * Query head h = kv·group + j: q [T, heads·d] → [kvHeads, group·T, d], each group's heads one
+ * after another, so that one batched product per key/value group serves all of its query heads.
+ */
+export function groupedAttentionParts(
+  q: tf.Tensor2D,
+  k: tf.Tensor2D,
+  v: tf.Tensor2D,
+  shape: AttentionShape,
+  mask: tf.Tensor2D,
+): { out: tf.Tensor2D; saved: GroupedAttentionSaved } {
+  const { heads, kvHeads, headDim: d } = shape;
+  const T = q.shape[0];
+  const group = heads / kvHeads;
+  const qg = tf.reshape(tf.transpose(tf.reshape(q, [T, kvHeads, group, d]), [1, 2, 0, 3]), [kvHeads, group * T, d]) as tf.Tensor3D;
+  const kg = tf.transpose(tf.reshape(k, [T, kvHeads, d]), [1, 0, 2]) as tf.Tensor3D;
+  const vg = tf.transpose(tf.reshape(v, [T, kvHeads, d]), [1, 0, 2]) as tf.Tensor3D;
+  const scores = tf.reshape(tf.mul(tf.matMul(qg, kg, false, true), 1 / Math.sqrt(d)), [kvHeads, group, T, T]);
+  const probs = tf.reshape(tf.softmax(tf.add(scores, mask)), [kvHeads, group * T, T]) as tf.Tensor3D;
+  const out = tf.reshape(tf.matMul(probs, vg), [kvHeads, group, T, d]);
+  return { out: tf.reshape(tf.transpose(out, [2, 0, 1, 3]), [T, heads * d]) as tf.Tensor2D, saved: { qg, kg, vg, probs } };
+}
+
+function groupedAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, shape: AttentionShape, mask: tf.Tensor2D): tf.Tensor2D {
+  return groupedAttentionParts(q, k, v, shape, mask).out;
+}
+
+/**
+ * dq [T, heads·d], dk and dv [T, kvHeads·d] of the grouped attention for dL/dout [T, heads·d].
+ * The products over a group's stacked query heads sum their contributions to the shared k and v.
+ */
+export function groupedAttentionBackward(
+  dOut: tf.Tensor2D,
+  shape: AttentionShape,
+  s: GroupedAttentionSaved,
+): { dq: tf.Tensor2D; dk: tf.Tensor2D; dv: tf.Tensor2D } {
+  const { heads, kvHeads, headDim: d } = shape;
+  const T = dOut.shape[0];
+  const group = heads / kvHeads;
+  const dO = tf.reshape(tf.transpose(tf.reshape(dOut, [T, kvHeads, group, d]), [1, 2, 0, 3]), [kvHeads, group * T, d]) as tf.Tensor3D;
+  const dP = tf.matMul(dO, s.vg, false, true);
+  const dS = tf.mul(tf.mul(s.probs, tf.sub(dP, tf.sum(tf.mul(dP, s.probs), -1, true))), 1 / Math.sqrt(d)) as tf.Tensor3D;
+  const dqg = tf.reshape(tf.matMul(dS, s.kg), [kvHeads, group, T, d]);
+  const ungroup = (t: tf.Tensor3D): tf.Tensor2D => tf.reshape(tf.transpose(t, [1, 0, 2]), [T, kvHeads * d]) as tf.Tensor2D;
+  return {
+    dq: tf.reshape(tf.transpose(dqg, [2, 0, 1, 3]), [T, heads * d]) as tf.Tensor2D,
+    dk: ungroup(tf.matMul(dS, s.qg, true, false)),
+    dv: ungroup(tf.matMul(s.probs, dO, true, false)),
+  };
+}
+
+function perHeadAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, shape: AttentionShape, mask: tf.Tensor2D): tf.Tensor2D {
   const { heads, kvHeads, headDim } = shape;
   const group = heads / kvHeads;
   const scale = 1 / Math.sqrt(headDim);

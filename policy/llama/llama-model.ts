@@ -11,31 +11,24 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
-import { causalAttention, causalMask } from './causal-attention.ts';
-import { frozenLinear, frozenMatrix, loraDelta, type FrozenMatrix } from './frozen-linear.ts';
+import { causalMask } from './causal-attention.ts';
+import {
+  decoderLayer,
+  decoderLayerBackward,
+  LayerSaved,
+  savedLayerBytes,
+  type LayerContext,
+  type LayerLora,
+  type LayerTables,
+  type LayerWeights,
+} from './decoder-layer.ts';
+import { frozenLinear, frozenMatrix, plainOperandsOnly, type FrozenMatrix } from './frozen-linear.ts';
 import type { LlamaConfig } from './llama-config.ts';
 import { LORA_TARGETS, type LoraAdapter, type LoraTarget } from './lora.ts';
-import { headRmsNorm, rmsNorm } from './rms-norm.ts';
-import { applyRotary, rotaryTables, type RotaryOptions } from './rotary.ts';
+import { rmsNorm } from './rms-norm.ts';
+import { rotaryTables, type RotaryOptions } from './rotary.ts';
 import { selectRows } from './select-rows.ts';
 import type { TensorSource } from './tensor-source.ts';
-
-interface LayerWeights {
-  attnNorm: tf.Tensor1D;
-  ffnNorm: tf.Tensor1D;
-  q: FrozenMatrix;
-  k: FrozenMatrix;
-  v: FrozenMatrix;
-  o: FrozenMatrix;
-  gate: FrozenMatrix;
-  up: FrozenMatrix;
-  down: FrozenMatrix;
-  qBias: tf.Tensor1D | null;
-  kBias: tf.Tensor1D | null;
-  vBias: tf.Tensor1D | null;
-  qNorm: tf.Tensor1D | null;
-  kNorm: tf.Tensor1D | null;
-}
 
 /** One training forward pass; see `TfLlamaModel.trainPass`. */
 export interface LlamaTrainPass {
@@ -53,9 +46,23 @@ export interface LlamaLoadOptions {
   onTensor?: (loaded: number, total: number) => void;
 }
 
+/** Options of {@link TfLlamaModel.trainPass}. */
+export interface TrainPassOptions {
+  /**
+   * On native TensorFlow, bytes of layer intermediates a pass may keep for its backward pass
+   * (SmolLM2-135M: ~7 MB a layer at 128 tokens, ~15 MB at 256); layers past the budget keep
+   * only their input and run their forward pass again during the backward pass.
+   * @default 512 MiB
+   */
+  keepBytes?: number;
+}
+
+/** Default of {@link TrainPassOptions.keepBytes}. */
+export const DEFAULT_KEEP_BYTES = 512 * 2 ** 20;
+
 export class TfLlamaModel {
   private readonly rotary: RotaryOptions;
-  private readonly tables = new Map<number, { cos: tf.Tensor2D; sin: tf.Tensor2D; mask: tf.Tensor2D }>();
+  private readonly tables = new Map<number, LayerTables>();
   private disposed = false;
 
   private constructor(
@@ -69,7 +76,7 @@ export class TfLlamaModel {
     this.rotary = { ropeDim: config.ropeDim, headDim: config.headDim, base: config.ropeBase, type: config.ropeType, freqFactors };
   }
 
-  /** Dequantizes and loads the frozen weights (both orientations of each matrix). */
+  /** Dequantizes and loads the frozen weights (on wasm in both orientations; see frozen-linear.ts). */
   static async load(config: LlamaConfig, src: TensorSource, opts: LlamaLoadOptions = {}): Promise<TfLlamaModel> {
     const owned: tf.Tensor[] = [];
     const total = src.names.size;
@@ -91,7 +98,7 @@ export class TfLlamaModel {
     };
     const mat = async (name: string, inDim: number, outDim: number): Promise<FrozenMatrix> => {
       const m = frozenMatrix(await read(name, [inDim, outDim]), outDim, inDim);
-      owned.push(m.raw, m.t);
+      owned.push(m.raw, ...(m.t ? [m.t] : []));
       return m;
     };
     const c = config;
@@ -103,9 +110,9 @@ export class TfLlamaModel {
       const embedding = tf.tensor2d(embData, [c.vocabSize, d]);
       owned.push(embedding);
       const head: FrozenMatrix = c.tiedEmbeddings
-        ? { raw: embedding, t: tf.transpose(embedding) as tf.Tensor2D }
+        ? { raw: embedding, t: plainOperandsOnly() ? (tf.transpose(embedding) as tf.Tensor2D) : null }
         : await mat('output.weight', d, c.vocabSize);
-      if (c.tiedEmbeddings) owned.push(head.t);
+      if (c.tiedEmbeddings && head.t) owned.push(head.t);
       const outputNorm = await vec('output_norm.weight', d);
       const freqFactors = c.ropeFreqFactors ? await read('rope_freqs.weight', [c.ropeDim / 2]) : null;
       const layers: LayerWeights[] = [];
@@ -135,20 +142,20 @@ export class TfLlamaModel {
     }
   }
 
-  /** Bytes held by the frozen weights (both orientations). */
+  /** Bytes held by the frozen weights (both orientations on wasm). */
   get frozenBytes(): number {
     const mats = this.layers.flatMap((l) => [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]);
-    let n = this.embedding.size + this.head.t.size + (this.config.tiedEmbeddings ? 0 : this.head.raw.size);
-    for (const m of mats) n += m.raw.size + m.t.size;
+    let n = this.embedding.size + (this.head.t?.size ?? 0) + (this.config.tiedEmbeddings ? 0 : this.head.raw.size);
+    for (const m of mats) n += m.raw.size + (m.t?.size ?? 0);
     return n * 4;
   }
 
-  private tablesFor(T: number): { cos: tf.Tensor2D; sin: tf.Tensor2D; mask: tf.Tensor2D } {
+  private tablesFor(T: number): LayerTables {
     let t = this.tables.get(T);
     if (!t) {
       t = tf.tidy(() => {
         const r = rotaryTables(T, this.rotary);
-        return { cos: tf.keep(r.cos), sin: tf.keep(r.sin), mask: tf.keep(causalMask(T)) };
+        return { cos: tf.keep(r.cos), sin: tf.keep(r.sin), negSin: tf.keep(tf.neg(r.sin)), mask: tf.keep(causalMask(T)) };
       });
       // Sequence lengths vary per sample; keep a few tables, not one per length ever seen.
       if (this.tables.size >= 8) {
@@ -161,44 +168,13 @@ export class TfLlamaModel {
     return t;
   }
 
-  private project(
-    x: tf.Tensor2D,
-    w: FrozenMatrix,
-    l: number,
-    target: LoraTarget,
-    lora: LoraTensors | null,
-    bias: tf.Tensor1D | null,
-  ): tf.Tensor2D {
-    let y = frozenLinear(x, w);
-    if (bias) y = tf.add(y, bias);
-    const m = lora?.get(`${l}.${target}`);
-    if (m) y = tf.add(y, loraDelta(x, m.a, m.b, m.scale));
-    return y;
+  private context(T: number): LayerContext {
+    return { config: this.config, rotary: this.rotary, tables: this.tablesFor(T) };
   }
 
   /** One decoder layer on x [T, d]; differentiable with respect to x and the LoRA tensors given. */
-  private layer(l: number, x: tf.Tensor2D, lora: LoraTensors | null): tf.Tensor2D {
-    const c = this.config;
-    const w = this.layers[l];
-    const T = x.shape[0];
-    const tabs = this.tablesFor(T);
-    const a = rmsNorm(x, w.attnNorm, c.rmsEps);
-    let q = this.project(a, w.q, l, 'q', lora, w.qBias);
-    let k = this.project(a, w.k, l, 'k', lora, w.kBias);
-    const v = this.project(a, w.v, l, 'v', lora, w.vBias);
-    if (w.qNorm && w.kNorm) {
-      q = headRmsNorm(q, c.heads, w.qNorm, c.rmsEps);
-      k = headRmsNorm(k, c.kvHeads, w.kNorm, c.rmsEps);
-    }
-    q = applyRotary(q, c.heads, tabs, this.rotary);
-    k = applyRotary(k, c.kvHeads, tabs, this.rotary);
-    const att = causalAttention(q, k, v, { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim }, tabs.mask);
-    const x1 = tf.add(x, this.project(att, w.o, l, 'o', lora, null)) as tf.Tensor2D;
-    const b = rmsNorm(x1, w.ffnNorm, c.rmsEps);
-    const gate = this.project(b, w.gate, l, 'gate', lora, null);
-    const up = this.project(b, w.up, l, 'up', lora, null);
-    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
-    return tf.add(x1, this.project(act, w.down, l, 'down', lora, null)) as tf.Tensor2D;
+  private layer(l: number, x: tf.Tensor2D, lora: LoraTensors | null, save?: LayerSaved): tf.Tensor2D {
+    return decoderLayer(this.context(x.shape[0]), this.layers[l], x, layerLora(lora, l), save);
   }
 
   private checkSequence(ids: number[], positions: number[]): void {
@@ -269,11 +245,87 @@ export class TfLlamaModel {
 
   /**
    * The forward pass of one sequence for training: logits at `positions`, and a `backward` that
-   * turns dL/dlogits into the gradients of `lora`'s variables. Only each layer's input is kept;
-   * layers are recomputed during `backward`, from the top down to the lowest adapted layer.
+   * turns dL/dlogits into the gradients of `lora`'s variables, from the top down to the lowest
+   * adapted layer. On native TensorFlow each layer keeps its intermediates (within
+   * `keepBytes`) for a hand-written backward pass (decoder-layer.ts); elsewhere only each
+   * layer's input is kept, and `backward` recomputes the layer under `tf.grads`.
    */
-  trainPass(ids: number[], positions: number[], lora: LoraAdapter): LlamaTrainPass {
+  trainPass(ids: number[], positions: number[], lora: LoraAdapter, opts: TrainPassOptions = {}): LlamaTrainPass {
     this.checkSequence(ids, positions);
+    return plainOperandsOnly() ? this.recomputingTrainPass(ids, positions, lora) : this.keepingTrainPass(ids, positions, lora, opts);
+  }
+
+  private keepingTrainPass(ids: number[], positions: number[], lora: LoraAdapter, opts: TrainPassOptions): LlamaTrainPass {
+    const T = ids.length;
+    const lt = loraTensors(lora);
+    const ctx = this.context(T);
+    const keepLayers = Math.floor((opts.keepBytes ?? DEFAULT_KEEP_BYTES) / savedLayerBytes(this.config, T));
+    const saves: Array<LayerSaved | null> = [];
+    const inputs: tf.Tensor2D[] = [];
+    let x = this.embed(ids);
+    for (let l = 0; l < this.config.layers; l++) {
+      const input = x;
+      const adapted = l >= lora.firstLayer;
+      const save = adapted && saves.length < keepLayers ? new LayerSaved() : null;
+      if (adapted) {
+        saves.push(save);
+        inputs.push(input);
+      }
+      x = tf.tidy(() => this.layer(l, input, lt, save ?? undefined));
+      if (!adapted) input.dispose();
+    }
+    const top = x;
+    const rOut = tf.tidy(() => tf.rsqrt(tf.add(tf.mean(tf.square(top), -1, true), this.config.rmsEps))) as tf.Tensor2D;
+    const logits = tf.tidy(() => this.headAt(top, positions));
+    let disposed = false;
+    const dispose = (): void => {
+      if (disposed) return;
+      disposed = true;
+      for (const sv of saves) sv?.dispose();
+      tf.dispose([...inputs, top, rOut, logits]);
+    };
+    return {
+      logits,
+      firstInput: inputs[0] ?? top,
+      backward: (dlogits: tf.Tensor2D): tf.Tensor[] => {
+        const grads = new Map<tf.Variable, tf.Tensor>();
+        let dx = tf.tidy(() => {
+          const dRows = tf.matMul(dlogits, this.head.raw);
+          const dNormed = tf.scatterND(tf.tensor2d(positions, [positions.length, 1], 'int32'), dRows, [T, this.config.hiddenSize]);
+          const u = tf.mul(dNormed, this.outputNorm);
+          return tf.mul(rOut, tf.sub(u, tf.mul(top, tf.mul(tf.square(rOut), tf.mean(tf.mul(u, top), -1, true))))) as tf.Tensor2D;
+        });
+        for (let l = this.config.layers - 1; l >= lora.firstLayer; l--) {
+          const i = l - lora.firstLayer;
+          const own = saves[i] ?? new LayerSaved();
+          if (!saves[i]) tf.tidy(() => void this.layer(l, inputs[i], lt, own));
+          const local = layerLora(lt, l)!;
+          const byTarget = new Map<LoraTarget, { da: tf.Tensor; db: tf.Tensor }>();
+          const next = tf.tidy(() => {
+            const out = decoderLayerBackward(ctx, this.layers[l], own, dx, local, byTarget);
+            for (const g of byTarget.values()) {
+              tf.keep(g.da);
+              tf.keep(g.db);
+            }
+            return out;
+          });
+          if (!saves[i]) own.dispose();
+          dx.dispose();
+          dx = next;
+          for (const [target, g] of byTarget) {
+            const m = lora.module(l, target)!;
+            grads.set(m.a, g.da);
+            grads.set(m.b, g.db);
+          }
+        }
+        dx.dispose();
+        return lora.variables.map((v) => grads.get(v) ?? tf.zerosLike(v));
+      },
+      dispose,
+    };
+  }
+
+  private recomputingTrainPass(ids: number[], positions: number[], lora: LoraAdapter): LlamaTrainPass {
     const lt = loraTensors(lora);
     const inputs: tf.Tensor2D[] = [];
     let x = this.embed(ids);
@@ -347,6 +399,17 @@ export class TfLlamaModel {
 const LORA_ORDER = Object.keys(LORA_TARGETS) as LoraTarget[];
 
 type LoraTensors = Map<string, { a: tf.Tensor2D; b: tf.Tensor2D; scale: number }>;
+
+/** The factors of layer `l` in `lora`, by target; null without any. */
+function layerLora(lora: LoraTensors | null, l: number): LayerLora | null {
+  if (!lora) return null;
+  const out: LayerLora = new Map();
+  for (const t of LORA_ORDER) {
+    const m = lora.get(`${l}.${t}`);
+    if (m) out.set(t, m);
+  }
+  return out;
+}
 
 function loraTensors(lora: LoraAdapter): LoraTensors {
   const out: LoraTensors = new Map();

@@ -1,11 +1,13 @@
 import * as tf from '@tensorflow/tfjs';
 import { customOp } from './custom-op.ts';
+import { plainOperandsOnly } from './frozen-linear.ts';
 
 /**
- * Rows of x [N, d] by index, with a gradient that is a plain product with a one-hot matrix
+ * Rows of x [N, d] by index. On wasm the gradient is a plain product with a one-hot matrix
  * (gather's own gradient needs a kernel the wasm backend lacks).
  */
 export function selectRows(x: tf.Tensor2D, positions: number[]): tf.Tensor2D {
+  if (!plainOperandsOnly()) return tf.gather(x, tf.tensor1d(positions, 'int32'));
   const N = x.shape[0];
   const R = positions.length;
   const op = customOp(([xi]) => ({

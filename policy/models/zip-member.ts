@@ -4,7 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
@@ -88,4 +89,76 @@ export async function extractZipMember(
   } finally {
     zip.close();
   }
+}
+
+/** Options of {@link extractZipMembers}. */
+export interface ExtractZipMembersOptions {
+  /** Called after each member, with the bytes written so far. @default undefined */
+  onProgress?: (p: { extractedBytes: number; members: number }) => void;
+  /** Cancels the extraction (TS_ERR_ABORTED). @default undefined */
+  signal?: AbortSignal;
+}
+
+/**
+ * Writes every member of `zipPath` for which `pick` returns a path to that path (its folder is
+ * made), in one pass over the zip; yauzl checks each member's CRC-32 as it inflates. Directory
+ * entries are skipped. Returns the paths written.
+ * @throws TurnstreamError TS_ERR_CORRUPT_WEIGHTS for a damaged zip
+ */
+export async function extractZipMembers(
+  zipPath: string,
+  pick: (member: string) => string | undefined,
+  options: ExtractZipMembersOptions = {},
+): Promise<string[]> {
+  let zip: ZipFile;
+  try {
+    zip = await openZip(zipPath);
+  } catch (err) {
+    throw new TurnstreamError(ErrorCodes.CORRUPT_WEIGHTS, `${zipPath} is not a readable zip: ${(err as Error).message}`, { cause: err });
+  }
+  const written: string[] = [];
+  let extracted = 0;
+  try {
+    for (;;) {
+      const entry = await nextEntry(zip);
+      if (!entry) break;
+      const dest = entry.fileName.endsWith('/') ? undefined : pick(entry.fileName);
+      if (!dest) continue;
+      await mkdir(dirname(dest), { recursive: true });
+      try {
+        const stream = await zip.openReadStreamPromise(entry);
+        await pipeline(stream, createWriteStream(dest), { signal: options.signal });
+      } catch (err) {
+        await rm(dest, { force: true });
+        if (options.signal?.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, `extraction of ${zipPath} cancelled`, { cause: err });
+        throw new TurnstreamError(ErrorCodes.CORRUPT_WEIGHTS, `${zipPath}: cannot extract ${entry.fileName}: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+      written.push(dest);
+      extracted += entry.uncompressedSize;
+      options.onProgress?.({ extractedBytes: extracted, members: written.length });
+    }
+  } finally {
+    zip.close();
+  }
+  return written;
+}
+
+function nextEntry(zip: ZipFile): Promise<Entry | undefined> {
+  return new Promise((resolve, reject) => {
+    const onEntry = (entry: Entry): void => done(() => resolve(entry));
+    const onEnd = (): void => done(() => resolve(undefined));
+    const onError = (err: Error): void => done(() => reject(err));
+    function done(settle: () => void): void {
+      zip.off('entry', onEntry);
+      zip.off('end', onEnd);
+      zip.off('error', onError);
+      settle();
+    }
+    zip.on('entry', onEntry);
+    zip.on('end', onEnd);
+    zip.on('error', onError);
+    zip.readEntry();
+  });
 }

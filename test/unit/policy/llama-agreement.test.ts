@@ -6,14 +6,13 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { loadTfLlama, LoraAdapter, selectBackend, writeLoraAdapter, writeTinyModel, type TinyModelOptions } from '../../../policy/index.ts';
 import { llamaLogProbs } from '../../support/llama-logprobs.ts';
 
 let dir = '';
 before(async () => {
-  await selectBackend('wasm');
   dir = await mkdtemp(join(tmpdir(), 'agree-'));
 });
 after(async () => {
@@ -46,32 +45,43 @@ const cases: Array<[string, TinyModelOptions]> = [
   ['qwen3, separate head', { architecture: 'qwen3', tiedEmbeddings: false }],
 ];
 
-for (const [name, options] of cases) {
-  test(`tfjs and llama.cpp agree on next-token log-probs, base and with a trainer-written adapter: ${name}`, async () => {
-    const tiny = await writeTinyModel(join(dir, `${name.replace(/\W+/g, '-')}.gguf`), { ...options, seed: 3 });
-    const { model, config, architecture } = await loadTfLlama(tiny.path);
-    const { imStart, imEnd } = tiny.special;
-    const ids = [imStart, 10, 40, 70, 100, 130, 160, 190, imEnd, imStart, 20, 50, 80, 110, 140, 170, 200, 230, 260, imEnd];
-    const positions = ids.slice(0, -1).map((_, i) => i);
-    const rows = (lora: LoraAdapter | null): number[][] =>
-      tf.tidy(() => tf.logSoftmax(model.logitsAt(ids, positions, lora)).arraySync() as number[][]);
+async function agree(name: string, options: TinyModelOptions): Promise<void> {
+  const tiny = await writeTinyModel(join(dir, `${name.replace(/\W+/g, '-')}.gguf`), { ...options, seed: 3 });
+  const { model, config, architecture } = await loadTfLlama(tiny.path);
+  const { imStart, imEnd } = tiny.special;
+  const ids = [imStart, 10, 40, 70, 100, 130, 160, 190, imEnd, imStart, 20, 50, 80, 110, 140, 170, 200, 230, 260, imEnd];
+  const positions = ids.slice(0, -1).map((_, i) => i);
+  const rows = (lora: LoraAdapter | null): number[][] =>
+    tf.tidy(() => tf.logSoftmax(model.logitsAt(ids, positions, lora)).arraySync() as number[][]);
 
-    const base = compare(rows(null), await llamaLogProbs(tiny.path, ids), ids);
-    // F32 tiny weights: the engines differ only by accumulation order; quantized ones by llama.cpp's activation quantization.
-    const tol = options.weightType === 'Q8_0' ? 0.05 : 0.01;
-    assert.ok(base.mean < tol && base.argmax >= 0.9, `base: ${JSON.stringify(base)}`);
+  const base = compare(rows(null), await llamaLogProbs(tiny.path, ids), ids);
+  // F32 tiny weights: the engines differ only by accumulation order; quantized ones by llama.cpp's activation quantization.
+  const tol = options.weightType === 'Q8_0' ? 0.05 : 0.01;
+  assert.ok(base.mean < tol && base.argmax >= 0.9, `base: ${JSON.stringify(base)}`);
 
-    const lora = LoraAdapter.init(config, { rank: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, 5);
-    for (const v of lora.variables) v.assign(tf.randomNormal(v.shape, 0, 0.5, 'float32', 9));
-    const path = join(dir, `${name.replace(/\W+/g, '-')}.lora.gguf`);
-    await writeLoraAdapter(path, { architecture, alpha: lora.config.alpha, pairs: await lora.toPairs() });
-    const cppAdapted = await llamaLogProbs(tiny.path, ids, { adapters: [{ filePath: path, scale: 1 }] });
-    const adapted = compare(rows(lora), cppAdapted, ids);
-    assert.ok(adapted.mean < tol * 2 && adapted.argmax >= 0.9, `with the adapter: ${JSON.stringify(adapted)}`);
-    // The adapter really acts: without it tfjs is far from llama.cpp-with-adapter.
-    const unadapted = compare(rows(null), cppAdapted, ids);
-    assert.ok(unadapted.mean > 10 * adapted.mean, `the adapter moves log-probs: ${JSON.stringify({ adapted, unadapted })}`);
-    lora.dispose();
-    model.dispose();
+  const lora = LoraAdapter.init(config, { rank: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, 5);
+  for (const v of lora.variables) v.assign(tf.randomNormal(v.shape, 0, 0.5, 'float32', 9));
+  const path = join(dir, `${name.replace(/\W+/g, '-')}.lora.gguf`);
+  await writeLoraAdapter(path, { architecture, alpha: lora.config.alpha, pairs: await lora.toPairs() });
+  const cppAdapted = await llamaLogProbs(tiny.path, ids, { adapters: [{ filePath: path, scale: 1 }] });
+  const adapted = compare(rows(lora), cppAdapted, ids);
+  assert.ok(adapted.mean < tol * 2 && adapted.argmax >= 0.9, `with the adapter: ${JSON.stringify(adapted)}`);
+  // The adapter really acts: without it tfjs is far from llama.cpp-with-adapter.
+  const unadapted = compare(rows(null), cppAdapted, ids);
+  assert.ok(unadapted.mean > 10 * adapted.mean, `the adapter moves log-probs: ${JSON.stringify({ adapted, unadapted })}`);
+  lora.dispose();
+  model.dispose();
+}
+
+// The trainer's two backends: native TensorFlow (the default) and wasm (the fallback).
+for (const backend of ['tensorflow', 'wasm'] as const) {
+  describe(`on ${backend}`, () => {
+    before(async () => {
+      assert.equal(await selectBackend(backend), backend);
+    });
+    for (const [name, options] of cases) {
+      test(`tfjs and llama.cpp agree on next-token log-probs, base and with a trainer-written adapter: ${name}`, () =>
+        agree(name, options));
+    }
   });
 }

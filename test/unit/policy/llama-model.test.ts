@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
 import { selectBackend } from '../../../policy/tfjs-backend.ts';
 import type { LlamaConfig } from '../../../policy/llama/llama-config.ts';
 import { TfLlamaModel } from '../../../policy/llama/llama-model.ts';
 import { LoraAdapter } from '../../../policy/llama/lora.ts';
 import { syntheticConfig, syntheticSource } from '../../support/synthetic-llama.ts';
-
-before(async () => {
-  await selectBackend('wasm');
-});
 
 const ids = [3, 17, 4, 42, 8, 8, 1, 30, 12, 5];
 const positions = [5, 6, 7, 8];
@@ -34,55 +30,69 @@ const variants: Array<[string, Partial<LlamaConfig>]> = [
   ],
 ];
 
-for (const [name, over] of variants) {
-  test(`LoRA gradients of the checkpointed backward pass match finite differences: ${name}`, async () => {
-    const config = syntheticConfig(over);
-    const model = await TfLlamaModel.load(config, syntheticSource(config));
-    const lora = LoraAdapter.init(config, { rank: 2, alpha: 4, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, 7);
-    // Non-zero B so that A's gradient is not trivially 0.
-    for (const v of lora.variables) v.assign(tf.randomNormal(v.shape, 0, 0.2, 'float32', 11));
-    const R = tf.randomNormal([positions.length, config.vocabSize], 0, 1, 'float32', 3) as tf.Tensor2D;
-    const pass = model.trainPass(ids, positions, lora);
-    const grads = pass.backward(R);
-    pass.dispose();
-    let checked = 0;
-    for (const [i, v] of lora.variables.entries()) {
-      const g = await grads[i].data();
-      const base = await v.data();
-      for (const j of [0, Math.floor(v.size / 2), v.size - 1]) {
-        const eps = 3e-3;
-        const bump = (delta: number): void => {
-          const next = Float32Array.from(base);
-          next[j] += delta;
-          v.assign(tf.tensor(next, v.shape));
-        };
-        bump(eps);
-        const up = await objective(model, lora, R);
-        bump(-eps);
-        const down = await objective(model, lora, R);
-        bump(0);
-        const fd = (up - down) / (2 * eps);
-        assert.ok(Math.abs(fd - g[j]) <= 2e-2 + 2e-2 * Math.abs(fd), `${v.name}[${j}]: backward ${g[j]}, finite difference ${fd}`);
-        checked++;
-      }
-    }
-    assert.equal(checked, lora.variables.length * 3);
-    tf.dispose([...grads, R]);
-    lora.dispose();
-    model.dispose();
-  });
-}
-
-test('a fresh adapter leaves the model exactly at the base; only the last layers carry modules when asked', async () => {
-  const config = syntheticConfig({ layers: 3 });
+/** The gradients of one train pass (`keepBytes` 0: every layer recomputed) against finite differences. */
+async function checkGradients(over: Partial<LlamaConfig>, keepBytes?: number): Promise<void> {
+  const config = syntheticConfig(over);
   const model = await TfLlamaModel.load(config, syntheticSource(config));
-  const lora = LoraAdapter.init(config, { lastLayers: 1 });
-  assert.deepEqual(lora.layers, [2]);
-  assert.equal(lora.firstLayer, 2);
-  const a = await model.tokenLogprobs(ids, positions, null);
-  const b = await model.tokenLogprobs(ids, positions, lora);
-  assert.deepEqual(a, b);
-  assert.ok(a.every((x) => Number.isFinite(x) && x < 0));
+  const lora = LoraAdapter.init(config, { rank: 2, alpha: 4, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, 7);
+  // Non-zero B so that A's gradient is not trivially 0.
+  for (const v of lora.variables) v.assign(tf.randomNormal(v.shape, 0, 0.2, 'float32', 11));
+  const R = tf.randomNormal([positions.length, config.vocabSize], 0, 1, 'float32', 3) as tf.Tensor2D;
+  const pass = model.trainPass(ids, positions, lora, { keepBytes });
+  const grads = pass.backward(R);
+  pass.dispose();
+  let checked = 0;
+  for (const [i, v] of lora.variables.entries()) {
+    const g = await grads[i].data();
+    const base = await v.data();
+    for (const j of [0, Math.floor(v.size / 2), v.size - 1]) {
+      const eps = 3e-3;
+      const bump = (delta: number): void => {
+        const next = Float32Array.from(base);
+        next[j] += delta;
+        v.assign(tf.tensor(next, v.shape));
+      };
+      bump(eps);
+      const up = await objective(model, lora, R);
+      bump(-eps);
+      const down = await objective(model, lora, R);
+      bump(0);
+      const fd = (up - down) / (2 * eps);
+      assert.ok(Math.abs(fd - g[j]) <= 2e-2 + 2e-2 * Math.abs(fd), `${v.name}[${j}]: backward ${g[j]}, finite difference ${fd}`);
+      checked++;
+    }
+  }
+  assert.equal(checked, lora.variables.length * 3);
+  tf.dispose([...grads, R]);
   lora.dispose();
   model.dispose();
-});
+}
+
+// Native TensorFlow runs a hand-written backward pass on kept intermediates (or on a layer run again
+// past the memory budget); wasm recomputes each layer under tf.grads with its own custom gradients.
+for (const backend of ['tensorflow', 'wasm'] as const) {
+  describe(`on ${backend}`, () => {
+    before(async () => {
+      assert.equal(await selectBackend(backend), backend);
+    });
+    for (const [name, over] of variants) {
+      test(`LoRA gradients of the backward pass match finite differences: ${name}`, () => checkGradients(over));
+    }
+    if (backend === 'tensorflow') {
+      test('past the memory budget every layer runs again and the gradients still match: llama', () => checkGradients({}, 0));
+    }
+    test('a fresh adapter leaves the model exactly at the base; only the last layers carry modules when asked', async () => {
+      const config = syntheticConfig({ layers: 3 });
+      const model = await TfLlamaModel.load(config, syntheticSource(config));
+      const lora = LoraAdapter.init(config, { lastLayers: 1 });
+      assert.deepEqual(lora.layers, [2]);
+      assert.equal(lora.firstLayer, 2);
+      const a = await model.tokenLogprobs(ids, positions, null);
+      const b = await model.tokenLogprobs(ids, positions, lora);
+      assert.deepEqual(a, b);
+      assert.ok(a.every((x) => Number.isFinite(x) && x < 0));
+      lora.dispose();
+      model.dispose();
+    });
+  });
+}

@@ -1,0 +1,20 @@
+/** Native TensorFlow for tfjs: the pinned wheels, the build on this machine, the GPU check and the known-result check. */
+export {
+  NATIVE_DISTS,
+  TENSORFLOW_VERSION,
+  TFJS_NODE_VERSION,
+  type NativeDist,
+  type NativeVariant,
+  type PinnedWheel,
+} from './tensorflow-dist.ts';
+export {
+  buildKey,
+  ensureNativeTensorflow,
+  nativeBuildReady,
+  packageFolder,
+  type NativeInstall,
+  type NativeInstallOptions,
+  type NativeInstallProgress,
+} from './install-native-tensorflow.ts';
+export { detectCudaDevice, type CudaDevice } from './cuda-device.ts';
+export { checkBackendResults, type BackendCheck } from './backend-check.ts';
