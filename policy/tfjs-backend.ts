@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
+import util from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
@@ -85,11 +86,19 @@ async function loadNative(variant: NativeVariant, opts: NativeTensorflowOptions)
   const install = await ensureNativeTensorflow({ dir, variant, dist, onProgress: opts.onProgress });
   // TensorFlow's C++ logging (oneDNN and CPU-feature banners) would go to stderr of every service.
   process.env.TF_CPP_MIN_LOG_LEVEL ??= '2';
+  restoreUtilHelpers();
   await import(install.npmPackage);
   nativeLoaded = variant;
   if (!(await tf.setBackend('tensorflow'))) throw new Unavailable('the tensorflow backend did not initialize');
   const backend = tf.backend() as unknown as { isUsingGpuDevice?: boolean };
   return { variant, buildDir: install.buildDir, built: install.built, ms: install.ms, gpuInUse: backend.isUsingGpuDevice === true };
+}
+
+/** tfjs-node 4.22 calls `util.isNullOrUndefined` and `util.isArray`, which Node 23 removed (deprecated on 22). */
+function restoreUtilHelpers(): void {
+  const u = util as unknown as Record<string, unknown>;
+  u.isNullOrUndefined = (v: unknown): boolean => v === null || v === undefined;
+  u.isArray = Array.isArray;
 }
 
 async function loadPure(name: 'wasm' | 'cpu'): Promise<void> {

@@ -15,8 +15,12 @@ import { causalMask } from './causal-attention.ts';
 import {
   decoderLayer,
   decoderLayerBackward,
+  groupTensors,
+  inputGroup,
   LayerSaved,
   savedLayerBytes,
+  tableTensors,
+  type InputGroup,
   type LayerContext,
   type LayerLora,
   type LayerTables,
@@ -26,7 +30,7 @@ import { frozenLinear, frozenMatrix, plainOperandsOnly, type FrozenMatrix } from
 import type { LlamaConfig } from './llama-config.ts';
 import { LORA_TARGETS, type LoraAdapter, type LoraTarget } from './lora.ts';
 import { rmsNorm } from './rms-norm.ts';
-import { rotaryTables, type RotaryOptions } from './rotary.ts';
+import { rotaryFullTables, rotaryTables, rotateHalfMatrix, type RotaryOptions } from './rotary.ts';
 import { selectRows } from './select-rows.ts';
 import type { TensorSource } from './tensor-source.ts';
 
@@ -101,6 +105,13 @@ export class TfLlamaModel {
       owned.push(m.raw, ...(m.t ? [m.t] : []));
       return m;
     };
+    const group = async (names: string[], inDim: number, outs: number[]): Promise<InputGroup> => {
+      const datas: Float32Array[] = [];
+      for (const [i, name] of names.entries()) datas.push(await read(name, [inDim, outs[i]]));
+      const g = inputGroup(datas, outs, inDim);
+      owned.push(...groupTensors(g));
+      return g;
+    };
     const c = config;
     const d = c.hiddenSize;
     const qDim = c.heads * c.headDim;
@@ -121,12 +132,9 @@ export class TfLlamaModel {
         layers.push({
           attnNorm: await vec(`${p}attn_norm.weight`, d),
           ffnNorm: await vec(`${p}ffn_norm.weight`, d),
-          q: await mat(`${p}attn_q.weight`, d, qDim),
-          k: await mat(`${p}attn_k.weight`, d, kvDim),
-          v: await mat(`${p}attn_v.weight`, d, kvDim),
+          qkv: await group([`${p}attn_q.weight`, `${p}attn_k.weight`, `${p}attn_v.weight`], d, [qDim, kvDim, kvDim]),
           o: await mat(`${p}attn_output.weight`, qDim, d),
-          gate: await mat(`${p}ffn_gate.weight`, d, c.ffnSize),
-          up: await mat(`${p}ffn_up.weight`, d, c.ffnSize),
+          gateUp: await group([`${p}ffn_gate.weight`, `${p}ffn_up.weight`], d, [c.ffnSize, c.ffnSize]),
           down: await mat(`${p}ffn_down.weight`, c.ffnSize, d),
           qBias: c.attentionBias ? await vec(`${p}attn_q.bias`, qDim) : null,
           kBias: c.attentionBias ? await vec(`${p}attn_k.bias`, kvDim) : null,
@@ -144,23 +152,29 @@ export class TfLlamaModel {
 
   /** Bytes held by the frozen weights (both orientations on wasm). */
   get frozenBytes(): number {
-    const mats = this.layers.flatMap((l) => [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]);
     let n = this.embedding.size + (this.head.t?.size ?? 0) + (this.config.tiedEmbeddings ? 0 : this.head.raw.size);
-    for (const m of mats) n += m.raw.size + (m.t?.size ?? 0);
+    for (const l of this.layers) {
+      for (const t of [...groupTensors(l.qkv), ...groupTensors(l.gateUp)]) n += t.size;
+      for (const m of [l.o, l.down]) n += m.raw.size + (m.t?.size ?? 0);
+    }
     return n * 4;
   }
 
   private tablesFor(T: number): LayerTables {
     let t = this.tables.get(T);
     if (!t) {
-      t = tf.tidy(() => {
-        const r = rotaryTables(T, this.rotary);
-        return { cos: tf.keep(r.cos), sin: tf.keep(r.sin), negSin: tf.keep(tf.neg(r.sin)), mask: tf.keep(causalMask(T)) };
-      });
+      // Every tensor kept: this may run inside a layer's tidy scope.
+      const r = rotaryTables(T, this.rotary);
+      let full: LayerTables['full'] = null;
+      if (!plainOperandsOnly()) {
+        const f = rotaryFullTables(T, this.rotary);
+        full = { cos: tf.keep(f.cos), sin: tf.keep(f.sin), negSin: tf.keep(tf.neg(f.sin)), p: tf.keep(rotateHalfMatrix(this.rotary)) };
+      }
+      t = { cos: tf.keep(r.cos), sin: tf.keep(r.sin), mask: tf.keep(causalMask(T)), full };
       // Sequence lengths vary per sample; keep a few tables, not one per length ever seen.
       if (this.tables.size >= 8) {
         const [oldest] = this.tables.keys();
-        tf.dispose(Object.values(this.tables.get(oldest)!));
+        tf.dispose(tableTensors(this.tables.get(oldest)!));
         this.tables.delete(oldest);
       }
       this.tables.set(T, t);
@@ -384,14 +398,15 @@ export class TfLlamaModel {
     add(this.head.raw);
     add(this.outputNorm);
     for (const l of this.layers) {
-      for (const m of [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]) {
+      for (const t of [...groupTensors(l.qkv), ...groupTensors(l.gateUp)]) add(t);
+      for (const m of [l.o, l.down]) {
         add(m.raw);
         add(m.t);
       }
       for (const t of [l.attnNorm, l.ffnNorm, l.qBias, l.kBias, l.vBias, l.qNorm, l.kNorm]) add(t);
     }
     tf.dispose([...seen]);
-    for (const t of this.tables.values()) tf.dispose(Object.values(t));
+    for (const t of this.tables.values()) tf.dispose(tableTensors(t));
     this.tables.clear();
   }
 }

@@ -55,3 +55,52 @@ export function applyRotary(x: tf.Tensor2D, n: number, tables: { cos: tf.Tensor2
   if (o.ropeDim !== o.headDim) out = tf.concat([out, tf.slice(x3, [0, 0, o.ropeDim], [T, n, o.headDim - o.ropeDim])], 2);
   return tf.reshape(out, [T, n * o.headDim]) as tf.Tensor2D;
 }
+
+/** Tables for {@link applyRotaryByProduct}: cos and sin per position and head dimension [T, 1, headDim] (1 and 0 past ropeDim). */
+export function rotaryFullTables(T: number, o: RotaryOptions): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
+  const half = o.ropeDim / 2;
+  const cos = new Float32Array(T * o.headDim).fill(1);
+  const sin = new Float32Array(T * o.headDim);
+  for (let i = 0; i < half; i++) {
+    let freq = Math.pow(o.base, (-2 * i) / o.ropeDim);
+    if (o.freqFactors) freq /= o.freqFactors[i];
+    // The two dimensions pair i rotates.
+    const [a, b] = o.type === 'norm' ? [2 * i, 2 * i + 1] : [i, i + half];
+    for (let p = 0; p < T; p++) {
+      const theta = p * freq;
+      cos[p * o.headDim + a] = cos[p * o.headDim + b] = Math.cos(theta);
+      sin[p * o.headDim + a] = sin[p * o.headDim + b] = Math.sin(theta);
+    }
+  }
+  return { cos: tf.tensor3d(cos, [T, 1, o.headDim]), sin: tf.tensor3d(sin, [T, 1, o.headDim]) };
+}
+
+/** The signed permutation P [headDim, headDim] with (x·P)[a] = −x[b] and (x·P)[b] = x[a] for every rotated pair (a, b). */
+export function rotateHalfMatrix(o: RotaryOptions): tf.Tensor2D {
+  const d = o.headDim;
+  const half = o.ropeDim / 2;
+  const p = new Float32Array(d * d);
+  for (let i = 0; i < half; i++) {
+    const [a, b] = o.type === 'norm' ? [2 * i, 2 * i + 1] : [i, i + half];
+    p[b * d + a] = -1;
+    p[a * d + b] = 1;
+  }
+  return tf.tensor2d(p, [d, d]);
+}
+
+/**
+ * The same rotation as {@link applyRotary}, as x·cos + (x·P)·sin: seven ops where the split and
+ * concatenation take a dozen (native TensorFlow, where each op has a fixed cost). With −sin it
+ * is the inverse rotation, the backward pass of the forward one.
+ */
+export function applyRotaryByProduct(
+  x: tf.Tensor2D,
+  n: number,
+  tables: { cos: tf.Tensor3D; sin: tf.Tensor3D; p: tf.Tensor2D },
+  headDim: number,
+): tf.Tensor2D {
+  const T = x.shape[0];
+  const x3 = tf.reshape(x, [T, n, headDim]);
+  const turned = tf.reshape(tf.matMul(tf.reshape(x, [T * n, headDim]), tables.p), [T, n, headDim]);
+  return tf.reshape(tf.add(tf.mul(x3, tables.cos), tf.mul(turned, tables.sin)), [T, n * headDim]) as tf.Tensor2D;
+}
