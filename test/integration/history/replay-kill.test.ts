@@ -1,7 +1,9 @@
 /**
  * kill -9 in the middle of a batch replay, after some of its transactions have committed: run the
  * same command again and every pair, judgement and sample is there exactly once, the same set as a
- * replay that was never killed.
+ * replay that was never killed, in exact numbers. The history holds gateway sessions and the
+ * reported import (conversations in no order of time), so the resumed run also re-derives what
+ * was committed on event time without writing it again.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -9,14 +11,20 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { importFile } from '../../../history/index.ts';
 import { defaultGroupId } from '../../../processors/index.ts';
 import { createEventCodecs, readToEnd } from '../../../streams/index.ts';
 import { ensureStack } from '../../support/stack.ts';
+import { reportedHistory } from '../../unit/history/support/generated-history.ts';
 import { chat, startFakeOpenAI, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
 import { conversation, family, kill9, spawnTurnstream, waitFor, type Family } from '../processors/support.ts';
 
 const SESSIONS = 60;
 const TURNS = 3;
+/** The reported import: 43 answers, each paired with the user's reply (untokenized: judged, no samples). */
+const REPORTED = 43;
+/** Every main turn paired once: the gateway's (the last of each session with its end marker) and the imported ones. */
+const PAIRS = SESSIONS * TURNS + REPORTED;
 
 describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
   let f: Family;
@@ -46,6 +54,15 @@ describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
       conversation(`kill-${s}`, ['hi', 'thanks', 'bye'], (i) => ({ sessionDone: i === TURNS - 1 })),
     ).flat();
     await f.producer.sendAll(turns.map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
+    const file = join(home, 'reported.jsonl');
+    await writeFile(
+      file,
+      reportedHistory()
+        .map((l) => JSON.stringify(l))
+        .join('\n') + '\n',
+    );
+    const imported = await importFile({ kafka: f.kafka, codecs: f.codecs, file, format: 'openai-chat' });
+    assert.equal(imported.imported, REPORTED);
   });
   after(async () => {
     await f?.close();
@@ -56,7 +73,13 @@ describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
   const replayCli = (tag: string): Promise<ChildProcess> =>
     spawnTurnstream(f, ['replay', '--from', '0', '--tag', tag, '--config', configFile, '--json'], { TURNSTREAM_HOME: home });
 
-  async function finish(child: ChildProcess): Promise<{ resumed: boolean; pairs: { total: number } }> {
+  type Summary = {
+    resumed: boolean;
+    pairs: { total: number; byEnd: Record<string, number>; withNextState: number };
+    judgements: { total: number };
+    samples: { total: number };
+  };
+  async function finish(child: ChildProcess): Promise<Summary> {
     let out = '';
     let err = '';
     child.stdout!.on('data', (d: Buffer) => void (out += d.toString()));
@@ -106,21 +129,45 @@ describe('a batch replay killed with -9 mid-run', { timeout: 300_000 }, () => {
     assert.equal(exitedEarly, false, 'the replay finished before it could be killed: make the judge slower');
     await kill9(victim);
     const atKill = await committed('killed');
-    assert.ok(atKill > 0 && atKill < SESSIONS * TURNS, `killed with ${atKill} of ${SESSIONS * TURNS} turns committed`);
+    const turnsInRange = SESSIONS * TURNS + REPORTED;
+    assert.ok(atKill > 0 && atKill < turnsInRange, `killed with ${atKill} of ${turnsInRange} turns committed`);
     const partial = await outputs('killed');
-    assert.ok(partial.pairs.records > 0 && partial.pairs.records < SESSIONS * TURNS, `${partial.pairs.records} pairs before the kill`);
+    assert.ok(partial.pairs.records > 0 && partial.pairs.records < PAIRS, `${partial.pairs.records} pairs before the kill`);
 
     const resumed = await finish(await replayCli('killed'));
     assert.equal(resumed.resumed, true);
     const clean = await finish(await replayCli('clean'));
     assert.equal(clean.resumed, false);
 
+    // Exact numbers: every main turn paired once, every pair judged once, a sample from every
+    // judgement of a tokenized (gateway) turn; the resumed run counts what its topics hold.
+    const exact = {
+      pairs: PAIRS,
+      byEnd: { none: SESSIONS * (TURNS - 1) + REPORTED, SESSION_DONE: SESSIONS },
+      withNextState: SESSIONS * (TURNS - 1) + REPORTED,
+      judgements: PAIRS,
+      samples: SESSIONS * TURNS,
+    };
+    for (const [name, s] of [
+      ['resumed', resumed],
+      ['clean', clean],
+    ] as const) {
+      assert.equal(s.pairs.total, exact.pairs, `${name}: pairs`);
+      assert.deepEqual(s.pairs.byEnd, exact.byEnd, `${name}: pairs by end marker`);
+      assert.equal(s.pairs.withNextState, exact.withNextState, `${name}: pairs with a next state`);
+      assert.equal(s.judgements.total, exact.judgements, `${name}: judgements`);
+      assert.equal(s.samples.total, exact.samples, `${name}: samples`);
+    }
     const [got, want] = [await outputs('killed'), await outputs('clean')];
-    assert.equal(want.pairs.records, SESSIONS * TURNS);
-    for (const id of ['pairs', 'judgements', 'samples'] as const) {
-      assert.equal(got[id].records, got[id].ids.size, `${id}: no record twice`);
+    for (const [id, n] of [
+      ['pairs', exact.pairs],
+      ['judgements', exact.judgements],
+      ['samples', exact.samples],
+    ] as const) {
+      assert.equal(want[id].records, n, `${id}: a replay never killed writes ${n}`);
+      assert.equal(got[id].records, n, `${id}: killed and resumed, ${n} records, none twice`);
+      assert.equal(got[id].ids.size, n);
       assert.deepEqual([...got[id].ids].sort(), [...want[id].ids].sort(), `${id}: the same set as a replay never killed`);
     }
-    assert.ok(want.samples.records > 0);
   });
 });
