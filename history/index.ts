@@ -18,7 +18,6 @@ export { openaiChatParser } from './formats/openai-chat.ts';
 export { deterministicId, importedTurnId, importedFeedbackId } from './turn-id.ts';
 export { runReplay, type ReplayOptions, type ReplayProgress, type ReplaySummary, type StageProgress, type StageName } from './replay.ts';
 export { summarize } from './summary.ts';
-export { runStreamingReplay } from './streaming-replay.ts';
 export { assemblePartition, EventTimeAssembler, mergeByEventTime, watermarks, type HistoryEvent } from './event-time-assembler.ts';
 export { parseBound, resolvePlan, readPlan, type Bound, type ReplayPlan } from './replay-range.ts';
 export { loadReplayConfig, validateReplayConfig, type ReplayConfig, type ReplayJudgeConfig } from './replay-config.ts';

@@ -146,22 +146,3 @@ export async function committedOffsets(admin: Admin, groupId: string, topic: str
   const res = await admin.fetchOffsets({ groupId, topics: [topic] });
   return new Map((res[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset)]));
 }
-
-/**
- * Points a new group at the range's start. A group that has committed offsets already (a replay
- * being resumed) is left as it is: it continues where it stopped. Returns whether it was new.
- */
-export async function seedGroup(admin: Admin, groupId: string, ranges: TopicRange[]): Promise<boolean> {
-  for (const r of ranges) {
-    const committed = await committedOffsets(admin, groupId, r.topic);
-    if ([...committed.values()].some((o) => o >= 0n)) return false;
-  }
-  for (const r of ranges) {
-    await admin.setOffsets({
-      groupId,
-      topic: r.topic,
-      partitions: Object.entries(r.start).map(([p, offset]) => ({ partition: Number(p), offset })),
-    });
-  }
-  return true;
-}

@@ -17,8 +17,10 @@
  * so each pair, judgement and sample is written exactly once in the tagged topics. The judge only
  * sees pairs that were not written yet.
  *
- * The stream-processor replay (streaming-replay.ts) gives the same outputs for the same history;
- * test/integration/history/batch-vs-streaming.test.ts compares them.
+ * The pairs are the live ones: the assembler's pure core decides by event time, and the live
+ * service on the same records with the same configuration gives the same pairs, judgements and
+ * samples (test/unit/history/replay-equals-live.test.ts over generated histories and schedules,
+ * test/integration/history/replay-equals-live.test.ts on Kafka).
  */
 import { topicName, type DeadLetter, type Judgement, type Sample, type TurnPair } from '../schemas/index.ts';
 import {
@@ -63,9 +65,10 @@ export interface ReplayOptions {
   judge: Judge;
   /** Judge untokenized (imported) turns too. @default true */
   judgeUntrainable?: boolean;
-  assembler?: Pick<SessionAssemblerOptions, 'idleTimeoutMs' | 'endPolicy' | 'feedbackGraceMs'>;
+  /** The session assembler's configuration: the live service's, for the live pairs. @default the assembler's defaults */
+  assembler?: Pick<SessionAssemblerOptions, 'idleTimeoutMs' | 'endPolicy' | 'feedbackGraceMs' | 'closedRetentionMs'>;
   samples?: SampleBuilderOptions;
-  /** Judge and teacher calls in flight (the streaming replay: records in flight per stage). @default 64 */
+  /** Judge and teacher calls in flight. @default 64 */
   concurrency?: number;
   /** Pairs per transaction (their judgements and samples go with them). @default 2000 */
   batchSize?: number;
@@ -76,10 +79,6 @@ export interface ReplayOptions {
   onProgress?: (p: ReplayProgress) => void;
   /** Cancels the replay (stages stop cleanly; run it again to resume). */
   signal?: AbortSignal;
-  /** Streaming replay only: how often offsets are looked at, in ms. @default 250 */
-  pollMs?: number;
-  /** Streaming replay only: no record for this long after the end counts as caught up, in ms. @default 1500 */
-  settleMs?: number;
   logger?: Logger;
 }
 
@@ -105,7 +104,7 @@ export interface ReplaySummary {
   resumed: boolean;
   interrupted: boolean;
   range: { turns: number; feedback: number };
-  /** Records after the range's end that the assembler fetched and dropped (never processed). */
+  /** Records after the range's end that were fetched and left out: 0, the range is read to its exact offsets. */
   skippedPastEnd: number;
   topics: Record<'pairs' | 'judgements' | 'samples' | 'dlq', string>;
   /** `withNextState`: pairs with something that followed the turn (the rest are end markers alone). */

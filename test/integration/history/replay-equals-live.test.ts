@@ -1,16 +1,17 @@
 /**
- * Replay = live on Kafka. An imported file (the reported one: 32 conversations, 43 answers, each
- * followed by the user; and a generated one: short and long conversations, tool turns, side
- * lines, ratings, close and identical times, lines in no order of time) and a day of gateway
- * traffic go into the live topics. The live processors (session assembler, judge, sample
- * builder) pair, judge and build samples from them; `turnstream replay --from 0` re-derives them
- * with the same configuration. The pairs, judgements and samples must be the same, by id and
- * content (the replay tag and the time a judgement or sample was made aside).
+ * Replay = live on Kafka. Imported files (the reported one: 32 conversations, 43 answers, each
+ * followed by the user; a generated one: short and long conversations, tool turns, side lines,
+ * ratings, close and identical times, lines in no order of time; OpenClaw's record fixture) and
+ * three days of gateway traffic go into the live topics. The live processors (session assembler,
+ * judge, sample builder) pair, judge and build samples from them; `turnstream replay --from 0`
+ * re-derives them with the same configuration. The pairs, judgements and samples must be the
+ * same, by id and content (the replay tag and the time a judgement or sample was made aside).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
 import { importFile, parseBound, runReplay, type ReplaySummary } from '../../../history/index.ts';
@@ -92,6 +93,9 @@ describe('replay = live on Kafka: an imported file and gateway traffic, paired l
     await writeFile(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     const imported = await importFile({ kafka, codecs, file, format: 'openai-chat', now: () => Date.parse('2026-03-20T12:00:00Z') });
     assert.equal(imported.rejected, 0, JSON.stringify(imported.errors));
+    // OpenClaw's record file too: its user id is on the last record and its 👎 on the feedback topic.
+    const records = fileURLToPath(new URL('../../fixtures/openclaw-records.jsonl', import.meta.url));
+    assert.equal((await importFile({ kafka, codecs, file: records, format: 'openclaw-record' })).imported, 6);
 
     // Gateway traffic of a few days ago, in the order it reached Kafka.
     const traffic = gatewayHistory(11, { start: Date.now() - 3 * DAY, sessions: 20, idleTimeoutMs: 30 * 60_000, closedRetentionMs: DAY });
