@@ -1,16 +1,16 @@
-// `turnstream bench model [--json] [--model smollm2-135m] [--tokens 128,256] [--steps 2] [--backends wasm,cpu]`:
-// the real model in both engines. llama.cpp (the serving engine, the peer) generates and
-// evaluates prompts; tfjs (the trainer) runs the same model's forward pass, so its tokens/s are
-// set against llama.cpp's prompt tokens/s (the ratio); LoRA steps at each size on each tfjs
-// backend; the hot swap of an adapter in llama.cpp; peak RSS of each engine's process.
-// `--model tiny` writes a tiny random Llama GGUF for a smoke run.
-import { spawnSync } from 'node:child_process';
+// `turnstream bench model [--json] [--model smollm2-135m] [--tokens 128,256] [--steps 3] [--rounds 3]
+// [--backends tensorflow] [--peer torch]`: the trainer's LoRA step and scoring pass on the real model,
+// against real peers measured in the same run. The step is set against PyTorch + peft on the CPU
+// (bench/torch-peer/, the same model, LoRA and optimizer), the two interleaved round by round; the
+// scoring pass (tokens/s) against llama.cpp evaluating the same prompt with the same threads. Also
+// llama.cpp's generation, the hot swap of an adapter, and each process's peak RSS. `--model tiny`
+// writes a tiny random Llama GGUF for a smoke run.
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Token } from 'node-llama-cpp';
-import * as tf from '@tensorflow/tfjs';
 import type { BenchArgs } from '../cli/commands/bench.ts';
 import {
   BACKEND_ORDER,
@@ -29,27 +29,46 @@ import {
 import type { Sample } from '../schemas/index.ts';
 import { AdamW, learnerStep, LoraTrainable } from '../trainer/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
+import { median } from './support.ts';
+import { ensureTorchPeer, runTorchPeer, type TorchPeerResult } from './torch-peer.ts';
 
 export const description =
-  'the real model in both engines: llama.cpp generation and prompt tokens/s (the peer), the tfjs forward pass against it, LoRA step seconds per size and tfjs backend, hot-swap ms, peak RSS';
+  'the LoRA step and scoring pass of the trainer on the real model against PyTorch + peft (interleaved) and llama.cpp prompt evaluation, same threads; generation, hot swap, peak RSS';
 
 export const options: BenchOptions = {
   model: { type: 'string', default: 'smollm2-135m', help: 'model spec (a catalog name, a .gguf path, hf:…), or tiny for a smoke run' },
-  tokens: { type: 'string', default: '128,256', help: 'sequence lengths of the forward and LoRA-step measurements' },
-  steps: { default: '2', help: 'timed LoRA steps per size and backend (after one warm-up)' },
+  tokens: { type: 'string', default: '128,256', help: 'sequence lengths of the step and scoring measurements (half of each the response)' },
+  steps: { default: '3', help: 'timed LoRA steps per size, backend and round (after one warm-up)' },
+  rounds: { default: '3', help: 'rounds; each runs every tfjs backend, then the peer, in fresh processes' },
   'gen-tokens': { default: '128', help: 'tokens llama.cpp generates per measurement' },
-  threads: { default: '1', help: 'llama.cpp threads' },
-  backends: { type: 'list', default: 'wasm,cpu', choices: BACKEND_ORDER, help: 'tfjs backends to measure' },
+  threads: {
+    default: String(availableParallelism()),
+    help: 'threads of llama.cpp and of the PyTorch peer (native TensorFlow uses all cores)',
+  },
+  backends: {
+    type: 'list',
+    default: 'tensorflow',
+    choices: BACKEND_ORDER,
+    help: 'tfjs backends to measure (the first is the one compared)',
+  },
+  peer: {
+    type: 'list',
+    default: 'torch',
+    choices: ['torch', 'none'],
+    help: 'the peer of the LoRA step: torch (PyTorch + peft, installed on first use) or none',
+  },
 };
 
-interface TfResult {
+/** One tfjs backend in one round. */
+interface TfRound {
   backend: string;
   available: boolean;
   error?: string;
-  /** Forward tokens/s at each size. */
+  /** Scoring pass (log-probs of the response positions), tokens/s per size. */
   forwardTokensPerSec?: Record<string, number>;
-  /** Seconds per LoRA step (one sample of that many tokens, half of them the response). */
-  loraStepSeconds?: Record<string, number>;
+  /** Wall and CPU seconds of each timed LoRA step, per size. */
+  stepSeconds?: Record<string, number[]>;
+  stepCpuSeconds?: Record<string, number[]>;
   loraParameters?: number;
   peakRssMB?: number;
 }
@@ -83,10 +102,15 @@ function sampleOf(ids: number[]): Sample {
   };
 }
 
-/** Varied token ids in range (the model's own text is not needed to time it). */
+/** Varied token ids in range (the model's own text is not needed to time it); the peer uses the same. */
 const idsOf = (T: number, V: number): number[] => Array.from({ length: T }, (_, i) => (i * 7919 + 13) % Math.min(V, 30_000));
 
-async function child(backend: BackendName, path: string, sizes: number[], steps: number): Promise<TfResult> {
+const cpuSeconds = (since: NodeJS.CpuUsage): number => {
+  const c = process.cpuUsage(since);
+  return (c.user + c.system) / 1e6;
+};
+
+async function child(backend: BackendName, path: string, sizes: number[], steps: number): Promise<TfRound> {
   const got = await selectBackend(backend);
   if (got !== backend) return { backend, available: false, error: `not available here (fell back to ${got})` };
   const { model, config } = await loadTfLlama(path);
@@ -94,24 +118,33 @@ async function child(backend: BackendName, path: string, sizes: number[], steps:
   const policy = new LoraTrainable(model, lora, Math.max(...sizes));
   const opt = new AdamW({ lr: 1e-5 });
   const forward: Record<string, number> = {};
-  const step: Record<string, number> = {};
+  const wall: Record<string, number[]> = {};
+  const cpu: Record<string, number[]> = {};
   for (const T of sizes) {
     const ids = idsOf(T, config.vocabSize);
-    tf.dispose(model.logitsAt(ids, [T - 1], lora)); // warm-up: packs every weight once
+    const positions = Array.from({ length: T - Math.floor(T / 2) }, (_, i) => Math.floor(T / 2) - 1 + i);
+    await model.tokenLogprobs(ids, positions, lora); // warm-up
     let t0 = performance.now();
-    tf.dispose(model.logitsAt(ids, [T - 1], lora));
+    await model.tokenLogprobs(ids, positions, lora);
     forward[T] = Math.round((T * 1000) / (performance.now() - t0));
     const items = [{ sample: sampleOf(ids) }];
     await learnerStep(policy, opt, items, { measureAfter: false });
-    t0 = performance.now();
-    for (let i = 0; i < steps; i++) await learnerStep(policy, opt, items, { measureAfter: false });
-    step[T] = Number(((performance.now() - t0) / 1000 / steps).toFixed(2));
+    wall[T] = [];
+    cpu[T] = [];
+    for (let i = 0; i < steps; i++) {
+      const c0 = process.cpuUsage();
+      t0 = performance.now();
+      await learnerStep(policy, opt, items, { measureAfter: false });
+      wall[T].push((performance.now() - t0) / 1000);
+      cpu[T].push(cpuSeconds(c0));
+    }
   }
-  const result: TfResult = {
+  const result: TfRound = {
     backend,
     available: true,
     forwardTokensPerSec: forward,
-    loraStepSeconds: step,
+    stepSeconds: wall,
+    stepCpuSeconds: cpu,
     loraParameters: lora.parameterCount,
     peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
   };
@@ -120,121 +153,198 @@ async function child(backend: BackendName, path: string, sizes: number[], steps:
   return result;
 }
 
+/** Runs {@link child} in a fresh process (each backend and round starts cold, as a service does). */
+function runChild(backend: BackendName, path: string, tokens: string, steps: string): Promise<TfRound> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', backend, path, tokens, steps], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
+    p.once('close', (code) => {
+      try {
+        resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as TfRound);
+      } catch {
+        resolve({ backend, available: false, error: (err || `exit ${code}`).trim().split('\n').slice(-1)[0].slice(0, 300) });
+      }
+    });
+  });
+}
+
+const round3 = (x: number): number => Number(x.toFixed(3));
+const medians = (bySize: Record<string, number[]>): Record<string, number> =>
+  Object.fromEntries(Object.entries(bySize).map(([k, v]) => [k, round3(median(v))]));
+
+/** Per size, every round's values pooled. */
+function pool(rounds: Array<Record<string, number[]> | undefined>): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  for (const r of rounds) for (const [k, v] of Object.entries(r ?? {})) (out[k] ??= []).push(...v);
+  return out;
+}
+
+/** llama.cpp on the same file: prompt tokens/s per size (the scoring pass's peer), generation, a hot swap. */
+async function measureLlamaCpp(path: string, sizes: number[], threads: number, genTokens: number, tmp: string) {
+  const llama = await llamaRuntime();
+  const lm = await llama.loadModel({ modelPath: path });
+  const ctx = await lm.createContext({ contextSize: Math.max(...sizes) * 2 + genTokens + 64, threads });
+  const seq = ctx.getSequence();
+  const V = (lm.fileInfo.metadata.tokenizer?.ggml?.tokens as unknown[] | undefined)?.length ?? 256;
+  const rssMB = Math.round(process.memoryUsage().rss / 2 ** 20);
+  const prompt: Record<string, number> = {};
+  for (const T of sizes) {
+    const ids = idsOf(T, V) as Token[];
+    await seq.clearHistory();
+    await seq.evaluateWithoutGeneratingNewTokens(ids); // warm-up
+    await seq.clearHistory();
+    const t0 = performance.now();
+    await seq.evaluateWithoutGeneratingNewTokens(ids);
+    prompt[T] = Math.round((T * 1000) / (performance.now() - t0));
+  }
+  await seq.clearHistory();
+  let n = 0;
+  const g0 = performance.now();
+  for await (const r of seq.evaluateWithMetadata(
+    idsOf(16, V) as Token[],
+    { confidence: true },
+    { temperature: 1, topK: 0, topP: 1, minP: 0, seed: 1 },
+  )) {
+    void r;
+    if (++n >= genTokens) break;
+  }
+  const generation = Math.round((n * 1000) / (performance.now() - g0));
+
+  // A hot swap: a new context with an adapter of the default LoRA shape (small values).
+  const file = await openGguf(path);
+  const config = llamaConfigOf(file);
+  await file.close();
+  const shapes = LoraAdapter.init(config, {});
+  const pairs = (await shapes.toPairs()).map((p) => ({ ...p, b: p.b.map((_, i) => ((i % 7) - 3) * 1e-3) }));
+  shapes.dispose();
+  const adapterPath = join(tmp, 'adapter.gguf');
+  await writeLoraAdapter(adapterPath, { architecture: file.architecture, alpha: 16, pairs });
+  const s0 = performance.now();
+  const swapped = await lm.createContext({ contextSize: 512, threads, lora: { adapters: [{ filePath: adapterPath, scale: 1 }] } });
+  const hotSwapMs = Number((performance.now() - s0).toFixed(1));
+  await swapped.dispose();
+  await ctx.dispose();
+  await lm.dispose();
+  return {
+    backend: llamaBackendName(llama),
+    threads,
+    promptTokensPerSec: prompt,
+    generationTokensPerSec: generation,
+    hotSwapMs,
+    rssMB,
+    config,
+  };
+}
+
+async function modelPath(args: BenchArgs, spec: string, sizes: number[], tmp: string): Promise<{ path: string; name: string }> {
+  if (spec === 'tiny') {
+    const tiny = await writeTinyModel(join(tmp, 'tiny.gguf'), { architecture: 'llama', contextLength: Math.max(512, ...sizes) + 16 });
+    return { path: tiny.path, name: 'tiny' };
+  }
+  const m = await resolveModel(spec, {
+    cacheDir: args.config.model.cacheDir,
+    hfEndpoint: args.config.model.hfEndpoint,
+    hfToken: args.config.model.hfToken,
+  });
+  if (!m.path) throw new Error('bench model needs a GGUF model, not builtin');
+  return { path: m.path, name: m.name };
+}
+
 export async function run(args: BenchArgs): Promise<BenchResult & Record<string, unknown>> {
   const o = resolveOptions(options, args.options);
   const sizes = o.tokens.split(',').map(Number);
   if (sizes.some((n) => !Number.isInteger(n) || n < 8)) throw new Error('--tokens: whole numbers ≥ 8, comma-separated');
+  const threads = Number(o.threads);
+  const backends = o.backends.split(',') as BackendName[];
+  const withPeer = o.peer === 'torch';
   const tmp = await mkdtemp(join(tmpdir(), 'bench-model-'));
   try {
-    let path: string;
-    let name = o.model;
-    if (o.model === 'tiny') {
-      path = (await writeTinyModel(join(tmp, 'tiny.gguf'), { architecture: 'llama', contextLength: Math.max(512, ...sizes) + 16 })).path;
-    } else {
-      const m = await resolveModel(o.model, {
-        cacheDir: args.config.model.cacheDir,
-        hfEndpoint: args.config.model.hfEndpoint,
-        hfToken: args.config.model.hfToken,
-      });
-      if (!m.path) throw new Error('bench model needs a GGUF model, not builtin');
-      path = m.path;
-      name = m.name;
-    }
-
-    // The serving engine.
+    const { path, name } = await modelPath(args, o.model, sizes, tmp);
     args.progress(`bench model: llama.cpp on ${name} …`);
-    const llama = await llamaRuntime();
-    const lm = await llama.loadModel({ modelPath: path });
-    const ctx = await lm.createContext({ contextSize: Math.max(...sizes) * 2 + Number(o['gen-tokens']) + 64, threads: Number(o.threads) });
-    const seq = ctx.getSequence();
-    const V = (lm.fileInfo.metadata.tokenizer?.ggml?.tokens as unknown[] | undefined)?.length ?? 256;
-    const llamaRssMB = Math.round(process.memoryUsage().rss / 2 ** 20);
-    const prompt: Record<string, number> = {};
-    for (const T of sizes) {
-      const ids = idsOf(T, V) as Token[];
-      await seq.clearHistory();
-      await seq.evaluateWithoutGeneratingNewTokens(ids); // warm-up
-      await seq.clearHistory();
-      const t0 = performance.now();
-      await seq.evaluateWithoutGeneratingNewTokens(ids);
-      prompt[T] = Math.round((T * 1000) / (performance.now() - t0));
-    }
-    await seq.clearHistory();
-    const genTokens = Number(o['gen-tokens']);
-    let n = 0;
-    const g0 = performance.now();
-    for await (const r of seq.evaluateWithMetadata(
-      idsOf(16, V) as Token[],
-      { confidence: true },
-      { temperature: 1, topK: 0, topP: 1, minP: 0, seed: 1 },
-    )) {
-      void r;
-      if (++n >= genTokens) break;
-    }
-    const generation = Math.round((n * 1000) / (performance.now() - g0));
+    const { config, ...llamaCpp } = await measureLlamaCpp(path, sizes, threads, Number(o['gen-tokens']), tmp);
+    const python = withPeer
+      ? await ensureTorchPeer({ home: args.config.home, onProgress: (l) => args.progress(`torch peer: ${l}`) })
+      : null;
 
-    // A hot swap: a new context with an adapter of the default LoRA shape (random values).
-    const file = await openGguf(path);
-    const config = llamaConfigOf(file);
-    await file.close();
-    const shapes = LoraAdapter.init(config, {});
-    const pairs = (await shapes.toPairs()).map((p) => ({ ...p, b: p.b.map((_, i) => ((i % 7) - 3) * 1e-3) }));
-    shapes.dispose();
-    const adapterPath = join(tmp, 'adapter.gguf');
-    await writeLoraAdapter(adapterPath, { architecture: file.architecture, alpha: 16, pairs });
-    const s0 = performance.now();
-    const swapped = await lm.createContext({
-      contextSize: 512,
-      threads: Number(o.threads),
-      lora: { adapters: [{ filePath: adapterPath, scale: 1 }] },
-    });
-    const hotSwapMs = Number((performance.now() - s0).toFixed(1));
-    await swapped.dispose();
-    await ctx.dispose();
-    await lm.dispose();
-
-    // The trainer, one process per tfjs backend.
-    const backends: TfResult[] = [];
-    for (const b of o.backends.split(',') as BackendName[]) {
-      args.progress(`bench model: tfjs ${b} …`);
-      const p = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', b, path, o.tokens, o.steps], {
-        encoding: 'utf8',
-        timeout: 3_600_000,
-        maxBuffer: 16 << 20,
-      });
-      const line = p.stdout.trim().split('\n').pop() ?? '';
-      try {
-        backends.push(JSON.parse(line) as TfResult);
-      } catch {
-        backends.push({
-          backend: b,
-          available: false,
-          error: (p.stderr || `exit ${p.status}`).trim().split('\n').slice(-1)[0].slice(0, 300),
-        });
+    const tfRounds: TfRound[] = [];
+    const peerRounds: TorchPeerResult[] = [];
+    for (let r = 0; r < Number(o.rounds); r++) {
+      for (const b of backends) {
+        args.progress(`bench model: round ${r + 1}, tfjs ${b} …`);
+        tfRounds.push(await runChild(b, path, o.tokens, o.steps));
+      }
+      if (python) {
+        args.progress(`bench model: round ${r + 1}, PyTorch + peft …`);
+        peerRounds.push(await runTorchPeer({ python, modelPath: path, tokens: sizes, steps: Number(o.steps), threads }));
       }
     }
-    const best = backends
-      .filter((b) => b.available)
-      .sort((a, b) => (b.forwardTokensPerSec?.[sizes[0]] ?? 0) - (a.forwardTokensPerSec?.[sizes[0]] ?? 0))[0];
-    if (!best) throw new Error(`bench model: no tfjs backend ran: ${JSON.stringify(backends)}`);
+    const perBackend = backends.map((b) => {
+      const rs = tfRounds.filter((t) => t.backend === b && t.available);
+      if (rs.length === 0) return { backend: b, available: false, error: tfRounds.find((t) => t.backend === b)?.error };
+      return {
+        backend: b,
+        available: true,
+        lora_step_s: medians(pool(rs.map((t) => t.stepSeconds))),
+        lora_step_cpu_s: medians(pool(rs.map((t) => t.stepCpuSeconds))),
+        forward_tokens_per_s: medians(
+          pool(rs.map((t) => Object.fromEntries(Object.entries(t.forwardTokensPerSec ?? {}).map(([k, v]) => [k, [v]])))),
+        ),
+        lora_parameters: rs[0].loraParameters,
+        peak_rss_mb: Math.max(...rs.map((t) => t.peakRssMB ?? 0)),
+      };
+    });
+    const first = perBackend[0];
+    if (!('lora_step_s' in first)) throw new Error(`bench model: tfjs ${backends[0]} did not run: ${first.error}`);
+    const main = first as Extract<(typeof perBackend)[number], { lora_step_s: Record<string, number> }>;
+    const peer = peerRounds.length
+      ? {
+          name: peerRounds[0].name,
+          threads: peerRounds[0].threads,
+          weights: peerRounds[0].weights,
+          lora_parameters: peerRounds[0].lora_parameters,
+          lora_step_s: medians(pool(peerRounds.map((p) => Object.fromEntries(Object.entries(p.lora_step_s).map(([k, v]) => [k, [v]]))))),
+          lora_step_cpu_s: medians(
+            pool(peerRounds.map((p) => Object.fromEntries(Object.entries(p.lora_step_cpu_s).map(([k, v]) => [k, [v]])))),
+          ),
+          forward_tokens_per_s: medians(
+            pool(peerRounds.map((p) => Object.fromEntries(Object.entries(p.forward_tokens_per_s).map(([k, v]) => [k, [v]])))),
+          ),
+          peak_rss_mb: Math.max(...peerRounds.map((p) => p.peak_rss_mb)),
+          per_round: peerRounds.map((p) => p.lora_step_s),
+        }
+      : null;
+    const ratioStep = peer ? Object.fromEntries(sizes.map((T) => [T, round3(main.lora_step_s[T] / peer.lora_step_s[T])])) : null;
+    const ratioForward = Object.fromEntries(sizes.map((T) => [T, round3(main.forward_tokens_per_s[T] / llamaCpp.promptTokensPerSec[T])]));
     return {
       bench: 'model',
       model: name,
       architecture: config.architecture,
       layers: config.layers,
       hidden: config.hiddenSize,
-      llamaCpp: {
-        backend: llamaBackendName(llama),
-        threads: Number(o.threads),
-        generationTokensPerSec: generation,
-        promptTokensPerSec: prompt,
-        hotSwapMs,
-        rssMB: llamaRssMB,
-      },
-      tfjs: backends,
-      baseline: `llama.cpp (${llamaBackendName(llama)}, ${o.threads} thread) evaluating the same prompt of ${sizes[0]} tokens`,
-      /** tfjs forward tokens/s (best backend) ÷ llama.cpp prompt tokens/s, at the first size. */
-      ratio: Number(((best.forwardTokensPerSec?.[sizes[0]] ?? 0) / prompt[sizes[0]]).toFixed(3)),
+      backend: backends[0],
+      rounds: Number(o.rounds),
+      steps: Number(o.steps),
+      lora_step_s: main.lora_step_s,
+      lora_step_cpu_s: main.lora_step_cpu_s,
+      forward_tokens_per_s: main.forward_tokens_per_s,
+      peak_rss_mb: main.peak_rss_mb,
+      lora_parameters: main.lora_parameters,
+      tfjs: perBackend,
+      tfjs_per_round: tfRounds.map((t) => ({ backend: t.backend, lora_step_s: t.stepSeconds ? medians(t.stepSeconds) : null })),
+      peer,
+      ratio_step: ratioStep,
+      llama_cpp: llamaCpp,
+      ratio_forward: ratioForward,
+      baseline: peer
+        ? `${peer.name}, ${peer.threads} threads, the same LoRA step interleaved in the same run; llama.cpp (${llamaCpp.backend}, ${threads} threads) evaluating the same prompts`
+        : `llama.cpp (${llamaCpp.backend}, ${threads} threads) evaluating the same prompts`,
+      /** The LoRA step: turnstream's seconds ÷ the peer's at the first size (lower is better); without a peer, the scoring pass ÷ llama.cpp's prompt evaluation. */
+      ratio: ratioStep ? ratioStep[sizes[0]] : ratioForward[sizes[0]],
     };
   } finally {
     await rm(tmp, { recursive: true, force: true });
@@ -244,7 +354,7 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
 const ci = process.argv.indexOf('--child');
 if (ci >= 0) {
   const [backend, path, tokens, steps] = process.argv.slice(ci + 1);
-  const r = await child(backend as BackendName, path, tokens.split(',').map(Number), Number(steps)).catch((err: Error) => ({
+  const r = await child(backend as BackendName, path, tokens.split(',').map(Number), Number(steps)).catch((err: Error): TfRound => ({
     backend,
     available: false,
     error: err.message,

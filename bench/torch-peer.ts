@@ -15,15 +15,13 @@ import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 const PEER_DIR = fileURLToPath(new URL('./torch-peer/', import.meta.url));
 const REQUIREMENTS = join(PEER_DIR, 'requirements.txt');
 const PEER = join(PEER_DIR, 'peer.py');
-/** Where the virtualenv goes, under the root. */
-const TORCH_PEER_VENV = join('.turnstream', 'torch-peer', 'venv');
 /** In the venv: the sha256 of the requirements.txt it was installed from. */
 const STAMP = 'turnstream-requirements.sha256';
 
 /** Options of {@link ensureTorchPeer}. */
 export interface EnsureTorchPeerOptions {
-  /** The repository root; the virtualenv is `<root>/.turnstream/torch-peer/venv`. */
-  root: string;
+  /** Where the virtualenv goes: `<home>/torch-peer/venv` (TURNSTREAM_HOME, by default `.turnstream`). */
+  home: string;
   /** Called with each line of the install's output (venv creation, pip). @default no progress */
   onProgress?: (line: string) => void;
 }
@@ -76,9 +74,9 @@ export interface TorchPeerResult {
   peak_rss_mb: number;
 }
 
-/** The venv's python under `root`. */
-function torchPeerPython(root: string): string {
-  const venv = join(root, TORCH_PEER_VENV);
+/** The venv's python under `home`. */
+function torchPeerPython(home: string): string {
+  const venv = join(home, 'torch-peer', 'venv');
   return process.platform === 'win32' ? join(venv, 'Scripts', 'python.exe') : join(venv, 'bin', 'python');
 }
 
@@ -121,8 +119,8 @@ function install(command: string, args: string[], onLine: (line: string) => void
  */
 export async function ensureTorchPeer(opts: EnsureTorchPeerOptions): Promise<string> {
   const progress = opts.onProgress ?? (() => {});
-  const venv = join(opts.root, TORCH_PEER_VENV);
-  const python = torchPeerPython(opts.root);
+  const venv = join(opts.home, 'torch-peer', 'venv');
+  const python = torchPeerPython(opts.home);
   const stamp = join(venv, STAMP);
   const sha = createHash('sha256')
     .update(await readFile(REQUIREMENTS))

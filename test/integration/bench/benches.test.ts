@@ -34,7 +34,7 @@ const TOY: Record<string, Record<string, string>> = {
   replay: { turns: '40', 'turns-per-session': '4' },
   sink: { users: '1', rounds: '2', 'max-buffered': '300' },
   trainer: { steps: '1', batch: '2', backends: 'wasm,cpu' },
-  model: { model: 'tiny', tokens: '16,32', steps: '1', 'gen-tokens': '8', backends: 'wasm' },
+  model: { model: 'tiny', tokens: '16,32', steps: '1', rounds: '1', 'gen-tokens': '8', backends: 'tensorflow,wasm' },
 };
 
 describe('benchmarks', { timeout: 900_000 }, () => {
@@ -118,6 +118,19 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         assert.equal(r.output_records, Number(r.pairs) + Number(r.judgements) + Number(r.samples));
         assert.ok(Number(r.produce_floor_seconds) >= 0 && Number(r.floor_share) >= 0);
         assert.ok(Number(r.produce_floor_stock_kafkajs_seconds) > 0, 'the floor on stock kafkajs too');
+      }
+      if (name === 'model') {
+        // The step on native TensorFlow against the PyTorch peer, per size, and the scoring pass against llama.cpp.
+        assert.equal(r.backend, 'tensorflow');
+        const peer = r.peer as { name: string; lora_step_s: Record<string, number> };
+        assert.match(peer.name, /^pytorch .* \+ peft /);
+        for (const T of ['16', '32']) {
+          assert.ok((r.lora_step_s as Record<string, number>)[T] > 0 && peer.lora_step_s[T] > 0, `step at ${T}`);
+          assert.ok((r.ratio_step as Record<string, number>)[T] > 0 && (r.ratio_forward as Record<string, number>)[T] > 0);
+        }
+        assert.ok(Number(r.peak_rss_mb) > 0);
+        const wasm = (r.tfjs as Array<{ backend: string; available: boolean }>).find((b) => b.backend === 'wasm');
+        assert.equal(wasm?.available, true, 'the fallback measured too');
       }
       if (name === 'clients') {
         // Both clients read every record and passed every record on, in the same pair.

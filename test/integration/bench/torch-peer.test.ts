@@ -52,7 +52,7 @@ describe('torch peer', { timeout: 30 * 60_000 }, () => {
     modelPath = tiny.path;
     config = tiny.config;
     const lines: string[] = [];
-    python = await ensureTorchPeer({ root: ROOT, onProgress: (l) => lines.push(l) });
+    python = await ensureTorchPeer({ home: join(ROOT, '.turnstream'), onProgress: (l) => lines.push(l) });
     assert.ok(existsSync(python), `the venv's python is there: ${python}\n${lines.slice(-10).join('\n')}`);
   });
   after(async () => {
@@ -62,7 +62,7 @@ describe('torch peer', { timeout: 30 * 60_000 }, () => {
   it('a second ensure reuses the installed venv at once', async () => {
     const lines: string[] = [];
     const t0 = performance.now();
-    assert.equal(await ensureTorchPeer({ root: ROOT, onProgress: (l) => lines.push(l) }), python);
+    assert.equal(await ensureTorchPeer({ home: join(ROOT, '.turnstream'), onProgress: (l) => lines.push(l) }), python);
     assert.deepEqual(lines, [], 'nothing installed');
     assert.ok(performance.now() - t0 < 5_000);
   });
