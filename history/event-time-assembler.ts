@@ -24,6 +24,8 @@ import {
   applyTurn,
   dueAt,
   expire,
+  forget,
+  forgettable,
   idleAt,
   release,
   resolveAssemblerOptions,
@@ -144,6 +146,13 @@ export class EventTimeAssembler {
       if (step.lateFeedback) this.count('feedback:late-feedback', step.lateFeedback);
       next = step.state;
       out.push(...step.pairs);
+    }
+    if (forgettable(next, now, this.opts)) {
+      // As the live service forgets it (what a turn of the session finds later is the same).
+      const fresh = forget(next);
+      if (fresh) this.put(key, fresh);
+      else this.sessions.delete(key);
+      return;
     }
     if (next !== state) this.put(key, next);
   }

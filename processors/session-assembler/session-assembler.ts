@@ -358,15 +358,6 @@ function heldFor(held: readonly TurnPair[], at: number): number {
   return best;
 }
 
-/**
- * Emits the held pairs whose grace period has passed at stream time `now` (per the end policy),
- * and forgets early feedback whose turn never came (returned, to be counted as lost).
- *
- * Feedback naming no turn that waits without a pending turn to claim it (see `applyFeedback`) is
- * settled once its own grace has passed: every turn completed before it has been read by then.
- * It goes to the newest held pair completed before it, if given within that pair's grace; a
- * pair it may still go to is held until then.
- */
 /** Waiting feedback naming no turn given after `pending` completed: the pending turn's, unless a later turn completed before it. */
 const forPending = (pending: PairTurn | null, f: Feedback): boolean =>
   f.turnId === null && pending !== null && f.createdAt >= pending.completedAt;
@@ -387,6 +378,15 @@ export function dueAt(state: SessionState, options?: Opts): number {
   return t;
 }
 
+/**
+ * Emits the held pairs whose grace period has passed at stream time `now` (per the end policy),
+ * and forgets early feedback whose turn never came (returned, to be counted as lost).
+ *
+ * Feedback naming no turn that waits without a pending turn to claim it (see `applyFeedback`) is
+ * settled once its own grace has passed: every turn completed before it has been read by then.
+ * It goes to the newest held pair completed before it, if given within that pair's grace; a
+ * pair it may still go to is held until then.
+ */
 export function release(prev: SessionState, now: number, options?: Opts): ReleaseStep {
   const opts = resolved(options);
   const due = (t: number) => t + opts.feedbackGraceMs <= now;
@@ -421,19 +421,21 @@ export function release(prev: SessionState, now: number, options?: Opts): Releas
  */
 export function expire(state: SessionState, now: number, idleTimeoutMs: number, options?: Opts): AssemblerStep {
   const opts = resolved(options);
-  if (state.closed || now - state.lastActivityAt < idleTimeoutMs) return { state, pairs: [] };
+  // (Before its first turn a session is not idle: it has no turn to be idle since.)
+  if (state.closed || state.lastActivityAt === 0 || now - state.lastActivityAt < idleTimeoutMs) return { state, pairs: [] };
   // As of the moment it went idle, whenever that is noticed: the same pair whoever closes it.
   return close(state, 'IDLE_TIMEOUT', state.lastActivityAt + idleTimeoutMs, opts);
 }
 
 /**
- * Whether a closed session is forgotten at stream time `now` (see `forget`): closed
- * `closedRetentionMs` after its last turn. A turn of the session that comes later starts it
- * afresh (see `catchUp`).
+ * Whether a session is forgotten at stream time `now` (see `forget`): closed `closedRetentionMs`
+ * after its last turn (a turn of the session that comes later starts it afresh, see `catchUp`),
+ * or with no turn and nothing left waiting (feedback whose turn never came).
  */
 export function forgettable(state: SessionState, now: number, options?: Opts): boolean {
   const opts = resolved(options);
-  return state.closed && now - state.lastActivityAt >= opts.closedRetentionMs;
+  if (state.closed && state.lastActivityAt > 0) return now - state.lastActivityAt >= opts.closedRetentionMs;
+  return state.lastActivityAt === 0 && !state.pending && state.held.length === 0 && state.earlyFeedback.length === 0;
 }
 
 /**

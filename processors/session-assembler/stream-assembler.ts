@@ -118,7 +118,8 @@ export class StreamAssembler {
         for (let i = 0; i < (step.lateFeedback ?? 0); i++) o.ignored?.('feedback', 'late-feedback', key, {});
         next = step.state;
         out.push(...step.pairs);
-      } else if (forgettable(next, now, this.opts)) {
+      }
+      if (forgettable(next, now, this.opts)) {
         // Pairs released in this very tick still go out before the session is forgotten.
         this.emitAll(out, emit);
         const fresh = forget(next);

@@ -725,4 +725,20 @@ describe('session assembler: event time decides, not the order of reading (repla
     assert.equal(sa.applyTurn(s, soon, o).state.pending?.mainTurnIndex, 1);
     assert.equal(sa.applyTurn(s, t0, o).ignored, 'duplicate');
   });
+
+  it('forgetting keeps what is still held and waiting; a session with no turn is forgotten once nothing waits', () => {
+    const o = { ...G, closedRetentionMs: 10 * 60_000 };
+    const [t0] = conversation(1, () => ({ sessionDone: true }));
+    const closed = sa.applyFeedback(sa.applyTurn(undefined, t0, o).state, fb('next', 'later-turn', T0 + 200), o).state;
+    assert.equal(sa.forgettable(closed, t0.completedAt + 10 * 60_000, o), true);
+    const fresh = sa.forget(closed)!;
+    assert.deepEqual(
+      [fresh.mainTurnCount, fresh.held.map((p) => p.pairId), fresh.earlyFeedback.map((f) => f.feedbackId)],
+      [0, ['t0'], ['next']],
+    );
+    assert.equal(sa.expire(fresh, T0 + 99 * 60_000, G.idleTimeoutMs, o).state, fresh, 'no turn: not idle');
+    const empty = sa.release(fresh, T0 + 99 * 60_000, o).state;
+    assert.equal(sa.forgettable(empty, T0 + 99 * 60_000, o), true);
+    assert.equal(sa.forget(empty), undefined);
+  });
 });
