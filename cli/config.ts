@@ -5,7 +5,8 @@
  * TS_ERR_INVALID_INPUT error listing every bad variable, its value and what is allowed.
  */
 import { config as loadDotenv } from 'dotenv';
-import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 
 /** The gateway service (`turnstream gateway`). */
@@ -101,7 +102,11 @@ export interface TfjsConfig {
    * (auto|tensorflow-gpu|tensorflow|wasm|cpu) @default 'auto'
    */
   backend: 'auto' | 'tensorflow-gpu' | 'tensorflow' | 'wasm' | 'cpu';
-  /** Cache of the TensorFlow wheels and the built bindings. `TURNSTREAM_NATIVE_DIR` @default <home>/native */
+  /**
+   * Cache of the built TensorFlow bindings, one per version set, shared by every checkout and
+   * TURNSTREAM_HOME of this user (a build is ~600 MB). `TURNSTREAM_NATIVE_DIR`
+   * @default $XDG_CACHE_HOME/turnstream/native, else ~/.cache/turnstream/native
+   */
   nativeDir: string;
   /** `off` never uses the GPU build, even with a CUDA device. `TFJS_GPU` @default 'auto' */
   gpu: 'auto' | 'off';
@@ -503,7 +508,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     tfjs: {
       backend: r.oneOf('TFJS_BACKEND', 'auto', ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']),
-      nativeDir: resolve(cwd, env.TURNSTREAM_NATIVE_DIR || resolve(home, 'native')),
+      nativeDir: resolve(cwd, env.TURNSTREAM_NATIVE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'turnstream', 'native')),
       gpu: r.oneOf('TFJS_GPU', 'auto', ['auto', 'off']),
     },
     gateway: {

@@ -3,8 +3,6 @@
  * `register(program)`; this file only wires them.
  */
 import { Command } from 'commander';
-import { configureBackend } from '../policy/index.ts';
-import { loadConfig } from './config.ts';
 import { commands } from './commands/index.ts';
 import { exitOnError, installExitOnError } from './exit-on-error.ts';
 import { useJsonOutput } from './json-output.ts';
@@ -18,9 +16,6 @@ export async function main(argv: string[]): Promise<void> {
   // Any command with --json: stdout is one JSON object, logs and other output go to stderr.
   program.hook('preAction', (_program, action) => {
     if (action.opts().json === true) useJsonOutput();
-    // What `selectBackend()` does in every command that trains or scores.
-    const { tfjs } = loadConfig();
-    configureBackend({ preferred: tfjs.backend, native: { dir: tfjs.nativeDir, gpu: tfjs.gpu } });
   });
   for (const register of commands) register(program);
   try {

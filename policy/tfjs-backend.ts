@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
-import { dirname, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
 import util from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
@@ -15,7 +16,7 @@ export type BackendPreference = 'auto' | BackendName;
 
 /** How native TensorFlow is had. */
 export interface NativeTensorflowOptions {
-  /** The cache of wheels and built bindings. `TURNSTREAM_NATIVE_DIR` @default <cwd>/.turnstream/native */
+  /** The cache of built bindings. `TURNSTREAM_NATIVE_DIR` @default ~/.cache/turnstream/native */
   dir?: string;
   /** Fetch and build it when it is not in the cache (else only a cached build is used). @default true */
   install?: boolean;
@@ -80,7 +81,7 @@ class Unavailable extends Error {}
 /** Loads a native variant (building it first when needed) and makes it the backend; returns its details. */
 async function loadNative(variant: NativeVariant, opts: NativeTensorflowOptions): Promise<NonNullable<BackendStatus['native']>> {
   if (nativeLoaded && nativeLoaded !== variant) throw new Unavailable(`the ${nativeLoaded} build is already loaded in this process`);
-  const dir = opts.dir ?? resolve(process.cwd(), '.turnstream', 'native');
+  const dir = opts.dir ?? join(homedir(), '.cache', 'turnstream', 'native');
   const dist = (opts.dists ?? NATIVE_DISTS)[variant];
   if (opts.install === false && !nativeBuildReady(dir, dist)) throw new Unavailable(`no ${variant} build in ${dir} (install is off)`);
   const install = await ensureNativeTensorflow({ dir, variant, dist, onProgress: opts.onProgress });

@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
+import { configureBackend } from '../../policy/index.ts';
 import { loadConfig } from '../config.ts';
 import { register as bench } from './bench.ts';
 import { register as chaos } from './chaos.ts';
 import { register as dashboard } from './dashboard.ts';
+import { register as doctor } from './doctor.ts';
 import { register as evaluate } from './eval.ts';
 import { register as exportVersion } from './export.ts';
 import { register as gateway } from './gateway.ts';
@@ -20,11 +22,15 @@ import { register as up } from './up.ts';
 
 /**
  * Checks the configuration before any command runs, so a bad variable ends the command at once
- * (cli/main.ts prints the one line naming every problem, exit code 2) rather than deep inside it.
- * `--help` runs no action and so works whatever the environment holds.
+ * (cli/main.ts prints the one line naming every problem, exit code 2) rather than deep inside it,
+ * and sets what `selectBackend()` does in every command that trains or scores. `--help` runs no
+ * action and so works whatever the environment holds.
  */
 export function checkConfig(program: Command): void {
-  program.hook('preAction', () => void loadConfig());
+  program.hook('preAction', () => {
+    const { tfjs } = loadConfig();
+    configureBackend({ preferred: tfjs.backend, native: { dir: tfjs.nativeDir, gpu: tfjs.gpu } });
+  });
 }
 
 /** Every sub-command's `register`, in the order `turnstream --help` lists them (after the configuration check). */
@@ -47,4 +53,5 @@ export const commands: Array<(program: Command) => void> = [
   chaos,
   model,
   openclaw,
+  doctor,
 ];

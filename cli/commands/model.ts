@@ -5,13 +5,17 @@
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
+import type { NativeInstallProgress } from '../../policy/index.ts';
 import { listModels, resolveModel, type ModelProgress, type ResolvedModel } from '../../policy/models/index.ts';
 import { loadConfig } from '../config.ts';
 
 const mb = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1e6).toFixed(1));
 
 /** Shows resolve progress on `stream`: a cli-progress bar on a TTY, a line per phase and per 10 % otherwise. */
-export function progressReporter(stream: NodeJS.WriteStream): { onProgress: (p: ModelProgress) => void; stop: () => void } {
+export function progressReporter(stream: NodeJS.WriteStream): {
+  onProgress: (p: ModelProgress | NativeInstallProgress) => void;
+  stop: () => void;
+} {
   let phase: string | undefined;
   let bar: cliProgress.SingleBar | undefined;
   let lastTenth = -1;
@@ -20,7 +24,7 @@ export function progressReporter(stream: NodeJS.WriteStream): { onProgress: (p: 
     bar?.stop();
     bar = undefined;
   };
-  const onProgress = (p: ModelProgress): void => {
+  const onProgress = (p: ModelProgress | NativeInstallProgress): void => {
     if (p.retry) {
       stop();
       stream.write(`${p.name}: retry ${p.retry.attempt}: ${p.retry.reason}\n`);
@@ -33,6 +37,7 @@ export function progressReporter(stream: NodeJS.WriteStream): { onProgress: (p: 
       lastTenth = -1;
       if (p.phase === 'wait') stream.write(`${p.name}: another process is fetching it; waiting\n`);
       else if (p.phase === 'verify') stream.write(`${p.name}: checking (sha256 of ${mb(p.totalBytes)} MB)\n`);
+      else if (p.phase === 'build') stream.write(`${p.name}: building (a C++ compile, under a minute)\n`);
       else if (stream.isTTY) {
         bar = new cliProgress.SingleBar(
           { stream, format: `${p.phase.padEnd(8)} |{bar}| {percentage}% | {value_mb}/{total_mb} MB | {speed} MB/s`, hideCursor: true },

@@ -6,9 +6,11 @@ import type { Command } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { stackDown, stackUp, type StackUpResult } from '../../infra/index.ts';
+import { detectCudaDevice, ensureNativeTensorflow } from '../../policy/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, parseBrokers } from '../../streams/index.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
+import { progressReporter } from './model.ts';
 import { Supervisor, type ServiceSpec } from '../supervisor.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/turnstream.js', import.meta.url));
@@ -36,6 +38,29 @@ function services(program: Command, gatewayUrl: string, dashboardPort: number): 
   return list;
 }
 
+/**
+ * Fetches and builds native TensorFlow once, with progress, before the services that train start
+ * and find it in the cache (they wait on its lock otherwise). Not had: one line, and they train on wasm.
+ */
+async function prepareNativeTensorflow(config: TurnstreamConfig, say: (s: string) => void): Promise<void> {
+  const want = config.tfjs.backend;
+  if (want === 'wasm' || want === 'cpu') return;
+  const variant = want === 'tensorflow-gpu' || (want === 'auto' && config.tfjs.gpu !== 'off' && detectCudaDevice().present) ? 'gpu' : 'cpu';
+  const progress = progressReporter(process.stderr);
+  try {
+    const n = await ensureNativeTensorflow({ dir: config.tfjs.nativeDir, variant, onProgress: progress.onProgress });
+    say(
+      `turnstream: native TensorFlow (${variant}) ${n.built ? `built in ${(n.ms / 1000).toFixed(0)} s` : 'ready'}: the trainer runs on it`,
+    );
+  } catch (err) {
+    say(
+      `turnstream: native TensorFlow (${variant}) not had: ${(err as Error).message}; the trainer runs on wasm (turnstream doctor says more)`,
+    );
+  } finally {
+    progress.stop();
+  }
+}
+
 export function register(program: Command): void {
   program
     .command('up')
@@ -55,6 +80,7 @@ export function register(program: Command): void {
         : served.kind === 'llama'
           ? served.name
           : served.modelId;
+      await prepareNativeTensorflow(config, say);
       say('turnstream: starting the local stack (Kafka, Schema Registry, ClickHouse)…');
       const stack: StackUpResult = await stackUp({
         home: config.home,

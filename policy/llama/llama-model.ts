@@ -272,7 +272,6 @@ export class TfLlamaModel {
   private keepingTrainPass(ids: number[], positions: number[], lora: LoraAdapter, opts: TrainPassOptions): LlamaTrainPass {
     const T = ids.length;
     const lt = loraTensors(lora);
-    const ctx = this.context(T);
     const keepLayers = Math.floor((opts.keepBytes ?? DEFAULT_KEEP_BYTES) / savedLayerBytes(this.config, T));
     const saves: Array<LayerSaved | null> = [];
     const inputs: tf.Tensor2D[] = [];
@@ -316,7 +315,8 @@ export class TfLlamaModel {
           const local = layerLora(lt, l)!;
           const byTarget = new Map<LoraTarget, { da: tf.Tensor; db: tf.Tensor }>();
           const next = tf.tidy(() => {
-            const out = decoderLayerBackward(ctx, this.layers[l], own, dx, local, byTarget);
+            // Tables are looked up now: others' lengths may have evicted this one's since the forward pass.
+            const out = decoderLayerBackward(this.context(T), this.layers[l], own, dx, local, byTarget);
             for (const g of byTarget.values()) {
               tf.keep(g.da);
               tf.keep(g.db);

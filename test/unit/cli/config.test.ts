@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { describeRule, loadConfig, SettingsReader } from '../../../cli/config.ts';
@@ -53,6 +53,7 @@ describe('loadConfig', () => {
         systemPrompt: undefined,
         gpu: 'auto',
       },
+      tfjs: { backend: 'auto', nativeDir: join(homedir(), '.cache', 'turnstream', 'native'), gpu: 'auto' },
       gateway: {
         port: 30000,
         apiKeys: [],
@@ -322,6 +323,8 @@ describe('loadConfig', () => {
     ['PORT', '70000', /an integer >= 0 and <= 65535/],
     ['LLAMA_TEMPERATURE', '3', /a number >= 0 and <= 2/],
     ['LLAMA_GPU', 'cuda', /one of auto, off/],
+    ['TFJS_BACKEND', 'webgl', /one of auto, tensorflow-gpu, tensorflow, wasm, cpu/],
+    ['TFJS_GPU', 'yes', /one of auto, off/],
     ['LLAMA_CONTEXT_SIZE', '10', /an integer >= 64/],
     ['TRAIN_LORA_TARGETS', 'q,x', /a comma-separated list of q, k, v, o, gate, up, down/],
     ['TRAIN_MAX_KL', '0', /a number > 0/],

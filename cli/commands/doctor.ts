@@ -1,0 +1,88 @@
+/**
+ * `turnstream doctor [--json] [--no-install]`: what this machine gives turnstream, and why: the
+ * Node version, the tfjs backend a training service gets (native TensorFlow, built on first use,
+ * or the fallback with the reason and the fix), the CUDA device, the native build in the cache,
+ * and llama.cpp's runtime. One JSON object with --json.
+ */
+import type { Command } from 'commander';
+import {
+  detectCudaDevice,
+  llamaBackendName,
+  llamaRuntime,
+  nativeBuildReady,
+  NATIVE_DISTS,
+  selectBackendStatus,
+  type BackendStatus,
+} from '../../policy/index.ts';
+import { loadConfig } from '../config.ts';
+import { progressReporter } from './model.ts';
+
+/** The Node.js release lines the project is tested on. */
+export const TESTED_NODE_MAJORS = [20, 22, 24] as const;
+
+export interface DoctorReport {
+  node: { version: string; tested: boolean };
+  tfjs: BackendStatus | { error: string };
+  native: { dir: string; cpuBuild: boolean; gpuBuild: boolean };
+  cuda: { present: boolean; detail: string };
+  llamaCpp: { backend: string } | { error: string };
+}
+
+export async function doctorReport(opts: { install: boolean }): Promise<DoctorReport> {
+  const config = loadConfig();
+  const major = Number(process.versions.node.split('.')[0]);
+  const progress = opts.install ? progressReporter(process.stderr) : null;
+  let tfjs: DoctorReport['tfjs'];
+  try {
+    tfjs = await selectBackendStatus(undefined, { native: { install: opts.install, onProgress: progress?.onProgress } });
+  } catch (err) {
+    tfjs = { error: (err as Error).message };
+  } finally {
+    progress?.stop();
+  }
+  let llamaCpp: DoctorReport['llamaCpp'];
+  try {
+    llamaCpp = { backend: llamaBackendName(await llamaRuntime({ gpu: config.llama.gpu === 'off' ? false : 'auto' })) };
+  } catch (err) {
+    llamaCpp = { error: (err as Error).message };
+  }
+  return {
+    node: { version: process.version, tested: (TESTED_NODE_MAJORS as readonly number[]).includes(major) },
+    tfjs,
+    native: {
+      dir: config.tfjs.nativeDir,
+      cpuBuild: nativeBuildReady(config.tfjs.nativeDir, NATIVE_DISTS.cpu),
+      gpuBuild: nativeBuildReady(config.tfjs.nativeDir, NATIVE_DISTS.gpu),
+    },
+    cuda: detectCudaDevice(),
+    llamaCpp,
+  };
+}
+
+function print(r: DoctorReport): void {
+  const say = (s: string) => process.stdout.write(`${s}\n`);
+  say(`node        ${r.node.version}${r.node.tested ? '' : `  (not a tested release line: ${TESTED_NODE_MAJORS.join(', ')})`}`);
+  if ('error' in r.tfjs) say(`tfjs        no backend: ${r.tfjs.error}`);
+  else {
+    say(`tfjs        ${r.tfjs.backend}: ${r.tfjs.reason}`);
+    if (r.tfjs.fallback) say(`            not native because: ${r.tfjs.fallback}`);
+    say(`            known-result check: ${r.tfjs.check}`);
+  }
+  say(`native      ${r.native.dir}  (cpu build: ${r.native.cpuBuild ? 'yes' : 'no'}, gpu build: ${r.native.gpuBuild ? 'yes' : 'no'})`);
+  say(`cuda        ${r.cuda.present ? 'present' : 'none'}: ${r.cuda.detail}`);
+  say(`llama.cpp   ${'error' in r.llamaCpp ? r.llamaCpp.error : r.llamaCpp.backend}`);
+}
+
+export function register(program: Command): void {
+  program
+    .command('doctor')
+    .description('what this machine gives turnstream: Node, the tfjs backend and why, the native TensorFlow build, CUDA, llama.cpp')
+    .option('--json', 'print one JSON object')
+    .option('--no-install', 'do not fetch or build native TensorFlow; report what is in the cache')
+    .action(async (flags: { json?: boolean; install: boolean }) => {
+      const report = await doctorReport({ install: flags.install });
+      if (flags.json) process.stdout.write(JSON.stringify(report) + '\n');
+      else print(report);
+      process.exit(0);
+    });
+}
