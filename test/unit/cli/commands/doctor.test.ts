@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import type { DoctorReport } from '../../../../cli/commands/doctor.ts';
+
+const BIN = new URL('../../../../bin/turnstream.js', import.meta.url).pathname;
+
+describe('turnstream doctor', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ts-doctor-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const doctor = async (args: string[], env: Record<string, string>): Promise<{ report: DoctorReport; stdout: string }> => {
+    const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'doctor', ...args], {
+      env: { ...process.env, TURNSTREAM_HOME: dir, LOG_LEVEL: 'silent', ...env },
+    });
+    return { report: args.includes('--json') ? (JSON.parse(stdout) as DoctorReport) : (undefined as never), stdout };
+  };
+
+  it('--json: one object; the backend asked for, checked, and why', async () => {
+    const { report } = await doctor(['--json', '--no-install'], { TFJS_BACKEND: 'wasm' });
+    assert.equal(report.node.version, process.version);
+    assert.equal(report.node.tested, true);
+    assert.ok(!('error' in report.tfjs));
+    if ('error' in report.tfjs) return;
+    assert.equal(report.tfjs.backend, 'wasm');
+    assert.match(report.tfjs.reason, /asked for/);
+    assert.match(report.tfjs.check, /largest relative error/);
+    assert.equal(report.llamaCpp && 'backend' in report.llamaCpp ? report.llamaCpp.backend : '', 'cpu');
+  });
+
+  it('without a native build (and --no-install) it says why the trainer would run on wasm', async () => {
+    const empty = join(dir, 'no-native');
+    const { report } = await doctor(['--json', '--no-install'], { TURNSTREAM_NATIVE_DIR: empty });
+    assert.ok(!('error' in report.tfjs));
+    if ('error' in report.tfjs) return;
+    assert.equal(report.tfjs.backend, 'wasm');
+    assert.match(report.tfjs.fallback ?? '', /no cpu build in .*no-native \(install is off\)/);
+    assert.deepEqual(report.native, { dir: empty, cpuBuild: false, gpuBuild: false });
+  });
+
+  it('for people: a line each, the fallback named', async () => {
+    const { stdout } = await doctor(['--no-install'], { TURNSTREAM_NATIVE_DIR: join(dir, 'no-native') });
+    assert.match(stdout, /^node {8}v\d+/m);
+    assert.match(stdout, /^tfjs {8}wasm: /m);
+    assert.match(stdout, /not native because: tensorflow: no cpu build/);
+  });
+});
