@@ -98,6 +98,7 @@ function chatRequest(messages: ChatMessage[], s: Required<SamplingDefaults>, see
     toolChoice: null,
     stream: false,
     includeUsage: false,
+    metadata: {},
     temperature: s.temperature,
     topP: s.topP,
     maxTokens: s.maxTokens,

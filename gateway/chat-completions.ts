@@ -108,6 +108,7 @@ function buildTurn(r: Resolved, result: EngineResult, deps: ChatRouteDeps): Turn
     latencyMs: completedAt - r.requestedAt,
     gatewayId: deps.gatewayId,
     actedBy: r.ctx.actedBy,
+    metadata: r.req.metadata,
   };
 }
 

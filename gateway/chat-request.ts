@@ -20,6 +20,10 @@ export const KNOWN_ROLES = new Set(['system', 'developer', 'user', 'assistant', 
 export const MAX_MESSAGES = 2048;
 /** Most tools in one request, as OpenAI. */
 export const MAX_TOOLS = 128;
+/** OpenAI's bounds on `metadata`: pairs, key and value length. */
+export const MAX_METADATA_PAIRS = 16;
+export const MAX_METADATA_KEY = 64;
+export const MAX_METADATA_VALUE = 512;
 /** Longest `user`, as the gateway's other ids. */
 export const MAX_USER_CHARS = 256;
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -58,6 +62,8 @@ export interface ChatRequest {
   topLogprobs: number | null;
   /** OpenAI `user`. */
   user: string | null;
+  /** OpenAI `metadata`: at most 16 string pairs (a gym rollout's task, group and index). */
+  metadata: Record<string, string>;
   /** Body fallbacks of the X-Session-Id / X-Turn-Type / X-Session-Done headers. */
   bodySessionId: string | null;
   bodyTurnType: string | null;
@@ -110,6 +116,27 @@ function parseLogprobs(body: Record<string, unknown>): { logprobs: boolean; topL
   if (lp !== true)
     throw invalidInput("Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is given.", 'top_logprobs');
   return { logprobs: true, topLogprobs: top };
+}
+
+/** OpenAI's `metadata`: an object of at most 16 string values, keys ≤ 64 and values ≤ 512 characters. */
+function parseMetadata(v: unknown): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  if (!isObj(v)) throw invalidInput(`Invalid type for 'metadata': expected an object, but got ${jsonType(v)} instead.`, 'metadata');
+  const entries = Object.entries(v);
+  if (entries.length > MAX_METADATA_PAIRS) {
+    throw invalidInput(`Invalid 'metadata': at most ${MAX_METADATA_PAIRS} pairs, got ${entries.length}.`, 'metadata');
+  }
+  for (const [k, val] of entries) {
+    if (k.length > MAX_METADATA_KEY)
+      throw invalidInput(`Invalid 'metadata': key ${JSON.stringify(k.slice(0, 80))} is over ${MAX_METADATA_KEY} characters.`, 'metadata');
+    if (typeof val !== 'string')
+      throw invalidInput(`Invalid type for 'metadata.${k}': expected a string, but got ${jsonType(val)} instead.`, `metadata.${k}`);
+    if (val.length > MAX_METADATA_VALUE)
+      throw invalidInput(`Invalid 'metadata.${k}': over ${MAX_METADATA_VALUE} characters.`, `metadata.${k}`);
+    wellFormed(k, 'metadata');
+    wellFormed(val, `metadata.${k}`);
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
 }
 
 function parseToolCalls(v: unknown, param: string): ToolCall[] {
@@ -292,6 +319,7 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
     );
   }
 
+  const metadata = parseMetadata(body.metadata);
   const upstreamBody: Record<string, unknown> = { ...body };
   for (const k of NON_STANDARD_FIELDS) delete upstreamBody[k];
   return {
@@ -309,6 +337,7 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
     logprobs,
     topLogprobs,
     user: typeof body.user === 'string' && body.user ? body.user : null,
+    metadata,
     bodySessionId: typeof body.session_id === 'string' && body.session_id ? body.session_id : null,
     bodyTurnType: typeof body.turn_type === 'string' && body.turn_type ? body.turn_type : null,
     bodySessionDone: body.session_done,

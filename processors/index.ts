@@ -2,6 +2,10 @@
 export { startSessionAssembler, type SessionAssemblerServiceOptions } from './session-assembler.ts';
 export { startJudge, type JudgeServiceOptions } from './judge.ts';
 export { startSampleBuilder, type SampleBuilderServiceOptions } from './sample-builder.ts';
+export { startTrajectoryAssembler, type TrajectoryAssemblerServiceOptions } from './trajectory-assembler.ts';
+export { startGroupBuilder, type GroupBuilderServiceOptions } from './group-builder.ts';
+export { TrajectoryCore, stepOf, type TrajectoryAssemblerOptions } from './trajectory-assembler/index.ts';
+export { BatchCore, batchSamples, groupAdvantages, type BatchReport, type GroupBuilderOptions } from './group-builder/index.ts';
 export { defaultGroupId, type ServiceOptions } from './service-options.ts';
 
 export {

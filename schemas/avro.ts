@@ -73,6 +73,7 @@ const pairTurn = (ctx: Ctx) =>
       field('requestedAt', millis),
       field('completedAt', millis),
       field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
+      field('metadata', { type: 'map', values: 'string' }, { default: {} }),
     ],
   }));
 
@@ -157,6 +158,8 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
       field('nextMessages', arr(chatMessage(ctx)), { default: [] }),
       // Who made the call when a service key acted for `userId` (X-User-Id / user); null otherwise.
       optField('actedBy', 'string'),
+      // The request's OpenAI `metadata` (at most 16 string pairs): a gym rollout's task, group and index.
+      field('metadata', { type: 'map', values: 'string' }, { default: {} }),
       optField(
         'truncation',
         once(ctx, 'TurnTruncation', () => ({
@@ -282,6 +285,120 @@ export function sampleSchema(ctx: Ctx = new Set()): Schema {
       field('judgeId', 'string'),
       field('createdAt', millis),
       optField('tag', 'string'),
+      optField(
+        'group',
+        once(ctx, 'SampleGroup', () => ({
+          type: 'record',
+          doc: 'A step of a gym rollout trained by its group (GRPO): reward is the advantage.',
+          fields: [
+            field('batchId', 'string'),
+            field('batchSamples', 'int'),
+            field('groupId', 'string'),
+            field('taskId', 'string'),
+            field('rolloutIndex', 'int'),
+            field('outcome', 'double'),
+            field('advantage', 'double'),
+          ],
+        })),
+      ),
+    ],
+  }));
+}
+
+const rolloutInfo = (ctx: Ctx) =>
+  once(ctx, 'RolloutInfo', () => ({
+    type: 'record',
+    doc: 'Where a gym rollout belongs: its task, its group (n rollouts of one task) and its batch (the groups of one step).',
+    fields: [
+      field('suite', 'string'),
+      field('taskId', 'string'),
+      field('groupId', 'string'),
+      field('batchId', 'string'),
+      field('index', 'int'),
+      field('groupSize', 'int'),
+      field('batchGroups', 'int'),
+      field('split', enumOf(ctx, 'RolloutSplit', ['TRAIN', 'EVAL'])),
+    ],
+  }));
+
+export function rewardSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'Reward', () => ({
+    type: 'record',
+    doc: "A verifier's outcome for a session (a gym rollout). Key: sessionId.",
+    fields: [
+      field('rewardId', 'string'),
+      field('sessionId', 'string'),
+      optField('userId', 'string'),
+      field('source', 'string'),
+      field('reward', 'double'),
+      optField('passed', 'boolean'),
+      optField('detail', 'string'),
+      field('turnIds', arr('string'), { default: [] }),
+      optField('rollout', rolloutInfo(ctx)),
+      field('createdAt', millis),
+    ],
+  }));
+}
+
+const trajectoryStep = (ctx: Ctx) =>
+  once(ctx, 'TrajectoryStep', () => ({
+    type: 'record',
+    fields: [
+      field('turnId', 'string'),
+      field('policyModelId', 'string'),
+      field('policyVersion', 'long'),
+      field('promptTokenIds', arr('int')),
+      field('responseTokenIds', arr('int')),
+      field('responseLogprobs', arr('float')),
+      field('exactLogprobs', 'boolean'),
+      field('tokenized', 'boolean'),
+      field('completedAt', millis),
+    ],
+  }));
+
+export function trajectorySchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'Trajectory', () => ({
+    type: 'record',
+    doc: "A rollout's model calls with its outcome. Key: the rollout's batchId.",
+    fields: [
+      field('sessionId', 'string'),
+      optField('userId', 'string'),
+      field('reward', rewardSchema(ctx)),
+      field('steps', arr(trajectoryStep(ctx))),
+      field('missingTurns', 'int'),
+      field('createdAt', millis),
+      optField('tag', 'string'),
+    ],
+  }));
+}
+
+export function trajectoryStateSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'TrajectoryState', () => ({
+    type: 'record',
+    doc: "A session's rollout steps and outcome until its trajectory is complete (changelog of the trajectory assembler). Key: sessionId.",
+    fields: [
+      field('sessionId', 'string'),
+      optField('userId', 'string'),
+      field('steps', arr(trajectoryStep(ctx)), { default: [] }),
+      optField('reward', rewardSchema(ctx)),
+      // Stream time the outcome was read at: a trajectory missing listed turns is let go after a while.
+      optField('rewardSeenAt', 'long'),
+      field('done', 'boolean', { default: false }),
+      field('updatedAt', 'long'),
+    ],
+  }));
+}
+
+export function batchStateSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'BatchState', () => ({
+    type: 'record',
+    doc: "A rollout batch's trajectories until all are in (changelog of the group builder). Key: batchId.",
+    fields: [
+      field('batchId', 'string'),
+      field('trajectories', arr(trajectorySchema(ctx)), { default: [] }),
+      field('firstSeenAt', 'long'),
+      field('done', 'boolean', { default: false }),
+      field('updatedAt', 'long'),
     ],
   }));
 }

@@ -2,3 +2,4 @@ export * from './types.ts';
 export { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming, type TopicSpec } from './topics.ts';
 export { createRegistryClient, registerSchemas, type RegistryOptions, type SchemaIds } from './registry.ts';
 export { AvroCodec, avroTypeOf, encodedSize, invalidPaths, type Codec } from './codec.ts';
+export { ROLLOUT_METADATA, isRolloutStep } from './rollout-metadata.ts';

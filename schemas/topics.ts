@@ -3,7 +3,11 @@
  * policy. Names can carry a prefix (tests isolate themselves with one) and a replay tag.
  */
 import {
+  batchStateSchema,
   deadLetterSchema,
+  rewardSchema,
+  trajectorySchema,
+  trajectoryStateSchema,
   feedbackSchema,
   judgementSchema,
   sampleSchema,
@@ -12,7 +16,20 @@ import {
   turnSchema,
   weightVersionSchema,
 } from './avro.ts';
-import type { DeadLetter, Feedback, Judgement, Sample, SessionState, Turn, TurnPair, WeightVersion } from './types.ts';
+import type {
+  BatchState,
+  DeadLetter,
+  Feedback,
+  Judgement,
+  Reward,
+  Sample,
+  SessionState,
+  Trajectory,
+  TrajectoryState,
+  Turn,
+  TurnPair,
+  WeightVersion,
+} from './types.ts';
 
 export interface TopicSpec<T = unknown> {
   /** Logical name, e.g. `turns`. */
@@ -103,6 +120,42 @@ export const TOPICS = {
     key: 'modelId',
     maxMessageBytes: MiB,
   } as TopicSpec<WeightVersion>,
+  rewards: {
+    id: 'rewards',
+    base: 'turnstream.rewards.v1',
+    schema: rewardSchema,
+    cleanup: 'delete',
+    retentionMs: -1,
+    key: 'sessionId',
+    maxMessageBytes: MiB,
+  } as TopicSpec<Reward>,
+  trajectoryState: {
+    id: 'trajectoryState',
+    base: 'turnstream.trajectory-state.v1',
+    schema: trajectoryStateSchema,
+    cleanup: 'compact',
+    retentionMs: -1,
+    key: 'sessionId',
+    maxMessageBytes: 4 * MiB,
+  } as TopicSpec<TrajectoryState>,
+  trajectories: {
+    id: 'trajectories',
+    base: 'turnstream.trajectories.v1',
+    schema: trajectorySchema,
+    cleanup: 'delete',
+    retentionMs: 4 * WEEK,
+    key: 'batchId',
+    maxMessageBytes: 4 * MiB,
+  } as TopicSpec<Trajectory>,
+  batchState: {
+    id: 'batchState',
+    base: 'turnstream.batch-state.v1',
+    schema: batchStateSchema,
+    cleanup: 'compact',
+    retentionMs: -1,
+    key: 'batchId',
+    maxMessageBytes: 16 * MiB,
+  } as TopicSpec<BatchState>,
   dlq: {
     id: 'dlq',
     base: 'turnstream.dlq.v1',
@@ -114,7 +167,19 @@ export const TOPICS = {
   } as TopicSpec<DeadLetter>,
 } as const;
 
-export type TopicId = 'turns' | 'feedback' | 'sessionState' | 'pairs' | 'judgements' | 'samples' | 'weights' | 'dlq';
+export type TopicId =
+  | 'turns'
+  | 'feedback'
+  | 'sessionState'
+  | 'pairs'
+  | 'judgements'
+  | 'samples'
+  | 'weights'
+  | 'rewards'
+  | 'trajectoryState'
+  | 'trajectories'
+  | 'batchState'
+  | 'dlq';
 
 /** Where a topic family lives: a prefix for isolation and an optional replay tag. */
 export interface TopicNaming {
@@ -125,7 +190,16 @@ export interface TopicNaming {
 }
 
 /** Topics whose content a replay re-derives (the rest are shared with the live pipeline). */
-const DERIVED: ReadonlySet<TopicId> = new Set(['sessionState', 'pairs', 'judgements', 'samples', 'dlq']);
+const DERIVED: ReadonlySet<TopicId> = new Set([
+  'sessionState',
+  'pairs',
+  'judgements',
+  'samples',
+  'trajectoryState',
+  'trajectories',
+  'batchState',
+  'dlq',
+]);
 
 export function topicName(id: TopicId, naming: TopicNaming = {}): string {
   const base = TOPICS[id].base;

@@ -98,6 +98,8 @@ export interface Turn {
   actedBy?: string | null;
   /** Set when the gateway shrank the Turn to fit its topic (gateway/turn-fit.ts); null or absent otherwise. */
   truncation?: TurnTruncation | null;
+  /** The request's OpenAI `metadata` (string pairs, at most 16), e.g. a gym rollout's task, group and index; absent or {} when none. */
+  metadata?: Record<string, string>;
 }
 
 /** How a Turn larger than its topic allows was shrunk (the rule: gateway/turn-fit.ts). */
@@ -157,6 +159,8 @@ export interface PairTurn {
   completedAt: number;
   /** The turn's `nextMessages` (see `Turn`). */
   nextMessages?: ChatMessage[];
+  /** As the Turn's. */
+  metadata?: Record<string, string>;
 }
 
 export interface NextStateItem {
@@ -272,6 +276,104 @@ export interface Sample {
   judgeId: string;
   createdAt: number;
   tag: string | null;
+  /** Set on a step of a gym rollout trained by its group (GRPO); null or absent otherwise. */
+  group?: SampleGroup | null;
+}
+
+/** Where a GRPO sample comes from, and what its advantage is made of. */
+export interface SampleGroup {
+  /** The rollout batch (the groups of one step): the learner trains on all of its samples at once. */
+  batchId: string;
+  /** How many samples the batch has. */
+  batchSamples: number;
+  groupId: string;
+  taskId: string;
+  rolloutIndex: number;
+  /** The rollout's own reward (the verifier's). */
+  outcome: number;
+  /** outcome − the group's mean (÷ its std when asked): the sample's `reward`. */
+  advantage: number;
+}
+
+export type RolloutSplit = 'TRAIN' | 'EVAL';
+
+/** Where a gym rollout belongs. */
+export interface RolloutInfo {
+  suite: string;
+  taskId: string;
+  /** n rollouts of one task in one batch. */
+  groupId: string;
+  /** The groups of one step. */
+  batchId: string;
+  /** 0..groupSize−1 */
+  index: number;
+  groupSize: number;
+  batchGroups: number;
+  /** EVAL rollouts score a version and are never trained on. */
+  split: RolloutSplit;
+}
+
+/** A verifier's outcome for a session. Key: sessionId. */
+export interface Reward {
+  /** Deterministic (session and source): a re-sent outcome dedupes. */
+  rewardId: string;
+  sessionId: string;
+  userId: string | null;
+  /** Who decided: `verifier:command`, `verifier:answer`, … */
+  source: string;
+  reward: number;
+  passed: boolean | null;
+  detail: string | null;
+  /** The trajectory's model calls in order; empty: every main turn of the session read before the outcome settles. */
+  turnIds: string[];
+  rollout: RolloutInfo | null;
+  createdAt: number;
+}
+
+/** What the learner needs of one model call of a rollout. */
+export interface TrajectoryStep {
+  turnId: string;
+  policyModelId: string;
+  policyVersion: number;
+  promptTokenIds: number[];
+  responseTokenIds: number[];
+  responseLogprobs: number[];
+  exactLogprobs: boolean;
+  tokenized: boolean;
+  completedAt: number;
+}
+
+/** A rollout's model calls with its outcome. Key: the rollout's batchId. */
+export interface Trajectory {
+  sessionId: string;
+  userId: string | null;
+  reward: Reward;
+  steps: TrajectoryStep[];
+  /** Turns the outcome listed that were not read before the trajectory was let go. */
+  missingTurns: number;
+  createdAt: number;
+  tag: string | null;
+}
+
+/** The trajectory assembler's state of one session. Key: sessionId. */
+export interface TrajectoryState {
+  sessionId: string;
+  userId: string | null;
+  steps: TrajectoryStep[];
+  reward: Reward | null;
+  rewardSeenAt: number | null;
+  /** Its trajectory was emitted: later turns of the session are ignored. */
+  done: boolean;
+  updatedAt: number;
+}
+
+/** The group builder's state of one rollout batch. Key: batchId. */
+export interface BatchState {
+  batchId: string;
+  trajectories: Trajectory[];
+  firstSeenAt: number;
+  done: boolean;
+  updatedAt: number;
 }
 
 export interface TrainMetrics {

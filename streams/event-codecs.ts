@@ -6,14 +6,18 @@ import {
   registerSchemas,
   TOPICS,
   topicName,
+  type BatchState,
   type Codec,
   type DeadLetter,
   type Feedback,
   type Judgement,
+  type Reward,
   type Sample,
   type SessionState,
   type TopicId,
   type TopicNaming,
+  type Trajectory,
+  type TrajectoryState,
   type Turn,
   type TurnPair,
   type WeightVersion,
@@ -28,6 +32,10 @@ export interface TopicValues {
   judgements: Judgement;
   samples: Sample;
   weights: WeightVersion;
+  rewards: Reward;
+  trajectoryState: TrajectoryState;
+  trajectories: Trajectory;
+  batchState: BatchState;
   dlq: DeadLetter;
 }
 

@@ -10,7 +10,10 @@
  * - a batch is full at `batchSize`; a smaller one is released once the oldest buffered sample
  *   has waited `maxWaitMs` (so one talkative user alone still trains, at the capped size), but
  *   never with fewer than `minSamples` trainable samples (a few stray calls never make a
- *   version). A batch with no trainable sample at all (masked, dropped) is released to commit.
+ *   version). A batch with no trainable sample at all (masked, dropped) is released to commit;
+ * - a GRPO rollout batch (samples with a `group`, processors/group-builder) is one step: its
+ *   samples are taken together, all of them and nothing else, once `batchSamples` are buffered
+ *   (they are produced in one transaction) or its oldest has waited `maxWaitMs`; no user cap.
  */
 import type { Sample } from '../schemas/index.ts';
 
@@ -92,13 +95,32 @@ export class SampleBatcher<M = unknown> {
     return currentVersion - sample.policyVersion > this.maxStaleness;
   }
 
+  /** The samples of the GRPO batch at the head of the buffer, if the oldest sample is one. */
+  private groupPlan(currentVersion: number): { take: Set<number>; drop: Set<number>; trainable: number; complete: boolean } | null {
+    const head = this.buffer[0]?.sample.group;
+    if (!head) return null;
+    const take = new Set<number>();
+    const drop = new Set<number>();
+    let members = 0;
+    this.buffer.forEach((p, i) => {
+      if (p.sample.group?.batchId !== head.batchId) return;
+      members++;
+      if (this.staleness === 'drop' && this.isStale(p.sample, currentVersion)) drop.add(i);
+      else take.add(i);
+    });
+    return { take, drop, trainable: take.size, complete: members >= head.batchSamples };
+  }
+
   /** What a batch taken now would hold, without taking it. */
   private plan(currentVersion: number): { take: Set<number>; drop: Set<number>; trainable: number } {
+    const grouped = this.groupPlan(currentVersion);
+    if (grouped) return grouped;
     const take = new Set<number>();
     const drop = new Set<number>();
     const perUser = new Map<string, number>();
     let trainable = 0;
     this.buffer.forEach((p, i) => {
+      if (p.sample.group) return; // waits for its own batch
       // A sample with no trained token (masked) takes no slot: it only needs its offset committed.
       if (!p.sample.lossMask.some((m) => m > 0) && !(this.staleness === 'drop' && this.isStale(p.sample, currentVersion))) {
         take.add(i);
@@ -123,6 +145,8 @@ export class SampleBatcher<M = unknown> {
 
   /** A full batch is available, or a partial one whose oldest sample has waited `maxWaitMs`. */
   ready(currentVersion: number, now = Date.now()): boolean {
+    const grouped = this.groupPlan(currentVersion);
+    if (grouped) return grouped.complete || now - this.buffer[0].receivedAt >= this.maxWaitMs;
     const { take, drop, trainable } = this.plan(currentVersion);
     if (trainable > 0 && trainable < this.minSamples) return false;
     if (trainable >= this.batchSize) return true;

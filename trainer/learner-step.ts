@@ -84,6 +84,12 @@ export interface LearnerStepOptions {
    * token. @default 'raw'
    */
   opdAdvantage?: OpdAdvantage;
+  /**
+   * How the per-token loss is averaged: `sample`, the token mean of each sample, then the mean
+   * over samples; `batch`, one mean over every trained token of the batch (DAPO's per-token loss,
+   * what GRPO rollout batches use: a long trajectory step weighs by its tokens). @default 'sample'
+   */
+  tokenMean?: 'sample' | 'batch';
 }
 
 /** Ids per position of a deferred teacher's distribution under `opdAdvantage: 'distribution'`. */
@@ -345,6 +351,7 @@ export async function learnerStep(
   const withTokens = rows.filter((_, i) => trained[i] > 0);
   if (withTokens.length === 0) return { ...EMPTY, skipped };
   const N = withTokens.length;
+  const byToken = opts.tokenMean === 'batch';
   const givenK = Math.max(0, ...rows.map((r) => r.sample.teacherTopK?.[0]?.ids.length ?? 0));
   const distribution = opts.opdAdvantage === 'distribution';
   // A deferred teacher's distribution is cut to the same k as any given one, so that they stack.
@@ -370,7 +377,15 @@ export async function learnerStep(
   }
 
   const surrogate = (m: Micro, logits: tf.Tensor3D, logp: tf.Tensor2D): { total: tf.Scalar; clip: tf.Scalar } => {
-    const pg = ppoClippedLoss({ logp, logpOld: m.oldLp, advantages: m.adv, mask: m.mask, clipLow: opts.clipLow, clipHigh: opts.clipHigh });
+    const pg = ppoClippedLoss({
+      logp,
+      logpOld: m.oldLp,
+      advantages: m.adv,
+      mask: m.mask,
+      clipLow: opts.clipLow,
+      clipHigh: opts.clipHigh,
+      aggregate: byToken ? 'token' : 'sample',
+    });
     let total: tf.Scalar = pg.loss;
     if (m.tk)
       total = tf.add(
@@ -508,7 +523,9 @@ export async function learnerStep(
                 mask: tf.mul(m.mask, tf.reshape(tf.tensor1d(hasTopK, 'float32'), [-1, 1])) as tf.Tensor2D,
               }))
             : null;
-        const micro: Micro = { rows: group, share: group.length / N, ...m, adv, refLp, tk };
+        const groupTokens = group.reduce((n, r) => n + r.mask.reduce((a, b) => a + b, 0), 0);
+        const share = byToken ? groupTokens / tokens : group.length / N;
+        const micro: Micro = { rows: group, share, ...m, adv, refLp, tk };
         micros.push(micro);
 
         let clip = 0;
@@ -536,7 +553,6 @@ export async function learnerStep(
           gradSum[i] = next;
         }
         tf.dispose(g);
-        const groupTokens = group.reduce((n, r) => n + r.mask.reduce((a, b) => a + b, 0), 0);
         loss += value;
         clipTokens += clip * groupTokens;
         entropy += ent * micro.share;

@@ -54,6 +54,16 @@ export const LORA_LR = 2e-3;
 export const LORA_MIN_SAMPLES = 8;
 export const LORA_MAX_KL = 0.1;
 
+/** What a GRPO rollout batch's step changes of the configured step options (LearnerOptions.grpoStep). */
+export const GRPO_STEP: Partial<LearnerStepOptions> = Object.freeze({
+  tokenMean: 'batch',
+  klCoef: 0,
+  rewardBaseline: undefined,
+  pleasedDamping: 0,
+  wOpd: 0,
+  wRl: 1,
+});
+
 export interface LearnerOptions {
   kafka: Kafka;
   /** Codecs of the live topic family (the weights topic is always the live one). */
@@ -79,6 +89,13 @@ export interface LearnerOptions {
   batch?: BatcherOptions;
   /** Loss weights, regularizers, importance weights and the KL guard. */
   step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
+  /**
+   * What a GRPO rollout batch's step changes of `step` (docs/design/algorithms.md §9): the
+   * advantages are already relative to the group, so no per-user baseline, damping or consensus
+   * weight; the loss is DAPO's per-token mean; KL to the base 0, as the reference.
+   * @default {@link GRPO_STEP}
+   */
+  grpoStep?: Partial<Omit<LearnerStepOptions, 'reference' | 'lr'>>;
   /**
    * Weight each sample's loss by its user's agreement with the other users (docs/design/algorithms.md §7,
    * trainer/consensus-weighting.ts). `turnstream train --no-consensus`, `TRAIN_CONSENSUS=0` @default true
@@ -338,8 +355,9 @@ class Learner {
     if (batch.length > 0) {
       const end = metrics.stepSeconds.startTimer({ model: this.modelId });
       let items: StepSample[] = batch.map((b) => ({ sample: b.sample, stale: b.stale }));
-      if (this.consensus) items = this.weigh(items);
-      m = await learnerStep(this.policy!, this.optimizer, items, this.o.step);
+      const grpo = batch.every((b) => b.sample.group);
+      if (this.consensus && !grpo) items = this.weigh(items);
+      m = await learnerStep(this.policy!, this.optimizer, items, grpo ? { ...this.o.step, ...GRPO_STEP, ...this.o.grpoStep } : this.o.step);
       end();
       if (m.rejected) {
         metrics.rejected.inc({ model: this.modelId });

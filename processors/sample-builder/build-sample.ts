@@ -11,10 +11,11 @@
  * all 0, reward 0, no teacher): it only changes the trainer's denominator, as the reference's
  * kept-masked last turn does. (With the assembler's `endPolicy: 'drop'` such pairs never come.)
  *
- * Turns the engine did not tokenize and empty responses never become samples. The sample id is
+ * Turns the engine did not tokenize, empty responses and the steps of gym rollouts (trained by
+ * their group, processors/group-builder) never become samples here. The sample id is
  * `${turnId}:${method}`, so rebuilding a judgement yields the same sample.
  */
-import type { Judgement, Sample, SampleMethod } from '../../schemas/index.ts';
+import { isRolloutStep, type Judgement, type Sample, type SampleMethod } from '../../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 import { appendHint, type Teacher } from './teacher.ts';
 
@@ -31,7 +32,7 @@ export interface SampleBuilderOptions {
   maskedEndSamples?: boolean;
 }
 
-export type SkipReason = 'untokenized' | 'empty-response' | 'no-signal' | 'no-hint' | 'zero-score';
+export type SkipReason = 'untokenized' | 'empty-response' | 'no-signal' | 'no-hint' | 'zero-score' | 'rollout-step';
 
 export interface BuildResult {
   sample: Sample | null;
@@ -67,6 +68,8 @@ export async function buildSample(
   const method = options.method ?? 'combined';
   const pair = judgement.pair;
   const turn = pair.turn;
+  // A gym rollout's steps are trained by their group (processors/group-builder), on its outcome.
+  if (isRolloutStep(turn.metadata)) return { sample: null, skipped: 'rollout-step' };
   if (!turn.tokenized) return { sample: null, skipped: 'untokenized' };
   const n = turn.responseTokenIds.length;
   if (n === 0) return { sample: null, skipped: 'empty-response' };

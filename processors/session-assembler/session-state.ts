@@ -42,6 +42,7 @@ export function toPairTurn(turn: Turn, mainTurnIndex: number): PairTurn {
     requestedAt: turn.requestedAt,
     completedAt: turn.completedAt,
     ...(turn.nextMessages?.length ? { nextMessages: turn.nextMessages } : {}),
+    ...(turn.metadata && Object.keys(turn.metadata).length ? { metadata: turn.metadata } : {}),
   };
 }
 

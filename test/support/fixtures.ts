@@ -4,12 +4,17 @@
  * together they keep the two in sync.
  */
 import type {
+  BatchState,
   DeadLetter,
   Feedback,
   Judgement,
   PairTurn,
+  Reward,
   Sample,
   SessionState,
+  Trajectory,
+  TrajectoryState,
+  TrajectoryStep,
   Turn,
   TurnPair,
   WeightVersion,
@@ -47,6 +52,7 @@ export function exampleTurn(over: Partial<Turn> = {}): Turn {
     nextMessages: [],
     actedBy: null,
     truncation: null,
+    metadata: {},
     ...over,
   };
 }
@@ -84,6 +90,7 @@ export function examplePairTurn(over: Partial<PairTurn> = {}): PairTurn {
     requestedAt: t.requestedAt,
     completedAt: t.completedAt,
     nextMessages: [],
+    metadata: {},
     ...over,
   };
 }
@@ -167,6 +174,7 @@ export function exampleSample(over: Partial<Sample> = {}): Sample {
     judgeId: 'embedded',
     createdAt: 1_760_000_004_000,
     tag: null,
+    group: null,
     ...over,
   };
 }
@@ -208,6 +216,83 @@ export function exampleDeadLetter(over: Partial<DeadLetter> = {}): DeadLetter {
     stage: 'session-assembler',
     failedAt: 1_760_000_006_000,
     attempts: 1,
+    ...over,
+  };
+}
+
+export function exampleReward(over: Partial<Reward> = {}): Reward {
+  return {
+    rewardId: '6f1c2e0a-1d2b-5c3d-8e4f-0a1b2c3d4e5f',
+    sessionId: 'gym-b0-upper-copy-r1',
+    userId: null,
+    source: 'verifier:command',
+    reward: 1,
+    passed: true,
+    detail: 'exit 0',
+    turnIds: ['3b8f4a52-7f43-4d8a-9d1e-0a5c2b7e9f10'],
+    rollout: {
+      suite: 'terminal',
+      taskId: 'upper-copy',
+      groupId: 'b0-upper-copy',
+      batchId: 'run1-b0',
+      index: 1,
+      groupSize: 4,
+      batchGroups: 2,
+      split: 'TRAIN',
+    },
+    createdAt: 1_760_000_007_000,
+    ...over,
+  };
+}
+
+export function exampleTrajectoryStep(over: Partial<TrajectoryStep> = {}): TrajectoryStep {
+  return {
+    turnId: '3b8f4a52-7f43-4d8a-9d1e-0a5c2b7e9f10',
+    policyModelId: 'turnstream-tiny',
+    policyVersion: 0,
+    promptTokenIds: [256, 1, 2, 3],
+    responseTokenIds: [72, 105, 33],
+    responseLogprobs: [-0.5, -0.25, -1],
+    exactLogprobs: true,
+    tokenized: true,
+    completedAt: 1_760_000_000_250,
+    ...over,
+  };
+}
+
+export function exampleTrajectory(over: Partial<Trajectory> = {}): Trajectory {
+  return {
+    sessionId: 'gym-b0-upper-copy-r1',
+    userId: null,
+    reward: exampleReward(),
+    steps: [exampleTrajectoryStep()],
+    missingTurns: 0,
+    createdAt: 1_760_000_008_000,
+    tag: null,
+    ...over,
+  };
+}
+
+export function exampleTrajectoryState(over: Partial<TrajectoryState> = {}): TrajectoryState {
+  return {
+    sessionId: 'gym-b0-upper-copy-r1',
+    userId: null,
+    steps: [exampleTrajectoryStep()],
+    reward: exampleReward(),
+    rewardSeenAt: 1_760_000_007_500,
+    done: false,
+    updatedAt: 1_760_000_007_500,
+    ...over,
+  };
+}
+
+export function exampleBatchState(over: Partial<BatchState> = {}): BatchState {
+  return {
+    batchId: 'run1-b0',
+    trajectories: [exampleTrajectory()],
+    firstSeenAt: 1_760_000_008_000,
+    done: false,
+    updatedAt: 1_760_000_008_000,
     ...over,
   };
 }

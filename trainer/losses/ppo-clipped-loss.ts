@@ -20,10 +20,15 @@ export interface PpoClippedLossInput {
    * @default 0.28
    */
   clipHigh?: number;
+  /**
+   * `sample`: the token mean of each sample, then the mean over samples; `token`: the mean over
+   * every trained token (DAPO's per-token loss). @default 'sample'
+   */
+  aggregate?: 'sample' | 'token';
 }
 
 export interface PpoClippedLossOutput {
-  /** Token-mean per sample, mean over the samples with trained tokens. */
+  /** Token-mean per sample, mean over the samples with trained tokens (or over all trained tokens, `aggregate: 'token'`). */
   loss: tf.Scalar;
   /** Fraction of trained tokens whose clipped term was the larger (i.e. the gradient was cut). */
   clipFraction: tf.Scalar;
@@ -47,7 +52,7 @@ export function ppoClippedLoss(input: PpoClippedLossInput): PpoClippedLossOutput
     const perToken = tf.maximum(unclipped, clipped) as tf.Tensor2D;
     const wasClipped = tf.cast(tf.greater(clipped, unclipped), 'float32') as tf.Tensor2D;
     return {
-      loss: sampleTokenMean(perToken, mask),
+      loss: input.aggregate === 'token' ? tokenMean(perToken, mask) : sampleTokenMean(perToken, mask),
       clipFraction: tokenMean(wasClipped, mask),
       meanRatio: tokenMean(ratio, mask),
     };

@@ -200,3 +200,22 @@ test('an engine that forwards requests (proxy) gets unknown content part types a
   assert.equal(r.messages[0].content, 'see\n[video]');
   assert.deepEqual((r.upstreamBody.messages as Array<{ content: unknown[] }>)[0].content[1], { type: 'video', video: { url: 'v' } });
 });
+
+test('OpenAI metadata: string pairs kept (a gym rollout’s task, group, index); the bounds are 400s naming the field', () => {
+  assert.deepEqual(parseChatRequest(base).metadata, {});
+  const meta = { gym_task: 'upper-copy', gym_group: 'b0-upper-copy', gym_rollout: '3' };
+  const r = parseChatRequest({ ...base, metadata: meta });
+  assert.deepEqual(r.metadata, meta);
+  assert.deepEqual(r.upstreamBody.metadata, meta, 'standard OpenAI: an upstream gets it too');
+  const bad = (metadata: unknown, param: string, msg: RegExp) =>
+    assert.throws(
+      () => parseChatRequest({ ...base, metadata }),
+      (e: TurnstreamError) => e.code === 'TS_ERR_INVALID_INPUT' && e.param === param && msg.test(e.message),
+    );
+  bad('x', 'metadata', /expected an object/);
+  bad([1], 'metadata', /expected an object/);
+  bad({ n: 1 }, 'metadata.n', /expected a string/);
+  bad(Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])), 'metadata', /at most 16 pairs/);
+  bad({ ['k'.repeat(65)]: 'v' }, 'metadata', /over 64 characters/);
+  bad({ k: 'v'.repeat(513) }, 'metadata.k', /over 512 characters/);
+});

@@ -15,8 +15,29 @@ const examples: Record<TopicId, unknown> = {
   judgements: fx.exampleJudgement(),
   samples: fx.exampleSample(),
   weights: fx.exampleWeightVersion(),
+  rewards: fx.exampleReward(),
+  trajectoryState: fx.exampleTrajectoryState(),
+  trajectories: fx.exampleTrajectory(),
+  batchState: fx.exampleBatchState(),
   dlq: fx.exampleDeadLetter(),
 };
+
+const grpoSample = fx.exampleSample({
+  method: 'RL',
+  teacherLogprobs: null,
+  teacherTopK: null,
+  reward: 0.5,
+  group: {
+    batchId: 'run1-b0',
+    batchSamples: 8,
+    groupId: 'b0-upper-copy',
+    taskId: 'upper-copy',
+    rolloutIndex: 1,
+    outcome: 1,
+    advantage: 0.5,
+  },
+});
+const rolloutTurn = fx.exampleTurn({ metadata: { gym_task: 'upper-copy', gym_group: 'b0-upper-copy', gym_rollout: '1' } });
 
 describe('schemas', () => {
   for (const id of Object.keys(TOPICS) as TopicId[]) {
@@ -30,6 +51,17 @@ describe('schemas', () => {
       assert.deepEqual(JSON.parse(JSON.stringify(back)), JSON.parse(JSON.stringify(examples[id])));
     });
   }
+
+  it('a GRPO sample (its group) and a turn with request metadata round-trip', () => {
+    for (const [id, v] of [
+      ['samples', grpoSample],
+      ['turns', rolloutTurn],
+    ] as const) {
+      const type = avroTypeOf(id);
+      assert.deepEqual(invalidPaths(type, v), []);
+      assert.deepEqual(JSON.parse(JSON.stringify(type.fromBuffer(type.toBuffer(v)))), JSON.parse(JSON.stringify(v)));
+    }
+  });
 
   it('reports the path of an invalid field', () => {
     const bad = { ...fx.exampleTurn(), turnType: 'SOMETIMES', latencyMs: 'slow' };
@@ -58,12 +90,17 @@ describe('schemas', () => {
   it('schema evolution: a reader of the current Turn schema reads a record without the defaulted fields', () => {
     const current = avroTypeOf('turns');
     const old = JSON.parse(JSON.stringify(TOPICS.turns.schema()));
-    old.fields = old.fields.filter((f: { name: string }) => f.name !== 'promptTruncatedTokens' && f.name !== 'sessionDone');
+    old.fields = old.fields.filter((f: { name: string }) => !['promptTruncatedTokens', 'sessionDone', 'metadata'].includes(f.name));
     const oldType = avro.Type.forSchema(old);
-    const { promptTruncatedTokens: _a, sessionDone: _b, ...rest } = fx.exampleTurn();
+    const { promptTruncatedTokens: _a, sessionDone: _b, metadata: _c, ...rest } = fx.exampleTurn();
     const resolver = current.createResolver(oldType);
-    const read = current.fromBuffer(oldType.toBuffer(rest), resolver) as { promptTruncatedTokens: number; sessionDone: boolean };
+    const read = current.fromBuffer(oldType.toBuffer(rest), resolver) as {
+      promptTruncatedTokens: number;
+      sessionDone: boolean;
+      metadata: object;
+    };
     assert.equal(read.promptTruncatedTokens, 0);
     assert.equal(read.sessionDone, false);
+    assert.deepEqual(read.metadata, {});
   });
 });

@@ -93,3 +93,48 @@ test('masked samples take no batch slot: they never keep trainable ones from for
   assert.equal(batch.length, 8, 'the masked ones ride along and commit');
   assert.equal(batch.filter((p) => p.sample.lossMask.some((m) => m > 0)).length, 4);
 });
+
+const grouped = (id: string, batchId: string, batchSamples: number, userId = 'gym') =>
+  exampleSample({
+    sampleId: id,
+    userId,
+    group: { batchId, batchSamples, groupId: `${batchId}-g`, taskId: 't', rolloutIndex: 0, outcome: 1, advantage: 0.5 },
+  });
+
+test('a GRPO rollout batch is one step: all of its samples, nothing else, once all are in', () => {
+  const b = new SampleBatcher<number>({ batchSize: 2, maxUserShare: 0.5, maxWaitMs: 1000 });
+  b.add(grouped('g1', 'b1', 3), 0, 0);
+  b.add(s('plain', 'alice'), 1, 0);
+  b.add(grouped('g2', 'b1', 3), 2, 0);
+  assert.equal(b.ready(0, 10), false, 'two of its three samples: it waits, and the plain sample waits behind it');
+  b.add(grouped('g3', 'b1', 3), 3, 0);
+  assert.equal(b.ready(0, 10), true);
+  const { batch } = b.take(0);
+  assert.deepEqual(
+    batch.map((p) => p.meta),
+    [0, 2, 3],
+    'all three, over the batch size and the user cap, and not the plain sample',
+  );
+  assert.equal(b.ready(0, 10), false, 'the plain sample alone waits for the wait bound');
+  assert.deepEqual(
+    b.take(0).batch.map((p) => p.meta),
+    [1],
+  );
+});
+
+test('a GRPO batch missing samples is let go after maxWaitMs; an ordinary batch never takes grouped samples', () => {
+  const b = new SampleBatcher<number>({ batchSize: 2, maxWaitMs: 1000 });
+  b.add(s('p1', null), 0, 0);
+  b.add(s('p2', null), 1, 0);
+  b.add(grouped('g1', 'b2', 2), 2, 0);
+  assert.deepEqual(
+    b.take(0).batch.map((p) => p.meta),
+    [0, 1],
+  );
+  assert.equal(b.ready(0, 500), false, 'one of two');
+  assert.equal(b.ready(0, 1000), true, 'waited maxWaitMs');
+  assert.deepEqual(
+    b.take(0).batch.map((p) => p.meta),
+    [2],
+  );
+});

@@ -313,3 +313,18 @@ test('byContent: tokens first, then reward and user; a total order on distinct s
   assert.ok(byContent(s('ab', { userId: 'a' }), s('ab', { userId: 'b' })) < 0);
   assert.equal(byContent(s('ab'), s('ab')), 0);
 });
+
+test('tokenMean batch (GRPO, DAPO-style): the loss is the mean over every trained token, not over samples', async () => {
+  const m = model();
+  const short = sample('a', { reward: 1 }); // 2 response tokens (with <|end|>)
+  const long = sample('bbbbb', { reward: -1 }); // 6
+  const bySample = await learnerStep(m, new AdamW({ lr: 0 }), [{ sample: short }, { sample: long }], { measureAfter: false });
+  const byToken = await learnerStep(m, new AdamW({ lr: 0 }), [{ sample: short }, { sample: long }], {
+    measureAfter: false,
+    tokenMean: 'batch',
+  });
+  // At ratio 1 every token's loss is −A.
+  close(bySample.loss, 0, 1e-5, 'per sample: −(1 + (−1))/2');
+  close(byToken.loss, (-1 * 2 + 1 * 6) / 8, 1e-5, 'per token: (−1·2 + 1·6)/8');
+  m.dispose();
+});

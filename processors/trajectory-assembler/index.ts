@@ -1,0 +1,8 @@
+export {
+  TrajectoryCore,
+  stepOf,
+  DEFAULT_SETTLE_MS,
+  type TrajectoryAssemblerOptions,
+  type TrajectoryEvents,
+  type TrajectoryRecord,
+} from './trajectory-core.ts';
