@@ -1,0 +1,16 @@
+// The gym's public surface: what other folders may use.
+export { createSandbox, noSandboxMessage } from './sandbox/create-sandbox.ts';
+export { INSTALL_BUBBLEWRAP } from './sandbox/install-bubblewrap.ts';
+export { detectSandbox, type BackendReport, type SandboxDetection, type SandboxReport } from './sandbox/detect-sandbox.ts';
+export {
+  DEFAULT_LIMITS,
+  SANDBOX_WORKSPACE,
+  type ExecOptions,
+  type ExecResult,
+  type KilledBy,
+  type Sandbox,
+  type SandboxKind,
+  type SandboxLimits,
+  type SandboxOptions,
+} from './sandbox/sandbox.ts';
+export { confinePath } from './sandbox/workspace.ts';

@@ -1,0 +1,465 @@
+/**
+ * The sandbox for real, each guarantee on each way of making one (bubblewrap, and unshare where
+ * bubblewrap cannot run): the host's files, network and processes out of reach, and every limit
+ * stopping what it is for. Processes are watched from the host by a marker in their command
+ * line; every wait is on a condition.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, connect, type Server } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createSandbox, detectSandbox, type Sandbox, type SandboxOptions } from '../../../gym/index.ts';
+import { DEFAULT_SYSTEM_PATHS } from '../../../gym/sandbox/sandbox.ts';
+
+const REPO = new URL('../../../', import.meta.url).pathname;
+
+async function waitFor(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Live processes (zombies have no command line) whose command line holds `marker`. */
+function processesWith(marker: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(marker)) pids.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+const marker = () => `tsmark${randomUUID().replaceAll('-', '')}`;
+
+for (const kind of ['bwrap', 'unshare'] as const) {
+  describe(`the ${kind} sandbox`, () => {
+    const open: Sandbox[] = [];
+    const make = async (options: SandboxOptions = {}): Promise<Sandbox> => {
+      const sb = await createSandbox({ kind, install: false, ...options });
+      open.push(sb);
+      return sb;
+    };
+    after(() => Promise.all(open.map((s) => s.dispose())));
+
+    it('runs sh -c in the workspace set up from the task’s files, python3 for the code tool, and the verifier’s command', async () => {
+      const sb = await make({ files: { 'low.txt': 'quiet words\n', 'data/n.txt': '41\n' } });
+      assert.equal(sb.kind, kind);
+      const r = await sb.sh('pwd; tr a-z A-Z < low.txt > up.txt; cat data/n.txt');
+      assert.deepEqual(
+        [r.exitCode, r.signal, r.stdout, r.truncated, r.timedOut, r.killedBy],
+        [0, null, '/workspace\n41\n', false, false, undefined],
+      );
+      assert.equal(await sb.readFile('up.txt'), 'QUIET WORDS\n');
+      const py = await sb.python('import math; print(math.comb(10, 3) + int(open("data/n.txt").read()))');
+      assert.deepEqual([py.exitCode, py.stdout], [0, '161\n']);
+      await sb.writeFile('answer.txt', '42\n');
+      assert.equal((await sb.sh('grep -qx 42 answer.txt')).exitCode, 0, 'verify.command passes');
+      assert.equal((await sb.sh("grep -qx 'QUIET WORDS' nope.txt")).exitCode, 2, 'and fails');
+      const piped = await sb.exec(['sh', '-c', 'cat; echo " $X"'], { stdin: 'from stdin', env: { X: 'and env' }, cwd: 'data' });
+      assert.equal(piped.stdout, 'from stdin and env\n');
+    });
+
+    describe('the host’s files', () => {
+      let canary: string;
+      before(async () => {
+        // a host folder the sandbox sees read-only, next to the system (not under /tmp, which is the sandbox's own)
+        canary = await mkdtemp('/var/tmp/turnstream-canary-');
+        await writeFile(join(canary, 'keep.txt'), 'still here');
+        await chmod(canary, 0o755);
+        await chmod(join(canary, 'keep.txt'), 0o644);
+      });
+      after(() => rm(canary, { recursive: true, force: true }));
+
+      it('rm -rf --no-preserve-root / changes nothing on the host', { timeout: 180_000 }, async () => {
+        const sb = await make({ systemPaths: [...DEFAULT_SYSTEM_PATHS, canary], files: { 'a.txt': 'a' }, limits: { wallMs: 150_000 } });
+        // first a harmless write to the system: rm -rf / runs only where the system is read-only
+        const probe = await sb.sh(`touch /usr/turnstream-probe ${canary}/probe`);
+        assert.notEqual(probe.exitCode, 0);
+        assert.match(probe.stderr, /Read-only file system/);
+        assert.ok(!existsSync('/usr/turnstream-probe') && !existsSync(join(canary, 'probe')), 'the probe wrote nothing on the host');
+
+        const r = await sb.sh('rm -rf --no-preserve-root / 2>/dev/null; echo "rm exited $?"; ls -A /workspace | wc -l');
+        assert.equal(r.stdout, 'rm exited 1\n0\n', 'rm ran (the workspace, writable, is empty) and failed elsewhere');
+        assert.equal(readFileSync(join(canary, 'keep.txt'), 'utf8'), 'still here');
+        for (const p of ['/usr/bin/sh', '/usr/bin/rm', '/etc/passwd', '/usr/lib/os-release', join(REPO, 'package.json')])
+          assert.ok(existsSync(p), p);
+        assert.ok((await sb.sh('true')).exitCode === 0, 'the sandbox still runs');
+      });
+
+      it('writes outside the workspace fail and change nothing on the host; /tmp is the sandbox’s own', async () => {
+        const m = marker();
+        const sb = await make({ systemPaths: [...DEFAULT_SYSTEM_PATHS, canary] });
+        const targets = [`/usr/${m}`, `/etc/${m}`, `/${m}`, `/dev/${m}`, `${canary}/${m}`, `/proc/${m}`, `/usr/bin/sh`];
+        const r = await sb.sh(
+          [
+            `for p in ${targets.join(' ')}; do (echo pwned > "$p") 2>/dev/null && echo "wrote $p"; done`,
+            'mount -o remount,rw /usr 2>/dev/null && echo remounted',
+            `mkdir -p /usr/local/${m} 2>/dev/null && echo made`,
+            `echo mine > /tmp/${m} && cat /tmp/${m}`,
+          ].join('\n'),
+        );
+        assert.equal(r.stdout, 'mine\n', r.stdout);
+        for (const p of targets.slice(0, -1)) assert.ok(!existsSync(p), `${p} not on the host`);
+        assert.ok(!existsSync(`/usr/local/${m}`));
+        assert.notEqual(readFileSync('/usr/bin/sh').length, 'pwned\n'.length);
+        assert.ok(!existsSync(`/tmp/${m}`), "the sandbox's /tmp is not the host's");
+        assert.equal(readFileSync(join(sb.hostWorkspace, '..', 'tmp', m), 'utf8'), 'mine\n', 'it is in the sandbox’s folder');
+      });
+    });
+
+    describe('the network', () => {
+      let server: Server;
+      let port: number;
+      let accepted = 0;
+      before(async () => {
+        server = createServer((s) => {
+          accepted++;
+          s.end('hello');
+        });
+        await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+        port = (server.address() as { port: number }).port;
+      });
+      after(() => new Promise<void>((r) => server.close(() => r())));
+
+      it('a socket to 127.0.0.1 fails: a server the host can reach is out of the sandbox’s reach', async () => {
+        await new Promise<void>((resolve, reject) =>
+          connect(port, '127.0.0.1')
+            .once('data', () => resolve())
+            .once('error', reject),
+        );
+        assert.equal(accepted, 1, 'the host reaches it');
+        const sb = await make();
+        const r = await sb.python(
+          [
+            'import socket',
+            `for host in ("127.0.0.1", "1.1.1.1"):`,
+            '    try:',
+            `        socket.create_connection((host, ${port} if host == "127.0.0.1" else 80), timeout=3); print(host, "connected")`,
+            '    except OSError as e:',
+            '        print(host, type(e).__name__)',
+          ].join('\n'),
+        );
+        assert.equal(r.exitCode, 0, r.stderr);
+        assert.match(r.stdout, /^127\.0\.0\.1 (ConnectionRefusedError|OSError)\n1\.1\.1\.1 (OSError|TimeoutError)\n$/, r.stdout);
+        assert.equal(accepted, 1, 'no connection from the sandbox');
+        const ifaces = await sb.sh('cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "');
+        assert.equal(ifaces.stdout, 'lo\n', 'an empty network namespace: the loopback only');
+      });
+    });
+
+    it('the host’s processes are out of sight (a PID namespace of its own)', async () => {
+      const m = marker();
+      const host = spawn('python3', ['-c', 'import time; time.sleep(600)', m], { stdio: 'ignore' });
+      try {
+        await waitFor('the host process', () => processesWith(m).length === 1);
+        const sb = await make();
+        // the marker is never whole in the sandbox's own command lines: it is put together inside
+        const r = await sb.python(
+          [
+            'import os',
+            `m = ${JSON.stringify(m.slice(0, 10))} + ${JSON.stringify(m.slice(10))}`,
+            'pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]',
+            'seen = 0',
+            'for p in pids:',
+            '    try: seen += m.encode() in open(f"/proc/{p}/cmdline", "rb").read()',
+            '    except OSError: pass',
+            'try:',
+            `    os.kill(${host.pid}, 0); signalled = True`,
+            'except OSError:',
+            '    signalled = False',
+            'print(seen, signalled, os.getpid(), len(pids))',
+          ].join('\n'),
+        );
+        const [seen, signalled, pid, count] = r.stdout.trim().split(' ');
+        assert.equal(seen, '0', 'no host process in /proc');
+        assert.equal(signalled, 'False', 'a host pid cannot be signalled');
+        assert.ok(Number(pid) < 100, `its own pids, counted from 1 (python is ${pid})`);
+        assert.ok(Number(count) < 10, `a handful of processes in /proc, not the host's (${count})`);
+      } finally {
+        host.kill('SIGKILL');
+      }
+    });
+
+    it('the process limit holds: forks past it fail', async () => {
+      const sb = await make({ limits: { processes: 12 } });
+      const r = await sb.python(
+        [
+          'import os, time',
+          'n = 0',
+          'try:',
+          '    while n < 100:',
+          '        if os.fork() == 0:',
+          '            time.sleep(30); os._exit(0)',
+          '        n += 1',
+          'except OSError as e:',
+          '    print(n, type(e).__name__)',
+        ].join('\n'),
+      );
+      const [n, error] = r.stdout.trim().split(' ');
+      assert.equal(error, 'BlockingIOError', r.stdout + r.stderr);
+      assert.ok(Number(n) < 12 && Number(n) >= 8, `${n} children next to the sandbox's own processes, within 12`);
+      assert.ok(r.wallMs < 10_000, 'the sleeping children die with the command');
+    });
+
+    /** Runs a command while counting, from the host, its processes alive at once. */
+    const watched = async (sb: Sandbox, m: string, command: string) => {
+      let most = 0;
+      let watching = true;
+      const watch = (async () => {
+        while (watching) {
+          most = Math.max(most, processesWith(m).length);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      try {
+        const run = sb.sh(command);
+        await waitFor('the command', () => most >= 3);
+        assert.equal(spawnSync('true').status, 0, 'the host still forks');
+        return { result: await run, most: () => most };
+      } finally {
+        watching = false;
+        await watch;
+      }
+    };
+
+    it('a fork bomb is stopped within seconds; the host keeps forking and nothing of it is left', { timeout: 60_000 }, async () => {
+      const m = marker();
+      const sb = await make({ limits: { processes: 16, wallMs: 3000 } });
+      const { result: r, most } = await watched(sb, m, `b(){ b|b& }; b; exec sleep 600 # ${m}`);
+      assert.equal(r.timedOut, true);
+      assert.equal(r.killedBy, 'pids', r.stderr.slice(0, 200));
+      assert.ok(r.wallMs < 6000, `stopped in ${r.wallMs} ms`);
+      assert.ok(most() <= 16 + 2, `at most the limit (16), the sandbox's outer process and init alive at once; saw ${most()}`);
+      await waitFor('every process of the bomb gone', () => processesWith(m).length === 0, 5000);
+    });
+
+    it('a fork bomb that never gives up is held at the process limit until the wall clock kills it all', { timeout: 60_000 }, async () => {
+      const m = marker();
+      const sb = await make({ limits: { processes: 12, wallMs: 2000 } });
+      // every process forks for ever and shrugs off each failure (dash, by contrast, exits on a failed fork)
+      const bomb = 'import os\nwhile True:\n    try: os.fork()\n    except OSError: pass';
+      const { result: r, most } = await watched(sb, m, `python3 -c '${bomb}' ${m}`);
+      assert.deepEqual([r.timedOut, r.killedBy, r.signal], [true, 'wall', 'SIGKILL']);
+      assert.ok(r.wallMs < 5000, `stopped in ${r.wallMs} ms`);
+      assert.ok(most() >= 12 - 3 && most() <= 12 + 2, `held at the limit (12, with the outer process and init): saw ${most()}`);
+      await waitFor('every process of the bomb gone', () => processesWith(m).length === 0, 5000);
+    });
+
+    it('an endless loop is stopped by the CPU limit', { timeout: 60_000 }, async () => {
+      const sb = await make({ limits: { cpuSeconds: 1, wallMs: 45_000 } });
+      const r = await sb.sh('while :; do :; done');
+      assert.deepEqual([r.exitCode, r.signal, r.killedBy, r.timedOut], [null, 'SIGXCPU', 'cpu', false]);
+    });
+
+    it('a command that never ends is killed at the wall clock, with everything it started', { timeout: 60_000 }, async () => {
+      const m = marker();
+      const sb = await make({ limits: { wallMs: 1500 } });
+      const run = sb.sh(`python3 -c 'import os, time; os.fork(); os.fork(); time.sleep(600)' ${m} & sleep 600 # ${m}`);
+      await waitFor('four sleepers and the shell', () => processesWith(m).length >= 5);
+      const r = await run;
+      assert.deepEqual([r.exitCode, r.signal, r.killedBy, r.timedOut], [null, 'SIGKILL', 'wall', true]);
+      assert.ok(r.wallMs >= 1500 && r.wallMs < 5000, `${r.wallMs} ms`);
+      await waitFor('no process of it left', () => processesWith(m).length === 0, 5000);
+    });
+
+    it('100 MB of output is cut at the limit and the command stopped, on stdout or stderr', { timeout: 60_000 }, async () => {
+      const sb = await make({ limits: { outputBytes: 64 * 1024 } });
+      const heapBefore = process.memoryUsage().arrayBuffers;
+      for (const redirect of ['', '>&2']) {
+        const r = await sb.sh(`head -c 100000000 /dev/zero | tr '\\0' x ${redirect}`);
+        assert.equal(r.stdout.length + r.stderr.length, 64 * 1024);
+        assert.deepEqual([r.truncated, r.killedBy, r.signal], [true, 'output', 'SIGKILL']);
+        assert.ok(r.wallMs < 10_000);
+      }
+      assert.ok(process.memoryUsage().arrayBuffers - heapBefore < 20 * 1024 * 1024, 'the parent held about the limit, not the output');
+      const whole = await sb.sh('head -c 1000 /dev/zero | tr "\\0" y');
+      assert.deepEqual([whole.stdout.length, whole.truncated, whole.killedBy], [1000, false, undefined]);
+    });
+
+    it('an allocation past the memory limit fails; one within it works', async () => {
+      const sb = await make({ limits: { memoryBytes: 256 * 1024 * 1024 } });
+      const big = await sb.python('x = bytearray(512 * 1024 * 1024)');
+      assert.equal(big.exitCode, 1);
+      assert.equal(big.killedBy, 'memory', big.stderr);
+      const small = await sb.python('x = bytearray(16 * 1024 * 1024); print(len(x))');
+      assert.deepEqual([small.exitCode, small.stdout], [0, '16777216\n']);
+    });
+
+    it('a file past the file-size limit is cut and its writer stopped', async () => {
+      const sb = await make({ limits: { fileBytes: 1_000_000 } });
+      const r = await sb.sh('head -c 2000000 /dev/zero > big.bin');
+      assert.equal(r.signal, 'SIGXFSZ');
+      assert.equal(statSync(join(sb.hostWorkspace, 'big.bin')).size, 1_000_000);
+    });
+
+    it('orphans are reaped: only live processes count toward the limit', async () => {
+      const sb = await make({ limits: { processes: 8 } });
+      // 40 orphans, each waited on (a condition inside) until the sandbox's init has reaped it
+      const r = await sb.python(
+        [
+          'import os, time',
+          'live = lambda: len([p for p in os.listdir("/proc") if p.isdigit()])',
+          'base = live()',
+          'for i in range(40):',
+          '    if os.fork() == 0:',
+          '        if os.fork() == 0: os._exit(0)',
+          '        os._exit(0)',
+          '    os.wait()',
+          '    deadline = time.time() + 5',
+          '    while live() > base and time.time() < deadline: time.sleep(0.002)',
+          '    assert live() == base, "an orphan was never reaped"',
+          'print("done")',
+        ].join('\n'),
+      );
+      assert.deepEqual([r.exitCode, r.stdout, r.stderr], [0, 'done\n', '']);
+    });
+
+    it('the sandbox dies with the process that made it (kill -9): nothing is left running', { timeout: 60_000 }, async () => {
+      const m = marker();
+      const tmpRoot = await mkdtemp('/tmp/turnstream-test-');
+      await chmod(tmpRoot, 0o755); // reachable by the user a root process runs sandboxes as
+      const code = [
+        `import { createSandbox } from ${JSON.stringify(join(REPO, 'gym/index.ts'))};`,
+        `const sb = await createSandbox({ kind: '${kind}', install: false, tmpRoot: ${JSON.stringify(tmpRoot)} });`,
+        `await sb.sh('sleep 600 & sleep 600 # ${m}');`,
+      ].join('\n');
+      const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: 'ignore' });
+      try {
+        await waitFor('the sandbox of the child process', () => processesWith(m).length >= 3, 30_000);
+        parent.kill('SIGKILL');
+        await waitFor('no process of it left', () => processesWith(m).length === 0, 5000);
+      } finally {
+        parent.kill('SIGKILL');
+        await rm(tmpRoot, { recursive: true, force: true }); // what a killed process cannot remove: its files
+      }
+    });
+
+    it('a parent killed while its sandboxes start leaves nothing running (the lifeline)', { timeout: 60_000 }, async () => {
+      const m = marker();
+      const tmpRoot = await mkdtemp('/tmp/turnstream-test-');
+      await chmod(tmpRoot, 0o755);
+      // a command starts every 2 ms, so whenever the parent dies some sandboxes are in their first milliseconds
+      const code = [
+        `import { createSandbox } from ${JSON.stringify(join(REPO, 'gym/index.ts'))};`,
+        `const sb = await createSandbox({ kind: '${kind}', install: false, tmpRoot: ${JSON.stringify(tmpRoot)} });`,
+        `setInterval(() => void sb.sh('sleep 600 # ${m}').catch(() => undefined), 2);`,
+      ].join('\n');
+      const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: 'ignore' });
+      try {
+        await waitFor('sandboxes starting', () => processesWith(m).length >= 20, 30_000);
+        parent.kill('SIGKILL');
+        await waitFor('no process of them left', () => processesWith(m).length === 0, 5000);
+      } finally {
+        parent.kill('SIGKILL');
+        await rm(tmpRoot, { recursive: true, force: true });
+      }
+    });
+
+    it('aborting a command kills it; dispose kills what runs and removes the workspace', async () => {
+      const m = marker();
+      const sb = await make();
+      const ac = new AbortController();
+      const run = sb.sh(`sleep 600 # ${m}`, { signal: ac.signal });
+      await waitFor('the command', () => processesWith(m).length >= 2);
+      ac.abort();
+      await assert.rejects(run, (err: Error & { code?: string }) => err.code === 'TS_ERR_ABORTED');
+      await waitFor('no process of it left', () => processesWith(m).length === 0, 5000);
+
+      const m2 = marker();
+      const running = sb.sh(`mkdir -p locked/in && touch locked/in/f && chmod 000 locked; sleep 600 # ${m2}`);
+      await waitFor('the command', () => processesWith(m2).length >= 2);
+      const box = join(sb.hostWorkspace, '..');
+      await sb.dispose();
+      await assert.rejects(running, (err: Error & { code?: string }) => err.code === 'TS_ERR_ABORTED');
+      assert.equal(processesWith(m2).length, 0);
+      assert.ok(!existsSync(box), 'the workspace is gone');
+      await assert.rejects(sb.sh('true'), /disposed/);
+    });
+
+    it(
+      'a command killed as its sandbox starts leaves nothing running (the init is found by the pipes it holds)',
+      { timeout: 60_000 },
+      async () => {
+        const m = marker();
+        const sb = await make();
+        for (let i = 0; i < 20; i++) {
+          const ac = new AbortController();
+          const run = sb.sh(`sleep 600 # ${m}`, { signal: ac.signal });
+          // the abort lands 0 to 9 ms into the start, before and after the init asks to die with its parent
+          await new Promise((r) => setTimeout(r, i % 10));
+          ac.abort();
+          await assert.rejects(run, (err: Error & { code?: string }) => err.code === 'TS_ERR_ABORTED');
+        }
+        await waitFor('no process of them left', () => processesWith(m).length === 0, 5000);
+        const tiny = await sb.sh(`sleep 600 # ${m}`, { limits: { wallMs: 1 } });
+        assert.equal(tiny.killedBy, 'wall');
+        await waitFor('none after a 1 ms wall clock either', () => processesWith(m).length === 0, 5000);
+      },
+    );
+
+    it('the parent’s reads and writes refuse symlinks a command made to leave the workspace', async () => {
+      const sb = await make();
+      await sb.sh('ln -s /etc/passwd out; ln -s .. up; ln -s ../../.. far; echo in > real.txt; ln -s real.txt near');
+      for (const path of ['out', 'far/etc/passwd']) {
+        await assert.rejects(sb.readFile(path), (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT', path);
+      }
+      await assert.rejects(sb.writeFile('up/escaped.txt', 'x'), (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT');
+      await assert.rejects(sb.readFile('../x'), (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT');
+      await assert.rejects(sb.readFile('/etc/passwd'), (err: Error & { code?: string }) => err.code === 'TS_ERR_INVALID_INPUT');
+      assert.ok(!existsSync(join(sb.hostWorkspace, '..', 'escaped.txt')));
+      assert.equal(await sb.readFile('near'), 'in\n');
+    });
+  });
+}
+
+describe('where no sandbox can be made', () => {
+  it('bubblewrap missing and not to be installed: a one-line TS_ERR_PREREQUISITE naming the fix', async () => {
+    await assert.rejects(
+      createSandbox({ kind: 'bwrap', bwrapPath: '/nonexistent/bwrap', install: false }),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'TS_ERR_PREREQUISITE');
+        assert.match(
+          err.message,
+          /^no sandbox can be made here, so nothing is run \(bwrap: bwrap not found .*\); install bubblewrap: sudo apt-get install bubblewrap$/,
+        );
+        return true;
+      },
+    );
+  });
+
+  it('a sandbox that cannot run a command (no system to run it with) is refused, never replaced by a run on the host', async () => {
+    const m = marker();
+    await assert.rejects(createSandbox({ systemPaths: ['/etc'], install: false }), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'TS_ERR_PREREQUISITE');
+      assert.match(err.message, /bwrap: .*; unshare: .*/);
+      return true;
+    });
+    assert.equal(processesWith(m).length, 0);
+  });
+
+  it('detection reports each way, the user sandboxes run as, and python3 inside', async () => {
+    const report = await detectSandbox();
+    assert.equal(report.kind, 'bwrap');
+    assert.deepEqual(
+      report.backends.map((b) => [b.kind, b.available]),
+      [
+        ['bwrap', true],
+        ['unshare', true],
+      ],
+    );
+    if (process.getuid?.() === 0) assert.deepEqual(report.runAs, { uid: 2_000_000_000, gid: 2_000_000_000 });
+    else assert.equal(report.runAs, undefined);
+    assert.equal(report.python.available, true);
+    assert.match(report.python.version ?? '', /^3\.\d+\.\d+$/);
+  });
+});
