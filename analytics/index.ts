@@ -8,6 +8,7 @@ export { toRow, TABLE_OF, REPLAY_TABLES, type MappedRow, type Row, type SourcePo
 export { sqlString, sqlNumber } from './sql.ts';
 export { funnel, type Funnel } from './queries/funnel.ts';
 export { rewardByVersion, type VersionReward } from './queries/reward-by-version.ts';
+export { passRateByVersion, type VersionPassRate } from './queries/pass-rate-by-version.ts';
 export { rewardOverTime, type RewardPoint, type RewardOverTimeOptions } from './queries/reward-over-time.ts';
 export { judgeStats, type JudgeStats } from './queries/judge-stats.ts';
 export { latencyPercentiles, type LatencyStats } from './queries/latency.ts';

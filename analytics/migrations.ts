@@ -80,6 +80,26 @@ export const MIGRATIONS: readonly Migration[] = [
       for (const [table, id] of REPLAY_KEYS) await addReplayTag(store, table, id);
     },
   },
+  {
+    version: 3,
+    name: 'rewards (gym rollouts and their outcomes) and the request metadata of turns',
+    statements: (t) => [
+      `CREATE TABLE IF NOT EXISTS ${t.rewards} (
+        reward_id String, session_id String, user_id String, source String, reward Float64, passed Int8,
+        detail String, turn_count UInt32, policy_model_id String, policy_version Int64, suite String, task_id String, group_id String,
+        batch_id String, rollout_index Int32, group_size UInt32, split String, created_at_ms UInt64, ${SOURCE}
+      ) ${ENGINE('reward_id')}`,
+    ],
+    apply: async (store) => {
+      if ((await columnsOf(store, 'turns')).includes('metadata')) return;
+      try {
+        await store.command(`ALTER TABLE ${store.tables.turns} ADD COLUMN metadata String`);
+      } catch (err) {
+        // Another service migrating at the same time added it first (no IF NOT EXISTS on 18.16).
+        if (!(await columnsOf(store, 'turns')).includes('metadata')) throw err;
+      }
+    },
+  },
 ];
 
 /**

@@ -3,7 +3,7 @@
  * deterministic id (so a re-delivered event replaces itself). Kept beside the DDL in
  * migrations.ts: a column added there is filled here.
  */
-import type { DeadLetter, Feedback, Judgement, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../schemas/index.ts';
+import type { DeadLetter, Feedback, Judgement, Reward, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../schemas/index.ts';
 import { invalidInput } from '../core/errors.ts';
 import { REPLAY_KEYS } from './migrations.ts';
 import type { TableId } from './tables.ts';
@@ -77,6 +77,7 @@ export function turnRow(e: Turn): Row {
     tokenized: bit(e.tokenized),
     gateway_id: e.gatewayId,
     event: JSON.stringify(e),
+    metadata: JSON.stringify(e.metadata ?? {}),
   };
 }
 
@@ -203,6 +204,31 @@ export function deadLetterRow(e: DeadLetter): Row {
   };
 }
 
+/** A verifier's outcome: one row per rollout (or other rewarded session), with where it belongs. */
+export function rewardRow(e: Reward): Row {
+  const r = e.rollout;
+  return {
+    reward_id: nonEmpty(e.rewardId, 'rewardId'),
+    session_id: nonEmpty(e.sessionId, 'sessionId'),
+    user_id: e.userId ?? '',
+    source: e.source,
+    reward: finite(e.reward, 'reward'),
+    passed: e.passed === null ? -1 : bit(e.passed),
+    detail: e.detail ?? '',
+    turn_count: e.turnIds.length,
+    policy_model_id: e.policyModelId ?? '',
+    policy_version: e.policyVersion ?? -1,
+    suite: r?.suite ?? '',
+    task_id: r?.taskId ?? '',
+    group_id: r?.groupId ?? '',
+    batch_id: r?.batchId ?? '',
+    rollout_index: r?.index ?? -1,
+    group_size: r?.groupSize ?? 0,
+    split: r?.split ?? '',
+    created_at_ms: uint(e.createdAt, 'createdAt'),
+  };
+}
+
 /** Which table each topic lands in (session state, a changelog, is not stored). */
 export const TABLE_OF: Partial<Record<TopicId, TableId>> = {
   turns: 'turns',
@@ -212,6 +238,7 @@ export const TABLE_OF: Partial<Record<TopicId, TableId>> = {
   samples: 'samples',
   weights: 'weights',
   dlq: 'dlq',
+  rewards: 'rewards',
 };
 
 /** Tables whose rows carry `replay_tag` (migration 2): what a replay re-derives. */
@@ -243,6 +270,9 @@ export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Dat
       break;
     case 'dlq':
       row = deadLetterRow(value as DeadLetter);
+      break;
+    case 'rewards':
+      row = rewardRow(value as Reward);
       break;
     default:
       throw invalidInput(`topic ${id} is not stored in analytics`);

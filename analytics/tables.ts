@@ -1,9 +1,9 @@
 /** The analytics tables: one per event topic, plus the migrations ledger. */
 import { identFragment } from './options.ts';
 
-export type TableId = 'turns' | 'feedback' | 'pairs' | 'judgements' | 'samples' | 'weights' | 'dlq';
+export type TableId = 'turns' | 'feedback' | 'pairs' | 'judgements' | 'samples' | 'weights' | 'dlq' | 'rewards';
 
-export const TABLE_IDS: readonly TableId[] = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq'];
+export const TABLE_IDS: readonly TableId[] = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq', 'rewards'];
 
 /** Fully qualified, back-quoted table names (`\`db\`.\`prefix_turns\``). */
 export type Tables = Record<TableId | 'migrations', string>;
@@ -18,6 +18,7 @@ export function tableNames(database: string, prefix: string): Tables {
     samples: q('samples'),
     weights: q('weights'),
     dlq: q('dlq'),
+    rewards: q('rewards'),
     migrations: q('schema_migrations'),
   };
 }

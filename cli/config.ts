@@ -112,6 +112,16 @@ export interface TfjsConfig {
   gpu: 'auto' | 'off';
 }
 
+/** Learning from tasks (`turnstream gym`): the trajectory assembler and the group builder. */
+export interface GrpoConfig {
+  /** How long a rollout's outcome waits for the turns it lists, ms. `TRAJECTORY_SETTLE_MS` @default 30000 */
+  settleMs: number;
+  /** Divide group advantages by the group's standard deviation (GRPO); off: r − mean. `GRPO_NORMALIZE_STD` @default true */
+  normalizeStd: boolean;
+  /** A rollout batch still missing trajectories this long after its first trains on what it has, ms. `GRPO_BATCH_TIMEOUT_MS` @default 300000 */
+  batchTimeoutMs: number;
+}
+
 /** What every stream processor shares (`turnstream process …`). */
 export interface ProcessorConfig {
   /** Records in flight per instance before its partitions pause. `PROCESSOR_CONCURRENCY` @default undefined = the runtime's: 64 per record, 4096 for a batch handler */
@@ -300,6 +310,7 @@ export interface TurnstreamConfig {
   upstream: UpstreamConfig;
   processor: ProcessorConfig;
   session: SessionConfig;
+  grpo: GrpoConfig;
   judge: JudgeConfig;
   teacher: TeacherConfig;
   clickhouse: ClickhouseConfig;
@@ -537,6 +548,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     processor: {
       concurrency: r.optionalNumber('PROCESSOR_CONCURRENCY', count),
       sessionTimeoutMs: r.optionalNumber('PROCESSOR_SESSION_TIMEOUT_MS', count),
+    },
+    grpo: {
+      settleMs: r.number('TRAJECTORY_SETTLE_MS', 30_000, positive),
+      normalizeStd: r.boolean('GRPO_NORMALIZE_STD', true),
+      batchTimeoutMs: r.number('GRPO_BATCH_TIMEOUT_MS', 300_000, positive),
     },
     session: {
       idleTimeoutMs: r.number('SESSION_IDLE_TIMEOUT_MS', 30 * 60 * 1000, positive),

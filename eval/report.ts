@@ -134,7 +134,7 @@ export function toRepliesMarkdown(r: Pick<ReportInput, 'runs'>): string {
 const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 const esc = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-interface Series {
+export interface Series {
   /** Legend label (also the path's `data-series`). */
   label: string;
   points: Array<[number, number]>;
@@ -145,8 +145,15 @@ interface Series {
   ends?: boolean;
 }
 
-/** A line chart of satisfaction (0–1) against interactions; the legend on the right. */
-function lineChart(title: string, subtitles: string[], xLabel: string, xs: number[], series: Series[]): string {
+/** A line chart of a share (0–1) against `xLabel`; the legend on the right. */
+export function lineChart(
+  title: string,
+  subtitles: string[],
+  xLabel: string,
+  xs: number[],
+  series: Series[],
+  yLabel = 'held-out satisfaction',
+): string {
   const W = 760;
   const m = { l: 60, r: 200, t: 40 + 18 * subtitles.length, b: 50 };
   const H = Math.max(420, m.t + 16 * series.length + 40);
@@ -170,7 +177,7 @@ function lineChart(title: string, subtitles: string[], xLabel: string, xs: numbe
   for (const v of [...new Set(xs)].sort((a, b) => a - b))
     out.push(`<text x="${x(v)}" y="${m.t + ph + 18}" text-anchor="middle">${v}</text>`);
   out.push(`<text x="${m.l + pw / 2}" y="${H - 10}" text-anchor="middle">${esc(xLabel)}</text>`);
-  out.push(`<text transform="translate(16,${m.t + ph / 2}) rotate(-90)" text-anchor="middle">held-out satisfaction</text>`);
+  out.push(`<text transform="translate(16,${m.t + ph / 2}) rotate(-90)" text-anchor="middle">${esc(yLabel)}</text>`);
   out.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${m.t + ph}" stroke="#333"/>`);
   out.push(`<line x1="${m.l}" x2="${m.l + pw}" y1="${m.t + ph}" y2="${m.t + ph}" stroke="#333"/>`);
   series.forEach((s, i) => {

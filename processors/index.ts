@@ -7,6 +7,13 @@ export { startGroupBuilder, type GroupBuilderServiceOptions } from './group-buil
 export { TrajectoryCore, stepOf, type TrajectoryAssemblerOptions } from './trajectory-assembler/index.ts';
 export { BatchCore, batchSamples, groupAdvantages, type BatchReport, type GroupBuilderOptions } from './group-builder/index.ts';
 export { defaultGroupId, type ServiceOptions } from './service-options.ts';
+export {
+  startClickhouseSink,
+  SINK_TOPICS,
+  type ClickhouseSinkHandle,
+  type ClickhouseSinkOptions,
+  type SinkStats,
+} from './clickhouse-sink/index.ts';
 
 export {
   applyTurn,

@@ -334,6 +334,9 @@ export function rewardSchema(ctx: Ctx = new Set()): Schema {
       optField('passed', 'boolean'),
       optField('detail', 'string'),
       field('turnIds', arr('string'), { default: [] }),
+      // The model id and version that served the rollout's first call, when the sender knows them.
+      optField('policyModelId', 'string'),
+      optField('policyVersion', 'long'),
       optField('rollout', rolloutInfo(ctx)),
       field('createdAt', millis),
     ],

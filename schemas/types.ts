@@ -326,6 +326,10 @@ export interface Reward {
   detail: string | null;
   /** The trajectory's model calls in order; empty: every main turn of the session read before the outcome settles. */
   turnIds: string[];
+  /** The model id that served the rollout, when the sender knows it. */
+  policyModelId: string | null;
+  /** The version that served the rollout's first call (X-Policy-Version), when known. */
+  policyVersion: number | null;
   rollout: RolloutInfo | null;
   createdAt: number;
 }

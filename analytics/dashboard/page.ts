@@ -60,6 +60,7 @@ export function dashboardPage(o: PageOptions): string {
   <section><h2>Latency percentiles (ms)</h2><div class="chart"><canvas id="chart-latency"></canvas></div></section>
   <section><h2>Dead letters by reason</h2><div id="dlq"></div></section>
   <section class="wide" id="eval-section" hidden><h2>Simulated users — held-out satisfaction per version (last <code>turnstream eval</code>)</h2><p id="eval-summary"></p><div class="chart"><canvas id="chart-eval"></canvas></div></section>
+  <section class="wide" id="gym-section" hidden><h2>Tasks (<code>turnstream gym</code>) — verifier pass rate per policy version, held-out</h2><div class="chart"><canvas id="chart-gym"></canvas></div></section>
   <section class="wide"><h2>Users</h2><div id="users"></div></section>
   <section class="wide"><h2>Recent sessions</h2><div id="sessions"></div></section>
 </main>
@@ -200,6 +201,25 @@ export function dashboardPage(o: PageOptions): string {
       options: { scales: { y: { min: 0, max: 1 }, x: { title: { display: true, text: 'interactions' } } } },
     });
   }
+  function renderGym(rows) {
+    const held = (rows || []).filter((r) => r.split === 'EVAL' && r.pass_rate !== null);
+    if (held.length === 0) return;
+    document.getElementById('gym-section').hidden = false;
+    const models = [...new Set(held.map((r) => r.policy_model_id))];
+    const versions = [...new Set(held.map((r) => r.policy_version))].sort((a, b) => a - b);
+    draw('gym', {
+      type: 'line',
+      data: {
+        labels: versions.map(String),
+        datasets: models.map((m, i) => ({
+          label: m,
+          data: versions.map((v) => { const r = held.find((x) => x.policy_model_id === m && x.policy_version === v); return r ? r.pass_rate : null; }),
+          borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length], borderWidth: 2, tension: 0.2, spanGaps: true,
+        })),
+      },
+      options: { scales: { y: { min: 0, max: 1 }, x: { title: { display: true, text: 'policy version' } } } },
+    });
+  }
   async function getJson(path) {
     const res = await fetch(path, { cache: 'no-store' });
     const body = await res.json();
@@ -234,13 +254,15 @@ export function dashboardPage(o: PageOptions): string {
   async function refresh() {
     const status = document.getElementById('status');
     try {
-      const [body, runs, compared, evaluation] = await Promise.all([
+      const [body, runs, compared, evaluation, gym] = await Promise.all([
         getJson(scoped('api/overview')),
         getJson('api/runs'),
         TAG ? getJson('api/compare?a=&b=' + encodeURIComponent(TAG)) : Promise.resolve(null),
         getJson('api/eval'),
+        getJson('api/pass-rate-by-version'),
       ]);
       renderEval(evaluation);
+      renderGym(gym);
       state.imported = body.imported || null;
       renderRuns(runs);
       if (compared) renderCompare(compared);

@@ -19,6 +19,7 @@ import { funnel } from '../queries/funnel.ts';
 import { judgeStats } from '../queries/judge-stats.ts';
 import { latencyPercentiles } from '../queries/latency.ts';
 import { rewardByVersion } from '../queries/reward-by-version.ts';
+import { passRateByVersion } from '../queries/pass-rate-by-version.ts';
 import { rewardOverTime } from '../queries/reward-over-time.ts';
 import { listRuns } from '../queries/runs.ts';
 import type { QueryScope, TurnSource } from '../queries/scope.ts';
@@ -152,6 +153,7 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   json('/api/overview', (q) => overview(store, { ...scopeOf(q), bucketMs: o.bucketMs }));
   json('/api/funnel', (q) => funnel(store, scopeOf(q)));
   json('/api/reward-by-version', (q) => rewardByVersion(store, scopeOf(q)));
+  json('/api/pass-rate-by-version', (q) => passRateByVersion(store, { limit: limitOf(q) }));
   json('/api/reward-over-time', (q) =>
     rewardOverTime(store, { ...scopeOf(q), bucketMs: q.bucket_ms ? Number(q.bucket_ms) || undefined : o.bucketMs, limit: limitOf(q) }),
   );

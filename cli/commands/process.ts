@@ -1,6 +1,7 @@
 /**
- * `turnstream process <session-assembler|judge|sample-builder> [--instance id]`: one processor
- * service. Run several with distinct `--instance` ids to share the partitions.
+ * `turnstream process <session-assembler|judge|sample-builder|trajectory-assembler|group-builder>
+ * [--instance id]`: one processor service. Run several with distinct `--instance` ids to share the
+ * partitions.
  */
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
@@ -10,13 +11,15 @@ import {
   loadTeacher,
   startJudge,
   startSampleBuilder,
+  startGroupBuilder,
   startSessionAssembler,
+  startTrajectoryAssembler,
 } from '../../processors/index.ts';
 import { createKafka, createLogger, parseBrokers, waitForDependencies, type ProcessorHandle } from '../../streams/index.ts';
 import { servedModel } from '../served-model.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
-export const PROCESSORS = ['session-assembler', 'judge', 'sample-builder'] as const;
+export const PROCESSORS = ['session-assembler', 'judge', 'sample-builder', 'trajectory-assembler', 'group-builder'] as const;
 export type ProcessorName = (typeof PROCESSORS)[number];
 
 /**
@@ -48,6 +51,10 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
       endPolicy: config.session.endPolicy,
       feedbackGraceMs: config.session.feedbackGraceMs ?? DEFAULT_FEEDBACK_GRACE_MS,
     });
+  }
+  if (name === 'trajectory-assembler') return startTrajectoryAssembler({ ...common, settleMs: config.grpo.settleMs });
+  if (name === 'group-builder') {
+    return startGroupBuilder({ ...common, normalizeStd: config.grpo.normalizeStd, batchTimeoutMs: config.grpo.batchTimeoutMs });
   }
   if (name === 'judge') {
     const judge = createJudge({ ...config.judge, mode: config.trainMethod });
@@ -86,7 +93,7 @@ export function teacherUpstream(config: TurnstreamConfig): { baseUrl: string; mo
 export function register(program: Command): void {
   program
     .command('process')
-    .description('run one stream processor: session-assembler, judge or sample-builder')
+    .description(`run one stream processor: ${PROCESSORS.join(', ')}`)
     .argument('<name>', PROCESSORS.join(' | '))
     .option('--instance <id>', 'instance id, unique among instances of this processor', '0')
     .action(async (name: string, flags: { instance: string }) => {

@@ -11,6 +11,7 @@ import { createEventCodecs, createKafka, ensureTopics, parseBrokers } from '../.
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
 import { progressReporter } from './model.ts';
+import { PROCESSORS } from './process.ts';
 import { Supervisor, type ServiceSpec } from '../supervisor.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/turnstream.js', import.meta.url));
@@ -22,7 +23,7 @@ function services(program: Command, gatewayUrl: string, dashboardPort: number): 
   const list: ServiceSpec[] = [];
   if (has('gateway')) list.push({ name: 'gateway', args: ['gateway'], url: gatewayUrl, healthy: httpOk(`${gatewayUrl}/healthz`) });
   if (has('process')) {
-    for (const p of ['session-assembler', 'judge', 'sample-builder']) list.push({ name: p, args: ['process', p] });
+    for (const p of PROCESSORS) list.push({ name: p, args: ['process', p] });
   }
   if (has('train')) list.push({ name: 'trainer', args: ['train'] });
   if (has('sink')) list.push({ name: 'clickhouse-sink', args: ['sink'] });

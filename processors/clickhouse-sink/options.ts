@@ -4,7 +4,7 @@ import type { TopicId } from '../../schemas/index.ts';
 import type { EventCodecs, Logger } from '../../streams/index.ts';
 
 /** Topics the sink stores by default: every topic but the assembler's changelog. */
-export const SINK_TOPICS: readonly TopicId[] = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq'];
+export const SINK_TOPICS: readonly TopicId[] = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq', 'rewards'];
 
 export interface ClickhouseSinkOptions {
   kafka: Kafka;

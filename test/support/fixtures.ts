@@ -230,6 +230,8 @@ export function exampleReward(over: Partial<Reward> = {}): Reward {
     passed: true,
     detail: 'exit 0',
     turnIds: ['3b8f4a52-7f43-4d8a-9d1e-0a5c2b7e9f10'],
+    policyModelId: 'turnstream-tiny',
+    policyVersion: 0,
     rollout: {
       suite: 'terminal',
       taskId: 'upper-copy',

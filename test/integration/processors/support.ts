@@ -36,7 +36,7 @@ export async function family(name: string): Promise<Family> {
   return { kafka, codecs, producer, prefix, close: () => producer.disconnect() };
 }
 
-export async function readAll<K extends 'turns' | 'pairs' | 'judgements' | 'samples' | 'dlq' | 'sessionState'>(
+export async function readAll<K extends 'turns' | 'pairs' | 'judgements' | 'samples' | 'dlq' | 'sessionState' | 'trajectories' | 'rewards'>(
   f: Family,
   id: K,
 ): Promise<Array<TopicValues[K]>> {

@@ -53,6 +53,7 @@ describe('loadConfig', () => {
         systemPrompt: undefined,
         gpu: 'auto',
       },
+      grpo: { settleMs: 30_000, normalizeStd: true, batchTimeoutMs: 300_000 },
       tfjs: { backend: 'auto', nativeDir: join(homedir(), '.cache', 'turnstream', 'native'), gpu: 'auto' },
       gateway: {
         port: 30000,
