@@ -3,6 +3,7 @@
  * else unshare), bubblewrap installed first where it is missing and this process may install it
  * (root with apt-get, as the stack installs ClickHouse), then a fresh workspace with the task's
  * files. Where no way works the error names each reason and the fix; nothing runs on the host.
+ * Each new sandbox first clears what killed parents left under the same folder (reap-orphans.ts).
  */
 import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
@@ -10,6 +11,7 @@ import { probeSandboxes, type DetectOptions, type SandboxDetection, type Sandbox
 import { INSTALL_BUBBLEWRAP, installBubblewrap, shouldInstallBubblewrap } from './install-bubblewrap.ts';
 import { resolveLimits } from './limits.ts';
 import { LinuxSandbox } from './linux-sandbox.ts';
+import { reapOrphans } from './reap-orphans.ts';
 import { BASE_ENV, type Sandbox, type SandboxKind, type SandboxOptions } from './sandbox.ts';
 import { Workspace } from './workspace.ts';
 
@@ -62,6 +64,7 @@ async function chooseHost(options: SandboxOptions): Promise<SandboxHost> {
 export async function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const limits = resolveLimits(undefined, options.limits);
   const host = await chooseHost(options);
+  await reapOrphans(host.tmpRoot);
   const workspace = await Workspace.create(host.tmpRoot, host.runAs);
   try {
     const sandbox = new LinuxSandbox(host, workspace, limits, { ...BASE_ENV, ...options.env }, options.python ?? 'python3');

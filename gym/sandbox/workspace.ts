@@ -1,5 +1,6 @@
 /**
- * A sandbox's temporary folder on the host: `workspace/` (seen as /workspace inside, where
+ * A sandbox's temporary folder on the host, `turnstream-sandbox-<pid>-…` (the pid of the process
+ * that made it, see reap-orphans.ts): `workspace/` (seen as /workspace inside, where
  * commands run), `tmp/` (seen as /tmp) and `root/` (where the unshare sandbox builds its root).
  * The parent reads and writes workspace files itself, confined to the workspace: a path is
  * relative, without `..`, and no symlink on the way may lead out. Each opened file is checked
@@ -8,9 +9,11 @@
  * nothing in the sandbox can swap anything).
  */
 import { constants as fsConstants } from 'node:fs';
-import { chmod, chown, lstat, mkdir, mkdtemp, open, readdir, readlink, realpath, rm } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, mkdtemp, open, readlink, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
+import { boxPrefix } from './reap-orphans.ts';
+import { removeTree } from './remove-tree.ts';
 
 /**
  * A workspace path made safe (pure): relative, `/`-separated, without `.`, `..` or empty parts.
@@ -61,7 +64,7 @@ export class Workspace {
 
   /** A fresh temporary folder under `tmpRoot`, owned by `owner` where one is given. */
   static async create(tmpRoot: string, owner?: Owner): Promise<Workspace> {
-    const box = await realpath(await mkdtemp(join(tmpRoot, 'turnstream-sandbox-')));
+    const box = await realpath(await mkdtemp(join(tmpRoot, boxPrefix())));
     const ws = new Workspace(box, owner);
     for (const d of [ws.dir, ws.tmp, ws.root]) await mkdir(d, { mode: 0o755 });
     await chmod(ws.tmp, 0o1777);
@@ -156,13 +159,7 @@ export class Workspace {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    try {
-      await rm(this.box, { recursive: true, force: true });
-    } catch {
-      // a folder a command made unreadable (chmod 000) stops a non-root rm: open it up and retry
-      await openUp(this.box);
-      await rm(this.box, { recursive: true, force: true });
-    }
+    await removeTree(this.box);
   }
 
   private live(): void {
@@ -209,11 +206,4 @@ export class Workspace {
     const opened = await readlink(`/proc/self/fd/${fd}`);
     if (!isInside(this.dir, opened)) throw escapes(clean);
   }
-}
-
-/** Gives the owner rwx on every folder below `dir`, so that it can be removed. */
-async function openUp(dir: string): Promise<void> {
-  await chmod(dir, 0o700).catch(() => undefined);
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) if (e.isDirectory()) await openUp(join(dir, e.name));
 }

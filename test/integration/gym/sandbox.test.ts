@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -13,6 +14,7 @@ import { createServer, connect, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createSandbox, detectSandbox, type Sandbox, type SandboxOptions } from '../../../gym/index.ts';
+import { reapOrphans } from '../../../gym/sandbox/reap-orphans.ts';
 import { DEFAULT_SYSTEM_PATHS } from '../../../gym/sandbox/sandbox.ts';
 
 const REPO = new URL('../../../', import.meta.url).pathname;
@@ -25,19 +27,23 @@ async function waitFor(what: string, check: () => boolean, timeoutMs = 15_000): 
   }
 }
 
-/** Live processes (zombies have no command line) whose command line holds `marker`. */
-function processesWith(marker: string): number[] {
+/** Live processes (zombies have no command line) whose command line holds `marker`, or whose arguments pass `test`. */
+function processesWith(marker: string | ((args: string[]) => boolean)): number[] {
   const pids: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(marker)) pids.push(Number(name));
+      const line = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      if (typeof marker === 'string' ? line.includes(marker) : line && marker(line.split('\0').slice(0, -1))) pids.push(Number(name));
     } catch {
       // gone meanwhile
     }
   }
   return pids;
 }
+
+/** The command `sh -c command` itself (not the sandbox's processes that name it among their arguments). */
+const shell = (command: string) => (args: string[]) => args.length === 3 && args[0] === 'sh' && args[1] === '-c' && args[2] === command;
 
 const marker = () => `tsmark${randomUUID().replaceAll('-', '')}`;
 
@@ -331,13 +337,16 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       const code = [
         `import { createSandbox } from ${JSON.stringify(join(REPO, 'gym/index.ts'))};`,
         `const sb = await createSandbox({ kind: '${kind}', install: false, tmpRoot: ${JSON.stringify(tmpRoot)} });`,
-        `await sb.sh('sleep 600 & sleep 600 # ${m}');`,
+        `await sb.sh('sleep 600 & sleep 600 # ' + '${m}');`,
       ].join('\n');
       const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: 'ignore' });
       try {
-        await waitFor('the sandbox of the child process', () => processesWith(m).length >= 3, 30_000);
+        await waitFor('the sandbox of the child process', () => processesWith(shell(`sleep 600 & sleep 600 # ${m}`)).length === 1, 30_000);
         parent.kill('SIGKILL');
         await waitFor('no process of it left', () => processesWith(m).length === 0, 5000);
+        assert.equal(readdirSync(tmpRoot).length, 1, 'its folder stays, as a killed process cannot remove it');
+        await make({ tmpRoot });
+        assert.equal(readdirSync(tmpRoot).length, 1, 'until the next sandbox clears it');
       } finally {
         parent.kill('SIGKILL');
         await rm(tmpRoot, { recursive: true, force: true }); // what a killed process cannot remove: its files
@@ -348,17 +357,29 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       const m = marker();
       const tmpRoot = await mkdtemp('/tmp/turnstream-test-');
       await chmod(tmpRoot, 0o755);
-      // a command starts every 2 ms, so whenever the parent dies some sandboxes are in their first milliseconds
+      // a command starts every 5 ms, so whenever the parent dies some sandboxes are in their first milliseconds
       const code = [
         `import { createSandbox } from ${JSON.stringify(join(REPO, 'gym/index.ts'))};`,
         `const sb = await createSandbox({ kind: '${kind}', install: false, tmpRoot: ${JSON.stringify(tmpRoot)} });`,
-        `setInterval(() => void sb.sh('sleep 600 # ${m}').catch(() => undefined), 2);`,
+        `setInterval(() => void sb.sh('sleep 600 # ' + '${m}').catch(() => undefined), 5);`,
       ].join('\n');
       const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: 'ignore' });
       try {
-        await waitFor('sandboxes starting', () => processesWith(m).length >= 20, 30_000);
+        await waitFor('commands running', () => processesWith(shell(`sleep 600 # ${m}`)).length >= 3, 30_000);
         parent.kill('SIGKILL');
-        await waitFor('no process of them left', () => processesWith(m).length === 0, 5000);
+        await once(parent, 'exit');
+        // every command is stopped by its lifeline; a bubblewrap killed in its first milliseconds
+        // stays blocked in its set-up, running nothing, until the next sandbox clears it
+        await waitFor('no command left', () => processesWith(shell(`sleep 600 # ${m}`)).length === 0, 5000);
+        // (a sandbox whose start the parent's death caught may show up a moment later: reap until none is left)
+        const deadline = Date.now() + 10_000;
+        while (processesWith(m).length > 0) {
+          assert.ok(Date.now() < deadline, `left running: ${processesWith(m).join(', ')}`);
+          await reapOrphans(tmpRoot);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const next = await make({ tmpRoot });
+        assert.deepEqual(readdirSync(tmpRoot), [join(next.hostWorkspace, '..').split('/').at(-1)], 'the dead parent’s folders removed');
       } finally {
         parent.kill('SIGKILL');
         await rm(tmpRoot, { recursive: true, force: true });

@@ -1,0 +1,47 @@
+/** What a killed parent leaves (processes naming its sandbox folders, the folders) is cleared; a live parent's never. */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { boxOwner, boxPrefix, isAlive, reapOrphans } from '../../../gym/sandbox/reap-orphans.ts';
+
+describe('reaping what killed parents left', () => {
+  it('reads the parent from a sandbox folder’s name', () => {
+    assert.equal(boxOwner(`${boxPrefix(1234)}aB3dEf`), 1234);
+    assert.equal(boxOwner('turnstream-sandbox-x-1'), undefined);
+    assert.equal(boxOwner('other'), undefined);
+    assert.equal(isAlive(process.pid), true);
+  });
+
+  it('kills the processes and removes the folders of a dead parent, and leaves a live parent’s alone', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'ts-reap-'));
+    const dead = spawnSync('true').pid as number; // a pid that no longer runs
+    assert.equal(isAlive(dead), false);
+    const orphanBox = join(root, `${boxPrefix(dead)}abcdef`);
+    const liveBox = join(root, `${boxPrefix()}ghijkl`);
+    await mkdir(join(orphanBox, 'workspace'), { recursive: true });
+    await mkdir(liveBox);
+    // stand-ins for a sandbox's processes: their command lines name the folders
+    const sleeper = (box: string) => spawn('python3', ['-c', 'import time; time.sleep(600)', box], { stdio: 'ignore' });
+    const orphan = sleeper(join(orphanBox, 'workspace'));
+    const live = sleeper(liveBox);
+    try {
+      const deadline = Date.now() + 10_000;
+      while (!(isAlive(orphan.pid as number) && isAlive(live.pid as number)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      const exited = once(orphan, 'exit');
+      assert.deepEqual(await reapOrphans(root), { killed: 1, removed: 1 });
+      assert.deepEqual(await exited, [null, 'SIGKILL']);
+      assert.equal(live.exitCode, null, 'the live parent’s process runs on');
+      assert.ok(!existsSync(orphanBox) && existsSync(liveBox));
+    } finally {
+      orphan.kill('SIGKILL');
+      live.kill('SIGKILL');
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});
