@@ -9,6 +9,7 @@
  * (package.json `allowScripts`), which would download from a site not every machine reaches.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, lstat, mkdir, readFile, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
@@ -84,7 +85,13 @@ const prerequisite = (message: string, cause?: unknown): TurnstreamError =>
 
 /** The cache folder of one build: every version it depends on is in its name. */
 export function buildKey(dist: NativeDist): string {
-  return `${dist.variant}-tf${dist.tensorflow.version}-tfjs${TFJS_NODE_VERSION}-${process.platform}-${process.arch}-${dist.tensorflow.sha256.slice(0, 12)}`;
+  const cuda = dist.cuda.length
+    ? `-cuda${createHash('sha256')
+        .update(dist.cuda.map((w) => w.sha256).join())
+        .digest('hex')
+        .slice(0, 8)}`
+    : '';
+  return `${dist.variant}-tf${dist.tensorflow.version}-tfjs${TFJS_NODE_VERSION}-${process.platform}-${process.arch}-${dist.tensorflow.sha256.slice(0, 12)}${cuda}`;
 }
 
 /** The folder of an installed npm package, or undefined. */

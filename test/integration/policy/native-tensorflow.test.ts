@@ -92,3 +92,22 @@ test('a CUDA device whose GPU build cannot be had falls back to the CPU build, s
   assert.match(warnings[0], /tensorflow-gpu: .*not found/);
   assert.match(status.reason, /the GPU build was not had/);
 });
+
+test(
+  'the GPU build on a machine without a GPU: it builds from the CUDA wheel, loads, computes right, and says it sees no GPU',
+  { timeout: 900_000 },
+  async () => {
+    // The NVIDIA libraries are left out (gigabytes, and no device to use them here): TensorFlow
+    // loads them lazily and, without them, runs on the CPU.
+    const gpu = { ...NATIVE_DISTS.gpu, cuda: [] };
+    const { status, warnings } = await select({
+      native: { dists: { ...NATIVE_DISTS, gpu }, cudaDevice: { present: true, detail: 'a test device' } },
+    });
+    assert.equal(status.backend, 'tensorflow-gpu');
+    assert.equal(status.native?.variant, 'gpu');
+    assert.equal(status.native?.gpuInUse, false);
+    assert.match(status.check, /largest relative error/);
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(warnings[0], /the GPU build loaded but TensorFlow sees no GPU/);
+  },
+);
