@@ -2,7 +2,7 @@
  * `turnstream doctor [--json] [--no-install]`: what this machine gives turnstream, and why: the
  * Node version, the tfjs backend a training service gets (native TensorFlow, built on first use,
  * or the fallback with the reason and the fix), the CUDA device, the native build in the cache,
- * and llama.cpp's runtime. One JSON object with --json.
+ * llama.cpp's runtime, and the gym's sandbox. One JSON object with --json.
  */
 import type { Command } from 'commander';
 import {
@@ -14,6 +14,7 @@ import {
   selectBackendStatus,
   type BackendStatus,
 } from '../../policy/index.ts';
+import { detectSandbox, type SandboxReport } from '../../gym/index.ts';
 import { loadConfig } from '../config.ts';
 import { progressReporter } from './model.ts';
 
@@ -26,6 +27,8 @@ export interface DoctorReport {
   native: { dir: string; cpuBuild: boolean; gpuBuild: boolean };
   cuda: { present: boolean; detail: string };
   llamaCpp: { backend: string } | { error: string };
+  /** The gym's sandbox (Linux namespaces): which kind, and why not where none. */
+  sandbox: SandboxReport | { error: string };
 }
 
 export async function doctorReport(opts: { install: boolean }): Promise<DoctorReport> {
@@ -46,6 +49,7 @@ export async function doctorReport(opts: { install: boolean }): Promise<DoctorRe
   } catch (err) {
     llamaCpp = { error: (err as Error).message };
   }
+  const sandbox = await detectSandbox().catch((err: Error) => ({ error: err.message }));
   return {
     node: { version: process.version, tested: (TESTED_NODE_MAJORS as readonly number[]).includes(major) },
     tfjs,
@@ -56,6 +60,7 @@ export async function doctorReport(opts: { install: boolean }): Promise<DoctorRe
     },
     cuda: detectCudaDevice(),
     llamaCpp,
+    sandbox,
   };
 }
 
@@ -71,12 +76,21 @@ function print(r: DoctorReport): void {
   say(`native      ${r.native.dir}  (cpu build: ${r.native.cpuBuild ? 'yes' : 'no'}, gpu build: ${r.native.gpuBuild ? 'yes' : 'no'})`);
   say(`cuda        ${r.cuda.present ? 'present' : 'none'}: ${r.cuda.detail}`);
   say(`llama.cpp   ${'error' in r.llamaCpp ? r.llamaCpp.error : r.llamaCpp.backend}`);
+  const sb = r.sandbox;
+  if ('error' in sb) say(`sandbox     ${sb.error}`);
+  else if (sb.kind)
+    say(
+      `sandbox     ${sb.kind}${sb.runAs ? ` (as uid ${sb.runAs.uid})` : ''}; python3 ${sb.python.available ? sb.python.version : `no: ${sb.python.reason}`}`,
+    );
+  else say(`sandbox     none: ${sb.backends.map((b) => `${b.kind}: ${b.reason}`).join('; ')}${sb.fix ? `. Fix: ${sb.fix}` : ''}`);
 }
 
 export function register(program: Command): void {
   program
     .command('doctor')
-    .description('what this machine gives turnstream: Node, the tfjs backend and why, the native TensorFlow build, CUDA, llama.cpp')
+    .description(
+      'what this machine gives turnstream: Node, the tfjs backend and why, the native TensorFlow build, CUDA, llama.cpp, the sandbox',
+    )
     .option('--json', 'print one JSON object')
     .option('--no-install', 'do not fetch or build native TensorFlow; report what is in the cache')
     .action(async (flags: { json?: boolean; install: boolean }) => {

@@ -35,6 +35,7 @@ describe('turnstream doctor', () => {
     assert.match(report.tfjs.reason, /asked for/);
     assert.match(report.tfjs.check, /largest relative error/);
     assert.equal(report.llamaCpp && 'backend' in report.llamaCpp ? report.llamaCpp.backend : '', 'cpu');
+    assert.ok(!('error' in report.sandbox) && report.sandbox.kind, 'this machine makes sandboxes (bubblewrap or unshare)');
   });
 
   it('without a native build (and --no-install) it says why the trainer would run on wasm', async () => {
@@ -52,5 +53,6 @@ describe('turnstream doctor', () => {
     assert.match(stdout, /^node {8}v\d+/m);
     assert.match(stdout, /^tfjs {8}wasm: /m);
     assert.match(stdout, /not native because: tensorflow: no cpu build/);
+    assert.match(stdout, /^sandbox {5}(bwrap|unshare)/m);
   });
 });
