@@ -1,60 +1,24 @@
 /**
- * The real OpenClaw agent for tests: npm `openclaw` at a pinned version, run under Node 24 (its
- * engines need ≥ 24.16; npm `node-<platform>-<arch>` provides one where this Node is older).
- * Installed once into a cache folder ($TURNSTREAM_OPENCLAW_CACHE, else
- * ~/.cache/turnstream/openclaw-<version>) and reused, so CI downloads it once (≈ 830 MB, 1 min).
+ * The real OpenClaw agent for tests: npm `openclaw` at a pinned version, run under Node 24,
+ * installed by integrations/openclaw (ensure-openclaw.ts) once into a cache folder
+ * ($TURNSTREAM_OPENCLAW_CACHE, else ~/.cache/turnstream/openclaw-<version>) and reused, so CI
+ * downloads it once (≈ 830 MB, 1 min).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
+import { ensureOpenClaw as ensure, NODE24_VERSION as INSTALLED_NODE24, type OpenClawInstall } from '../../integrations/openclaw/index.ts';
 
-export const OPENCLAW_VERSION = '2026.9.6';
+export { OPENCLAW_VERSION, type OpenClawInstall } from '../../integrations/openclaw/index.ts';
+
+// .ci/run reads this line for the Node 24 it tests under; the typecheck holds it equal to the installer's.
 export const NODE24_VERSION = '24.22.3';
+const _sameNode24: typeof INSTALLED_NODE24 = NODE24_VERSION;
 
 const run = promisify(execFile);
 
-export interface OpenClawInstall {
-  /** The Node binary OpenClaw runs under. */
-  node: string;
-  /** openclaw.mjs. */
-  cli: string;
-}
-
-const nodeIsRecentEnough = (): boolean => {
-  const [major, minor] = process.versions.node.split('.').map(Number);
-  return (major === 24 && minor >= 16) || (major === 26 && minor >= 1) || major > 26;
-};
-
-/** Installs (once) and returns OpenClaw and a Node it runs under. */
-export async function ensureOpenClaw(): Promise<OpenClawInstall> {
-  const ownNode = nodeIsRecentEnough();
-  const nodePkg = `node-${process.platform}-${process.arch}`;
-  const dir = process.env.TURNSTREAM_OPENCLAW_CACHE || join(homedir(), '.cache', 'turnstream', `openclaw-${OPENCLAW_VERSION}`);
-  const install: OpenClawInstall = {
-    node: ownNode ? process.execPath : join(dir, 'node_modules', nodePkg, 'bin', 'node'),
-    cli: join(dir, 'node_modules', 'openclaw', 'openclaw.mjs'),
-  };
-  if (existsSync(join(dir, '.ready')) && existsSync(install.node)) return install;
-  // Install beside, then rename into place: an interrupted install never looks complete.
-  const tmp = `${dir}.tmp-${process.pid}`;
-  await rm(tmp, { recursive: true, force: true });
-  await mkdir(tmp, { recursive: true });
-  await writeFile(join(tmp, 'package.json'), JSON.stringify({ name: 'turnstream-openclaw-cache', private: true }));
-  const pkgs = [`openclaw@${OPENCLAW_VERSION}`, ...(ownNode ? [] : [`${nodePkg}@${NODE24_VERSION}`])];
-  // --ignore-scripts: native add-ons would be built for this Node, not the one OpenClaw runs under.
-  await run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', ...pkgs], {
-    cwd: tmp,
-    maxBuffer: 16 << 20,
-  });
-  await writeFile(join(tmp, '.ready'), `${pkgs.join(' ')}\n`);
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dirname(dir), { recursive: true });
-  await rename(tmp, dir);
-  return install;
-}
+/** Installs (once) and returns OpenClaw and a Node it runs under: in $TURNSTREAM_OPENCLAW_CACHE where set. */
+export const ensureOpenClaw = (): Promise<OpenClawInstall> => ensure({ dir: process.env.TURNSTREAM_OPENCLAW_CACHE || undefined });
 
 /** An isolated OpenClaw: its own HOME and state directory. */
 export interface OpenClawEnv {
