@@ -53,7 +53,8 @@ export { llamaRuntime, llamaBackendName, type LlamaRuntimeOptions } from './llam
 export { TokenBytes } from './llama/token-bytes.ts';
 export { drawToken, type DrawOptions, type Drawn } from './llama/sample-from.ts';
 export { llamaConfigFrom, isTrainableArchitecture, TRAINABLE_ARCHITECTURES, type LlamaConfig } from './llama/llama-config.ts';
-export { TfLlamaModel, type LlamaTrainPass } from './llama/llama-model.ts';
+export { TfLlamaModel, DEFAULT_KEEP_BYTES, type LlamaTrainPass, type LlamaRowsPass, type TrainPassOptions } from './llama/llama-model.ts';
+export { plainOperandsOnly } from './llama/frozen-linear.ts';
 export { LoraAdapter, DEFAULT_LORA, LORA_TARGETS, parseLoraTargets, targetTensor, type LoraConfig, type LoraTarget } from './llama/lora.ts';
 export type { TensorSource } from './llama/tensor-source.ts';
 export * from './models/index.ts';

@@ -6,7 +6,7 @@
  * micro-batches of at most `microBatchTokens` tokens.
  */
 import * as tf from '@tensorflow/tfjs';
-import { selectRows, type LoraAdapter, type TfLlamaModel, type TransformerModel } from '../policy/index.ts';
+import { plainOperandsOnly, selectRows, type LoraAdapter, type TfLlamaModel, type TransformerModel } from '../policy/index.ts';
 
 /** One sequence: its token ids and the positions whose next-token logits are wanted. */
 export interface SequenceRow {
@@ -132,6 +132,15 @@ export class LoraTrainable implements TrainablePolicy {
   }
 
   forward(rows: SequenceRow[]): TrainPass {
+    // Native TensorFlow runs a micro-batch's rows as one pass (trainPassRows); wasm one by one.
+    if (!plainOperandsOnly() && rows.length > 1) {
+      const pass = this.model.trainPassRows(rows, this.lora);
+      pass.firstInputs.forEach((x, i) => {
+        this.kept.get(rows[i])?.dispose();
+        this.kept.set(rows[i], tf.clone(x));
+      });
+      return { logits: pass.logits, backward: (dlogits) => pass.backward(dlogits), dispose: () => pass.dispose() };
+    }
     const passes = rows.map((r) => this.model.trainPass(r.ids, r.positions, this.lora));
     passes.forEach((p, i) => {
       this.kept.get(rows[i])?.dispose();

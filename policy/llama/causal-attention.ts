@@ -52,19 +52,21 @@ export function causalAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, 
 
 /** What the grouped attention keeps for its backward pass: the grouped q, k, v and the probabilities. */
 export interface GroupedAttentionSaved {
-  /** [kvHeads, group·T, d] */
+  /** [rows·kvHeads, group·T, d] */
   qg: tf.Tensor3D;
-  /** [kvHeads, T, d] */
+  /** [rows·kvHeads, T, d] */
   kg: tf.Tensor3D;
-  /** [kvHeads, T, d] */
+  /** [rows·kvHeads, T, d] */
   vg: tf.Tensor3D;
-  /** [kvHeads, group·T, T] */
+  /** [rows·kvHeads, group·T, T] */
   probs: tf.Tensor3D;
 }
 
 /**
- * Query head h = kv·group + j: q [T, heads·d] → [kvHeads, group·T, d], each group's heads one
- * after another, so that one batched product per key/value group serves all of its query heads.
+ * Query head h = kv·group + j: q [rows·T, heads·d] → [rows·kvHeads, group·T, d], each group's
+ * heads one after another, so that one batched product per key/value group (and row) serves all
+ * of its query heads. `rows` sequences of T tokens each, right-padded: with causal attention a
+ * real token never sees the padding after it.
  */
 export function groupedAttentionParts(
   q: tf.Tensor2D,
@@ -72,17 +74,19 @@ export function groupedAttentionParts(
   v: tf.Tensor2D,
   shape: AttentionShape,
   mask: tf.Tensor2D,
+  rows = 1,
 ): { out: tf.Tensor2D; saved: GroupedAttentionSaved } {
   const { heads, kvHeads, headDim: d } = shape;
-  const T = q.shape[0];
+  const T = q.shape[0] / rows;
   const group = heads / kvHeads;
-  const qg = tf.reshape(tf.transpose(tf.reshape(q, [T, kvHeads, group, d]), [1, 2, 0, 3]), [kvHeads, group * T, d]) as tf.Tensor3D;
-  const kg = tf.transpose(tf.reshape(k, [T, kvHeads, d]), [1, 0, 2]) as tf.Tensor3D;
-  const vg = tf.transpose(tf.reshape(v, [T, kvHeads, d]), [1, 0, 2]) as tf.Tensor3D;
-  const scores = tf.reshape(tf.mul(tf.matMul(qg, kg, false, true), 1 / Math.sqrt(d)), [kvHeads, group, T, T]);
-  const probs = tf.reshape(tf.softmax(tf.add(scores, mask)), [kvHeads, group * T, T]) as tf.Tensor3D;
-  const out = tf.reshape(tf.matMul(probs, vg), [kvHeads, group, T, d]);
-  return { out: tf.reshape(tf.transpose(out, [2, 0, 1, 3]), [T, heads * d]) as tf.Tensor2D, saved: { qg, kg, vg, probs } };
+  const B = rows * kvHeads;
+  const qg = tf.reshape(tf.transpose(tf.reshape(q, [rows, T, kvHeads, group, d]), [0, 2, 3, 1, 4]), [B, group * T, d]) as tf.Tensor3D;
+  const kg = tf.reshape(tf.transpose(tf.reshape(k, [rows, T, kvHeads, d]), [0, 2, 1, 3]), [B, T, d]) as tf.Tensor3D;
+  const vg = tf.reshape(tf.transpose(tf.reshape(v, [rows, T, kvHeads, d]), [0, 2, 1, 3]), [B, T, d]) as tf.Tensor3D;
+  const scores = tf.reshape(tf.mul(tf.matMul(qg, kg, false, true), 1 / Math.sqrt(d)), [B, group, T, T]);
+  const probs = tf.reshape(tf.softmax(tf.add(scores, mask)), [B, group * T, T]) as tf.Tensor3D;
+  const out = tf.reshape(tf.matMul(probs, vg), [rows, kvHeads, group, T, d]);
+  return { out: tf.reshape(tf.transpose(out, [0, 3, 1, 2, 4]), [rows * T, heads * d]) as tf.Tensor2D, saved: { qg, kg, vg, probs } };
 }
 
 function groupedAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, shape: AttentionShape, mask: tf.Tensor2D): tf.Tensor2D {
@@ -90,24 +94,28 @@ function groupedAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, shape:
 }
 
 /**
- * dq [T, heads·d], dk and dv [T, kvHeads·d] of the grouped attention for dL/dout [T, heads·d].
- * The products over a group's stacked query heads sum their contributions to the shared k and v.
+ * dq [rows·T, heads·d], dk and dv [rows·T, kvHeads·d] of the grouped attention for dL/dout
+ * [rows·T, heads·d]. The products over a group's stacked query heads sum their contributions to
+ * the shared k and v.
  */
 export function groupedAttentionBackward(
   dOut: tf.Tensor2D,
   shape: AttentionShape,
   s: GroupedAttentionSaved,
+  rows = 1,
 ): { dq: tf.Tensor2D; dk: tf.Tensor2D; dv: tf.Tensor2D } {
   const { heads, kvHeads, headDim: d } = shape;
-  const T = dOut.shape[0];
+  const T = dOut.shape[0] / rows;
   const group = heads / kvHeads;
-  const dO = tf.reshape(tf.transpose(tf.reshape(dOut, [T, kvHeads, group, d]), [1, 2, 0, 3]), [kvHeads, group * T, d]) as tf.Tensor3D;
+  const B = rows * kvHeads;
+  const dO = tf.reshape(tf.transpose(tf.reshape(dOut, [rows, T, kvHeads, group, d]), [0, 2, 3, 1, 4]), [B, group * T, d]) as tf.Tensor3D;
   const dP = tf.matMul(dO, s.vg, false, true);
   const dS = tf.mul(tf.mul(s.probs, tf.sub(dP, tf.sum(tf.mul(dP, s.probs), -1, true))), 1 / Math.sqrt(d)) as tf.Tensor3D;
-  const dqg = tf.reshape(tf.matMul(dS, s.kg), [kvHeads, group, T, d]);
-  const ungroup = (t: tf.Tensor3D): tf.Tensor2D => tf.reshape(tf.transpose(t, [1, 0, 2]), [T, kvHeads * d]) as tf.Tensor2D;
+  const dqg = tf.reshape(tf.matMul(dS, s.kg), [rows, kvHeads, group, T, d]);
+  const ungroup = (t: tf.Tensor3D): tf.Tensor2D =>
+    tf.reshape(tf.transpose(tf.reshape(t, [rows, kvHeads, T, d]), [0, 2, 1, 3]), [rows * T, kvHeads * d]) as tf.Tensor2D;
   return {
-    dq: tf.reshape(tf.transpose(dqg, [2, 0, 1, 3]), [T, heads * d]) as tf.Tensor2D,
+    dq: tf.reshape(tf.transpose(dqg, [0, 3, 1, 2, 4]), [rows * T, heads * d]) as tf.Tensor2D,
     dk: ungroup(tf.matMul(dS, s.qg, true, false)),
     dv: ungroup(tf.matMul(s.probs, dO, true, false)),
   };

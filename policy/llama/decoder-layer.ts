@@ -82,7 +82,7 @@ export const tableTensors = (t: LayerTables): tf.Tensor[] => [t.cos, t.sin, t.ma
 /** Rotates x [T, n·headDim] forward, or back (the backward pass of the rotation). */
 function rotate(x: tf.Tensor2D, n: number, ctx: LayerContext, inverse = false): tf.Tensor2D {
   const f = ctx.tables.full;
-  if (f) return applyRotaryByProduct(x, n, { cos: f.cos, sin: inverse ? f.negSin : f.sin, p: f.p }, ctx.config.headDim);
+  if (f) return applyRotaryByProduct(x, n, { cos: f.cos, sin: inverse ? f.negSin : f.sin, p: f.p }, ctx.config.headDim, ctx.rows ?? 1);
   const t = ctx.tables;
   return applyRotary(x, n, inverse ? { cos: t.cos, sin: tf.neg(t.sin) as tf.Tensor2D } : t, ctx.rotary);
 }
@@ -90,7 +90,13 @@ function rotate(x: tf.Tensor2D, n: number, ctx: LayerContext, inverse = false): 
 export interface LayerContext {
   config: LlamaConfig;
   rotary: RotaryOptions;
+  /** Tables for T tokens. */
   tables: LayerTables;
+  /**
+   * Sequences in x [rows·T, d], one after another, right-padded to T (native TensorFlow only: the
+   * layer's products then serve them all at once). @default 1
+   */
+  rows?: number;
 }
 
 /** What a forward pass keeps for the backward pass; every tensor in it is kept out of tidy scopes. */
@@ -237,10 +243,14 @@ export function decoderLayer(ctx: LayerContext, w: LayerWeights, x: tf.Tensor2D,
   const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim };
   let att: tf.Tensor2D;
   if (save) {
-    const parts = groupedAttentionParts(q, k, v, shape, ctx.tables.mask);
+    const parts = groupedAttentionParts(q, k, v, shape, ctx.tables.mask, ctx.rows ?? 1);
     for (const [name, t] of Object.entries(parts.saved)) save.put(`att.${name}`, t);
     att = save.put('att', parts.out);
-  } else att = causalAttention(q, k, v, shape, ctx.tables.mask);
+  } else
+    att =
+      (ctx.rows ?? 1) > 1
+        ? groupedAttentionParts(q, k, v, shape, ctx.tables.mask, ctx.rows).out
+        : causalAttention(q, k, v, shape, ctx.tables.mask);
   const x1 = tf.add(x, project(att, w.o, 'o', lora, null, save)) as tf.Tensor2D;
   save?.put('x1', x1);
   const b = rmsNormSaving(x1, w.ffnNorm, c.rmsEps, save, 'rB') as tf.Tensor2D;
@@ -286,12 +296,17 @@ export function decoderLayerBackward(
   // Attention: x1 = x + o(attention(rope(q), rope(k), v))
   const dAtt = projectBackward(dx1, saved.get('att'), w.o, 'o', lora, saved, grads)!;
   const shape = { heads: c.heads, kvHeads: c.kvHeads, headDim: c.headDim };
-  const g = groupedAttentionBackward(dAtt, shape, {
-    qg: saved.get<tf.Tensor3D>('att.qg'),
-    kg: saved.get<tf.Tensor3D>('att.kg'),
-    vg: saved.get<tf.Tensor3D>('att.vg'),
-    probs: saved.get<tf.Tensor3D>('att.probs'),
-  });
+  const g = groupedAttentionBackward(
+    dAtt,
+    shape,
+    {
+      qg: saved.get<tf.Tensor3D>('att.qg'),
+      kg: saved.get<tf.Tensor3D>('att.kg'),
+      vg: saved.get<tf.Tensor3D>('att.vg'),
+      probs: saved.get<tf.Tensor3D>('att.probs'),
+    },
+    ctx.rows ?? 1,
+  );
   let dq = rotate(g.dq, c.heads, ctx, true);
   let dk = rotate(g.dk, c.kvHeads, ctx, true);
   if (w.qNorm && w.kNorm) {

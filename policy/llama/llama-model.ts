@@ -50,6 +50,17 @@ export interface LlamaLoadOptions {
   onTensor?: (loaded: number, total: number) => void;
 }
 
+/** The train pass of several sequences at once; see `TfLlamaModel.trainPassRows`. */
+export interface LlamaRowsPass {
+  /** Logits [R_i, V] at each row's positions. */
+  readonly logits: tf.Tensor2D[];
+  /** Each row's input of the lowest adapted layer [T_i, d] (owned by the pass: clone to keep). */
+  readonly firstInputs: tf.Tensor2D[];
+  /** Gradients of the adapter's variables (in `lora.variables` order) for each row's dL/dlogits. */
+  backward(dlogits: tf.Tensor2D[]): tf.Tensor[];
+  dispose(): void;
+}
+
 /** Options of {@link TfLlamaModel.trainPass}. */
 export interface TrainPassOptions {
   /**
@@ -270,12 +281,38 @@ export class TfLlamaModel {
   }
 
   private keepingTrainPass(ids: number[], positions: number[], lora: LoraAdapter, opts: TrainPassOptions): LlamaTrainPass {
-    const T = ids.length;
+    const pass = this.trainPassRows([{ ids, positions }], lora, opts);
+    return {
+      logits: pass.logits[0],
+      firstInput: pass.firstInputs[0],
+      backward: (dlogits) => pass.backward([dlogits]),
+      dispose: () => pass.dispose(),
+    };
+  }
+
+  /**
+   * The train pass of several sequences at once, on native TensorFlow: right-padded to the longest
+   * and run as one [rows·T, d] stream, so each of the layer's ops serves every row (a GRPO batch is
+   * dozens of short samples; each op has a fixed cost). Padding sits after a row's tokens, which
+   * causal attention never lets a real token see. Logits, first inputs and gradients per row.
+   */
+  trainPassRows(
+    seqs: ReadonlyArray<{ ids: number[]; positions: number[] }>,
+    lora: LoraAdapter,
+    opts: TrainPassOptions = {},
+  ): LlamaRowsPass {
+    for (const s of seqs) this.checkSequence(s.ids, s.positions);
+    const rows = seqs.length;
+    const T = Math.max(...seqs.map((s) => s.ids.length));
+    const d = this.config.hiddenSize;
+    const flatIds = seqs.flatMap((s) => [...s.ids, ...new Array<number>(T - s.ids.length).fill(0)]);
+    const flatPositions = seqs.flatMap((s, r) => s.positions.map((p) => r * T + p));
     const lt = loraTensors(lora);
-    const keepLayers = Math.floor((opts.keepBytes ?? DEFAULT_KEEP_BYTES) / savedLayerBytes(this.config, T));
+    const ctx = (): LayerContext => ({ ...this.context(T), rows });
+    const keepLayers = Math.floor((opts.keepBytes ?? DEFAULT_KEEP_BYTES) / (rows * savedLayerBytes(this.config, T)));
     const saves: Array<LayerSaved | null> = [];
     const inputs: tf.Tensor2D[] = [];
-    let x = this.embed(ids);
+    let x = this.embed(flatIds);
     for (let l = 0; l < this.config.layers; l++) {
       const input = x;
       const adapted = l >= lora.firstLayer;
@@ -284,39 +321,49 @@ export class TfLlamaModel {
         saves.push(save);
         inputs.push(input);
       }
-      x = tf.tidy(() => this.layer(l, input, lt, save ?? undefined));
+      x = tf.tidy(() => decoderLayer(ctx(), this.layers[l], input, layerLora(lt, l), save ?? undefined));
       if (!adapted) input.dispose();
     }
     const top = x;
     const rOut = tf.tidy(() => tf.rsqrt(tf.add(tf.mean(tf.square(top), -1, true), this.config.rmsEps))) as tf.Tensor2D;
-    const logits = tf.tidy(() => this.headAt(top, positions));
+    const logits = tf.tidy(() => {
+      const all = this.headAt(top, flatPositions);
+      return rows === 1
+        ? [all]
+        : (tf.split(
+            all,
+            seqs.map((s) => s.positions.length),
+          ) as tf.Tensor2D[]);
+    });
+    const first = inputs[0] ?? top;
+    const firstInputs = rows === 1 ? [first] : seqs.map((s, r) => tf.slice(first, [r * T, 0], [s.ids.length, d]) as tf.Tensor2D);
     let disposed = false;
     const dispose = (): void => {
       if (disposed) return;
       disposed = true;
       for (const sv of saves) sv?.dispose();
-      tf.dispose([...inputs, top, rOut, logits]);
+      tf.dispose([...inputs, top, rOut, ...logits, ...(rows === 1 ? [] : firstInputs)]);
     };
     return {
       logits,
-      firstInput: inputs[0] ?? top,
-      backward: (dlogits: tf.Tensor2D): tf.Tensor[] => {
+      firstInputs,
+      backward: (dlogits: tf.Tensor2D[]): tf.Tensor[] => {
         const grads = new Map<tf.Variable, tf.Tensor>();
         let dx = tf.tidy(() => {
-          const dRows = tf.matMul(dlogits, this.head.raw);
-          const dNormed = tf.scatterND(tf.tensor2d(positions, [positions.length, 1], 'int32'), dRows, [T, this.config.hiddenSize]);
+          const dRows = tf.matMul(rows === 1 ? dlogits[0] : tf.concat(dlogits), this.head.raw);
+          const dNormed = tf.scatterND(tf.tensor2d(flatPositions, [flatPositions.length, 1], 'int32'), dRows, [rows * T, d]);
           const u = tf.mul(dNormed, this.outputNorm);
           return tf.mul(rOut, tf.sub(u, tf.mul(top, tf.mul(tf.square(rOut), tf.mean(tf.mul(u, top), -1, true))))) as tf.Tensor2D;
         });
         for (let l = this.config.layers - 1; l >= lora.firstLayer; l--) {
           const i = l - lora.firstLayer;
           const own = saves[i] ?? new LayerSaved();
-          if (!saves[i]) tf.tidy(() => void this.layer(l, inputs[i], lt, own));
           const local = layerLora(lt, l)!;
+          if (!saves[i]) tf.tidy(() => void decoderLayer(ctx(), this.layers[l], inputs[i], local, own));
           const byTarget = new Map<LoraTarget, { da: tf.Tensor; db: tf.Tensor }>();
           const next = tf.tidy(() => {
             // Tables are looked up now: others' lengths may have evicted this one's since the forward pass.
-            const out = decoderLayerBackward(this.context(T), this.layers[l], own, dx, local, byTarget);
+            const out = decoderLayerBackward(ctx(), this.layers[l], own, dx, local, byTarget);
             for (const g of byTarget.values()) {
               tf.keep(g.da);
               tf.keep(g.db);

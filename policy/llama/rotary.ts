@@ -91,16 +91,20 @@ export function rotateHalfMatrix(o: RotaryOptions): tf.Tensor2D {
 /**
  * The same rotation as {@link applyRotary}, as x·cos + (x·P)·sin: seven ops where the split and
  * concatenation take a dozen (native TensorFlow, where each op has a fixed cost). With −sin it
- * is the inverse rotation, the backward pass of the forward one.
+ * is the inverse rotation, the backward pass of the forward one. x may hold `rows` sequences of
+ * T tokens one after another.
  */
 export function applyRotaryByProduct(
   x: tf.Tensor2D,
   n: number,
   tables: { cos: tf.Tensor3D; sin: tf.Tensor3D; p: tf.Tensor2D },
   headDim: number,
+  rows = 1,
 ): tf.Tensor2D {
-  const T = x.shape[0];
-  const x3 = tf.reshape(x, [T, n, headDim]);
-  const turned = tf.reshape(tf.matMul(tf.reshape(x, [T * n, headDim]), tables.p), [T, n, headDim]);
-  return tf.reshape(tf.add(tf.mul(x3, tables.cos), tf.mul(turned, tables.sin)), [T, n * headDim]) as tf.Tensor2D;
+  const N = x.shape[0];
+  const T = N / rows;
+  // [rows, T, n, headDim] against tables [T, 1, headDim]: every row's positions start at 0.
+  const x4 = tf.reshape(x, [rows, T, n, headDim]);
+  const turned = tf.reshape(tf.matMul(tf.reshape(x, [N * n, headDim]), tables.p), [rows, T, n, headDim]);
+  return tf.reshape(tf.add(tf.mul(x4, tables.cos), tf.mul(turned, tables.sin)), [N, n * headDim]) as tf.Tensor2D;
 }

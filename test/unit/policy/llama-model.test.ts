@@ -80,6 +80,40 @@ for (const backend of ['tensorflow', 'wasm'] as const) {
     }
     if (backend === 'tensorflow') {
       test('past the memory budget every layer runs again and the gradients still match: llama', () => checkGradients({}, 0));
+      test('several rows in one pass (right-padded) give each row’s logits and the sum of their gradients, as separate passes do', async () => {
+        for (const over of variants.map(([, o]) => o)) {
+          const config = syntheticConfig(over);
+          const model = await TfLlamaModel.load(config, syntheticSource(config));
+          const lora = LoraAdapter.init(config, { rank: 2, alpha: 4, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, 7);
+          for (const v of lora.variables) v.assign(tf.randomNormal(v.shape, 0, 0.2, 'float32', 11));
+          const seqs = [
+            { ids, positions },
+            { ids: [5, 9, 2, 7], positions: [1, 2] },
+            { ids: ids.slice(0, 7).reverse(), positions: [0, 3, 6] },
+          ];
+          const dls = seqs.map((s, i) => tf.randomNormal([s.positions.length, config.vocabSize], 0, 1, 'float32', 20 + i) as tf.Tensor2D);
+          const batched = model.trainPassRows(seqs, lora);
+          const bLogits = await Promise.all(batched.logits.map((l) => l.array()));
+          const bGrads = await Promise.all(batched.backward(dls).map((g) => g.data()));
+          batched.dispose();
+          const sum = lora.variables.map((v) => new Float32Array(v.size));
+          for (const [i, s] of seqs.entries()) {
+            const one = model.trainPass(s.ids, s.positions, lora);
+            const logits = (await one.logits.array()) as number[][];
+            logits.forEach((row, r) =>
+              row.forEach((v, c) => assert.ok(Math.abs(v - (bLogits[i] as number[][])[r][c]) < 1e-4, `logit ${i}/${r}/${c}`)),
+            );
+            (await Promise.all(one.backward(dls[i]).map((g) => g.data()))).forEach((g, k) => g.forEach((v, j) => (sum[k][j] += v)));
+            one.dispose();
+          }
+          sum.forEach((g, k) =>
+            g.forEach((v, j) => assert.ok(Math.abs(v - bGrads[k][j]) <= 1e-4 + 1e-3 * Math.abs(v), `${lora.variables[k].name}[${j}]`)),
+          );
+          tf.dispose(dls);
+          lora.dispose();
+          model.dispose();
+        }
+      });
       test('a backward pass after passes of many other lengths (their tables evicted this one’s) gives the same gradients', async () => {
         const config = syntheticConfig({ layers: 2 });
         const model = await TfLlamaModel.load(config, syntheticSource(config));
