@@ -18,12 +18,12 @@
  * random uuid fixed at request time. It travels with the event through the outbox, so every
  * re-delivery carries the same id and downstream dedupes on it.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { encodedSize, type Feedback, type Turn } from '../schemas/index.ts';
+import { deterministicId, encodedSize, type Feedback, type Turn } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Outbox } from '../streams/outbox.ts';
@@ -33,17 +33,8 @@ import { Ownership } from './ownership.ts';
 import type { SessionIndex } from './session-index.ts';
 import { fitTurn } from './turn-fit.ts';
 
-/** A uuid (version 5 layout) from a name, so the same name always gives the same id. */
-export function nameUuid(name: string): string {
-  const b = createHash('sha1').update('turnstream-turn-v1\u0000').update(name).digest().subarray(0, 16);
-  b[6] = (b[6] & 0x0f) | 0x50;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
-
 export function turnIdFor(sessionId: string, idempotencyKey: string | undefined): string {
-  return idempotencyKey ? nameUuid(`${sessionId}\u0000${idempotencyKey}`) : randomUUID();
+  return idempotencyKey ? deterministicId('turn', sessionId, idempotencyKey) : randomUUID();
 }
 
 export interface TurnCaptureOptions {

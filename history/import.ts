@@ -4,7 +4,7 @@
  *
  * - Every line is validated; a bad line is reported with its line number and reason, and the
  *   import goes on.
- * - Ids are deterministic (see turn-id.ts). Before producing, the ids already in the turns and
+ * - Ids are deterministic (schemas/deterministic-id.ts). Before producing, the ids already in the turns and
  *   feedback topics are read (only the first Avro field, `turnId` / `feedbackId`, is decoded), so
  *   importing the same file twice adds nothing. This costs one scan of each topic per import; it
  *   needs no extra state and is exact as long as two imports of the same file do not run at once.

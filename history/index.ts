@@ -15,7 +15,6 @@ export {
 export { ImportLineError, type ParsedLine } from './formats/common.ts';
 export { openclawRecordParser, cleanRenderedResponse } from './formats/openclaw-record.ts';
 export { openaiChatParser } from './formats/openai-chat.ts';
-export { deterministicId, importedTurnId, importedFeedbackId } from './turn-id.ts';
 export { runReplay, type ReplayOptions, type ReplayProgress, type ReplaySummary, type StageProgress, type StageName } from './replay.ts';
 export { summarize } from './summary.ts';
 export { assemblePartition, EventTimeAssembler, mergeByEventTime, watermarks, type HistoryEvent } from './event-time-assembler.ts';

@@ -1,7 +1,8 @@
 /**
- * Deterministic ids for imported events, so that importing the same history twice yields the same
- * ids (and the second import adds nothing). UUID version 5 layout (SHA-1 over a namespace and a
- * name), with turnstream's own namespace.
+ * turnstream's one deterministic id: the same parts always give the same id, so that an event
+ * sent twice (a client's retry with its idempotency key, a re-import of the same history, a
+ * re-sent verifier outcome) dedupes downstream. UUID version 5 layout (SHA-1 over a namespace and
+ * a name), with turnstream's own namespace.
  */
 import { createHash } from 'node:crypto';
 

@@ -3,7 +3,7 @@
  * turnstream's `ChatMessage`, timestamps, and the `Turn` an imported exchange becomes.
  */
 import type { AssistantResponse, ChatMessage, Feedback, ToolCall, Turn, TurnType } from '../../schemas/index.ts';
-import { importedFeedbackId, importedTurnId } from '../turn-id.ts';
+import { importedFeedbackId, importedTurnId } from '../../schemas/index.ts';
 
 /** A line that cannot be imported; `message` is the reason shown with its line number. */
 export class ImportLineError extends Error {

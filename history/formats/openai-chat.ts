@@ -16,7 +16,7 @@
  * hash of the conversation, so re-imports match. Explicit feedback on a turn: a non-standard
  * `feedback` (`{rating, text}` or a list) or `rating` field on the assistant message.
  */
-import { deterministicId } from '../turn-id.ts';
+import { deterministicId } from '../../schemas/index.ts';
 import {
   chatMessage,
   fail,

@@ -2,15 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import {
-  cleanRenderedResponse,
-  ImportLineError,
-  importedTurnId,
-  leadingStringOf,
-  parseLine,
-  parserFor,
-  type ParsedLine,
-} from '../../../history/index.ts';
+import { cleanRenderedResponse, ImportLineError, leadingStringOf, parseLine, parserFor, type ParsedLine } from '../../../history/index.ts';
+import { importedTurnId } from '../../../schemas/index.ts';
 
 const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`../../fixtures/${name}`, import.meta.url)), 'utf8').split('\n');
 
