@@ -14,3 +14,7 @@ export {
   type SandboxOptions,
 } from './sandbox/sandbox.ts';
 export { confinePath } from './sandbox/workspace.ts';
+export { loadTaskSuite, parseTaskSuite } from './tasks/parse-task-suite.ts';
+export { runGym, summarize, type GymResult } from './runner/run-gym.ts';
+export { gymSettings, type GymRunOptions, type GymSettings } from './runner/gym-options.ts';
+export { writeGymReports, gymSvg, gymCsv } from './runner/gym-report.ts';

@@ -8,6 +8,7 @@ import { register as doctor } from './doctor.ts';
 import { register as evaluate } from './eval.ts';
 import { register as exportVersion } from './export.ts';
 import { register as gateway } from './gateway.ts';
+import { register as gym } from './gym.ts';
 import { register as importHistory } from './import.ts';
 import { register as infra } from './infra.ts';
 import { register as model } from './model.ts';
@@ -49,6 +50,7 @@ export const commands: Array<(program: Command) => void> = [
   exportVersion,
   pretrain,
   evaluate,
+  gym,
   bench,
   chaos,
   model,

@@ -1,0 +1,178 @@
+/**
+ * `turnstream gym [--tasks FILE] [--agent builtin|openclaw] [--json] …`: agentic RL from tasks
+ * (docs/gym.md). Tool-using agents run a task suite in sandboxes through the gateway; each
+ * rollout's verdict goes on Kafka as a Reward; the trajectory assembler and the group builder turn
+ * rollout batches into group-relative samples (GRPO); the learner steps and the gateway swaps the
+ * new version in. The local stack is started when it is not running (and stopped after, unless
+ * `--keep-infra`). A bad task file is one line naming the task and the field, exit 2.
+ */
+import type { Command } from 'commander';
+import { fileURLToPath } from 'node:url';
+import { basename, join, resolve } from 'node:path';
+import { invalidInput } from '../../core/errors.ts';
+import { loadTaskSuite, runGym, writeGymReports, type GymResult, type GymRunOptions } from '../../gym/index.ts';
+import { stackDown, stackUp } from '../../infra/index.ts';
+import { parseBrokers } from '../../streams/index.ts';
+import { loadConfig } from '../config.ts';
+import { servedModel } from '../served-model.ts';
+
+/** The suite `turnstream gym` runs when none is given. */
+export const DEFAULT_SUITE = fileURLToPath(new URL('../../gym/suites/answer-format.jsonl', import.meta.url));
+
+interface GymFlags {
+  tasks?: string;
+  agent: string;
+  quick?: boolean;
+  steps?: string;
+  seeds?: string;
+  seed?: string;
+  n?: string;
+  batch?: string;
+  evalEvery?: string;
+  evalSamples?: string;
+  temperature?: string;
+  maxTokens?: string;
+  lr?: string;
+  parallel?: string;
+  out: string;
+  json?: boolean;
+  keepInfra?: boolean;
+  model?: string;
+}
+
+/** The run's shape: `--quick` (≤ 10 min here) or the standard run; a value given keeps its place. */
+export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' | 'batch' | 'evalEvery' | 'evalSamples'>): {
+  steps: number;
+  seeds: number;
+  rolloutsPerTask: number;
+  tasksPerStep: number;
+  evalEvery: number;
+  evalSamples: number;
+} {
+  const d = f.quick
+    ? { steps: 6, seeds: 1, rolloutsPerTask: 4, tasksPerStep: 4, evalEvery: 3, evalSamples: 2 }
+    : { steps: 30, seeds: 3, rolloutsPerTask: 8, tasksPerStep: 4, evalEvery: 5, evalSamples: 4 };
+  const int = (v: string | undefined, name: string, fallback: number, min = 1): number => {
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw invalidInput(`--${name} must be an integer ≥ ${min} (got ${v})`, `--${name}`);
+    return n;
+  };
+  return {
+    steps: int(f.steps, 'steps', d.steps),
+    seeds: int(f.seeds, 'seeds', d.seeds),
+    rolloutsPerTask: int(f.n, 'n', d.rolloutsPerTask, 2),
+    tasksPerStep: int(f.batch, 'batch', d.tasksPerStep),
+    evalEvery: int(f.evalEvery, 'eval-every', d.evalEvery),
+    evalSamples: int(f.evalSamples, 'eval-samples', d.evalSamples),
+  };
+}
+
+const num = (v: string | undefined, name: string): number | undefined => {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw invalidInput(`--${name} must be a positive number (got ${v})`, `--${name}`);
+  return n;
+};
+
+function printSummary(r: GymResult, dir: string): void {
+  const say = (s: string) => process.stdout.write(`${s}\n`);
+  say(
+    `gym ${r.suite} on ${r.model} (${r.agent} agent): held-out pass@1 ${r.before.toFixed(2)} → ${r.after.toFixed(2)} over ${r.seeds} seed(s), ${r.steps} GRPO steps, p ${r.p_value.toPrecision(2)}`,
+  );
+  say(`  curve: ${r.curve.map((c) => `${c.step}:${c.passAt1.toFixed(2)}`).join('  ')}`);
+  say(
+    `  time: ${r.wall_s.toFixed(0)} s (rollouts ${r.time.rollouts.toFixed(0)} s, training ${r.time.training.toFixed(0)} s, eval ${r.time.eval.toFixed(0)} s; verifiers ${r.time.verifier.toFixed(1)} s summed)`,
+  );
+  say(`  groups: ${r.groups.trained} trained, ${r.groups.allEqual} all-equal (skipped), in ${r.groups.batches} batches`);
+  say(`  reports: ${dir}`);
+}
+
+export function register(program: Command): void {
+  program
+    .command('gym')
+    .description('agentic RL from tasks: sandboxed tool-using rollouts through the gateway, verifier rewards, GRPO through the pipeline')
+    .option('--tasks <file>', `a task suite (JSONL; docs/gym.md); default the shipped ${basename(DEFAULT_SUITE)}`)
+    .option('--agent <name>', 'builtin or openclaw', 'builtin')
+    .option('--quick', 'a short run: 1 seed, 6 steps of 4 tasks × 4 rollouts (≤ 10 min on 2 cores)')
+    .option('--steps <n>', 'GRPO steps per seed (default 30)')
+    .option('--seeds <n>', 'seeds 1..n, each from the base model (default 3)')
+    .option('--seed <k>', 'run only seed k')
+    .option('--n <n>', 'rollouts per task (default 8)')
+    .option('--batch <n>', 'tasks per step (default 4)')
+    .option('--eval-every <k>', 'held-out pass@1 every k steps (default 5)')
+    .option('--eval-samples <n>', 'samples per held-out task (default 4)')
+    .option('--temperature <t>', 'rollout temperature (default 0.7)')
+    .option('--max-tokens <n>', 'most tokens of one reply (default 192)')
+    .option('--lr <x>', 'learning rate of the LoRA adapter')
+    .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')
+    .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
+    .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))
+    .option('--keep-infra', 'leave the local stack running if this command started it')
+    .option('--json', 'print the result as one JSON object')
+    .action(async (f: GymFlags) => {
+      const config = loadConfig();
+      if (f.agent !== 'builtin' && f.agent !== 'openclaw')
+        throw invalidInput(`--agent must be builtin or openclaw (got ${f.agent})`, '--agent');
+      const file = resolve(f.tasks ?? DEFAULT_SUITE);
+      const tasks = await loadTaskSuite(file);
+      const shape = gymRunShape(f);
+      const onlySeed = f.seed === undefined ? undefined : Number(f.seed);
+      if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= shape.seeds)) {
+        throw invalidInput(`--seed must be between 1 and --seeds (${shape.seeds})`, '--seed');
+      }
+      const served = await servedModel(config, { spec: f.model });
+      if (served.kind !== 'llama')
+        throw invalidInput('turnstream gym trains a GGUF model served by llama.cpp (TURNSTREAM_MODEL, --model)', '--model');
+      const progress = (line: string) => process.stderr.write(`${line}\n`);
+      const stack = await stackUp({
+        home: config.home,
+        kafkaBrokers: config.kafkaBrokers,
+        schemaRegistryUrl: config.schemaRegistryUrl,
+        clickhouseUrl: config.clickhouseUrl,
+        onProgress: (p) => progress(`  ${p.service}: ${p.message}`),
+      });
+      const startedInfra = Object.values(stack.services).some((s) => s.state === 'started');
+      // Ctrl-C: the rollouts and their sandboxes end, the services stop, then the process exits.
+      const abort = new AbortController();
+      const onSignal = () => {
+        if (abort.signal.aborted) process.exit(130);
+        progress('gym: stopping (Ctrl-C again to quit at once)…');
+        abort.abort();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        const options: GymRunOptions = {
+          tasks,
+          suite: basename(file).replace(/\.jsonl$/, ''),
+          agent: f.agent,
+          brokers: parseBrokers(stack.brokers),
+          registryUrl: stack.registryUrl,
+          model: { name: served.name, path: served.path, sha256: served.sha256 },
+          systemPrompt: served.systemPrompt,
+          ...shape,
+          onlySeed,
+          temperature: num(f.temperature, 'temperature'),
+          maxTokens: num(f.maxTokens, 'max-tokens'),
+          lr: num(f.lr, 'lr'),
+          parallel: num(f.parallel, 'parallel'),
+          threads: config.llama.threads,
+          normalizeStd: config.grpo.normalizeStd,
+          clickhouse: { url: stack.clickhouseUrl, database: config.clickhouse.database },
+          signal: abort.signal,
+          onProgress: progress,
+        };
+        const result = await runGym(options);
+        const dir = resolve(f.out, `${options.suite}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+        await writeGymReports(result, dir);
+        if (f.json) process.stdout.write(JSON.stringify(result) + '\n');
+        else printSummary(result, dir);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        if (startedInfra && !f.keepInfra) await stackDown({ home: config.home });
+      }
+      process.exit(abort.signal.aborted ? 130 : 0);
+    });
+}

@@ -1,0 +1,88 @@
+/**
+ * What a `turnstream gym` run is: a task suite, the agent, how many GRPO steps of how many
+ * rollouts, the held-out eval, and the model. Defaults follow the reference's recipe
+ * (ClawGym-RL: 8 tasks × 8 samples, temperature 0.7, PPO clip 0.2/0.28, eval every 5 steps),
+ * scaled to a CPU where its hour demands it (docs/gym.md says what was measured).
+ */
+import type { AgentKind } from '../agent/rollout-types.ts';
+import type { Task } from '../tasks/task.ts';
+
+export interface GymRunOptions {
+  /** The suite's tasks (gym/tasks/parse-task-suite.ts). */
+  tasks: Task[];
+  /** The suite's name (reports, rewards, sessions). */
+  suite: string;
+  /** Kafka bootstrap servers and the Confluent-compatible registry. */
+  brokers: string[];
+  registryUrl: string;
+  /** The GGUF model served by llama.cpp and trained as LoRA versions. */
+  model: { name: string; path: string; sha256: string };
+  /** Which agent plays. @default 'builtin' */
+  agent?: AgentKind;
+  /** Seeds 1..seeds, each from the base model. @default 3 */
+  seeds?: number;
+  /** Run only this seed of `seeds`. @default every seed */
+  onlySeed?: number;
+  /** GRPO steps (gradient steps) per seed. @default 30 */
+  steps?: number;
+  /** Tasks per rollout batch (B). @default 4 */
+  tasksPerStep?: number;
+  /** Rollouts per task (n). @default 8 */
+  rolloutsPerTask?: number;
+  /** Held-out pass@1 every k steps (and before the first, and after the last). @default 5 */
+  evalEvery?: number;
+  /** Samples per held-out task for pass@1. @default 4 */
+  evalSamples?: number;
+  /** Rollout temperature. @default 0.7 */
+  temperature?: number;
+  /** Most tokens of one reply. @default 192 */
+  maxTokens?: number;
+  /** Learning rate of the LoRA adapter. @default LORA_LR */
+  lr?: number;
+  /** Rollouts decoded side by side (llama.cpp sequences). @default min(8, rolloutsPerTask) */
+  parallel?: number;
+  /** llama.cpp threads. @default the gateway's (half the cores) */
+  threads?: number;
+  /** Divide advantages by the group's std (GRPO). @default true */
+  normalizeStd?: boolean;
+  /** Batches tried per seed before giving up on reaching `steps` (a batch whose groups are all-equal makes no step). @default 3 × steps */
+  maxBatches?: number;
+  /** Longest wait for a version after a batch, ms. @default 600000 */
+  stepTimeoutMs?: number;
+  /** Share held out of a suite whose tasks name no split. @default 3/8 */
+  heldOut?: number;
+  /** System prompt of the served model. @default the catalog's */
+  systemPrompt?: string;
+  /** ClickHouse of the local stack: the run's turns, rewards and samples land there too. @default none */
+  clickhouse?: { url: string; database?: string };
+  /** Stops the run: rollouts and sandboxes end, services stop. */
+  signal?: AbortSignal;
+  onProgress?: (line: string) => void;
+}
+
+/** The defaults filled in. */
+export type GymSettings = Required<Omit<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>> &
+  Pick<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>;
+
+export function gymSettings(o: GymRunOptions, defaults: { lr: number }): GymSettings {
+  const steps = o.steps ?? 30;
+  const n = o.rolloutsPerTask ?? 8;
+  return {
+    ...o,
+    agent: o.agent ?? 'builtin',
+    seeds: o.seeds ?? 3,
+    steps,
+    tasksPerStep: o.tasksPerStep ?? 4,
+    rolloutsPerTask: n,
+    evalEvery: o.evalEvery ?? 5,
+    evalSamples: o.evalSamples ?? 4,
+    temperature: o.temperature ?? 0.7,
+    maxTokens: o.maxTokens ?? 192,
+    lr: o.lr ?? defaults.lr,
+    parallel: o.parallel ?? Math.min(8, n),
+    normalizeStd: o.normalizeStd ?? true,
+    maxBatches: o.maxBatches ?? 3 * steps,
+    stepTimeoutMs: o.stepTimeoutMs ?? 600_000,
+    heldOut: o.heldOut ?? 3 / 8,
+  };
+}

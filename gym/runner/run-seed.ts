@@ -1,0 +1,302 @@
+/**
+ * One seed of a gym run, from the base model: a gateway serving this seed's LoRA lineage and a
+ * learner training it, against the run's shared processors. Each step: B train tasks × n
+ * rollouts through the gateway (side by side), each verdict on Kafka as a Reward; the pipeline
+ * turns the batch into group-relative samples, the learner takes one step and publishes a
+ * version, and the gateway swaps it in before the next batch (each batch on the newest version).
+ * Held-out pass@1 before the first step, every `evalEvery` steps and after the last.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Kafka } from 'kafkajs';
+import { createGateway } from '../../gateway/index.ts';
+import { groupAdvantages } from '../../processors/index.ts';
+import type { RolloutInfo } from '../../schemas/index.ts';
+import { EventProducer, type EventCodecs, type Logger } from '../../streams/index.ts';
+import { LORA_MAX_KL, LoraLineage, startLearner, type LearnerHandle } from '../../trainer/index.ts';
+import type { LlamaConfig, TfLlamaModel } from '../../policy/index.ts';
+import { runRollout } from '../agent/run-rollout.ts';
+import type { RolloutResult } from '../agent/rollout-types.ts';
+import type { Task } from '../tasks/task.ts';
+import type { GymSettings } from './gym-options.ts';
+import { rolloutReward } from './rollout-reward.ts';
+import { seededRandom, TaskSchedule } from './task-schedule.ts';
+
+/** Held-out pass@1 of one version. */
+export interface EvalPoint {
+  step: number;
+  version: number;
+  passAt1: number;
+  perTask: Record<string, number>;
+}
+
+/** One GRPO step (a rollout batch that made a version), or a batch that made none. */
+export interface StepRecord {
+  batch: number;
+  step: number | null;
+  version: number;
+  tasks: string[];
+  /** Share of the batch's rollouts that passed. */
+  trainPass: number;
+  /** Groups with a signal, and those all-equal. */
+  groupsTrained: number;
+  groupsEqual: number;
+  rolloutSeconds: number;
+  trainSeconds: number;
+}
+
+export interface SeedResult {
+  seed: number;
+  modelId: string;
+  evals: EvalPoint[];
+  steps: StepRecord[];
+  batches: number;
+  /**
+   * Seconds spent, by phase: the train rollouts' wall time (their verifiers included), the
+   * verifiers' own time summed over rollouts (they run side by side), the wait from a batch's
+   * rewards to its version being served (the pipeline, the learner's step, the hot swap), and the
+   * held-out evals.
+   */
+  time: { rollouts: number; verifier: number; training: number; eval: number };
+  /** A few held-out replies before and after (for the report). */
+  replies: {
+    before: Array<{ task: string; passed: boolean; answer: string | null }>;
+    after: Array<{ task: string; passed: boolean; answer: string | null }>;
+  };
+}
+
+export interface SeedContext {
+  settings: GymSettings;
+  runId: string;
+  kafka: Kafka;
+  codecs: EventCodecs;
+  naming: { prefix: string };
+  weightsDir: string;
+  baseTf: { model: TfLlamaModel; config: LlamaConfig; architecture: string };
+  train: Task[];
+  held: Task[];
+  logger: Logger;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `jobs` with at most `limit` at a time, in order of start. */
+async function pooled<T>(jobs: Array<() => Promise<T>>, limit: number): Promise<T[]> {
+  const out = new Array<T>(jobs.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < jobs.length) {
+      const i = next++;
+      out[i] = await jobs[i]();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, jobs.length) }, worker));
+  return out;
+}
+
+export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResult> {
+  const s = ctx.settings;
+  const say = (line: string) => s.onProgress?.(line);
+  const modelId = `gym-${ctx.runId}-s${seed}`;
+  const home = await mkdtemp(join(tmpdir(), 'turnstream-gym-gw-'));
+  const gw = createGateway({
+    port: 0,
+    home,
+    logger: ctx.logger,
+    llama: {
+      model: { ...s.model, modelId },
+      weightsDir: ctx.weightsDir,
+      contextSize: s.agent === 'openclaw' ? undefined : 4096,
+      parallel: s.parallel,
+      threads: s.threads,
+      systemPrompt: s.systemPrompt,
+      maxPinned: 0,
+    },
+    kafka: { brokers: s.brokers, registryUrl: s.registryUrl, naming: ctx.naming, kafka: ctx.kafka },
+  });
+  const url = await gw.start();
+  const lineage = new LoraLineage({
+    weightsDir: ctx.weightsDir,
+    modelId,
+    base: s.model,
+    maxTrainTokens: 1024,
+    baseTf: ctx.baseTf,
+    logger: ctx.logger,
+  });
+  const learner: LearnerHandle = await startLearner({
+    kafka: ctx.kafka,
+    codecs: ctx.codecs,
+    weightsDir: ctx.weightsDir,
+    modelId,
+    lineage,
+    // A rollout batch is one step (the batcher takes it whole); it comes in one transaction.
+    batch: { batchSize: 1, maxWaitMs: s.stepTimeoutMs, maxUserShare: 1, maxStaleness: 1000 },
+    optimizer: { lr: s.lr },
+    step: { maxKl: LORA_MAX_KL, mismatchTis: true },
+    consensus: false,
+    logger: ctx.logger,
+  });
+  await learner.ready;
+  const producer = new EventProducer(ctx.kafka, ctx.codecs);
+  await producer.connect();
+  const result: SeedResult = {
+    seed,
+    modelId,
+    evals: [],
+    steps: [],
+    batches: 0,
+    time: { rollouts: 0, verifier: 0, training: 0, eval: 0 },
+    replies: { before: [], after: [] },
+  };
+  const rand = seededRandom(seed);
+  const sampleSeed = (): number => Math.floor(rand() * 2 ** 31);
+  const rollout = (task: Task, sessionId: string, info: RolloutInfo, turnType: 'main' | 'side'): Promise<RolloutResult> =>
+    runRollout(task, {
+      baseURL: url,
+      model: s.model.name,
+      sessionId,
+      metadata: { gym_task: task.id, gym_group: info.groupId, gym_rollout: String(info.index) },
+      sampling: { temperature: s.temperature, maxTokens: s.maxTokens, seed: sampleSeed() },
+      agent: s.agent,
+      turnType,
+      signal: s.signal,
+    });
+  const publish = async (results: RolloutResult[], infos: RolloutInfo[]): Promise<void> => {
+    await producer.sendAll(
+      results.map((r, i) => ({
+        id: 'rewards' as const,
+        key: r.sessionId,
+        value: rolloutReward(r, infos[i], { userId: null, policyModelId: modelId }),
+      })),
+    );
+  };
+
+  /** Held-out pass@1 of the version now served: every held-out task, `evalSamples` times, as side turns. */
+  const evaluate = async (step: number, version: number): Promise<void> => {
+    const t0 = Date.now();
+    const batchId = `${modelId}-eval${step}`;
+    const infos: RolloutInfo[] = [];
+    const jobs = ctx.held.flatMap((task) =>
+      Array.from({ length: s.evalSamples }, (_, i) => {
+        const info: RolloutInfo = {
+          suite: s.suite,
+          taskId: task.id,
+          groupId: `${batchId}-${task.id}`,
+          batchId,
+          index: i,
+          groupSize: s.evalSamples,
+          batchGroups: ctx.held.length,
+          split: 'EVAL',
+        };
+        infos.push(info);
+        return () => rollout(task, `${info.groupId}-r${i}`, info, 'side');
+      }),
+    );
+    const results = await pooled(jobs, s.parallel);
+    await publish(results, infos);
+    const perTask: Record<string, number> = {};
+    for (const task of ctx.held) {
+      const mine = results.filter((r) => r.taskId === task.id);
+      perTask[task.id] = mine.filter((r) => r.verdict.passed).length / mine.length;
+    }
+    const passAt1 = results.filter((r) => r.verdict.passed).length / Math.max(1, results.length);
+    result.evals.push({ step, version, passAt1, perTask });
+    const replies = results.map((r) => ({ task: r.taskId, passed: r.verdict.passed, answer: r.finalAnswer }));
+    if (step === 0) result.replies.before = replies;
+    else result.replies.after = replies;
+    result.time.eval += (Date.now() - t0) / 1000;
+    say(`gym ${modelId}: step ${step}, v${version}: held-out pass@1 ${passAt1.toFixed(2)}`);
+  };
+
+  /** Waits until the learner has published past `version` and the gateway serves it. */
+  const nextVersion = async (version: number): Promise<number> => {
+    const deadline = Date.now() + s.stepTimeoutMs;
+    while (learner.stats().version <= version && Date.now() < deadline) {
+      if (s.signal?.aborted) throw new Error('aborted');
+      await sleep(200);
+    }
+    const want = learner.stats().version;
+    if (want <= version) throw new Error(`no version after v${version} within ${s.stepTimeoutMs} ms (${JSON.stringify(learner.stats())})`);
+    while (Date.now() < deadline) {
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }),
+      });
+      await res.text();
+      if (Number(res.headers.get('x-policy-version') ?? -1) >= want) return want;
+      await sleep(200);
+    }
+    throw new Error(`the gateway did not serve v${want} within ${s.stepTimeoutMs} ms`);
+  };
+
+  try {
+    let version = learner.stats().version;
+    await evaluate(0, version);
+    const schedule = new TaskSchedule(ctx.train, seed);
+    let steps = 0;
+    for (let b = 0; steps < s.steps && b < s.maxBatches; b++) {
+      if (s.signal?.aborted) break;
+      result.batches++;
+      const tasks = schedule.next(Math.min(s.tasksPerStep, ctx.train.length));
+      const batchId = `${modelId}-b${b}`;
+      const infos: RolloutInfo[] = [];
+      const jobs = tasks.flatMap((task) =>
+        Array.from({ length: s.rolloutsPerTask }, (_, i) => {
+          const info: RolloutInfo = {
+            suite: s.suite,
+            taskId: task.id,
+            groupId: `${batchId}-${task.id}`,
+            batchId,
+            index: i,
+            groupSize: s.rolloutsPerTask,
+            batchGroups: tasks.length,
+            split: 'TRAIN',
+          };
+          infos.push(info);
+          return () => rollout(task, `${info.groupId}-r${i}`, info, 'main');
+        }),
+      );
+      const r0 = Date.now();
+      const results = await pooled(jobs, s.parallel);
+      const rolloutSeconds = (Date.now() - r0) / 1000;
+      result.time.rollouts += rolloutSeconds;
+      result.time.verifier += results.reduce((a, r) => a + r.timings.verifyMs, 0) / 1000;
+      const t0 = Date.now();
+      await publish(results, infos);
+      // The same rule the group builder applies: a batch whose groups are all-equal makes no step.
+      const signal = tasks.map((t) => groupAdvantages(results.filter((r) => r.taskId === t.id).map((r) => r.verdict.reward)) !== null);
+      const record: StepRecord = {
+        batch: b,
+        step: null,
+        version,
+        tasks: tasks.map((t) => t.id),
+        trainPass: results.filter((r) => r.verdict.passed).length / results.length,
+        groupsTrained: signal.filter(Boolean).length,
+        groupsEqual: signal.filter((x) => !x).length,
+        rolloutSeconds,
+        trainSeconds: 0,
+      };
+      if (record.groupsTrained > 0) {
+        version = await nextVersion(version);
+        steps++;
+        record.step = steps;
+        record.trainSeconds = (Date.now() - t0) / 1000;
+        result.time.training += record.trainSeconds;
+      }
+      result.steps.push(record);
+      say(
+        `gym ${modelId}: batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${record.step ? ` → step ${record.step}, v${version} (${record.trainSeconds.toFixed(0)} s)` : ': no step'}`,
+      );
+      if (record.step && (steps % s.evalEvery === 0 || steps === s.steps)) await evaluate(steps, version);
+    }
+    if (result.evals[result.evals.length - 1].step !== steps) await evaluate(steps, version);
+    return result;
+  } finally {
+    await producer.disconnect().catch(() => undefined);
+    await learner.stop().catch(() => undefined);
+    await gw.stop().catch(() => undefined);
+    await rm(home, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * Which train tasks each rollout batch takes: the train tasks in a seeded order, B at a time,
+ * reshuffled after each pass, so every task comes up as often as the others and two seeds differ.
+ */
+import type { Task } from '../tasks/task.ts';
+
+/** A small seeded generator (mulberry32). */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export class TaskSchedule {
+  private queue: Task[] = [];
+  private readonly rand: () => number;
+
+  constructor(
+    private readonly tasks: readonly Task[],
+    seed: number,
+  ) {
+    if (tasks.length === 0) throw new Error('a schedule needs tasks');
+    this.rand = seededRandom(seed * 7919 + 17);
+  }
+
+  /** The next `count` tasks (distinct when there are that many). */
+  next(count: number): Task[] {
+    const out: Task[] = [];
+    while (out.length < count) {
+      if (this.queue.length === 0) {
+        this.queue = [...this.tasks];
+        for (let i = this.queue.length - 1; i > 0; i--) {
+          const j = Math.floor(this.rand() * (i + 1));
+          [this.queue[i], this.queue[j]] = [this.queue[j], this.queue[i]];
+        }
+      }
+      const t = this.queue.shift()!;
+      if (out.includes(t) && this.tasks.length >= count) {
+        this.queue.push(t);
+        continue;
+      }
+      out.push(t);
+    }
+    return out;
+  }
+}
