@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startClickhouseSink, startGroupBuilder, startTrajectoryAssembler, type ClickhouseSinkHandle } from '../../processors/index.ts';
-import { loadTfLlama } from '../../policy/index.ts';
+import { loadTfLlama, selectBackend } from '../../policy/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { LORA_LR } from '../../trainer/index.ts';
 import { pairedPermutationTest } from '../../eval/index.ts';
@@ -19,6 +19,8 @@ import { runSeed, type SeedResult } from './run-seed.ts';
 
 /** What `turnstream gym --json` prints. */
 export interface GymResult {
+  /** The run's topics are `<topicPrefix>turnstream.*` (its turns, rewards, trajectories, samples); its models `gym-<run>-s<seed>`. */
+  topicPrefix: string;
   suite: string;
   agent: string;
   model: string;
@@ -59,6 +61,9 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
   await ensureTopics(kafka, { naming });
   const codecs = await createEventCodecs({ registryUrl: s.registryUrl, naming });
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-gym-'));
+  // The learner's backend first (native TensorFlow where it can be had): tensors belong to the backend they were made on.
+  const backend = await selectBackend(undefined, { logger });
+  s.onProgress?.(`gym: tfjs backend ${backend}`);
   // The base in tfjs, loaded once for every seed's learner.
   const baseTf = await loadTfLlama(s.model.path);
   const services: ProcessorHandle[] = [];
@@ -90,18 +95,25 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
     baseTf.model.dispose();
     await rm(weightsDir, { recursive: true, force: true });
   }
-  return summarize(
+  const summary = summarize(
     runs,
     s,
     train.map((t) => t.id),
     held.map((t) => t.id),
     (Date.now() - t0) / 1000,
   );
+  return { topicPrefix: naming.prefix, ...summary };
 }
 
 const mean = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export function summarize(runs: SeedResult[], s: GymSettings, train: string[], evalTasks: string[], wallS: number): GymResult {
+export function summarize(
+  runs: SeedResult[],
+  s: GymSettings,
+  train: string[],
+  evalTasks: string[],
+  wallS: number,
+): Omit<GymResult, 'topicPrefix'> {
   const first = (r: SeedResult) => r.evals[0];
   const last = (r: SeedResult) => r.evals[r.evals.length - 1];
   const steps = [...new Set(runs.flatMap((r) => r.evals.map((e) => e.step)))].sort((a, b) => a - b);
