@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // `npm test`: finds test files under test/<suite>/ and runs them with node:test through tsx.
+// Prints the spec output, then `N tests, N passed, N failed, N files`.
 // Integration and e2e suites need the local stack; they ensure it in test/support/stack.ts.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const suites = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'integration', 'e2e'];
 const files = [];
@@ -44,8 +46,12 @@ if (suites.some((s) => s !== 'unit')) {
   if (containers) Object.assign(env, containers.env);
 }
 
-// --test-force-exit: a file whose tests are done but which left a handle open must not stall the run.
-const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-force-exit', '--test-reporter=spec', ...files];
+// test/support/run-test-files.ts runs the files one after another, each in a process of its own
+// with --test-force-exit (a file whose tests are done but which left a handle open must not stall
+// the run), and fails the run when a file reported fewer tests than it declared: that flag can
+// drop a file's last results, and the runner alone would still pass.
+const runner = fileURLToPath(new URL('../test/support/run-test-files.ts', import.meta.url));
+const args = ['--import', 'tsx', runner, ...files];
 const child = spawn(process.execPath, args, { stdio: 'inherit', env });
 const forward = (sig) => child.kill(sig);
 process.on('SIGINT', forward);

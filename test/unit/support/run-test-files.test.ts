@@ -1,0 +1,62 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { REPO_ROOT } from '../../support/stack.ts';
+
+const fixture = (name: string): string => `test/fixtures/test-runner/${name}.ts`;
+
+/** `node --import tsx ARGS` from the repository root, outside this test's own runner. */
+function node(args: string[]): { status: number | null; out: string } {
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT; // else node:test in the child thinks it is a test file of ours
+  const r = spawnSync(process.execPath, ['--import', 'tsx', ...args], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
+const runFiles = (...names: string[]) => node(['test/support/run-test-files.ts', ...names.map(fixture)]);
+const summary = (out: string): string | undefined => /^ℹ (.*) in [\d.]+ s$/m.exec(out)?.[1];
+
+test('a clean file: every declared test reported, the totals printed, exit 0', () => {
+  const r = runFiles('clean');
+  assert.equal(r.status, 0, r.out);
+  assert.match(r.out, /✔ adds/, 'the spec output for people');
+  assert.equal(summary(r.out), '5 tests, 4 passed, 0 failed, 1 file (1 skipped)', r.out);
+  assert.doesNotMatch(r.out, /declared/);
+});
+
+test('a failing test fails the run and is counted, with nothing missing', () => {
+  const r = runFiles('fails', 'clean');
+  assert.equal(r.status, 1, r.out);
+  assert.equal(summary(r.out), '7 tests, 5 passed, 1 failed, 2 files (1 skipped)', r.out);
+  assert.doesNotMatch(r.out, /declared/);
+});
+
+test('a file that loses tests mid-run: node:test alone passes with fewer tests; the check fails the run naming them', () => {
+  // The drop itself: node's runner counts 1 test and exits 0.
+  const plain = node(['--test', '--test-force-exit', '--test-reporter=tap', fixture('exits-mid-run')]);
+  assert.equal(plain.status, 0, plain.out);
+  assert.match(plain.out, /^# tests 1$/m, plain.out);
+
+  const r = runFiles('clean', 'exits-mid-run');
+  assert.equal(r.status, 1, r.out);
+  const lines = r.out.split('\n').filter((l) => l.includes('declared'));
+  assert.deepEqual(lines, [
+    '✖ test/fixtures/test-runner/exits-mid-run.ts: 1 of 3 declared tests reported; missing "exits mid-run", "never runs"',
+    '✖ 1 of 2 files did not report every test they declared',
+  ]);
+  assert.equal(summary(r.out), '6 tests, 5 passed, 0 failed, 2 files (1 skipped)', r.out);
+});
+
+test('a file that exits before any result leaves it: node:test counts the file as one passing test; the check fails the run', () => {
+  const plain = node(['--test', '--test-force-exit', '--test-reporter=tap', fixture('exits-before-reporting')]);
+  assert.equal(plain.status, 0, plain.out);
+  assert.match(plain.out, /^# pass 1$/m, plain.out);
+
+  const r = runFiles('exits-before-reporting', 'clean');
+  assert.equal(r.status, 1, r.out);
+  assert.match(
+    r.out,
+    /^✖ test\/fixtures\/test-runner\/exits-before-reporting\.ts: no test reported \(it exited before its results reached the runner, or declares none\)$/m,
+  );
+  assert.match(r.out, /^✖ 1 of 2 files did not report every test they declared$/m);
+  assert.equal(summary(r.out), '5 tests, 4 passed, 0 failed, 2 files (1 skipped)', r.out);
+});
