@@ -28,7 +28,7 @@ export interface GatewayBridgeOptions {
   metadata: RolloutMetadata;
   /** Sampling put into every chat completion (call k's seed is seed + k). @default the client's */
   sampling?: SamplingOptions;
-  /** Chat completions allowed; later ones are answered 429 without reaching the gateway. @default unlimited */
+  /** Chat completions allowed; later ones are answered 400 without reaching the gateway (not 429: clients retry that). @default unlimited */
   maxCalls?: number;
   /** Largest request body forwarded. @default 16 MiB */
   maxBodyBytes?: number;
@@ -146,7 +146,7 @@ export async function startGatewayBridge(o: GatewayBridgeOptions): Promise<Gatew
     if (chat) {
       if (o.maxCalls !== undefined && chats >= o.maxCalls) {
         refused++;
-        return answer(res, 429, `the episode's ${o.maxCalls} model calls (max_turns) are used up`);
+        return answer(res, 400, `the episode's ${o.maxCalls} model calls (max_turns) are used up`);
       }
       try {
         const parsed: unknown = JSON.parse(body.toString('utf8'));

@@ -92,11 +92,11 @@ describe('the gateway bridge', { timeout: 120_000 }, () => {
     assert.match(direct.stdout, /^unreachable/, 'no network in the sandbox');
   });
 
-  it('calls past max_turns are answered 429 without reaching the gateway', async () => {
+  it('calls past max_turns are answered 400 without reaching the gateway', async () => {
     const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'again' }] });
     assert.match((await inside(`http://127.0.0.1:${port}/v1/chat/completions`, body)).stdout, /^200 /);
     const third = await inside(`http://127.0.0.1:${port}/v1/chat/completions`, body);
-    assert.match(third.stdout, /^429 .*model calls \(max_turns\) are used up/);
+    assert.match(third.stdout, /^400 .*model calls \(max_turns\) are used up/);
     assert.equal(fake.requests('bridged-session').length, 2);
     assert.equal(bridge.refused, 1);
     assert.equal(fake.requests('bridged-session')[1].body.seed, 41, 'seed + k');
