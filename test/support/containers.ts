@@ -14,6 +14,7 @@ import { homedir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { clickhouseVersion, kafkaHealthy, registryHealthy } from '../../infra/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { waitFor } from './wait-for.ts';
 
 export const KAFKA_IMAGE = 'apache/kafka:4.1.1';
 export const REGISTRY_IMAGE = 'apicurio/apicurio-registry:3.0.9';
@@ -402,15 +403,12 @@ export async function startContainers(options: ContainerStackOptions): Promise<C
 
 /** Polls `check` from this host until it passes; the container's wait strategy only saw the inside. */
 async function healthy(name: string, c: Started, where: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) {
-      throw new TurnstreamError(
-        ErrorCodes.UNAVAILABLE,
-        `${name} in container ${c.getId().slice(0, 12)} does not answer at ${where} after ${Math.round(timeoutMs / 1000)} s ` +
-          `(docker logs ${c.getId().slice(0, 12)}; a reused container that was restarted may advertise an old port: docker rm -f it)`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  await waitFor(`${name} at ${where}`, check, { timeoutMs, intervalMs: 500 }).catch((err: Error) => {
+    throw new TurnstreamError(
+      ErrorCodes.UNAVAILABLE,
+      `${name} in container ${c.getId().slice(0, 12)} does not answer at ${where} after ${Math.round(timeoutMs / 1000)} s ` +
+        `(docker logs ${c.getId().slice(0, 12)}; a reused container that was restarted may advertise an old port: docker rm -f it)`,
+      { cause: err },
+    );
+  });
 }

@@ -41,7 +41,7 @@ export function startCountingProcessor(o: CountingOptions): Promise<ProcessorHan
     const turn = record.value as Turn;
     if (turn.turnId.startsWith('poison-'))
       throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `refused ${turn.turnId}`, { retriable: false });
-    if (o.delayMs) await sleep(o.delayMs);
+    if (o.delayMs) await sleep(o.delayMs); // deliberate: a slow handler, when a test asks for one
     const prev = ctx.state.get(record.key);
     const n = (prev?.mainTurnCount ?? 0) + 1;
     ctx.state.put(record.key, exampleSessionState({ sessionId: record.key, mainTurnCount: n, pending: null, recentIds: [] }));

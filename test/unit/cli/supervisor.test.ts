@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Supervisor } from '../../../cli/supervisor.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 // A stand-in `turnstream` whose sub-commands are: `live` (runs until SIGTERM), `crash` (exits 3)
 // and `flaky <file>` (exits 3 until the file exists, then runs: a service whose dependency returns).
@@ -54,7 +54,13 @@ describe('Supervisor', () => {
     // It is not given up on: more starts follow.
     const starts = () => readFileSync(join(dir, 'logs', 'crashy.log'), 'utf8').match(/started crash/g)?.length ?? 0;
     const seen = starts();
-    await sleep(2000);
+    await waitFor(
+      'another start after the crash loop was reported, and four waits announced',
+      () => starts() > seen && details.length >= 4,
+      {
+        timeoutMs: 15_000,
+      },
+    );
     assert.ok(starts() > seen, 'still restarted after the crash loop was reported');
     assert.deepEqual(
       details.slice(0, 4).map((d) => /next start in ([\d.]+) s/.exec(d)?.[1]),
@@ -62,7 +68,7 @@ describe('Supervisor', () => {
       'the wait doubles up to its cap',
     );
     await sup.stopAll();
-    await sleep(100);
+    await waitFor('both services to be stopped', () => sup.states().every((s) => s.state === 'stopped'));
     assert.deepEqual(
       sup.states().map((s) => s.state),
       ['stopped', 'stopped'],
@@ -87,14 +93,19 @@ describe('Supervisor', () => {
     try {
       assert.equal(await sup.waitReady(3000), false);
       // Between two crashes it is briefly running again: wait for the loop to be named as such.
-      for (let t0 = Date.now(); sup.states()[0].state !== 'crash-looping'; await sleep(50)) {
-        if (Date.now() - t0 > 15_000) assert.fail(`never reported as crash-looping (${sup.states()[0].state})`);
-      }
+      await waitFor('flaky to be reported as crash-looping', () => sup.states()[0].state === 'crash-looping', { timeoutMs: 15_000 });
       writeFileSync(flag, 'yes');
-      for (let t0 = Date.now(); sup.states()[0].state !== 'ready'; await sleep(100)) {
-        if (Date.now() - t0 > 10_000) assert.fail(`not ready once its dependency is back (${sup.states()[0].state})`);
-        await sup.waitReady(500);
-      }
+      await waitFor(
+        'flaky to be ready once its dependency is back',
+        async () => {
+          if (sup.states()[0].state !== 'ready') await sup.waitReady(500);
+          return sup.states()[0].state === 'ready';
+        },
+        {
+          timeoutMs: 10_000,
+          intervalMs: 100,
+        },
+      );
     } finally {
       await sup.stopAll();
     }

@@ -87,7 +87,7 @@ test(
     // Warm up the paths (a chat, a small refusal) before the idle figure.
     await chat('hello');
     assertTooLarge((await refused(() => chat('x'.repeat(5 * MB)))).err);
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 300)); // deliberate: the warm-up's garbage settles before the idle figure
     const idle = rss();
     let peak = idle;
     let hwm = true;
@@ -148,10 +148,10 @@ async function rawPost(
     const n = Math.min(chunk.length, bodyBytes - result.written);
     result.written += n;
     if (!socket.write(chunk.subarray(0, n))) await Promise.race([new Promise((r) => socket.once('drain', r)), closed]);
-    if (opts.pauseMs) await new Promise((r) => setTimeout(r, opts.pauseMs));
+    if (opts.pauseMs) await new Promise((r) => setTimeout(r, opts.pauseMs)); // deliberate: a slow client
   }
   if (!opts.readFirst) read();
-  await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))]);
+  await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))]); // the close, or at most 5 s (what the test then asserts)
   socket.destroy();
   return result;
 }

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let home: Awaited<ReturnType<typeof tempHome>>;
 let g: StartedGateway;
@@ -195,8 +196,10 @@ test('/readyz is not ready while the outbox is stuck (nothing drained for a whil
   try {
     assert.equal((await ready()).status, 200, 'an empty outbox is fine without Kafka');
     assert.equal(await chat(), 200);
-    await new Promise((r) => setTimeout(r, 400));
-    const stalled = await ready();
+    const stalled = await waitFor('/readyz to turn away the stuck outbox', async () => {
+      const r = await ready();
+      return r.status === 503 && r;
+    });
     assert.equal(stalled.status, 503);
     assert.match(stalled.body.reasons!.join(' '), /drained nothing/);
     assert.equal(await chat(), 200);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { Outbox, type OutboxRecord } from '../../../streams/outbox.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 const dirs: string[] = [];
 after(async () => {
@@ -97,7 +98,11 @@ test('a fully drained file is compacted', async () => {
   const ob = await Outbox.open({ dir: d, compactBytes: 100, sender: async () => {} });
   for (let i = 0; i < 5; i++) await ob.append('turns', 'k', 'x'.repeat(50));
   await ob.flush();
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(
+    'the drained file to be compacted and the cursor reset',
+    async () =>
+      (await readFile(join(d, 'outbox.jsonl'))).length === 0 && JSON.parse(await readFile(join(d, 'cursor.json'), 'utf8')).offset === 0,
+  );
   assert.equal((await readFile(join(d, 'outbox.jsonl'))).length, 0);
   assert.deepEqual(JSON.parse(await readFile(join(d, 'cursor.json'), 'utf8')).offset, 0);
   await ob.close();
@@ -186,7 +191,7 @@ test('a dead-letter that cannot be published yet is retried, the refused record 
   });
   await ob.append('turns', 'k', 'poison');
   await ob.append('turns', 'k', 'after');
-  await new Promise((r) => setTimeout(r, 150));
+  await waitFor('the dead-letter to be retried', () => dlqCalls >= 2);
   assert.equal(sent.length, 0, 'nothing overtakes the record being set aside');
   assert.ok(dlqCalls >= 2, 'the dead-letter is retried');
   const poisonSends = attempts.filter((a) => a.includes(1)).length;
@@ -206,7 +211,7 @@ test('stalledMs: how long records have waited without any draining; 0 when empty
   const ob = await Outbox.open({ dir: d, retryDelayMs: 5, maxRetryDelayMs: 10 });
   assert.equal(ob.stats().stalledMs, 0);
   await ob.append('turns', 'k', 1);
-  await new Promise((r) => setTimeout(r, 60));
+  await waitFor('the record to wait 50 ms', () => ob.stats().stalledMs >= 50);
   assert.ok(ob.stats().stalledMs >= 50, 'no sender: stalled');
   ob.setSender(async () => {});
   assert.equal(await ob.flush(2000), true);

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let upstream: Server;
 let home: Awaited<ReturnType<typeof tempHome>>;
@@ -78,19 +79,11 @@ const chat = (content: string, stream = false) =>
     body: JSON.stringify({ messages: [{ role: 'user', content }], stream }),
   });
 
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 test('beyond the slots and the queue: 429 in OpenAI shape with Retry-After; the admitted ones finish', async () => {
   const running = chat('hold');
-  await until(() => held.length === 1, 'the first call to reach the engine');
+  await waitFor('the first call to reach the engine', () => held.length === 1, { timeoutMs: 10_000 });
   const queued = chat('queued');
-  await until(() => g.gw.admission.waitingCount === 1, 'the second call to queue');
+  await waitFor('the second call to queue', () => g.gw.admission.waitingCount === 1, { timeoutMs: 10_000 });
   const refused = await chat('refused');
   assert.equal(refused.status, 429);
   assert.ok(Number(refused.headers.get('retry-after')) >= 1, 'Retry-After in seconds');
@@ -123,14 +116,11 @@ test('a streaming client that stops reading is cut, its generation aborted and n
   assert.equal(normal.status, 200);
   const cutCount = async () =>
     /turnstream_gateway_streams_cut_total\{reason="(stalled|buffer|budget)"[^}]*\} 1/.test(await (await fetch(`${g.url}/metrics`)).text());
-  for (let t0 = Date.now(); !(await cutCount());) {
-    if (Date.now() - t0 > 20_000) assert.fail('the stream was not cut');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor('the stream to be cut', cutCount, { timeoutMs: 20_000, intervalMs: 100 });
   // What the kernel still held reaches the client, then the end of a cut stream.
   sock.resume();
   await closed;
-  await until(() => upstreamAborted > aborted, 'the upstream generation to be aborted');
+  await waitFor('the upstream generation to be aborted', () => upstreamAborted > aborted, { timeoutMs: 10_000 });
   assert.equal(g.gw.outbox.depth, depth + 1, 'only the normal call was captured');
   assert.ok(!received.includes('[DONE]') || received.includes('TS_ERR_ABORTED'), 'the cut stream did not end as a finished answer');
   assert.equal(g.gw.admission.running, 0);

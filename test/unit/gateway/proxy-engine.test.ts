@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 /** What the fake upstream returns as `logprobs.content` (with a vendor field, to show it is passed on as is). */
 function upstreamLogprobs(withIds: boolean, top: number): Array<Record<string, unknown>> {
@@ -129,14 +130,18 @@ after(async () => {
 /** The turns this gateway put in its outbox, read from the file. */
 async function outboxTurns(): Promise<any[]> {
   const { readFile } = await import('node:fs/promises');
-  await new Promise((r) => setTimeout(r, 50));
-  const text = await readFile(`${home.dir}/outbox/outbox.jsonl`, 'utf8');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l))
-    .filter((r) => r.topic === 'turns')
-    .map((r) => r.value);
+  const captured = (await g.gw.metrics.turnsCaptured.get()).values.reduce((n, v) => n + v.value, 0);
+  const read = async () =>
+    (await readFile(`${home.dir}/outbox/outbox.jsonl`, 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.topic === 'turns')
+      .map((r) => r.value);
+  return waitFor('every captured turn in the outbox file', async () => {
+    const turns = await read();
+    return turns.length >= captured && turns;
+  });
 }
 
 test('non-stream: answer passed through, non-standard fields stripped, logprobs requested, untokenized turn', async () => {

@@ -40,7 +40,7 @@ describe('TurnCapture', () => {
     const c = capture(outbox);
     let answered = false;
     const call = c.capture(exampleTurn({ sessionId: 's-wait' })).then(() => (answered = true));
-    await sleep(300); // longer than the old 200 ms bound
+    await sleep(300); // absence window: not answered within 300 ms, longer than the old 200 ms bound
     assert.equal(answered, false, 'still waiting for the append');
     release();
     await call;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { withLock } from '../../../infra/lock.ts';
 import { isAlive, readLivePid, spawnDetached, stopByPidFile, waitFor } from '../../../infra/process.ts';
+import { waitFor as waitUntil } from '../../support/wait-for.ts';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'turnstream-infra-'));
 
@@ -33,12 +34,12 @@ test('a process that ignores SIGTERM is killed after the timeout', async () => {
     const pidFile = join(dir, 'stubborn.pid');
     const pid = spawnDetached({
       command: 'sh',
-      args: ['-c', 'trap "" TERM; while true; do sleep 0.1; done'],
+      args: ['-c', 'trap "" TERM; echo trapped; while true; do sleep 0.1; done'],
       cwd: dir,
       logFile: join(dir, 'stubborn.log'),
       pidFile,
     });
-    await new Promise((r) => setTimeout(r, 200)); // let the trap be installed
+    await waitUntil('the trap to be installed', () => readFileSync(join(dir, 'stubborn.log'), 'utf8').includes('trapped'));
     const t = Date.now();
     assert.equal(await stopByPidFile(pidFile, 700), pid);
     assert.ok(Date.now() - t >= 600, 'waited for the timeout before SIGKILL');
@@ -99,10 +100,10 @@ test('withLock serialises two callers on one home', async () => {
     const order: string[] = [];
     const slow = withLock(lock, 5_000, async () => {
       order.push('a-start');
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 300)); // deliberate: the first caller holds the lock a while
       order.push('a-end');
     });
-    await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('the first caller to hold the lock', () => order.includes('a-start'));
     await withLock(lock, 5_000, async () => void order.push('b'));
     await slow;
     assert.deepEqual(order, ['a-start', 'a-end', 'b']);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KeyedWorkPool } from '../../../streams/work-pool.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 describe('KeyedWorkPool', () => {
   it('runs tasks of one key in order and different keys concurrently', async () => {
@@ -13,7 +14,7 @@ describe('KeyedWorkPool', () => {
       concurrent++;
       maxConcurrent = Math.max(maxConcurrent, concurrent);
       log.push(`start ${name}`);
-      await sleep(ms);
+      await sleep(ms); // deliberate: tasks of given lengths, to show the order they run in
       log.push(`end ${name}`);
       concurrent--;
     };
@@ -62,7 +63,7 @@ describe('KeyedWorkPool', () => {
     assert.equal(pool.full, true);
     void pool.submit('p1', () => Promise.resolve(), 1);
     assert.equal(pool.inFlight, 101);
-    await sleep(1);
+    await waitFor('the light task to finish', () => pool.inFlight === 100);
     assert.equal(pool.inFlight, 100, 'the light task ran beside the batch');
     release();
     await batch;

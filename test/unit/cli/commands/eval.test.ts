@@ -15,6 +15,7 @@ import { LEARNER_LR, LORA_LR } from '../../../../trainer/learner.ts';
 import { LORA_STEP_DEFAULTS } from '../../../../trainer/step-defaults.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
 import { applyRunDefaults, type EvalFlags } from '../../../../cli/commands/eval.ts';
+import { waitFor } from '../../../support/wait-for.ts';
 
 const persona = (name: string, check: unknown, system?: string) => ({
   name,
@@ -158,12 +159,11 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
     child.stderr.on('data', (b: Buffer) => void (stderr += b.toString()));
     const exited = new Promise<number | null>((r) => child.once('exit', r));
     // bob's run, as the parent starts it (`--only bob --seeds 1 --seed 1`), killed as an OOM kill would.
-    let bob: number | undefined;
-    for (const t0 = Date.now(); bob === undefined; await new Promise((r) => setTimeout(r, 50))) {
-      assert.ok(Date.now() - t0 < 60_000, `bob's run never started: ${stderr.slice(-2000)}`);
-      const found = spawnSync('pgrep', ['-f', '--', '--only bob --seeds 1 --seed 1'], { encoding: 'utf8' }).stdout.trim();
-      if (found) bob = Number(found.split('\n')[0]);
-    }
+    const bob = await waitFor(
+      "bob's run to start",
+      () => Number(spawnSync('pgrep', ['-f', '--', '--only bob --seeds 1 --seed 1'], { encoding: 'utf8' }).stdout.trim().split('\n')[0]),
+      { timeoutMs: 60_000 },
+    ).catch((err: Error) => assert.fail(`${err.message}: ${stderr.slice(-2000)}`));
     process.kill(bob, 'SIGKILL');
     assert.equal(await exited, 1, stderr.slice(-2000));
     assert.match(

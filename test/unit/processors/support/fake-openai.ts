@@ -38,7 +38,7 @@ export async function startFakeOpenAI(handler: (req: FakeRequest, n: number) => 
       const r: FakeRequest = { url: req.url ?? '', headers: req.headers, body: raw ? JSON.parse(raw) : null };
       requests.push(r);
       const reply = await handler(r, requests.length - 1);
-      if (reply.delayMs) await new Promise((ok) => setTimeout(ok, reply.delayMs));
+      if (reply.delayMs) await new Promise((ok) => setTimeout(ok, reply.delayMs)); // deliberate: a slow server, as scripted
       if (res.destroyed) return;
       res.statusCode = reply.status ?? 200;
       res.setHeader('content-type', 'application/json');
