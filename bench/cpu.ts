@@ -7,7 +7,7 @@
  */
 import { availableParallelism } from 'node:os';
 import pidusage from 'pidusage';
-import type { TurnstreamConfig } from '../cli/config.ts';
+import type { BenchConfig } from './options.ts';
 import { stackPids } from '../infra/index.ts';
 
 /** CPU seconds by process: `bench` (this one), each named child, `kafka`, `registry`, `clickhouse`. */
@@ -27,7 +27,7 @@ export const cores = (): number => availableParallelism();
 export class CpuMeter {
   private readonly services: Record<string, number>;
 
-  constructor(config: Pick<TurnstreamConfig, 'home'>) {
+  constructor(config: Pick<BenchConfig, 'home'>) {
     this.services = Object.fromEntries(
       Object.entries(stackPids({ home: config.home })).filter((e): e is [string, number] => e[1] !== undefined),
     );

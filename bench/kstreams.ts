@@ -21,7 +21,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { BenchArgs } from './options.ts';
 import { KAFKA_VERSION } from '../infra/kafka.ts';
 import { checkPrerequisites } from '../infra/prerequisites.ts';
 import { runCommand } from '../infra/run-command.ts';

@@ -11,6 +11,55 @@
  */
 import { invalidInput } from '../core/errors.ts';
 
+/** What a benchmark needs of the configuration (the CLI passes its whole TurnstreamConfig). */
+export interface BenchConfig {
+  /** Folder of the local stack's downloads, data and logs. */
+  home: string;
+  /** Topic name prefix. */
+  topicPrefix: string;
+  kafkaBrokers: string | undefined;
+  schemaRegistryUrl: string | undefined;
+  clickhouseUrl: string | undefined;
+  /** Where models are fetched to, and from. */
+  model: { cacheDir: string; hfEndpoint: string; hfToken: string | undefined };
+}
+
+/** What every benchmark receives. */
+export interface BenchArgs {
+  config: BenchConfig;
+  /** `--key value` options after the name, as strings: checked and with defaults when the bench declares `options`. */
+  options: Record<string, string>;
+  /** Progress lines (stderr), so stdout stays one JSON object. */
+  progress: (line: string) => void;
+}
+
+/** What a benchmark module exports. */
+export interface BenchModule {
+  description: string;
+  options: BenchOptions;
+  run(args: BenchArgs): Promise<BenchResult>;
+}
+
+/** `--key value` / `--key=value` / a bare `--flag` (= "true") after the name; `--json` is the command's own. */
+export function splitBenchArgs(rest: string[]): { options: Record<string, string>; help: boolean } {
+  const options: Record<string, string> = {};
+  let help = false;
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (a === '--help' || a === '-h') {
+      help = true;
+      continue;
+    }
+    const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(a);
+    if (!m) throw invalidInput(`unexpected argument ${JSON.stringify(a)}; options are --name value`, a);
+    if (m[1] === 'json') continue;
+    if (m[2] !== undefined) options[m[1]] = m[2];
+    else if (rest[i + 1] !== undefined && !rest[i + 1].startsWith('--')) options[m[1]] = rest[++i];
+    else options[m[1]] = 'true';
+  }
+  return { options, help };
+}
+
 export interface BenchOption {
   /** What it sets. */
   help: string;

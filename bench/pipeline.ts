@@ -18,7 +18,7 @@
 // - `--processes 1` runs each processor in a child process of its own (bench/pipeline-stage.ts), as
 //   `turnstream up` does; 0, the default, runs all three on this process's thread.
 import type { Kafka } from 'kafkajs';
-import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { BenchArgs } from './options.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { DEFAULT_FEEDBACK_GRACE_MS } from '../processors/index.ts';
 import { PIPELINE_STAGES, StageProcess, startPipelineStage } from './pipeline-stage.ts';

@@ -6,7 +6,7 @@
 // floor on kafkajs as npm ships it.
 //   turnstream bench replay [--json] [--turns 5000] [--turns-per-session 10]
 import { join } from 'node:path';
-import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { BenchArgs } from './options.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { createEmbeddedJudge } from '../processors/index.ts';
 import { parseBound, runReplay } from '../history/index.ts';

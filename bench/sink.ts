@@ -8,7 +8,7 @@
 // Each round is a new consumer group over the same topics, then its baseline; medians reported.
 //   turnstream bench sink [--json] [--users 20] [--batch 500] [--max-buffered 0] [--rounds 3]
 import { AnalyticsStore, migrate, TABLE_IDS, toRow, type Row, type TableId } from '../analytics/index.ts';
-import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { BenchArgs } from './options.ts';
 import { SINK_TOPICS, startClickhouseSink } from '../processors/clickhouse-sink/index.ts';
 import { createLogger, EventProducer } from '../streams/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';

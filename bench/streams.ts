@@ -9,7 +9,7 @@
 //   each to a handler that emits it again (Avro-encoded) to another topic, exactly once:
 //   outputs and offsets in one transaction, read back with read_committed.
 // - ratio: runtime ÷ raw passthrough.
-import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { BenchArgs } from './options.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { benchFamily, rawConsume, rawPassthrough, rawProduce, type BenchFamily } from './support.ts';
 import { runtimePassthrough, turnRecords } from './runtime-passthrough.ts';

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Consumer, ICustomPartitioner, Kafka, KafkaMessage, Producer } from 'kafkajs';
-import type { TurnstreamConfig } from '../cli/config.ts';
+import type { BenchConfig } from './options.ts';
 import { stackUp, type StackEndpoints } from '../infra/index.ts';
 import type { TopicId } from '../schemas/index.ts';
 import {
@@ -60,7 +60,7 @@ export async function deleteByPrefix(kafka: Kafka, registryUrl: string, prefix: 
 
 /** The stack, a Kafka client and the codecs of a fresh topic family for one benchmark run. */
 export async function benchFamily(
-  config: TurnstreamConfig,
+  config: BenchConfig,
   name: string,
   partitions: number,
   ids?: readonly TopicId[],

@@ -4,7 +4,7 @@
 // tfjs backend available here, side by side. Each backend runs in its own process.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { BenchArgs } from './options.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import type { Sample } from '../schemas/index.ts';
 import { BACKEND_ORDER, ByteTokenizer, renderPrompt, selectBackend, TransformerModel, type BackendName } from '../policy/index.ts';

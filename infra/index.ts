@@ -7,3 +7,4 @@ export { getFreePort, isPortFree } from './ports.ts';
 export { kafkaHealthy } from './kafka.ts';
 export { registryHealthy } from './registry.ts';
 export { clickhouseVersion } from './clickhouse.ts';
+export { Supervisor, type ServiceSpec, type ServiceState, type SupervisorOptions } from './supervisor.ts';

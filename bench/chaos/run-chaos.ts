@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AnalyticsStore } from '../../analytics/index.ts';
-import { Supervisor } from '../../cli/supervisor.ts';
+import { Supervisor } from '../../infra/index.ts';
 import { getFreePort, stackDown, stackUp, type StackOptions } from '../../infra/index.ts';
 import { createKafka, createLogger, parseBrokers, waitForDependencies } from '../../streams/index.ts';
 import { quantile } from '../support.ts';

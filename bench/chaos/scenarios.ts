@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Kafka } from 'kafkajs';
 import { stackPids, stackUp, type StackOptions } from '../../infra/index.ts';
-import type { Supervisor } from '../../cli/supervisor.ts';
+import type { Supervisor } from '../../infra/index.ts';
 import type { EventCodecs } from '../../streams/index.ts';
 import { chatCall, slowReaders, type SlowReadersResult } from './load.ts';
 

@@ -4,31 +4,8 @@
  * or one JSON object with `--json`; exits 1 when a scenario lost or doubled anything.
  */
 import type { Command } from 'commander';
-import { runChaos, type ChaosResult } from '../../bench/chaos/run-chaos.ts';
+import { chaosTable, runChaos } from '../../bench/index.ts';
 import { loadConfig, SettingsReader } from '../config.ts';
-
-const COLUMNS = [
-  ['scenario', 'scenario'],
-  ['answered', 'answered'],
-  ['turns', 'turns'],
-  ['distinct', 'distinct'],
-  ['duplicates', 'dup'],
-  ['pairs', 'pairs'],
-  ['judgements', 'judged'],
-  ['samples', 'samples'],
-  ['clickhouse_rows', 'CH rows'],
-  ['lost', 'lost'],
-  ['doubled', 'doubled'],
-  ['recover_s', 'recover s'],
-  ['p99_after_fault_ms', 'p99 ms'],
-] as const;
-
-/** The result as a Markdown table (what docs/operations.md shows). */
-export function chaosTable(r: ChaosResult): string {
-  const rows = r.scenarios.map((s) => COLUMNS.map(([k]) => String(s[k] ?? '—')));
-  const head = `| ${COLUMNS.map(([, h]) => h).join(' | ')} |\n|${COLUMNS.map(() => '---').join('|')}|\n`;
-  return head + rows.map((cells) => `| ${cells.join(' | ')} |`).join('\n') + '\n';
-}
 
 export function register(program: Command): void {
   program

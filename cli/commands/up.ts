@@ -12,7 +12,7 @@ import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
 import { progressReporter } from './model.ts';
 import { PROCESSORS } from './process.ts';
-import { Supervisor, type ServiceSpec } from '../supervisor.ts';
+import { Supervisor, type ServiceSpec } from '../../infra/index.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/turnstream.js', import.meta.url));
 

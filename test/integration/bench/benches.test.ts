@@ -8,7 +8,8 @@ import { readdirSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { createKafka } from '../../../streams/index.ts';
-import { availableBenches, type BenchArgs } from '../../../cli/commands/bench.ts';
+import { availableBenches } from '../../../bench/index.ts';
+import type { BenchArgs } from '../../../bench/options.ts';
 import { loadConfig } from '../../../cli/config.ts';
 import type { BenchOptions, BenchResult } from '../../../bench/options.ts';
 import type { CpuPhase } from '../../../bench/cpu.ts';
@@ -34,7 +35,7 @@ const TOY: Record<string, Record<string, string>> = {
   replay: { turns: '40', 'turns-per-session': '4' },
   sink: { users: '1', rounds: '2', 'max-buffered': '300' },
   trainer: { steps: '1', batch: '2', backends: 'wasm,cpu' },
-  model: { model: 'tiny', tokens: '16,32', steps: '1', rounds: '1', 'gen-tokens': '8', backends: 'tensorflow,wasm' },
+  model: { model: 'tiny', tokens: '16,32', steps: '1', rounds: '1', 'gen-tokens': '8', backends: 'tensorflow,wasm', ttft: '128,256' },
 };
 
 describe('benchmarks', { timeout: 900_000 }, () => {
@@ -131,6 +132,19 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         assert.ok(Number(r.peak_rss_mb) > 0);
         const wasm = (r.tfjs as Array<{ backend: string; available: boolean }>).find((b) => b.backend === 'wasm');
         assert.equal(wasm?.available, true, 'the fallback measured too');
+        // Time to first token: the gateway against bare node-llama-cpp on the same token ids, per length.
+        const [ttft, peerTtft, ratioTtft, promptTokens] = ['ttft_s', 'peer_ttft_s', 'ratio_ttft', 'ttft_prompt_tokens'].map(
+          (k) => r[k] as Record<string, number>,
+        );
+        for (const n of ['128', '256']) {
+          assert.ok(ttft[n] > 0 && peerTtft[n] > 0, `time to first token at ${n}`);
+          assert.equal(ratioTtft[n], Number((peerTtft[n] / ttft[n]).toFixed(3)));
+          assert.ok(promptTokens[n] <= Number(n) && promptTokens[n] > Number(n) * 0.9, `a prompt of about ${n} tokens: ${promptTokens[n]}`);
+        }
+        // The session's second turn reuses its first turn's prompt (the prefix cache), and a new session its system prompt.
+        assert.ok(Number(r.first_turn_s) > 0 && Number(r.second_turn_s) > 0);
+        assert.ok(Number(r.second_turn_cached_tokens) >= promptTokens['256'] - 1, `second turn: ${r.second_turn_cached_tokens} cached`);
+        assert.ok(Number(r.same_system_new_session_cached_tokens) > promptTokens['256'] / 2);
       }
       if (name === 'clients') {
         // Both clients read every record and passed every record on, in the same pair.

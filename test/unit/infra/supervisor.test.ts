@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { Supervisor } from '../../../cli/supervisor.ts';
+import { Supervisor } from '../../../infra/supervisor.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 // A stand-in `turnstream` whose sub-commands are: `live` (runs until SIGTERM), `crash` (exits 3)
