@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
 import { createKafka, createLogger, FlushConsumer } from '../../../streams/index.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let kafka: Kafka;
 let admin: Admin;
@@ -43,14 +44,6 @@ async function committed(groupId: string, topic: string): Promise<number> {
   return t.partitions.reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
 }
 
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** A store of values that fails while `failing` is set; what it took stays buffered then. */
 function listStore(flushMs = 5) {
   const s = { stored: [] as string[], buffer: [] as string[], failing: false, failures: 0 };
@@ -61,7 +54,7 @@ function listStore(flushMs = 5) {
     flush: async () => {
       const taken = s.buffer;
       s.buffer = [];
-      await new Promise((r) => setTimeout(r, flushMs));
+      await new Promise((r) => setTimeout(r, flushMs)); // deliberate: a store that takes a while
       if (s.failing) {
         s.failures++;
         s.buffer = [...taken, ...s.buffer];
@@ -91,16 +84,16 @@ test('commits only what a flush stored; a failing flush pauses fetching and is r
     flush: store.flush,
   });
   await consumer.start();
-  await until('flushes failing and fetching paused', () => store.s.failures >= 3 && consumer.stats().paused);
+  await waitFor('flushes failing and fetching paused', () => store.s.failures >= 3 && consumer.stats().paused, { timeoutMs: 60_000 });
   // Nothing committed, and nothing more fetched: 300 records produced now stay in Kafka.
   assert.equal(await committed(groupId, topic), 0);
   const buffered = store.s.buffer.length;
   await produce(topic, 600, 300);
-  await new Promise((r) => setTimeout(r, 1500));
+  await new Promise((r) => setTimeout(r, 1500)); // absence window: nothing fetched while paused
   assert.equal(store.s.buffer.length, buffered, 'fetching stayed paused');
   store.s.failing = false;
-  await until('every record stored', () => store.s.stored.length >= 900);
-  await until('the end committed', async () => (await committed(groupId, topic)) === 900);
+  await waitFor('every record stored', () => store.s.stored.length >= 900, { timeoutMs: 60_000 });
+  await waitFor('the end committed', async () => (await committed(groupId, topic)) === 900, { timeoutMs: 60_000 });
   assert.equal(consumer.stats().paused, false);
   await consumer.stop();
   assert.equal(store.s.stored.length, 900, 'nothing stored twice');
@@ -130,8 +123,8 @@ test('a full buffer with a slow but working store waits for flushes instead of p
     onPaused: (paused) => void pauses.push(paused),
   });
   await consumer.start();
-  await until('every record stored', () => store.s.stored.length >= 3000);
-  await until('the end committed', async () => (await committed(groupId, topic)) === 3000);
+  await waitFor('every record stored', () => store.s.stored.length >= 3000, { timeoutMs: 60_000 });
+  await waitFor('the end committed', async () => (await committed(groupId, topic)) === 3000, { timeoutMs: 60_000 });
   await consumer.stop();
   assert.ok(peak >= 200, `the buffer filled up (peak ${peak})`);
   // One partition's fetched batch may land on a buffer just under the bound, no more (all 3,000 without the wait).
@@ -160,7 +153,7 @@ test('stop stores what is buffered and commits it; a consumer of the same group 
   };
   const first = new FlushConsumer(options);
   await first.start();
-  await until('records fetched', () => store.s.buffer.length >= 300);
+  await waitFor('records fetched', () => store.s.buffer.length >= 300, { timeoutMs: 60_000 });
   assert.equal(store.s.stored.length, 0);
   await first.stop();
   assert.equal(store.s.stored.length, 300);
@@ -169,7 +162,7 @@ test('stop stores what is buffered and commits it; a consumer of the same group 
   await second.start();
   // One new record: once it is stored, the second consumer has read all it was going to.
   await produce(topic, 300, 1);
-  await until('the new record stored', () => store.s.stored.includes(`${topic}:300`));
+  await waitFor('the new record stored', () => store.s.stored.includes(`${topic}:300`), { timeoutMs: 60_000 });
   await second.stop();
   assert.equal(store.s.stored.length, 301, 'the second consumer read nothing again');
 });
@@ -190,11 +183,13 @@ test('rejoin follows a new topic from its start, after storing and committing wh
     flush: store.flush,
   });
   await consumer.start();
-  await until('the live topic stored', () => store.s.stored.length >= 100);
+  await waitFor('the live topic stored', () => store.s.stored.length >= 100, { timeoutMs: 60_000 });
   assert.equal(await consumer.rejoin([live], [later]), true);
   assert.deepEqual(consumer.stats().topics.sort(), [live, later].sort());
-  await until('the later topic stored', () => store.s.stored.length >= 220);
-  await until('both committed', async () => (await committed(groupId, live)) === 100 && (await committed(groupId, later)) === 120);
+  await waitFor('the later topic stored', () => store.s.stored.length >= 220, { timeoutMs: 60_000 });
+  await waitFor('both committed', async () => (await committed(groupId, live)) === 100 && (await committed(groupId, later)) === 120, {
+    timeoutMs: 60_000,
+  });
   await consumer.stop();
   assert.equal(store.s.stored.length, 220);
   assert.equal(consumer.stats().rejoins, 1);

@@ -19,6 +19,7 @@ import { CoPartitionedAssigner } from '../../../streams/co-partitioned-assigner.
 import { startCountingProcessor } from '../../support/counting-processor.ts';
 import { exampleFeedback, examplePair, exampleSessionState, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let kafka: Kafka;
 let stack: Awaited<ReturnType<typeof ensureStack>>;
@@ -67,14 +68,6 @@ function assertCountedOnce(pairs: TurnPair[], sessions: number, n: number): void
   }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
-  }
-}
-
 function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
   let resolve!: (v: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
@@ -104,7 +97,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
 
     let h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting` });
     await h.ready;
-    await waitFor('200 pairs', async () => h.stats().produced >= 200 + 2 + 200);
+    await waitFor('200 pairs', async () => h.stats().produced >= 200 + 2 + 200, { timeoutMs: 90_000, intervalMs: 500 });
     await h.stop();
 
     let pairs = await readPairs(codecs);
@@ -124,7 +117,10 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     const more = await produceTurns(producer, 10, 5);
     h = await startCountingProcessor({ kafka, codecs, groupId: `${prefix}counting` });
     await h.ready;
-    await waitFor('50 more pairs', async () => h.stats().consumed >= 50 && h.stats().inFlight === 0 && h.stats().produced >= 100);
+    await waitFor('50 more pairs', async () => h.stats().consumed >= 50 && h.stats().inFlight === 0 && h.stats().produced >= 100, {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
     await h.stop();
     pairs = await readPairs(codecs);
     assert.equal(pairs.length, 250);
@@ -151,7 +147,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
       },
     });
     await h.ready;
-    await waitFor('2000 outputs', async () => h.stats().produced >= 2000);
+    await waitFor('2000 outputs', async () => h.stats().produced >= 2000, { timeoutMs: 90_000, intervalMs: 500 });
     const stats = h.stats();
     await h.stop();
     assert.ok(stats.largestTransaction <= 100, `largest transaction ${stats.largestTransaction} records`);
@@ -175,7 +171,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
           stdio: ['ignore', 'pipe', 'inherit'],
         });
       const first = child();
-      await waitFor('some committed pairs', async () => (await readPairs(codecs)).length >= 60, 120000);
+      await waitFor('some committed pairs', async () => (await readPairs(codecs)).length >= 60, { timeoutMs: 120000, intervalMs: 500 });
       ids.push(...(await produceTurns(producer, 8, 25)));
       first.kill('SIGKILL');
       await new Promise((r) => first.once('exit', r));
@@ -183,8 +179,8 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
       assert.ok(before < 400, `killed mid-stream (had ${before})`);
 
       const second = child();
-      await waitFor('all 400 pairs', async () => (await readPairs(codecs)).length >= 400, 180000);
-      await sleep(1500); // anything doubled would show up by now
+      await waitFor('all 400 pairs', async () => (await readPairs(codecs)).length >= 400, { timeoutMs: 180000, intervalMs: 500 });
+      await sleep(1500); // absence window: anything doubled would show up by now
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
       const pairs = await readPairs(codecs);
@@ -214,6 +210,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await waitFor(
       '320 pairs and a dead letter',
       async () => h.stats().consumed >= 321 && h.stats().inFlight === 0 && h.stats().deadLettered >= 1,
+      { timeoutMs: 90_000, intervalMs: 500 },
     );
     await h.stop();
     assert.ok(Math.max(...sizes) > 1, `batches of ${Math.max(...sizes)} records at most`);
@@ -248,10 +245,13 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     try {
       await h.ready;
       // At 64, one such batch paused every partition, and kafkajs then sleeps its whole fetch wait.
-      await waitFor('more than 64 records in flight', async () => h.stats().inFlight > 64);
+      await waitFor('more than 64 records in flight', async () => h.stats().inFlight > 64, { timeoutMs: 90_000, intervalMs: 500 });
       assert.equal(h.stats().pausedPartitions, 0);
       release();
-      await waitFor('all 600 handled', async () => h.stats().consumed >= 600 && h.stats().inFlight === 0);
+      await waitFor('all 600 handled', async () => h.stats().consumed >= 600 && h.stats().inFlight === 0, {
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      });
     } finally {
       release();
       await h.stop();
@@ -287,7 +287,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
       async handleBatch(records, ctx) {
         const counts = new Map<string, number>();
         for (const r of records) counts.set(r.key, counts.get(r.key) ?? ctx.state.get(r.key)?.mainTurnCount ?? 0);
-        await sleep(25);
+        await sleep(25); // deliberate: a slow batch, so that two of one partition would overlap
         for (const r of records) {
           const n = counts.get(r.key)! + 1;
           counts.set(r.key, n);
@@ -300,7 +300,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
       },
     });
     await h.ready;
-    await waitFor('240 pairs', async () => h.stats().consumed >= 240 && h.stats().inFlight === 0);
+    await waitFor('240 pairs', async () => h.stats().consumed >= 240 && h.stats().inFlight === 0, { timeoutMs: 90_000, intervalMs: 500 });
     await h.stop();
     const pairs = await readPairs(codecs);
     assert.equal(pairs.length, 240);
@@ -331,6 +331,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await waitFor(
       'every record handled and committed',
       async () => h.stats().consumed >= 10 && h.stats().inFlight === 0 && h.stats().produced >= 10,
+      { timeoutMs: 90_000, intervalMs: 500 },
     );
     await h.stop();
     const pairs = await readPairs(codecs);
@@ -380,7 +381,10 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
                   if (again) {
                     fetchedAgain.resolve();
                     await committed.promise;
-                    await waitFor('the held transaction to be done', async () => (started.h?.stats().committedTransactions ?? 0) >= 1);
+                    await waitFor('the held transaction to be done', async () => (started.h?.stats().committedTransactions ?? 0) >= 1, {
+                      timeoutMs: 90_000,
+                      intervalMs: 500,
+                    });
                   }
                   for (const x of offsets) if (x > highest) highest = x;
                   await eachBatch(p);
@@ -440,7 +444,10 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await other.run({ eachMessage: async () => undefined });
     await handedAgain.promise;
     // Whatever was handed over is committed (a duplicate too) once everything consumed is produced.
-    await waitFor('what was handed over to commit', async () => h.stats().inFlight === 0 && h.stats().produced === h.stats().consumed);
+    await waitFor('what was handed over to commit', async () => h.stats().inFlight === 0 && h.stats().produced === h.stats().consumed, {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
     await other.disconnect();
     await h.stop();
     const pairs = await readPairs(codecs);
@@ -460,7 +467,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
       concurrency: 2,
     });
     await h.ready;
-    await waitFor('6 slow records', async () => h.stats().produced >= 12, 90000);
+    await waitFor('6 slow records', async () => h.stats().produced >= 12, { timeoutMs: 90000, intervalMs: 500 });
     const stats = h.stats();
     await h.stop();
     assert.equal(stats.rebalances, 1, 'only the initial join');

@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import type { Admin, Kafka } from 'kafkajs';
 import { createKafka, createLogger, PublishConsumer, readToEnd } from '../../../streams/index.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let kafka: Kafka;
 let admin: Admin;
@@ -21,14 +22,6 @@ before(async () => {
 after(async () => {
   await admin.disconnect();
 });
-
-async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 test('records used out of order: the commit stops at the oldest one still pending, and a restart gets exactly the unused ones', async () => {
   const input = uniquePrefix('publish-in');
@@ -62,7 +55,7 @@ test('records used out of order: the commit stops at the oldest one still pendin
   const firstSeen: Array<{ offset: bigint; value: string }> = [];
   const first = start(firstSeen);
   await first.c.start();
-  await until('ten records', () => firstSeen.length === 10);
+  await waitFor('ten records', () => firstSeen.length === 10, { timeoutMs: 60_000 });
   // Use every record but r2 and r5 (the learner's user cap keeps such samples buffered).
   const used = firstSeen.filter((r) => r.value !== 'r2' && r.value !== 'r5');
   for (const r of used) {
@@ -79,13 +72,13 @@ test('records used out of order: the commit stops at the oldest one still pendin
   const secondSeen: Array<{ offset: bigint; value: string }> = [];
   const second = start(secondSeen);
   await second.c.start();
-  await until('the two unused records', () => secondSeen.length >= 2);
+  await waitFor('the two unused records', () => secondSeen.length >= 2, { timeoutMs: 60_000 });
   // One more record: once it arrives, the restarted consumer has been given all it was going to.
   const more = kafka.producer();
   await more.connect();
   await more.send({ topic: input, messages: [{ key: 'k', value: 'r10' }] });
   await more.disconnect();
-  await until('r10', () => secondSeen.some((r) => r.value === 'r10'));
+  await waitFor('r10', () => secondSeen.some((r) => r.value === 'r10'), { timeoutMs: 60_000 });
   await second.c.stop();
   assert.deepEqual(
     secondSeen.map((r) => r.value),

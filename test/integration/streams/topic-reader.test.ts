@@ -92,7 +92,7 @@ test('a slow record handler is not cut off by the idle fallback', async () => {
     codecs.topic('turns'),
     async (r) => {
       // Every 50th record takes far longer than the idle limit.
-      if (seen.length % 50 === 0) await new Promise((res) => setTimeout(res, 400));
+      if (seen.length % 50 === 0) await new Promise((res) => setTimeout(res, 400)); // deliberate: a slow handler
       seen.push(r.key!.toString());
     },
     { idleMs: 100 },
