@@ -10,6 +10,7 @@ import { ByteTokenizer, saveCheckpoint, TransformerModel } from '../../../policy
 import { exampleWeightVersion } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { startGateway, tempHome, testKafka, TINY, type StartedGateway, type TestKafka } from './support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let home: Awaited<ReturnType<typeof tempHome>>;
 let k: TestKafka;
@@ -61,25 +62,24 @@ test('a published WeightVersion is hot-swapped in with no failed request, and a 
       results.push({ ...(await call(i)), startedAt });
     }
   });
-  await new Promise((r) => setTimeout(r, 500));
+  await waitFor('traffic on version 0, a request from each client', () => results.length >= 3);
   const publishedAt = Date.now();
   await producer.send(
     'weights',
     'turnstream-tiny',
     exampleWeightVersion({ version: 1, uri: saved.uri, sha256: saved.sha256, createdAt: publishedAt }),
   );
-  const deadline = Date.now() + 30_000;
-  while ((g.gw.policies!.version as number) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await waitFor('version 1 to be served', () => (g.gw.policies!.version as number) === 1, { timeoutMs: 30_000 });
   const swappedAt = Date.now();
   assert.equal(g.gw.policies!.version, 1, 'version 1 is served');
-  await new Promise((r) => setTimeout(r, 500));
+  await waitFor('three requests started after the swap answered', () => results.filter((r) => r.startedAt > swappedAt).length >= 3);
 
   // A version whose checkpoint does not match its sha256 is refused.
   const m2 = TransformerModel.init({ ...TINY, vocabSize: new ByteTokenizer().vocabSize }, 2);
   const saved2 = await saveCheckpoint(m2, { weightsDir, modelId: 'turnstream-tiny', version: 2, parentVersion: 1 });
   m2.dispose();
   await producer.send('weights', 'turnstream-tiny', exampleWeightVersion({ version: 2, uri: saved2.uri, sha256: 'f'.repeat(64) }));
-  await new Promise((r) => setTimeout(r, 1500));
+  await waitFor('the corrupt version 2 to be refused', () => g.gw.policies!.loadFailures >= 1);
   stop = true;
   await Promise.all(clients);
 

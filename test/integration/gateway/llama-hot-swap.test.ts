@@ -25,6 +25,7 @@ import {
 } from '../../../policy/index.ts';
 import type { WeightVersion } from '../../../schemas/index.ts';
 import { createLogger } from '../../../streams/index.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let dir = '';
 let tiny: TinyModel;
@@ -108,7 +109,7 @@ test(
     assert.equal(gw.llama!.version, 1);
     // Keep the load on a little after the swap.
     const after = results.length;
-    while (results.length < after + 8) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('8 more requests after the swap', () => results.length >= after + 8, { timeoutMs: 120_000, intervalMs: 20 });
     running = false;
     await Promise.all(clients);
     assert.ok(results.length > 8, `requests served under load: ${results.length}`);

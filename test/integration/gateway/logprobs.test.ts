@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import type { Turn } from '../../../schemas/index.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from './support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 interface Top {
   token: string;
@@ -61,13 +62,10 @@ async function post(body: object): Promise<Response> {
 }
 
 async function turnOf(turnId: string): Promise<Turn> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ev = turns.events.find((e) => e.value.turnId === turnId);
-    if (ev) return ev.value;
-    if (Date.now() > deadline) throw new Error(`turn ${turnId} did not reach the topic`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const ev = await waitFor(`turn ${turnId} to reach the topic`, () => turns.events.find((e) => e.value.turnId === turnId), {
+    timeoutMs: 30_000,
+  });
+  return ev.value;
 }
 
 /** What a user of the log-probs relies on, checked against the captured Turn. */

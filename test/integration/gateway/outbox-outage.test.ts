@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { startGateway, tempHome, testKafka, TopicCollector, type TestKafka } from './support.ts';
 import { TcpProxy } from './tcp-proxy.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let stack: { brokers: string; registryUrl: string };
 const homes: Array<Awaited<ReturnType<typeof tempHome>>> = [];
@@ -35,14 +36,6 @@ async function chat(
   });
   await res.text();
   return { status: res.status, turnId: res.headers.get('x-turn-id'), ms: Date.now() - t0 };
-}
-
-async function waitUntil(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function closedPort(): Promise<number> {
@@ -74,7 +67,7 @@ test('Kafka cut mid-traffic: every request answered, every turn on the topic exa
     const ids: string[] = [];
     const up = [];
     for (let i = 0; i < 5; i++) up.push(await chat(url, i, 's-outage', i % 2 === 1));
-    await waitUntil(() => gw.outbox.depth === 0, 30_000, 'the first turns to drain');
+    await waitFor('the first turns to drain', () => gw.outbox.depth === 0, { timeoutMs: 30_000 });
 
     await proxy.stop();
     const down = [];
@@ -95,7 +88,7 @@ test('Kafka cut mid-traffic: every request answered, every turn on the topic exa
     assert.ok(Math.max(...downMs) < 3000, 'no request waits on Kafka');
 
     await proxy.start();
-    await waitUntil(() => gw.outbox.depth === 0, 60_000, 'the outbox to drain after Kafka is back');
+    await waitFor('the outbox to drain after Kafka is back', () => gw.outbox.depth === 0, { timeoutMs: 60_000 });
     const events = await collector.waitFor(ids.length, 60_000, 2500);
     const got = events.map((e) => e.value.turnId);
     assert.equal(got.length, ids.length, 'no duplicates');
@@ -141,7 +134,7 @@ test('restart: turns kept in the outbox of a gateway that never reached Kafka ar
   try {
     const events = await collector.waitFor(6, 60_000, 2500);
     assert.deepEqual(events.map((e) => e.value.turnId).sort(), [...ids].sort());
-    await waitUntil(() => b.gw.outbox.depth === 0, 10_000, 'depth 0');
+    await waitFor('depth 0', () => b.gw.outbox.depth === 0, { timeoutMs: 10_000 });
   } finally {
     await collector.stop();
     await b.gw.stop();

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from './support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 let stack: { brokers: string; registryUrl: string };
 const homes: Array<Awaited<ReturnType<typeof tempHome>>> = [];
@@ -54,23 +55,16 @@ async function gateway(k: TestKafka, name: string, shareSessions: boolean): Prom
 
 /** Waits until `turnId` has reached the topic. */
 async function reached(c: TopicCollector<'turns'>, turnId: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!c.events.some((e) => e.value.turnId === turnId)) {
-    if (Date.now() > deadline) throw new Error(`turn ${turnId} never reached the topic`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(`turn ${turnId} to reach the topic`, () => c.events.some((e) => e.value.turnId === turnId), { timeoutMs: 30_000 });
 }
 
 /** Waits until a gateway's session index (its /metrics gauge) holds at least `n` turns. */
 async function knows(g: StartedGateway, n: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
+  const size = async () => {
     const text = await (await fetch(`${g.url}/metrics`)).text();
-    const size = Number(/^turnstream_gateway_session_index_size(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? 0);
-    if (size >= n) return;
-    if (Date.now() > deadline) throw new Error(`the gateway knows ${size} turns, not ${n}, after 30 s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return Number(/^turnstream_gateway_session_index_size(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  await waitFor(`the gateway to know ${n} turns`, async () => (await size()) >= n, { timeoutMs: 30_000, intervalMs: 100 });
 }
 
 test('a conversation alternating between two instances keeps its session; feedback by turn id works on either; a late instance learns recent turns', async () => {
@@ -104,13 +98,15 @@ test('a conversation alternating between two instances keeps its session; feedba
     await reached(collector, t3.turnId);
     const c = await gateway(k, 'gw-c', true);
     history.push({ role: 'assistant', content: t3.answer }, { role: 'user', content: 'one more' });
-    const deadline = Date.now() + 30_000;
-    let t4 = await chat(c.url, [...history]);
     // Its follower joins in the background: until it has read the backlog, a call may start a new session.
-    while (t4.sessionId !== t1.sessionId && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 500));
-      t4 = await chat(c.url, [...history]);
-    }
+    const t4 = await waitFor(
+      'gw-c to continue the session',
+      async () => {
+        const t = await chat(c.url, [...history]);
+        return t.sessionId === t1.sessionId && t;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
     assert.equal(t4.sessionId, t1.sessionId, 'a gateway started later continues the session');
 
     const events = await collector.waitFor(4, 30_000, 500);
@@ -133,7 +129,7 @@ test('with sharing off, an instance infers sessions only from the turns it serve
     const history: Msg[] = [{ role: 'user', content: 'hello there' }];
     const t1 = await chat(a.url, history);
     await reached(collector, t1.turnId);
-    await new Promise((r) => setTimeout(r, 1000)); // were b following the topic, it would have read t1 by now
+    await new Promise((r) => setTimeout(r, 1000)); // absence window: were b following the topic, it would have read t1 by now
     history.push({ role: 'assistant', content: t1.answer }, { role: 'user', content: 'and then?' });
     const t2 = await chat(b.url, history);
     assert.notEqual(t2.sessionId, t1.sessionId);

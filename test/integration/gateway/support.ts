@@ -10,6 +10,7 @@ import type { Kafka } from 'kafkajs';
 import type { TopicId, TopicNaming } from '../../../schemas/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type EventCodecs, type TopicValues } from '../../../streams/index.ts';
 import { createGateway, type Gateway, type GatewayOptions } from '../../../gateway/index.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 /** Small enough to generate fast on 2 CPU cores. */
 export const TINY = { contextLength: 128, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 } as const;
@@ -61,12 +62,10 @@ export class TopicCollector<K extends TopicId> {
 
   /** Waits until at least `n` events arrived, then `settleMs` more (to catch duplicates). */
   async waitFor(n: number, timeoutMs = 60_000, settleMs = 1500): Promise<Array<{ key: string | null; value: TopicValues[K] }>> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.events.length < n) {
-      if (Date.now() > deadline) throw new Error(`only ${this.events.length} of ${n} events arrived within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    await new Promise((r) => setTimeout(r, settleMs));
+    await waitFor(`${n} events`, () => this.events.length >= n, { timeoutMs }).catch(() => {
+      throw new Error(`only ${this.events.length} of ${n} events arrived within ${timeoutMs} ms`);
+    });
+    await new Promise((r) => setTimeout(r, settleMs)); // absence window: duplicates would arrive by now
     return this.events;
   }
 
