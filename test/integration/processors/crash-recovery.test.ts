@@ -42,7 +42,7 @@ async function killAndRestart<K extends 'pairs' | 'judgements' | 'samples'>(
   children.push(second);
   await sending;
   await waitFor(`all ${expected} ${output}`, async () => (await readAll(f, output)).length >= expected, 120_000);
-  await sleep(2500); // a doubled output would show up by now
+  await sleep(2500); // absence window: a doubled output would show up by now
   const outputs = await readAll(f, output);
   second.kill('SIGTERM');
   await new Promise((r) => second.once('exit', r));

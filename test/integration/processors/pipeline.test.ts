@@ -115,7 +115,7 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
         async () => (await readAll(f, 'samples')).length >= 5 && (await readAll(f, 'dlq')).length >= 1,
         120_000,
       );
-      await sleep(2000);
+      await sleep(2000); // absence window: nothing extra or doubled
       const [pairs, judgements, samples, dlq] = await Promise.all([
         readAll(f, 'pairs'),
         readAll(f, 'judgements'),
@@ -199,7 +199,7 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
       try {
         // t0 → 👍 thanks (1); t1 → correction (−1 + hint); t2 → "bye" (0, no sample); t3 → masked end.
         await waitFor('3 samples', async () => (await readAll(g, 'samples')).length >= 3);
-        await sleep(1500);
+        await sleep(1500); // absence window: no fourth sample, no fifth judgement
         const [judgements, samples] = await Promise.all([readAll(g, 'judgements'), readAll(g, 'samples')]);
         const j = (i: number) => judgements.find((x) => x.turnId === turns[i].turnId)!;
         assert.equal(judgements.length, 4);

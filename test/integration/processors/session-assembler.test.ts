@@ -55,7 +55,7 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
         { id: 'turns' as const, key: 'A', value: a[1] }, // a duplicate delivery
       ]);
       await waitFor('5 pairs', async () => (await readAll(f, 'pairs')).length >= 5);
-      await sleep(2000); // nothing more may come
+      await sleep(2000); // absence window: nothing more may come
       const pairs = await readAll(f, 'pairs');
       assert.equal(pairs.length, 5);
       const bySession = (s: string) => pairs.filter((p) => p.sessionId === s).sort((x, y) => x.turn.mainTurnIndex - y.turn.mainTurnIndex);
@@ -116,7 +116,7 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       await h.ready;
       try {
         await waitFor('1200 pairs', async () => (await readAll(g, 'pairs')).length >= 1200, 90_000);
-        await sleep(1000);
+        await sleep(1000); // absence window: no pair doubled
         const pairs = await readAll(g, 'pairs');
         assert.equal(pairs.length, 1200);
         assert.equal(new Set(pairs.map((p) => p.pairId)).size, 1200);
@@ -176,7 +176,7 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       await h.ready;
       try {
         await waitFor('7 pairs', async () => (await readAll(g, 'pairs')).length >= 7, 60_000);
-        await sleep(1500);
+        await sleep(1500); // absence window: no eighth pair
         const pairs = await readAll(g, 'pairs');
         assert.equal(pairs.length, 7);
         const of = (id: string) => pairs.find((p) => p.pairId === id)!;

@@ -41,7 +41,7 @@ describe('judge: 30 s per vote', { timeout: 180_000 }, () => {
     const watch = setInterval(() => void (sawPaused ||= h.stats().pausedPartitions > 0), 200);
     try {
       await waitFor('4 judgements', async () => (await readAll(f, 'judgements')).length >= 4, 150_000);
-      await sleep(1500);
+      await sleep(1500); // absence window: no fifth judgement, no request re-delivered
       const stats = h.stats();
       const judgements = await readAll(f, 'judgements');
       assert.equal(stats.rebalances, 1, 'only the initial join');

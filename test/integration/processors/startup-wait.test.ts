@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { getFreePort } from '../../../infra/index.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 test('a processor started before the registry waits for it and then runs', { timeout: 240_000 }, async () => {
   const stack = await ensureStack();
@@ -36,21 +37,21 @@ test('a processor started before the registry waits for it and then runs', { tim
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
   try {
-    const t0 = Date.now();
-    while (!/waiting for the schema registry/.test(out)) {
-      assert.equal(child.exitCode, null, `the processor exited instead of waiting:\n${out}`);
-      if (Date.now() - t0 > 90_000) assert.fail(`no word of waiting:\n${out}`);
-      await sleep(200);
-    }
-    await sleep(3000);
+    const waiting = () => /waiting for the schema registry/.test(out);
+    await waitFor('word of waiting for the registry (or an exit)', () => waiting() || child.exitCode !== null, {
+      timeoutMs: 90_000,
+      intervalMs: 200,
+    }).catch(() => assert.fail(`no word of waiting:\n${out}`));
+    if (!waiting()) assert.fail(`the processor exited instead of waiting:\n${out}`);
+    await sleep(3000); // absence window: no exit within 3 s while the registry is away
     assert.equal(child.exitCode, null, 'still waiting, not exited');
     await proxy.start();
-    const t1 = Date.now();
-    while (!/is running/.test(out)) {
-      assert.equal(child.exitCode, null, `exited:\n${out}`);
-      if (Date.now() - t1 > 90_000) assert.fail(`did not start once the registry answered:\n${out}`);
-      await sleep(200);
-    }
+    const running = () => /is running/.test(out);
+    await waitFor('the processor to start once the registry answered (or exit)', () => running() || child.exitCode !== null, {
+      timeoutMs: 90_000,
+      intervalMs: 200,
+    }).catch(() => assert.fail(`did not start once the registry answered:\n${out}`));
+    if (!running()) assert.fail(`exited:\n${out}`);
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));

@@ -16,6 +16,7 @@ import {
 } from '../../../streams/index.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+import { waitFor as waitForCondition } from '../../support/wait-for.ts';
 
 export interface Family {
   kafka: Kafka;
@@ -48,12 +49,9 @@ export async function readAll<K extends 'turns' | 'pairs' | 'judgements' | 'samp
   return out;
 }
 
+/** The shared waitFor (test/support/wait-for.ts) with this folder's defaults: 90 s, a check every 500 ms. */
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
-  }
+  await waitForCondition(what, check, { timeoutMs, intervalMs: 500 });
 }
 
 const msg = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
@@ -133,6 +131,6 @@ export async function kill9(child: ChildProcess): Promise<void> {
 export async function produceSteadily(f: Family, events: OutgoingEvent[], batch: number, everyMs: number): Promise<void> {
   for (let i = 0; i < events.length; i += batch) {
     await f.producer.sendAll(events.slice(i, i + batch));
-    await sleep(everyMs);
+    await sleep(everyMs); // deliberate: traffic paced as live traffic is
   }
 }
