@@ -35,7 +35,10 @@ export interface EvalPoint {
 export interface StepRecord {
   batch: number;
   step: number | null;
+  /** The version the batch's rollouts ran on. */
   version: number;
+  /** The version its step made (served before the next batch), or null. */
+  madeVersion: number | null;
   tasks: string[];
   /** Share of the batch's rollouts that passed. */
   trainPass: number;
@@ -95,10 +98,18 @@ async function pooled<T>(jobs: Array<() => Promise<T>>, limit: number): Promise<
   return out;
 }
 
-export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResult> {
+/** What one seed runs on: its gateway, its learner, and a producer of its rewards. */
+interface SeedServices {
+  modelId: string;
+  url: string;
+  learner: LearnerHandle;
+  producer: EventProducer;
+  stop(): Promise<void>;
+}
+
+/** A gateway serving the seed's LoRA lineage (rollouts decoded side by side) and a learner training it. */
+async function startSeedServices(ctx: SeedContext, modelId: string): Promise<SeedServices> {
   const s = ctx.settings;
-  const say = (line: string) => s.onProgress?.(line);
-  const modelId = `gym-${ctx.runId}-s${seed}`;
   const home = await mkdtemp(join(tmpdir(), 'turnstream-gym-gw-'));
   const gw = createGateway({
     port: 0,
@@ -124,7 +135,7 @@ export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResul
     baseTf: ctx.baseTf,
     logger: ctx.logger,
   });
-  const learner: LearnerHandle = await startLearner({
+  const learner = await startLearner({
     kafka: ctx.kafka,
     codecs: ctx.codecs,
     weightsDir: ctx.weightsDir,
@@ -140,84 +151,173 @@ export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResul
   await learner.ready;
   const producer = new EventProducer(ctx.kafka, ctx.codecs);
   await producer.connect();
-  const result: SeedResult = {
-    seed,
+  return {
     modelId,
-    evals: [],
-    steps: [],
-    batches: 0,
-    time: { rollouts: 0, verifier: 0, training: 0, eval: 0 },
-    replies: { before: [], after: [] },
+    url,
+    learner,
+    producer,
+    stop: async () => {
+      await producer.disconnect().catch(() => undefined);
+      await learner.stop().catch(() => undefined);
+      await gw.stop().catch(() => undefined);
+      await rm(home, { recursive: true, force: true });
+    },
   };
-  const rand = seededRandom(seed);
-  const sampleSeed = (): number => Math.floor(rand() * 2 ** 31);
-  const rollout = (task: Task, sessionId: string, info: RolloutInfo, turnType: 'main' | 'side'): Promise<RolloutResult> =>
-    runRollout(task, {
-      baseURL: url,
-      model: s.model.name,
-      sessionId,
-      metadata: { gym_task: task.id, gym_group: info.groupId, gym_rollout: String(info.index) },
-      sampling: { temperature: s.temperature, maxTokens: s.maxTokens, seed: sampleSeed() },
-      agent: s.agent,
-      turnType,
-      signal: s.signal,
-    });
-  const publish = async (results: RolloutResult[], infos: RolloutInfo[]): Promise<void> => {
-    await producer.sendAll(
-      results.map((r, i) => ({
-        id: 'rewards' as const,
-        key: r.sessionId,
-        value: rolloutReward(r, infos[i], { userId: null, policyModelId: modelId }),
-      })),
+}
+
+/** Where one rollout of a batch belongs. */
+function rolloutInfo(
+  s: GymSettings,
+  batchId: string,
+  task: Task,
+  index: number,
+  groupSize: number,
+  batchGroups: number,
+  split: 'TRAIN' | 'EVAL',
+): RolloutInfo {
+  return { suite: s.suite, taskId: task.id, groupId: `${batchId}-${task.id}`, batchId, index, groupSize, batchGroups, split };
+}
+
+/** One seed's run: the services, its rollouts and evals, its record. */
+class SeedRun {
+  readonly result: SeedResult;
+  private readonly sampleSeed: () => number;
+
+  constructor(
+    private readonly ctx: SeedContext,
+    private readonly svc: SeedServices,
+    seed: number,
+  ) {
+    this.result = {
+      seed,
+      modelId: svc.modelId,
+      evals: [],
+      steps: [],
+      batches: 0,
+      time: { rollouts: 0, verifier: 0, training: 0, eval: 0 },
+      replies: { before: [], after: [] },
+    };
+    const rand = seededRandom(seed);
+    this.sampleSeed = () => Math.floor(rand() * 2 ** 31);
+  }
+
+  private get s(): GymSettings {
+    return this.ctx.settings;
+  }
+
+  private say(line: string): void {
+    this.s.onProgress?.(`gym ${this.svc.modelId}: ${line}`);
+  }
+
+  /** The rollouts of `infos` (task by task), `parallel` at a time; their verdicts go on Kafka as rewards. */
+  private async rollouts(jobs: Array<{ task: Task; info: RolloutInfo }>, turnType: 'main' | 'side'): Promise<RolloutResult[]> {
+    const s = this.s;
+    const results = await pooled(
+      jobs.map(
+        ({ task, info }) =>
+          () =>
+            runRollout(task, {
+              baseURL: this.svc.url,
+              model: s.model.name,
+              sessionId: `${info.groupId}-r${info.index}`,
+              metadata: { gym_task: task.id, gym_group: info.groupId, gym_rollout: String(info.index) },
+              sampling: { temperature: s.temperature, maxTokens: s.maxTokens, seed: this.sampleSeed() },
+              agent: s.agent,
+              turnType,
+              signal: s.signal,
+            }),
+      ),
+      s.parallel,
     );
-  };
+    const served = { userId: null, policyModelId: this.svc.modelId };
+    await this.svc.producer.sendAll(
+      results.map((r, i) => ({ id: 'rewards' as const, key: r.sessionId, value: rolloutReward(r, jobs[i].info, served) })),
+    );
+    return results;
+  }
 
   /** Held-out pass@1 of the version now served: every held-out task, `evalSamples` times, as side turns. */
-  const evaluate = async (step: number, version: number): Promise<void> => {
+  async evaluate(step: number, version: number): Promise<void> {
     const t0 = Date.now();
-    const batchId = `${modelId}-eval${step}`;
-    const infos: RolloutInfo[] = [];
-    const jobs = ctx.held.flatMap((task) =>
-      Array.from({ length: s.evalSamples }, (_, i) => {
-        const info: RolloutInfo = {
-          suite: s.suite,
-          taskId: task.id,
-          groupId: `${batchId}-${task.id}`,
-          batchId,
-          index: i,
-          groupSize: s.evalSamples,
-          batchGroups: ctx.held.length,
-          split: 'EVAL',
-        };
-        infos.push(info);
-        return () => rollout(task, `${info.groupId}-r${i}`, info, 'side');
-      }),
+    const { held } = this.ctx;
+    const batchId = `${this.svc.modelId}-eval${step}`;
+    const jobs = held.flatMap((task) =>
+      Array.from({ length: this.s.evalSamples }, (_, i) => ({
+        task,
+        info: rolloutInfo(this.s, batchId, task, i, this.s.evalSamples, held.length, 'EVAL'),
+      })),
     );
-    const results = await pooled(jobs, s.parallel);
-    await publish(results, infos);
+    const results = await this.rollouts(jobs, 'side');
     const perTask: Record<string, number> = {};
-    for (const task of ctx.held) {
+    for (const task of held) {
       const mine = results.filter((r) => r.taskId === task.id);
       perTask[task.id] = mine.filter((r) => r.verdict.passed).length / mine.length;
     }
     const passAt1 = results.filter((r) => r.verdict.passed).length / Math.max(1, results.length);
-    result.evals.push({ step, version, passAt1, perTask });
+    this.result.evals.push({ step, version, passAt1, perTask });
     const replies = results.map((r) => ({ task: r.taskId, passed: r.verdict.passed, answer: r.finalAnswer }));
-    if (step === 0) result.replies.before = replies;
-    else result.replies.after = replies;
-    result.time.eval += (Date.now() - t0) / 1000;
-    say(`gym ${modelId}: step ${step}, v${version}: held-out pass@1 ${passAt1.toFixed(2)}`);
-  };
+    if (step === 0) this.result.replies.before = replies;
+    else this.result.replies.after = replies;
+    this.result.time.eval += (Date.now() - t0) / 1000;
+    this.say(`step ${step}, v${version}: held-out pass@1 ${passAt1.toFixed(2)}`);
+  }
+
+  /** One rollout batch on `version`; a step when a group has a signal (then the version it made is served). */
+  async batch(b: number, tasks: Task[], version: number, steps: number): Promise<StepRecord> {
+    const s = this.s;
+    const batchId = `${this.svc.modelId}-b${b}`;
+    const jobs = tasks.flatMap((task) =>
+      Array.from({ length: s.rolloutsPerTask }, (_, i) => ({
+        task,
+        info: rolloutInfo(s, batchId, task, i, s.rolloutsPerTask, tasks.length, 'TRAIN'),
+      })),
+    );
+    const r0 = Date.now();
+    const results = await this.rollouts(jobs, 'main');
+    const published = Date.now();
+    const rolloutSeconds = (published - r0) / 1000;
+    this.result.time.rollouts += rolloutSeconds;
+    this.result.time.verifier += results.reduce((a, r) => a + r.timings.verifyMs, 0) / 1000;
+    // The same rule the group builder applies: a batch whose groups are all-equal makes no step.
+    const signal = tasks.map((t) => groupAdvantages(results.filter((r) => r.taskId === t.id).map((r) => r.verdict.reward)) !== null);
+    const record: StepRecord = {
+      batch: b,
+      step: null,
+      version,
+      madeVersion: null,
+      tasks: tasks.map((t) => t.id),
+      trainPass: results.filter((r) => r.verdict.passed).length / results.length,
+      groupsTrained: signal.filter(Boolean).length,
+      groupsEqual: signal.filter((x) => !x).length,
+      rolloutSeconds,
+      trainSeconds: 0,
+    };
+    if (record.groupsTrained > 0) {
+      record.madeVersion = await this.nextVersion(version);
+      record.step = steps + 1;
+      record.trainSeconds = (Date.now() - published) / 1000;
+      this.result.time.training += record.trainSeconds;
+    }
+    this.result.steps.push(record);
+    this.result.batches++;
+    const made = record.step ? ` → step ${record.step}, v${record.madeVersion} (${record.trainSeconds.toFixed(0)} s)` : ': no step';
+    this.say(
+      `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}`,
+    );
+    return record;
+  }
 
   /** Waits until the learner has published past `version` and the gateway serves it. */
-  const nextVersion = async (version: number): Promise<number> => {
-    const deadline = Date.now() + s.stepTimeoutMs;
+  private async nextVersion(version: number): Promise<number> {
+    const { learner, url, modelId } = this.svc;
+    const deadline = Date.now() + this.s.stepTimeoutMs;
     while (learner.stats().version <= version && Date.now() < deadline) {
-      if (s.signal?.aborted) throw new Error('aborted');
+      if (this.s.signal?.aborted) throw new Error('aborted');
       await sleep(200);
     }
     const want = learner.stats().version;
-    if (want <= version) throw new Error(`no version after v${version} within ${s.stepTimeoutMs} ms (${JSON.stringify(learner.stats())})`);
+    if (want <= version)
+      throw new Error(`no version after v${version} within ${this.s.stepTimeoutMs} ms (${JSON.stringify(learner.stats())})`);
     while (Date.now() < deadline) {
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: 'POST',
@@ -228,75 +328,30 @@ export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResul
       if (Number(res.headers.get('x-policy-version') ?? -1) >= want) return want;
       await sleep(200);
     }
-    throw new Error(`the gateway did not serve v${want} within ${s.stepTimeoutMs} ms`);
-  };
+    throw new Error(`the gateway did not serve v${want} within ${this.s.stepTimeoutMs} ms`);
+  }
+}
 
+export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResult> {
+  const s = ctx.settings;
+  const svc = await startSeedServices(ctx, `gym-${ctx.runId}-s${seed}`);
+  const run = new SeedRun(ctx, svc, seed);
   try {
-    let version = learner.stats().version;
-    await evaluate(0, version);
+    let version = svc.learner.stats().version;
+    await run.evaluate(0, version);
     const schedule = new TaskSchedule(ctx.train, seed);
     let steps = 0;
-    for (let b = 0; steps < s.steps && b < s.maxBatches; b++) {
-      if (s.signal?.aborted) break;
-      result.batches++;
-      const tasks = schedule.next(Math.min(s.tasksPerStep, ctx.train.length));
-      const batchId = `${modelId}-b${b}`;
-      const infos: RolloutInfo[] = [];
-      const jobs = tasks.flatMap((task) =>
-        Array.from({ length: s.rolloutsPerTask }, (_, i) => {
-          const info: RolloutInfo = {
-            suite: s.suite,
-            taskId: task.id,
-            groupId: `${batchId}-${task.id}`,
-            batchId,
-            index: i,
-            groupSize: s.rolloutsPerTask,
-            batchGroups: tasks.length,
-            split: 'TRAIN',
-          };
-          infos.push(info);
-          return () => rollout(task, `${info.groupId}-r${i}`, info, 'main');
-        }),
-      );
-      const r0 = Date.now();
-      const results = await pooled(jobs, s.parallel);
-      const rolloutSeconds = (Date.now() - r0) / 1000;
-      result.time.rollouts += rolloutSeconds;
-      result.time.verifier += results.reduce((a, r) => a + r.timings.verifyMs, 0) / 1000;
-      const t0 = Date.now();
-      await publish(results, infos);
-      // The same rule the group builder applies: a batch whose groups are all-equal makes no step.
-      const signal = tasks.map((t) => groupAdvantages(results.filter((r) => r.taskId === t.id).map((r) => r.verdict.reward)) !== null);
-      const record: StepRecord = {
-        batch: b,
-        step: null,
-        version,
-        tasks: tasks.map((t) => t.id),
-        trainPass: results.filter((r) => r.verdict.passed).length / results.length,
-        groupsTrained: signal.filter(Boolean).length,
-        groupsEqual: signal.filter((x) => !x).length,
-        rolloutSeconds,
-        trainSeconds: 0,
-      };
-      if (record.groupsTrained > 0) {
-        version = await nextVersion(version);
-        steps++;
-        record.step = steps;
-        record.trainSeconds = (Date.now() - t0) / 1000;
-        result.time.training += record.trainSeconds;
-      }
-      result.steps.push(record);
-      say(
-        `gym ${modelId}: batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${record.step ? ` → step ${record.step}, v${version} (${record.trainSeconds.toFixed(0)} s)` : ': no step'}`,
-      );
-      if (record.step && (steps % s.evalEvery === 0 || steps === s.steps)) await evaluate(steps, version);
+    for (let b = 0; steps < s.steps && b < s.maxBatches && !s.signal?.aborted; b++) {
+      const record = await run.batch(b, schedule.next(Math.min(s.tasksPerStep, ctx.train.length)), version, steps);
+      if (record.step === null || record.madeVersion === null) continue;
+      steps = record.step;
+      version = record.madeVersion;
+      if (steps % s.evalEvery === 0 || steps === s.steps) await run.evaluate(steps, version);
     }
-    if (result.evals[result.evals.length - 1].step !== steps) await evaluate(steps, version);
-    return result;
+    const evals = run.result.evals;
+    if (evals[evals.length - 1].step !== steps) await run.evaluate(steps, version);
+    return run.result;
   } finally {
-    await producer.disconnect().catch(() => undefined);
-    await learner.stop().catch(() => undefined);
-    await gw.stop().catch(() => undefined);
-    await rm(home, { recursive: true, force: true });
+    await svc.stop();
   }
 }
