@@ -7,13 +7,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sample } from '../../../schemas/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, EventProducer } from '../../../streams/index.ts';
 import { ByteTokenizer, initCheckpoint } from '../../../policy/index.ts';
 import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 const tok = new ByteTokenizer();
 const TOPICS = ['tea', 'sleep', 'rain', 'bread', 'chess', 'music', 'gravity', 'rome', 'primes', 'kafka', 'clouds', 'maps'];
@@ -96,11 +96,14 @@ test(
     const first = await startLearner(options);
     handles.push(first);
     await first.ready;
-    const deadline = Date.now() + 240_000;
-    while (first.stats().trained + first.stats().droppedStale < samples.length) {
-      if (Date.now() > deadline) throw new Error(`trained only ${first.stats().trained} of ${samples.length}`);
-      await sleep(250);
-    }
+    await waitFor(
+      `all ${samples.length} samples trained or dropped`,
+      () => first.stats().trained + first.stats().droppedStale >= samples.length,
+      {
+        timeoutMs: 240_000,
+        intervalMs: 250,
+      },
+    );
     const before = first.userWeights();
     await first.stop();
     assert.ok(before.eve < 0.6 && before.ann > 0.8, `the adversary was found before the restart: ${JSON.stringify(before)}`);

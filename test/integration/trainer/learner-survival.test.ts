@@ -28,6 +28,7 @@ import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 const TINY = { contextLength: 48, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 };
 const tok = new ByteTokenizer();
@@ -60,14 +61,6 @@ async function versions(codecs: EventCodecs): Promise<WeightVersion[]> {
   const out: WeightVersion[] = [];
   await readToEnd(kafka, codecs.topic('weights'), async (r) => void out.push(await codecs.of('weights').decode(r.value!)), { idleMs: 500 });
   return out.sort((a, b) => a.version - b.version);
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
-  }
 }
 
 /** Versions 1..n, each once, each on its predecessor, `samples` trained in all. */
@@ -140,25 +133,25 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
     const isClosed = settled(h);
     try {
       await h.ready;
-      await waitFor('v2', async () => (await versions(codecs)).length >= 2);
+      await waitFor('v2', async () => (await versions(codecs)).length >= 2, { timeoutMs: 120_000, intervalMs: 500 });
       // Two samples wait for a batch when Kafka goes away: the partial batch comes due during
       // the outage, so the learner trains it and has to publish it while it cannot.
       await producer.sendAll([8, 9].map((i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(i) })));
-      await waitFor('2 samples buffered', async () => h.stats().buffered === 2);
+      await waitFor('2 samples buffered', async () => h.stats().buffered === 2, { timeoutMs: 120_000, intervalMs: 500 });
       await proxy.stop();
       // More samples arrive (the processors write them) while the learner cannot reach Kafka.
       await producer.sendAll(Array.from({ length: 6 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(10 + i) })));
       for (let s = 0; s < 60; s++) {
-        await sleep(1000);
+        await sleep(1000); // deliberate: a 60 s outage, the learner checked every second
         assert.equal(isClosed(), false, `the learner is still running ${s + 1} s into the outage`);
       }
       await proxy.start();
       await waitFor(
         'all 16 samples trained after the outage',
         async () => (await versions(codecs)).reduce((a, v) => a + v.metrics.samples, 0) >= 16,
-        180_000,
+        { timeoutMs: 180_000, intervalMs: 500 },
       );
-      await sleep(3000); // anything trained twice would show up as more versions
+      await sleep(3000); // absence window: anything trained twice would show up as more versions
       assert.equal(isClosed(), false);
       assertExactlyOnce(await versions(codecs), 16);
     } finally {
@@ -192,7 +185,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
     try {
       await h.ready;
       await producer.send('samples', 's0', sample(0));
-      await waitFor('v1', async () => (await versions(codecs)).length >= 1);
+      await waitFor('v1', async () => (await versions(codecs)).length >= 1, { timeoutMs: 120_000, intervalMs: 500 });
       // The error is a race in the coordinator: sweep the window again (at most three times)
       // until Kafka has answered it at least once, so the test always exercises the retry.
       let stale = 0;
@@ -208,19 +201,19 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
           // Written for version 0: stale once v1 is out, so it is dropped (its offset committed
           // alone). Arriving while the dead letters commit, its transaction follows at once; the
           // delay sweeps that window.
-          await sleep((i * 7) % 60);
+          await sleep((i * 7) % 60); // deliberate: sweeps the race window
           await producer.send('samples', `s${i % 5}`, sample(round * 40 + i));
           stale++;
-          await sleep(250);
+          await sleep(250); // deliberate: paces the rounds, one race per round
         }
         await waitFor(
           'every record handled',
           async () => h.stats().deadLettered >= junk && h.stats().droppedStale >= stale && h.stats().buffered === 0,
-          240_000,
+          { timeoutMs: 240_000, intervalMs: 500 },
         );
         seen = (await concurrentRetries()) - retriesBefore;
       }
-      await sleep(2000);
+      await sleep(2000); // absence window: no exit, nothing trained twice
       assert.equal(isClosed(), false, 'the learner is still running');
       assertExactlyOnce(await versions(codecs), 1);
       assert.deepEqual([h.stats().deadLettered, h.stats().droppedStale, h.stats().trained], [junk, stale, 1]);

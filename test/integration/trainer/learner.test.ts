@@ -11,6 +11,7 @@ import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd,
 import { ByteTokenizer, initCheckpoint, loadCheckpoint, WeightStore } from '../../../policy/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 const TINY = { contextLength: 48, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 };
 const tok = new ByteTokenizer();
@@ -42,14 +43,6 @@ async function versions(codecs: EventCodecs): Promise<WeightVersion[]> {
   const out: WeightVersion[] = [];
   await readToEnd(kafka, codecs.topic('weights'), async (r) => void out.push(await codecs.of('weights').decode(r.value!)), { idleMs: 500 });
   return out.sort((a, b) => a.version - b.version);
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 120000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
-  }
 }
 
 function learner(prefix: string, weightsDir: string): ChildProcess {
@@ -97,7 +90,7 @@ describe('learner on real Kafka', { timeout: 400000 }, () => {
       Array.from({ length: 8 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 3}`, value: sample(i, `u${i % 4}`) })),
     );
     const first = learner(prefix, weightsDir);
-    await waitFor('v2', async () => (await versions(codecs)).some((v) => v.version === 2));
+    await waitFor('v2', async () => (await versions(codecs)).some((v) => v.version === 2), { timeoutMs: 120_000, intervalMs: 500 });
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     const published = await versions(codecs);
@@ -116,8 +109,11 @@ describe('learner on real Kafka', { timeout: 400000 }, () => {
     await producer.sendAll(hog.map((s) => ({ id: 'samples' as const, key: s.sessionId, value: s })));
     const second = learner(prefix, weightsDir);
     try {
-      await waitFor('all 16 samples trained', async () => (await versions(codecs)).reduce((a, v) => a + v.metrics.samples, 0) >= 16);
-      await sleep(3000); // anything re-trained would show up as extra versions
+      await waitFor('all 16 samples trained', async () => (await versions(codecs)).reduce((a, v) => a + v.metrics.samples, 0) >= 16, {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+      });
+      await sleep(3000); // absence window: anything re-trained would show up as extra versions
     } finally {
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
