@@ -22,7 +22,7 @@ export interface RunTotals {
   skipped: number;
   todo: number;
   files: number;
-  /** Suites whose own hooks failed (their tests may all have passed). */
+  /** Suites that failed: one of their tests, or a hook of theirs (then their tests may all have passed). */
   suitesFailed: number;
 }
 
@@ -139,7 +139,7 @@ export class RunTally {
     const extra = [
       t.skipped && `${t.skipped} skipped`,
       t.todo && `${t.todo} todo`,
-      t.suitesFailed && `${t.suitesFailed} suites failed in a hook`,
+      t.suitesFailed && `${t.suitesFailed} ${t.suitesFailed === 1 ? 'suite' : 'suites'} failed`,
     ].filter(Boolean);
     const n = (count: number, what: string): string => `${count} ${what}${count === 1 ? '' : 's'}`;
     return `${n(t.tests, 'test')}, ${t.passed} passed, ${t.failed} failed, ${n(t.files, 'file')}${extra.length ? ` (${extra.join(', ')})` : ''}`;
