@@ -42,15 +42,15 @@ async function rowsByTag(store: AnalyticsStore, table: (typeof DERIVED)[number])
 async function replayFamily(live: EventCodecs, prefix: string, tag: string): Promise<EventProducer> {
   // createTopics' wait for leaders now and then reads "does not host this topic-partition"
   // (a metadata race in kafkajs); creating is idempotent, so try again.
-  for (let attempt = 1; ; attempt++) {
-    try {
+  await waitFor(
+    'the tagged topics',
+    async () => {
       await ensureTopics(kafka, { naming: { prefix, tag }, partitions: 2 });
-      break;
-    } catch (err) {
-      if (attempt >= 3) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
+      return true;
+    },
+    30_000,
+    500,
+  );
   const producer = new EventProducer(kafka, await live.withNaming({ prefix, tag }));
   await producer.connect();
   producers.push(producer);
@@ -225,7 +225,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
       sink = start();
       await sink.ready;
       await waitFor('the second sink re-read everything', async () => sink.stats().consumed >= records && sink.stats().buffered === 0);
-      await new Promise((r) => setTimeout(r, 1500)); // a doubled row, if any, would land by now
+      await new Promise((r) => setTimeout(r, 1500)); // absence window: a doubled row, if any, would land by now
       // (Raw row counts prove little here: background merges collapse small tables quickly.)
       const again = Object.values(expected)
         .flatMap((byTag) => Object.values(byTag))

@@ -136,7 +136,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
       'the second sink re-read everything',
       async () => sink.stats().consumed >= total && sink.stats().buffered === 0 && sink.stats().rowsInserted > 0,
     );
-    await new Promise((r) => setTimeout(r, 1500)); // a doubled row, if any, would land by now
+    await new Promise((r) => setTimeout(r, 1500)); // absence window: a doubled row, if any, would land by now
     const second = sink.stats();
     await sink.stop();
     const rows = await tableCounts(store);
@@ -219,7 +219,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
           100,
         );
         await f.producer.sendAll(data.events.slice(2 * third));
-        await new Promise((r) => setTimeout(r, 1500)); // a few more failed retries, no crash
+        await new Promise((r) => setTimeout(r, 1500)); // deliberate: the outage goes on (a few more failed retries), no crash
       } finally {
         await restartClickhouse();
       }
@@ -286,7 +286,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
           return { key: v1.sessionId, value: Buffer.concat([header, oldType.toBuffer(v1)]) };
         });
         await raw.send({ topic: f.codecs.topic('turns'), messages });
-        await new Promise((r) => setTimeout(r, 4000)); // lookups failing meanwhile, no crash
+        await new Promise((r) => setTimeout(r, 4000)); // absence window: lookups failing meanwhile, nothing stored or dead-lettered, no crash
         assert.equal(sink.stats().deadLettered, 0, 'not the fault of the records: nothing dead-lettered');
         assert.equal((await tableCounts(store)).turns.final, 20, 'the turns of the old writer wait for the registry');
       } finally {

@@ -3,6 +3,7 @@ import type { Kafka } from 'kafkajs';
 import { AnalyticsStore, TABLE_IDS, type AnalyticsOptions } from '../../../analytics/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { createEventCodecs, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
+import { waitFor as waitForCondition } from '../../support/wait-for.ts';
 
 export interface Family {
   prefix: string;
@@ -60,19 +61,7 @@ export async function dropTables(store: AnalyticsStore): Promise<void> {
     await store.command(`DROP TABLE IF EXISTS ${store.tables[t]}`).catch(() => undefined);
 }
 
+/** The shared waitFor (test/support/wait-for.ts) with this folder's defaults: 90 s, a check every 300 ms. */
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90000, everyMs = 300): Promise<void> {
-  const t0 = Date.now();
-  let lastErr: unknown;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch (err) {
-      lastErr = err;
-    }
-    if (Date.now() - t0 > timeoutMs)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${(lastErr as Error).message})` : ''}`,
-      );
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+  await waitForCondition(what, check, { timeoutMs, intervalMs: everyMs });
 }
