@@ -470,6 +470,17 @@ export const RULES = {
   version: { integer: true, min: 0 },
 } as const satisfies Record<string, NumberRule>;
 
+const positive = { above: 0 };
+const nonNegative = { min: 0 };
+const count = { integer: true, min: 1 };
+
+/** A comma-separated list, blanks dropped. */
+const list = (v: string | undefined): string[] =>
+  (v ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+
 /**
  * Reads the configuration from `env` (process.env by default) and `.env`.
  * @throws TurnstreamError TS_ERR_INVALID_INPUT (not retriable) naming every bad variable
@@ -479,14 +490,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const r = new SettingsReader(env);
   const home = resolve(cwd, env.TURNSTREAM_HOME ?? '.turnstream');
   const topicPrefix = env.TURNSTREAM_TOPIC_PREFIX ?? '';
-  const positive = { above: 0 };
-  const nonNegative = { min: 0 };
-  const count = { integer: true, min: 1 };
-  const list = (v: string | undefined): string[] =>
-    (v ?? '')
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean);
+  // The sections in this order: a bad value's problem is listed in the order they are read.
   return r.done({
     kafkaBrokers: env.KAFKA_BROKERS || undefined,
     schemaRegistryUrl: env.SCHEMA_REGISTRY_URL || undefined,
@@ -499,47 +503,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trainMethod: r.oneOf('TRAIN_METHOD', 'combined', ['rl', 'opd', 'combined']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     topicPrefix,
-    model: {
-      spec: env.TURNSTREAM_MODEL?.trim() || 'smollm2-135m',
-      cacheDir: resolve(cwd, env.TURNSTREAM_MODELS_DIR || resolve(home, 'models')),
-      hfEndpoint: env.HF_ENDPOINT?.trim() || 'https://huggingface.co',
-      hfToken: env.HF_TOKEN || undefined,
-    },
+    model: readModel(env, cwd, home),
     metricsKey: env.TURNSTREAM_METRICS_KEY?.trim() || undefined,
     dashboardKey: env.TURNSTREAM_DASHBOARD_KEY?.trim() || undefined,
-    llama: {
-      contextSize: r.optionalNumber('LLAMA_CONTEXT_SIZE', { integer: true, min: 64 }),
-      parallel: r.number('LLAMA_PARALLEL', 2, count),
-      threads: r.optionalNumber('LLAMA_THREADS', count),
-      temperature: r.number('LLAMA_TEMPERATURE', 0.3, { min: 0, max: 2 }),
-      topP: r.number('LLAMA_TOP_P', 0.9, { above: 0, max: 1 }),
-      maxTokens: r.number('LLAMA_MAX_TOKENS', 512, count),
-      systemPrompt: env.TURNSTREAM_SYSTEM_PROMPT || undefined,
-      gpu: r.oneOf('LLAMA_GPU', 'auto', ['auto', 'off']),
-    },
-    tfjs: {
-      backend: r.oneOf('TFJS_BACKEND', 'auto', ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']),
-      nativeDir: resolve(cwd, env.TURNSTREAM_NATIVE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'turnstream', 'native')),
-      gpu: r.oneOf('TFJS_GPU', 'auto', ['auto', 'off']),
-    },
-    gateway: {
-      port: r.number('PORT', 30000, RULES.port),
-      apiKeys: list(env.TURNSTREAM_API_KEYS),
-      serviceKeys: list(env.TURNSTREAM_SERVICE_KEYS),
-      maxConcurrentGenerations: r.number('GATEWAY_MAX_CONCURRENT_GENERATIONS', 8, count),
-      maxQueuedGenerations: r.number('GATEWAY_MAX_QUEUED_GENERATIONS', 64, { integer: true, min: 0 }),
-      queueTimeoutMs: r.number('GATEWAY_QUEUE_TIMEOUT_MS', 30_000, positive),
-      streamStallTimeoutMs: r.number('GATEWAY_STREAM_STALL_TIMEOUT_MS', 30_000, positive),
-      streamBufferBytes: r.number('GATEWAY_STREAM_BUFFER_BYTES', 1024 * 1024, count),
-      outboxReadyMaxDepth: r.number('GATEWAY_OUTBOX_READY_MAX_DEPTH', 10_000, { integer: true, min: 0 }),
-      outboxStallMs: r.number('GATEWAY_OUTBOX_STALL_MS', 60_000, positive),
-      captureWaitMs: r.number('GATEWAY_CAPTURE_WAIT_MS', 1000, positive),
-      defaultTurnType: r.oneOf('DEFAULT_TURN_TYPE', 'main', ['main', 'side']),
-      bodyLimitBytes: r.optionalNumber('GATEWAY_BODY_LIMIT_BYTES', count),
-      generationTimeoutMs: r.optionalNumber('GATEWAY_GENERATION_TIMEOUT_MS', positive),
-      shareSessions: r.boolean('GATEWAY_SHARE_SESSIONS', true),
-      sessionShareWindowMs: r.number('GATEWAY_SESSION_SHARE_WINDOW_MS', 30 * 60 * 1000, nonNegative),
-    },
+    llama: readLlama(r, env),
+    tfjs: readTfjs(r, env, cwd),
+    gateway: readGateway(r, env),
     upstream: {
       baseUrl: env.UPSTREAM_BASE_URL || undefined,
       apiKey: env.UPSTREAM_API_KEY || undefined,
@@ -559,58 +528,135 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       endPolicy: r.oneOf('SESSION_END_POLICY', 'masked', ['masked', 'drop']),
       feedbackGraceMs: r.optionalNumber('FEEDBACK_GRACE_MS', nonNegative),
     },
-    judge: {
-      baseUrl: env.JUDGE_BASE_URL || undefined,
-      model: env.JUDGE_MODEL ?? 'judge',
-      apiKey: env.JUDGE_API_KEY || undefined,
-      votes: r.number('JUDGE_VOTES', 3, count),
-      hintVotes: r.number('JUDGE_HINT_VOTES', 1, count),
-      timeoutMs: r.number('JUDGE_TIMEOUT_MS', 60_000, positive),
-    },
-    teacher: {
-      baseUrl: env.TEACHER_BASE_URL || undefined,
-      model: env.TEACHER_MODEL || undefined,
-      apiKey: env.TEACHER_API_KEY || undefined,
-      topK: r.number('TEACHER_TOP_K', 0, { integer: true, min: 0 }),
-    },
+    judge: readJudge(r, env),
+    teacher: readTeacher(r, env),
     clickhouse: {
       database: env.CLICKHOUSE_DATABASE || 'turnstream',
       username: env.CLICKHOUSE_USER || undefined,
       password: env.CLICKHOUSE_PASSWORD || undefined,
       tablePrefix: env.CLICKHOUSE_TABLE_PREFIX ?? '',
     },
-    sink: {
-      groupId: env.SINK_GROUP_ID || `${topicPrefix}turnstream-clickhouse-sink`,
-      batchRows: r.number('SINK_BATCH_ROWS', 500, count),
-      maxBufferedRows: r.optionalNumber('SINK_MAX_BUFFERED_ROWS', count),
-      flushMs: r.number('SINK_FLUSH_MS', 500, positive),
-      replayTags: r.replayTags('SINK_REPLAY_TAGS', 'all'),
-      replayDiscoveryMs: r.number('SINK_REPLAY_DISCOVERY_MS', 10_000, nonNegative),
-    },
-    train: {
-      batchSize: r.number('TRAIN_BATCH_SIZE', 16, RULES.trainBatchSize),
-      maxStaleness: r.number('TRAIN_MAX_STALENESS', 2, RULES.trainMaxStaleness),
-      staleness: r.oneOf('TRAIN_STALENESS', 'drop', ['drop', 'tis']),
-      maxUserShare: r.number('TRAIN_MAX_USER_SHARE', 0.5, RULES.trainMaxUserShare),
-      maxWaitMs: r.number('TRAIN_MAX_WAIT_MS', 30_000, nonNegative),
-      lr: r.optionalNumber('TRAIN_LR', RULES.trainLr),
-      consensus: r.boolean('TRAIN_CONSENSUS', true),
-      klCoef: r.optionalNumber('TRAIN_KL_COEF', nonNegative),
-      rewardBaseline: r.optionalNumber('TRAIN_REWARD_BASELINE', RULES.trainRewardBaseline),
-      rewardBaselinePrior: r.optionalNumber('TRAIN_REWARD_BASELINE_PRIOR', RULES.trainRewardBaselinePrior),
-      pleasedDamping: r.optionalNumber('TRAIN_PLEASED_DAMPING', RULES.trainPleasedDamping),
-      opdOnBase: r.boolean('TRAIN_OPD_ON_BASE', false),
-      opdAdvantage: r.optionalOneOf('TRAIN_OPD_ADVANTAGE', ['raw', 'centered', 'positive', 'distribution']),
-      entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
-      loraRank: r.number('TRAIN_LORA_RANK', 8, count),
-      loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),
-      loraTargets: r.list('TRAIN_LORA_TARGETS', ['q', 'k', 'v', 'o'], ['q', 'k', 'v', 'o', 'gate', 'up', 'down']),
-      loraLastLayers: r.number('TRAIN_LORA_LAST_LAYERS', 0, { integer: true, min: 0 }),
-      maxTrainTokens: r.number('TRAIN_MAX_TOKENS', 1024, { integer: true, min: 16 }),
-      minSamples: r.optionalNumber('TRAIN_MIN_SAMPLES', count),
-      maxKl: r.optionalNumber('TRAIN_MAX_KL', positive),
-      mismatchTis: r.boolean('TRAIN_MISMATCH_TIS', true),
-      metricsPort: r.number('TRAINER_METRICS_PORT', 0, RULES.port),
-    },
+    sink: readSink(r, env, topicPrefix),
+    train: readTrain(r),
   });
+}
+
+type Env = Record<string, string | undefined>;
+
+/** `TURNSTREAM_MODEL`, the models cache and the Hugging Face hub. */
+function readModel(env: Env, cwd: string, home: string): ModelConfig {
+  return {
+    spec: env.TURNSTREAM_MODEL?.trim() || 'smollm2-135m',
+    cacheDir: resolve(cwd, env.TURNSTREAM_MODELS_DIR || resolve(home, 'models')),
+    hfEndpoint: env.HF_ENDPOINT?.trim() || 'https://huggingface.co',
+    hfToken: env.HF_TOKEN || undefined,
+  };
+}
+
+/** `LLAMA_*`: how the gateway serves a GGUF model. */
+function readLlama(r: SettingsReader, env: Env): LlamaServeConfig {
+  return {
+    contextSize: r.optionalNumber('LLAMA_CONTEXT_SIZE', { integer: true, min: 64 }),
+    parallel: r.number('LLAMA_PARALLEL', 2, count),
+    threads: r.optionalNumber('LLAMA_THREADS', count),
+    temperature: r.number('LLAMA_TEMPERATURE', 0.3, { min: 0, max: 2 }),
+    topP: r.number('LLAMA_TOP_P', 0.9, { above: 0, max: 1 }),
+    maxTokens: r.number('LLAMA_MAX_TOKENS', 512, count),
+    systemPrompt: env.TURNSTREAM_SYSTEM_PROMPT || undefined,
+    gpu: r.oneOf('LLAMA_GPU', 'auto', ['auto', 'off']),
+  };
+}
+
+/** `TFJS_*`: the tfjs backend and the native builds' cache. */
+function readTfjs(r: SettingsReader, env: Env, cwd: string): TfjsConfig {
+  return {
+    backend: r.oneOf('TFJS_BACKEND', 'auto', ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']),
+    nativeDir: resolve(cwd, env.TURNSTREAM_NATIVE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'turnstream', 'native')),
+    gpu: r.oneOf('TFJS_GPU', 'auto', ['auto', 'off']),
+  };
+}
+
+/** `PORT`, the API keys and `GATEWAY_*`. */
+function readGateway(r: SettingsReader, env: Env): GatewayConfig {
+  return {
+    port: r.number('PORT', 30000, RULES.port),
+    apiKeys: list(env.TURNSTREAM_API_KEYS),
+    serviceKeys: list(env.TURNSTREAM_SERVICE_KEYS),
+    maxConcurrentGenerations: r.number('GATEWAY_MAX_CONCURRENT_GENERATIONS', 8, count),
+    maxQueuedGenerations: r.number('GATEWAY_MAX_QUEUED_GENERATIONS', 64, { integer: true, min: 0 }),
+    queueTimeoutMs: r.number('GATEWAY_QUEUE_TIMEOUT_MS', 30_000, positive),
+    streamStallTimeoutMs: r.number('GATEWAY_STREAM_STALL_TIMEOUT_MS', 30_000, positive),
+    streamBufferBytes: r.number('GATEWAY_STREAM_BUFFER_BYTES', 1024 * 1024, count),
+    outboxReadyMaxDepth: r.number('GATEWAY_OUTBOX_READY_MAX_DEPTH', 10_000, { integer: true, min: 0 }),
+    outboxStallMs: r.number('GATEWAY_OUTBOX_STALL_MS', 60_000, positive),
+    captureWaitMs: r.number('GATEWAY_CAPTURE_WAIT_MS', 1000, positive),
+    defaultTurnType: r.oneOf('DEFAULT_TURN_TYPE', 'main', ['main', 'side']),
+    bodyLimitBytes: r.optionalNumber('GATEWAY_BODY_LIMIT_BYTES', count),
+    generationTimeoutMs: r.optionalNumber('GATEWAY_GENERATION_TIMEOUT_MS', positive),
+    shareSessions: r.boolean('GATEWAY_SHARE_SESSIONS', true),
+    sessionShareWindowMs: r.number('GATEWAY_SESSION_SHARE_WINDOW_MS', 30 * 60 * 1000, nonNegative),
+  };
+}
+
+/** `JUDGE_*`. */
+function readJudge(r: SettingsReader, env: Env): JudgeConfig {
+  return {
+    baseUrl: env.JUDGE_BASE_URL || undefined,
+    model: env.JUDGE_MODEL ?? 'judge',
+    apiKey: env.JUDGE_API_KEY || undefined,
+    votes: r.number('JUDGE_VOTES', 3, count),
+    hintVotes: r.number('JUDGE_HINT_VOTES', 1, count),
+    timeoutMs: r.number('JUDGE_TIMEOUT_MS', 60_000, positive),
+  };
+}
+
+/** `TEACHER_*`. */
+function readTeacher(r: SettingsReader, env: Env): TeacherConfig {
+  return {
+    baseUrl: env.TEACHER_BASE_URL || undefined,
+    model: env.TEACHER_MODEL || undefined,
+    apiKey: env.TEACHER_API_KEY || undefined,
+    topK: r.number('TEACHER_TOP_K', 0, { integer: true, min: 0 }),
+  };
+}
+
+/** `SINK_*`: the ClickHouse sink. */
+function readSink(r: SettingsReader, env: Env, topicPrefix: string): SinkConfig {
+  return {
+    groupId: env.SINK_GROUP_ID || `${topicPrefix}turnstream-clickhouse-sink`,
+    batchRows: r.number('SINK_BATCH_ROWS', 500, count),
+    maxBufferedRows: r.optionalNumber('SINK_MAX_BUFFERED_ROWS', count),
+    flushMs: r.number('SINK_FLUSH_MS', 500, positive),
+    replayTags: r.replayTags('SINK_REPLAY_TAGS', 'all'),
+    replayDiscoveryMs: r.number('SINK_REPLAY_DISCOVERY_MS', 10_000, nonNegative),
+  };
+}
+
+/** `TRAIN_*` and `TRAINER_METRICS_PORT`: the learner. */
+function readTrain(r: SettingsReader): TrainConfig {
+  return {
+    batchSize: r.number('TRAIN_BATCH_SIZE', 16, RULES.trainBatchSize),
+    maxStaleness: r.number('TRAIN_MAX_STALENESS', 2, RULES.trainMaxStaleness),
+    staleness: r.oneOf('TRAIN_STALENESS', 'drop', ['drop', 'tis']),
+    maxUserShare: r.number('TRAIN_MAX_USER_SHARE', 0.5, RULES.trainMaxUserShare),
+    maxWaitMs: r.number('TRAIN_MAX_WAIT_MS', 30_000, nonNegative),
+    lr: r.optionalNumber('TRAIN_LR', RULES.trainLr),
+    consensus: r.boolean('TRAIN_CONSENSUS', true),
+    klCoef: r.optionalNumber('TRAIN_KL_COEF', nonNegative),
+    rewardBaseline: r.optionalNumber('TRAIN_REWARD_BASELINE', RULES.trainRewardBaseline),
+    rewardBaselinePrior: r.optionalNumber('TRAIN_REWARD_BASELINE_PRIOR', RULES.trainRewardBaselinePrior),
+    pleasedDamping: r.optionalNumber('TRAIN_PLEASED_DAMPING', RULES.trainPleasedDamping),
+    opdOnBase: r.boolean('TRAIN_OPD_ON_BASE', false),
+    opdAdvantage: r.optionalOneOf('TRAIN_OPD_ADVANTAGE', ['raw', 'centered', 'positive', 'distribution']),
+    entropyCoef: r.number('TRAIN_ENTROPY_COEF', 0, nonNegative),
+    loraRank: r.number('TRAIN_LORA_RANK', 8, count),
+    loraAlpha: r.number('TRAIN_LORA_ALPHA', 16, positive),
+    loraTargets: r.list('TRAIN_LORA_TARGETS', ['q', 'k', 'v', 'o'], ['q', 'k', 'v', 'o', 'gate', 'up', 'down']),
+    loraLastLayers: r.number('TRAIN_LORA_LAST_LAYERS', 0, { integer: true, min: 0 }),
+    maxTrainTokens: r.number('TRAIN_MAX_TOKENS', 1024, { integer: true, min: 16 }),
+    minSamples: r.optionalNumber('TRAIN_MIN_SAMPLES', count),
+    maxKl: r.optionalNumber('TRAIN_MAX_KL', positive),
+    mismatchTis: r.boolean('TRAIN_MISMATCH_TIS', true),
+    metricsPort: r.number('TRAINER_METRICS_PORT', 0, RULES.port),
+  };
 }

@@ -3,7 +3,7 @@
  * per batch, publishes each version with the consumed offsets in one Kafka transaction.
  * Settings come from `config.train` (TRAIN_*, TRAINER_METRICS_PORT); the flags override them.
  */
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import {
@@ -26,10 +26,12 @@ import {
   LORA_MIN_SAMPLES,
   LoraLineage,
   startLearner,
+  type LearnerHandle,
+  type LearnerOptions,
   type PolicyLineage,
   type StalenessMode,
 } from '../../trainer/index.ts';
-import { servedModel } from '../served-model.ts';
+import { servedModel, type ServedModel } from '../served-model.ts';
 import { dashboardKeys } from './dashboard.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
 
@@ -95,92 +97,113 @@ export function register(program: Command): void {
     .option('--no-consensus', "don't weight users' feedback by their agreement with the others (TRAIN_CONSENSUS=0)")
     .option('--instance <id>', 'instance id (part of the transactional id)', '0')
     .option('--model <spec>', 'the model to train: builtin, a catalog name, a .gguf path or hf:ORG/REPO/FILE.gguf (TURNSTREAM_MODEL)')
-    .action(async (f: TrainFlags) => {
-      const config = loadConfig();
-      const s = trainSettings(config, f);
-      const logger = createLogger('trainer', config.logLevel);
-      const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
-      logger.info({ backend, forced: f.backend ?? null }, 'trainer backend');
-      const endpoints = endpointsOf(
-        resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
-      );
-      const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-trainer-${f.instance}` });
-      const naming = { prefix: config.topicPrefix };
-      const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
-      if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
-      const served = await servedModel(config, { spec: f.model, logger });
-      const lora = served.kind === 'llama';
-      const lineage: PolicyLineage | undefined = lora
-        ? new LoraLineage({
-            weightsDir: config.weightsDir,
-            modelId: s.modelId ?? served.modelId,
-            base: { name: served.name, path: served.path, sha256: served.sha256 },
-            lora: { rank: s.loraRank, alpha: s.loraAlpha, targets: s.loraTargets as LoraTarget[], lastLayers: s.loraLastLayers },
-            maxTrainTokens: s.maxTrainTokens,
-            logger,
-          })
-        : undefined;
-      const handle = await startLearner({
-        kafka,
-        codecs,
+    .action(runTrain);
+}
+
+/** The learner service until it stops: Kafka and the registry waited for, the learner started, its `/metrics` served. */
+async function runTrain(f: TrainFlags): Promise<void> {
+  const config = loadConfig();
+  const s = trainSettings(config, f);
+  const logger = createLogger('trainer', config.logLevel);
+  const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
+  logger.info({ backend, forced: f.backend ?? null }, 'trainer backend');
+  const endpoints = endpointsOf(
+    resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
+  );
+  const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-trainer-${f.instance}` });
+  const naming = { prefix: config.topicPrefix };
+  const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
+  if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
+  const served = await servedModel(config, { spec: f.model, logger });
+  const handle = await startLearner(learnerOptions(config, s, f, served, { kafka, codecs, logger }));
+  await handle.ready;
+  const server = startMetricsServer(config, s.metricsPort);
+  process.stdout.write(
+    `turnstream train is running (model ${handle.stats().version >= 0 ? `v${handle.stats().version}` : ''}, backend ${backend})\n`,
+  );
+  stopOnSignals(handle, server);
+  await handle.closed;
+  server?.close();
+}
+
+/** The learner's options: the served model's family decides the lineage (LoRA on a GGUF model) and every default the settings leave open. */
+function learnerOptions(
+  config: TurnstreamConfig,
+  s: ReturnType<typeof trainSettings>,
+  f: TrainFlags,
+  served: ServedModel,
+  io: Pick<LearnerOptions, 'kafka' | 'codecs' | 'logger'>,
+): LearnerOptions {
+  const lora = served.kind === 'llama';
+  const lineage: PolicyLineage | undefined = lora
+    ? new LoraLineage({
         weightsDir: config.weightsDir,
         modelId: s.modelId ?? served.modelId,
-        lineage,
-        samplesTag: f.samplesTag,
-        fromVersion: s.fromVersion,
-        instanceId: f.instance,
-        batch: {
-          batchSize: s.batchSize,
-          maxStaleness: s.maxStaleness,
-          staleness: s.staleness satisfies StalenessMode,
-          maxUserShare: s.maxUserShare,
-          maxWaitMs: s.maxWaitMs,
-          minSamples: Math.min(s.batchSize, s.minSamples ?? (lora ? LORA_MIN_SAMPLES : 1)),
-        },
-        optimizer: { lr: s.lr ?? (lora ? LORA_LR : LEARNER_LR) },
-        consensus: s.consensus,
-        step: {
-          ...familyStepOptions(familyStepSettings(lora, s)),
-          entropyCoef: s.entropyCoef,
-          ...(lora && s.opdOnBase ? { opdOnReference: true } : {}),
-          mismatchTis: s.mismatchTis,
-          maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
-        },
-        logger,
-      });
-      await handle.ready;
-      const port = s.metricsPort;
-      // The metrics key when set, else (keys on) any API key: as the gateway's /metrics.
-      const keys = new KeySet(
-        (config.metricsKey ? [config.metricsKey] : dashboardKeys({ ...config, dashboardKey: undefined })).map((k) => [k, true] as const),
-      );
-      const server = port
-        ? createServer((req, res) => {
-            if (req.url !== '/metrics') return void res.writeHead(404).end();
-            if (keys.size > 0 && !keys.match(presentedKey(req.headers)))
-              return void res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
-            void metricsRegistry.metrics().then((text) => res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text));
-          }).listen(port, config.host)
-        : null;
-      process.stdout.write(
-        `turnstream train is running (model ${handle.stats().version >= 0 ? `v${handle.stats().version}` : ''}, backend ${backend})\n`,
-      );
-      let stopping = false;
-      const stop = (): void => {
-        if (stopping) return;
-        stopping = true;
-        server?.close();
-        void handle.stop().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            process.stderr.write(`turnstream train: stop failed: ${(err as Error).message}\n`);
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-      await handle.closed;
-      server?.close();
-    });
+        base: { name: served.name, path: served.path, sha256: served.sha256 },
+        lora: { rank: s.loraRank, alpha: s.loraAlpha, targets: s.loraTargets as LoraTarget[], lastLayers: s.loraLastLayers },
+        maxTrainTokens: s.maxTrainTokens,
+        logger: io.logger,
+      })
+    : undefined;
+  return {
+    kafka: io.kafka,
+    codecs: io.codecs,
+    weightsDir: config.weightsDir,
+    modelId: s.modelId ?? served.modelId,
+    lineage,
+    samplesTag: f.samplesTag,
+    fromVersion: s.fromVersion,
+    instanceId: f.instance,
+    batch: {
+      batchSize: s.batchSize,
+      maxStaleness: s.maxStaleness,
+      staleness: s.staleness satisfies StalenessMode,
+      maxUserShare: s.maxUserShare,
+      maxWaitMs: s.maxWaitMs,
+      minSamples: Math.min(s.batchSize, s.minSamples ?? (lora ? LORA_MIN_SAMPLES : 1)),
+    },
+    optimizer: { lr: s.lr ?? (lora ? LORA_LR : LEARNER_LR) },
+    consensus: s.consensus,
+    step: {
+      ...familyStepOptions(familyStepSettings(lora, s)),
+      entropyCoef: s.entropyCoef,
+      ...(lora && s.opdOnBase ? { opdOnReference: true } : {}),
+      mismatchTis: s.mismatchTis,
+      maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
+    },
+    logger: io.logger,
+  };
+}
+
+/** The learner's Prometheus `/metrics` on `port` (none when 0), behind the metrics key when set, else (keys on) any API key: as the gateway's. */
+function startMetricsServer(config: TurnstreamConfig, port: number): Server | null {
+  const keys = new KeySet(
+    (config.metricsKey ? [config.metricsKey] : dashboardKeys({ ...config, dashboardKey: undefined })).map((k) => [k, true] as const),
+  );
+  return port
+    ? createServer((req, res) => {
+        if (req.url !== '/metrics') return void res.writeHead(404).end();
+        if (keys.size > 0 && !keys.match(presentedKey(req.headers))) return void res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
+        void metricsRegistry.metrics().then((text) => res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(text));
+      }).listen(port, config.host)
+    : null;
+}
+
+/** SIGINT and SIGTERM stop the learner, then end the process (exit 1 when stopping failed). */
+function stopOnSignals(handle: LearnerHandle, server: Server | null): void {
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    server?.close();
+    void handle.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`turnstream train: stop failed: ${(err as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
