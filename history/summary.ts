@@ -2,7 +2,7 @@
 import type { Kafka } from 'kafkajs';
 import type { DeadLetter, Judgement, Sample, TurnPair } from '../schemas/index.ts';
 import { readToEnd, type EventCodecs } from '../streams/index.ts';
-import type { ReplaySummary } from './replay.ts';
+import type { ReplaySummary } from './replay-options.ts';
 
 export type OutputCounts = Pick<ReplaySummary, 'pairs' | 'judgements' | 'samples' | 'deadLetters'>;
 
