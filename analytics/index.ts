@@ -1,11 +1,31 @@
-/** Analytics: ClickHouse DDL and queries, the dashboard service and the report. */
-export { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
-export { AnalyticsStore } from './store.ts';
-export { tableNames, TABLE_IDS, type TableId, type Tables } from './tables.ts';
-export { migrate, MIGRATIONS, REPLAY_KEYS, type Migration, type MigrationResult } from './migrations.ts';
-export { RowBinaryEncoder, type Column } from './row-binary.ts';
-export { toRow, TABLE_OF, REPLAY_TABLES, type MappedRow, type Row, type SourcePosition } from './rows.ts';
-export { sqlString, sqlNumber } from './sql.ts';
+/** Analytics: the ClickHouse store (analytics/store/), and on top of it the queries, the report and the dashboard service. */
+// The store (analytics/store/): what the sink writes with, and the queries read through.
+export {
+  resolveAnalyticsOptions,
+  AnalyticsStore,
+  tableNames,
+  TABLE_IDS,
+  migrate,
+  MIGRATIONS,
+  REPLAY_KEYS,
+  RowBinaryEncoder,
+  toRow,
+  TABLE_OF,
+  REPLAY_TABLES,
+  sqlString,
+  sqlNumber,
+  type AnalyticsOptions,
+  type ResolvedAnalyticsOptions,
+  type TableId,
+  type Tables,
+  type Migration,
+  type MigrationResult,
+  type Column,
+  type MappedRow,
+  type Row,
+  type SourcePosition,
+} from './store/index.ts';
+// On top of it: the queries, the overview and report, the dashboard.
 export { funnel, type Funnel } from './queries/funnel.ts';
 export { rewardByVersion, type VersionReward } from './queries/reward-by-version.ts';
 export { passRateByVersion, type VersionPassRate } from './queries/pass-rate-by-version.ts';

@@ -1,6 +1,5 @@
 /** Mean judged score per time bucket (by judgement time): the learning curve in wall-clock time. */
-import { sqlNumber } from '../sql.ts';
-import type { AnalyticsStore } from '../store.ts';
+import { sqlNumber, type AnalyticsStore } from '../store/index.ts';
 import { derivedFilter, int, num, r4, type QueryScope } from './scope.ts';
 
 export interface RewardPoint {

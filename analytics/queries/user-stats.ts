@@ -1,6 +1,5 @@
 /** Per user: activity, judged quality and explicit feedback. Anonymous turns are user ''. */
-import { sqlNumber } from '../sql.ts';
-import type { AnalyticsStore } from '../store.ts';
+import { sqlNumber, type AnalyticsStore } from '../store/index.ts';
 import { derivedFilter, int, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface UserStats {

@@ -6,7 +6,7 @@
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 import type { Column } from './row-binary.ts';
 import { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
 import { tableNames, type Tables } from './tables.ts';
@@ -75,7 +75,7 @@ export class AnalyticsStore {
     return rows.filter((c) => c.default_type !== 'MATERIALIZED' && c.default_type !== 'ALIAS').map(({ name, type }) => ({ name, type }));
   }
 
-  /** Inserts rows already encoded as RowBinary (analytics/row-binary.ts) for `columns`, in order. */
+  /** Inserts rows already encoded as RowBinary (row-binary.ts) for `columns`, in order. */
   async insertRowBinary(table: string, columns: readonly Column[], chunks: readonly Buffer[]): Promise<void> {
     if (chunks.length === 0) return;
     const list = columns.map((c) => `\`${c.name}\``).join(', ');

@@ -8,7 +8,7 @@
  * the tables a replay writes to, its replay tag: version 2), so a re-delivered event collapses
  * into one row; queries read with FINAL.
  */
-import type { AnalyticsStore } from './store.ts';
+import type { AnalyticsStore } from './client.ts';
 import type { TableId, Tables } from './tables.ts';
 
 export interface Migration {

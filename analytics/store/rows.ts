@@ -3,8 +3,8 @@
  * deterministic id (so a re-delivered event replaces itself). Kept beside the DDL in
  * migrations.ts: a column added there is filled here.
  */
-import type { DeadLetter, Feedback, Judgement, Reward, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../schemas/index.ts';
-import { invalidInput } from '../core/errors.ts';
+import type { DeadLetter, Feedback, Judgement, Reward, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../../schemas/index.ts';
+import { invalidInput } from '../../core/errors.ts';
 import { REPLAY_KEYS } from './migrations.ts';
 import type { TableId } from './tables.ts';
 

@@ -1,6 +1,6 @@
 /**
  * Every topic → ClickHouse, on the "flush, then commit" consumer (streams/flush-consumer.ts):
- * each record is decoded, mapped to a row (analytics/rows.ts) and encoded as RowBinary (analytics/row-binary.ts); a batch is
+ * each record is decoded, mapped to a row (analytics/store/rows.ts) and encoded as RowBinary (analytics/store/row-binary.ts); a batch is
  * inserted when it reaches `batchRows` or `flushIntervalMs`, and only then are its offsets
  * committed. A failed insert pauses fetching and retries with backoff until ClickHouse is
  * back, so nothing is lost and the process does not crash. Tables are ReplacingMergeTrees
@@ -16,7 +16,7 @@
  * the DLQ itself that fails is counted and skipped (dead-lettering it would loop).
  */
 import type { Admin, KafkaMessage } from 'kafkajs';
-import { AnalyticsStore, migrate, toRow, TABLE_OF } from '../../analytics/index.ts';
+import { AnalyticsStore, migrate, toRow, TABLE_OF } from '../../analytics/store/index.ts';
 import {
   createLogger,
   deadLetter,
