@@ -195,7 +195,7 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
       async () => (await readAll(f, 'samples')).length >= 23 && (await readAll(f, 'dlq')).length >= 1,
       120_000,
     );
-    await sleep(2500); // anything extra or doubled would show up by now
+    await sleep(2500); // absence window: anything extra or doubled would show up by now
     const [pairs, judgements, samples, dlq] = await Promise.all([
       readAll(f, 'pairs'),
       readAll(f, 'judgements'),

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startJudge, startSampleBuilder, startSessionAssembler, createEmbeddedJudge } from '../../processors/index.ts';
 import { createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { startLearner, type LearnerHandle } from '../../trainer/index.ts';
 import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from '../integration/gateway/support.ts';
 import { ensureStack, uniquePrefix } from '../support/stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let home: Awaited<ReturnType<typeof tempHome>>;
 let k: TestKafka;
@@ -75,25 +75,25 @@ test('chat traffic → samples → WeightVersion → the gateway serves it, no r
   );
 
   // 4 sessions × 2 judged pairs = 8 RL samples → at least one version.
-  const t0 = Date.now();
-  while (weights.events.length === 0) {
-    if (Date.now() - t0 > 240_000) assert.fail(`no WeightVersion; learner ${JSON.stringify(learner.stats())}`);
-    await sleep(500);
-  }
+  await waitFor('a WeightVersion', () => weights.events.length > 0, { timeoutMs: 240_000, intervalMs: 500 }).catch(() =>
+    assert.fail(`no WeightVersion; learner ${JSON.stringify(learner?.stats())}`),
+  );
   const wv = weights.events[0].value;
   assert.equal(wv.version, 1);
   assert.ok(wv.metrics.samples > 0 && Number.isFinite(wv.metrics.loss));
 
   // The gateway swaps between requests; keep chatting until a turn carries the new version.
-  let served = 0;
-  const t1 = Date.now();
-  for (let i = 0; served < 1; i++) {
-    if (Date.now() - t1 > 60_000) assert.fail('the gateway never served version 1');
-    const r = await chat([{ role: 'user', content: `after ${i}` }], `after-${i}`);
-    assert.equal(r.status, 200, 'no request fails during the swap');
-    await sleep(500);
-    served = Math.max(0, ...turns.events.map((e) => e.value.policyVersion));
-  }
+  let i = 0;
+  const last = await waitFor(
+    'a turn served by version 1 (or a failed request)',
+    async () => {
+      const r = await chat([{ role: 'user', content: `after ${i}` }], `after-${i++}`);
+      return (r.status !== 200 || turns.events.some((e) => e.value.policyVersion >= 1)) && r;
+    },
+    { timeoutMs: 60_000, intervalMs: 500 },
+  ).catch(() => assert.fail('the gateway never served version 1'));
+  assert.equal(last.status, 200, 'no request fails during the swap');
+  const served = Math.max(0, ...turns.events.map((e) => e.value.policyVersion));
   assert.ok(served >= 1);
   await turns.stop();
   await weights.stop();

@@ -23,6 +23,7 @@ import {
 } from '../../../infra/index.ts';
 import { isAlive } from '../../../infra/process.ts';
 import { REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'turnstream-stack-'));
 const prefix = uniquePrefix('infra-stack');
@@ -206,10 +207,7 @@ test('with its own endpoints exported (as `infra up` prints them), up starts a k
   const before = stackPids(options);
   assert.ok(before.kafka, 'Kafka runs');
   process.kill(before.kafka!, 'SIGKILL');
-  for (let t0 = Date.now(); isAlive(before.kafka!);) {
-    if (Date.now() - t0 > 10_000) assert.fail('Kafka did not die');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor('Kafka to die', () => !isAlive(before.kafka!), { timeoutMs: 10_000, intervalMs: 100 });
   const endpoints = await stackStatus(options);
   const again = await stackUp({
     ...options,
