@@ -17,7 +17,7 @@ import { mulberry32 } from '../policy/builtin/generate.ts';
 import type { StepSample } from '../trainer/learner-step.ts';
 import { LEARNER_LR } from '../trainer/learner.ts';
 import { UserConsensus, type Conflict, type UserStats } from '../trainer/user-consensus.ts';
-import type { EvalModels } from './eval-model.ts';
+import type { EvalModel, EvalModels } from './eval-model.ts';
 import { compileCheck } from './persona-check.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_HELD_OUT, loadPersonas, openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { react } from './reaction.ts';
@@ -133,106 +133,146 @@ function adversaryOf(quinn: Persona): Persona {
 
 type O = Required<Omit<MultiUserEvalOptions, 'onProgress' | 'models' | 'persona'>> & Pick<MultiUserEvalOptions, 'onProgress'>;
 
+/** One run's state: its model, judge, consensus, batcher, the users and what they were satisfied with, what was trained. */
+interface RunState {
+  o: O;
+  m: EvalModel;
+  seed: number;
+  consensusOn: boolean;
+  judge: ReturnType<typeof createEmbeddedJudge>;
+  consensus: UserConsensus;
+  batcher: SampleBatcher<null>;
+  rand: () => number;
+  people: Persona[];
+  adversary: Persona;
+  satisfied: Record<string, { ok: number; n: number }>;
+  trained: Array<{ user: string | null; factor: number; weight: number }>;
+  steps: number;
+}
+
 async function runOne(o: O, models: EvalModels, seed: number, consensusOn: boolean, quinn: Persona): Promise<MultiUserRun> {
   const { train, heldOut } = splitPrompts(quinn, { heldOut: o.heldOut });
-  const adversary = adversaryOf(quinn);
   const m = await models.open(`users-${quinn.name}-${seed}-${consensusOn ? 'c' : 'n'}`);
-  const judge = createEmbeddedJudge({ mode: o.method });
-  const consensus = new UserConsensus();
-  const batcher = new SampleBatcher<null>({
-    batchSize: o.batchSize,
-    maxUserShare: o.maxUserShare,
-    maxStaleness: 1e9,
-    maxWaitMs: Number.POSITIVE_INFINITY,
-  });
-  const rand = mulberry32(seed * 1_000_003 + 7);
-  const people = Array.from({ length: o.users }, (_, i) => sharedPersona(quinn, i));
-  const probe = people[0];
-  const satisfied: Record<string, { ok: number; n: number }> = {};
-  let steps = 0;
-  const trained: Array<{ user: string | null; factor: number; weight: number }> = [];
-  const step = async (items: StepSample[]): Promise<void> => {
-    if (items.length === 0) return;
-    const w = consensusOn ? weighByConsensus(consensus, items, m.sampleText) : { items, factors: items.map(() => 1) };
-    if (!consensusOn) for (const it of items) consensus.observe(ratedTurnOf(it.sample, m.sampleText)); // stats only, not applied
-    await m.step(w.items.map((it) => it.sample));
-    w.items.forEach((it, i) => trained.push({ user: it.sample.userId, factor: w.factors[i], weight: it.sample.weight }));
-    steps++;
+  const st: RunState = {
+    o,
+    m,
+    seed,
+    consensusOn,
+    judge: createEmbeddedJudge({ mode: o.method }),
+    consensus: new UserConsensus(),
+    batcher: new SampleBatcher<null>({
+      batchSize: o.batchSize,
+      maxUserShare: o.maxUserShare,
+      maxStaleness: 1e9,
+      maxWaitMs: Number.POSITIVE_INFINITY,
+    }),
+    rand: mulberry32(seed * 1_000_003 + 7),
+    people: Array.from({ length: o.users }, (_, i) => sharedPersona(quinn, i)),
+    adversary: adversaryOf(quinn),
+    satisfied: {},
+    trained: [],
+    steps: 0,
   };
+  const probe = st.people[0];
   try {
     const before = (await scoreModel(m, probe, heldOut, o.heldOutSamples, seed)).satisfaction;
-    const schedule: Persona[] = [];
-    for (let r = 0; r < o.interactions; r++) {
-      schedule.push(...people);
-      for (let a = 0; a < o.adversaryRate; a++) schedule.push(adversary);
-    }
-    for (const [i, p] of schedule.entries()) {
-      const question = train[Math.floor(rand() * train.length)];
-      const messages = openingMessages(p, question);
-      const [reply] = await m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) });
-      const reactors: Persona[] = [p];
-      // A shared thread: now and then one other user (the adversary included) sees the same reply and reacts too.
-      if (rand() < o.sharedRate) {
-        const others = [...people, adversary].filter((q) => q.name !== p.name);
-        reactors.push(others[Math.floor(rand() * others.length)]);
-      }
-      for (const [k, q] of reactors.entries()) {
-        const reaction = react(q, reply.text, rand, undefined, question);
-        const s = (satisfied[q.name] ??= { ok: 0, n: 0 });
-        s.n++;
-        if (reaction.satisfied) s.ok++;
-        const pair = makePair(
-          `mu-${seed}-${consensusOn ? 'c' : 'n'}-${k}`,
-          i,
-          q,
-          messages,
-          reply.promptIds,
-          reply,
-          reaction,
-          reply.version,
-          {
-            modelId: m.modelId,
-            exactLogprobs: reply.exactLogprobs,
-          },
+    for (const [i, p] of schedule(st).entries()) {
+      await interact(st, i, p, train);
+      while (st.batcher.ready(m.version))
+        await step(
+          st,
+          st.batcher.take(m.version).batch.map((b) => ({ sample: b.sample })),
         );
-        const { votes, score: js, hint } = judge.evaluate(pair);
-        const judgement = makeJudgement(pair, 'embedded', votes, js, hint, Date.now());
-        const built = await buildSample(judgement, { method: o.method, teacher: m.teacher });
-        if (built.sample) batcher.add(built.sample, null);
-      }
-      while (batcher.ready(m.version)) await step(batcher.take(m.version).batch.map((b) => ({ sample: b.sample })));
     }
     // The tail: one last (partial, capped) batch; what the cap still holds back stays untrained.
-    await step(batcher.take(m.version).batch.map((b) => ({ sample: b.sample })));
-    const adversaryCapped = batcher.pending().filter((p) => p.sample.userId === ADVERSARY_ID).length;
+    await step(
+      st,
+      st.batcher.take(m.version).batch.map((b) => ({ sample: b.sample })),
+    );
+    const adversaryCapped = st.batcher.pending().filter((p) => p.sample.userId === ADVERSARY_ID).length;
     const after = (await scoreModel(m, probe, heldOut, o.heldOutSamples, seed)).satisfaction;
-    const adv = trained.filter((t) => t.user === ADVERSARY_ID);
-    const others = trained.filter((t) => t.user !== ADVERSARY_ID);
-    const totalW = trained.reduce((a, t) => a + t.weight, 0);
-    const run: MultiUserRun = {
-      seed,
-      consensus: consensusOn,
-      before,
-      after,
-      steps,
-      trained: trained.length,
-      adversaryTrained: adv.length,
-      adversaryCapped,
-      adversaryShare: adv.length / Math.max(1, trained.length),
-      adversaryWeight: adv.length ? mean(adv.map((t) => t.factor)) : NaN,
-      othersWeight: others.length ? mean(others.map((t) => t.factor)) : NaN,
-      adversaryWeightShare: totalW ? adv.reduce((a, t) => a + t.weight, 0) / totalW : NaN,
-      trainSatisfaction: Object.fromEntries(Object.entries(satisfied).map(([k, v]) => [k, v.ok / v.n])),
-      users: consensus.stats(),
-      conflicts: consensus.conflicts(),
-    };
+    const run = runSummary(st, before, after, adversaryCapped);
     o.onProgress?.(
-      `seed ${seed} consensus ${consensusOn ? 'on ' : 'off'}: ${before.toFixed(2)} → ${after.toFixed(2)}, ${steps} steps, adversary ${adv.length}/${trained.length} samples (${adversaryCapped} capped), weight ${run.adversaryWeight.toFixed(3)} vs others ${run.othersWeight.toFixed(3)}, conflicts ${run.conflicts.length}`,
+      `seed ${seed} consensus ${consensusOn ? 'on ' : 'off'}: ${before.toFixed(2)} → ${after.toFixed(2)}, ${st.steps} steps, adversary ${run.adversaryTrained}/${run.trained} samples (${adversaryCapped} capped), weight ${run.adversaryWeight.toFixed(3)} vs others ${run.othersWeight.toFixed(3)}, conflicts ${run.conflicts.length}`,
     );
     return run;
   } finally {
     await m.close();
   }
+}
+
+/** Who talks when: each round every user once, then the adversary `adversaryRate` times. */
+function schedule(st: RunState): Persona[] {
+  const order: Persona[] = [];
+  for (let r = 0; r < st.o.interactions; r++) {
+    order.push(...st.people);
+    for (let a = 0; a < st.o.adversaryRate; a++) order.push(st.adversary);
+  }
+  return order;
+}
+
+/** One learner step on a batch: weighted by the consensus when it is on (observed for the statistics only when it is off). */
+async function step(st: RunState, items: StepSample[]): Promise<void> {
+  if (items.length === 0) return;
+  const { m, consensus } = st;
+  const w = st.consensusOn ? weighByConsensus(consensus, items, m.sampleText) : { items, factors: items.map(() => 1) };
+  if (!st.consensusOn) for (const it of items) consensus.observe(ratedTurnOf(it.sample, m.sampleText)); // stats only, not applied
+  await m.step(w.items.map((it) => it.sample));
+  w.items.forEach((it, i) => st.trained.push({ user: it.sample.userId, factor: w.factors[i], weight: it.sample.weight }));
+  st.steps++;
+}
+
+/** Interaction `i`: `p` asks a training prompt; `p` (and now and then one other user) reacts; each reaction is judged into a sample for the batcher. */
+async function interact(st: RunState, i: number, p: Persona, train: string[]): Promise<void> {
+  const { m, rand, seed, consensusOn } = st;
+  const question = train[Math.floor(rand() * train.length)];
+  const messages = openingMessages(p, question);
+  const [reply] = await m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) });
+  const reactors: Persona[] = [p];
+  // A shared thread: now and then one other user (the adversary included) sees the same reply and reacts too.
+  if (rand() < st.o.sharedRate) {
+    const others = [...st.people, st.adversary].filter((q) => q.name !== p.name);
+    reactors.push(others[Math.floor(rand() * others.length)]);
+  }
+  for (const [k, q] of reactors.entries()) {
+    const reaction = react(q, reply.text, rand, undefined, question);
+    const s = (st.satisfied[q.name] ??= { ok: 0, n: 0 });
+    s.n++;
+    if (reaction.satisfied) s.ok++;
+    const pair = makePair(`mu-${seed}-${consensusOn ? 'c' : 'n'}-${k}`, i, q, messages, reply.promptIds, reply, reaction, reply.version, {
+      modelId: m.modelId,
+      exactLogprobs: reply.exactLogprobs,
+    });
+    const { votes, score: js, hint } = st.judge.evaluate(pair);
+    const judgement = makeJudgement(pair, 'embedded', votes, js, hint, Date.now());
+    const built = await buildSample(judgement, { method: st.o.method, teacher: m.teacher });
+    if (built.sample) st.batcher.add(built.sample, null);
+  }
+}
+
+/** What a run measured: the adversary's share of the trained samples, its consensus weight and its share of the loss weight. */
+function runSummary(st: RunState, before: number, after: number, adversaryCapped: number): MultiUserRun {
+  const { trained } = st;
+  const adv = trained.filter((t) => t.user === ADVERSARY_ID);
+  const others = trained.filter((t) => t.user !== ADVERSARY_ID);
+  const totalW = trained.reduce((a, t) => a + t.weight, 0);
+  return {
+    seed: st.seed,
+    consensus: st.consensusOn,
+    before,
+    after,
+    steps: st.steps,
+    trained: trained.length,
+    adversaryTrained: adv.length,
+    adversaryCapped,
+    adversaryShare: adv.length / Math.max(1, trained.length),
+    adversaryWeight: adv.length ? mean(adv.map((t) => t.factor)) : NaN,
+    othersWeight: others.length ? mean(others.map((t) => t.factor)) : NaN,
+    adversaryWeightShare: totalW ? adv.reduce((a, t) => a + t.weight, 0) / totalW : NaN,
+    trainSatisfaction: Object.fromEntries(Object.entries(st.satisfied).map(([k, v]) => [k, v.ok / v.n])),
+    users: st.consensus.stats(),
+    conflicts: st.consensus.conflicts(),
+  };
 }
 
 function arm(runs: MultiUserRun[]): MultiUserArm {

@@ -25,13 +25,21 @@ import {
   type TrainMethod,
 } from '../processors/index.ts';
 import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
-import { ErrorCodes, retry, TurnstreamError, type Logger } from '../core/index.ts';
-import { LEARNER_LR, LORA_LR, startLearner } from '../trainer/learner.ts';
-import { LoraLineage } from '../trainer/policy-lineage.ts';
-import { familyStepOptions, familyStepSettings } from '../trainer/step-defaults.ts';
+import type { Logger } from '../core/index.ts';
+import {
+  familyStepOptions,
+  familyStepSettings,
+  LEARNER_LR,
+  LORA_LR,
+  LoraLineage,
+  startLearner,
+  type LearnerHandle,
+  type LearnerOptions,
+} from '../trainer/index.ts';
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
-import { evalSettings } from './eval-settings.ts';
+import { evalSettings, type EvalSettings } from './eval-settings.ts';
+import { chat, sendFeedback, type ChatSampling } from './pipeline-client.ts';
 import { EVAL_SAMPLING, sampleSeed } from './eval-model.ts';
 import { react } from './reaction.ts';
 import {
@@ -94,76 +102,49 @@ export interface PipelineEvalOptions {
   onProgress?: (line: string) => void;
 }
 
-interface ChatResult {
-  text: string;
-  turnId: string;
-  version: number;
-}
-
-/** A network error's own reason (undici hides it under `cause`: a reset, a refused connection, a timeout). */
-function reasonOf(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  const msg = err instanceof Error ? err.message : String(err);
-  return cause ? `${msg} (${cause.code ?? cause.message ?? String(cause)})` : msg;
-}
-
-/**
- * One call to the gateway. A dropped connection or a 429/5xx is tried again (a side turn sent twice
- * is harmless; a main turn sent twice shows up as a retried turn in its session), and every retry
- * is logged with its reason, so that a worker that does give up says why.
- */
-async function chat(
-  url: string,
-  messages: Array<{ role: string; content: string }>,
-  headers: Record<string, string>,
-  sampling: { maxTokens: number; temperature: number; topP?: number; seed?: number },
-  logger: Logger,
-): Promise<ChatResult> {
-  const body = JSON.stringify({
-    messages,
-    max_tokens: sampling.maxTokens,
-    temperature: sampling.temperature,
-    top_p: sampling.topP,
-    seed: sampling.seed,
-  });
-  return retry(
-    async () => {
-      const res = await fetch(`${url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body,
-      });
-      if (res.status !== 200) {
-        const text = await res.text();
-        throw new TurnstreamError(ErrorCodes.UPSTREAM, `gateway answered ${res.status}: ${text.slice(0, 300)}`, {
-          retriable: res.status === 429 || res.status >= 500,
-        });
-      }
-      const out = (await res.json()) as { choices: Array<{ message: { content: string | null } }> };
-      return {
-        text: out.choices[0].message.content ?? '',
-        turnId: res.headers.get('x-turn-id') ?? '',
-        version: Number(res.headers.get('x-policy-version') ?? -1),
-      };
-    },
-    {
-      attempts: 4,
-      baseMs: 1000,
-      retryIf: (err) => (err instanceof TurnstreamError ? err.retriable : err instanceof TypeError),
-      onRetry: (err, attempt) =>
-        logger.warn({ session: headers['x-session-id'], attempt, reason: reasonOf(err) }, 'gateway call failed, trying again'),
-    },
-  ).catch((err: unknown) => {
-    throw new TurnstreamError(ErrorCodes.UPSTREAM, `gateway call for ${headers['x-session-id']} failed: ${reasonOf(err)}`, {
-      cause: err,
-    });
-  });
+/** What every run of one pipeline eval shares: the settings, Kafka under a fresh prefix, the weight store, the sampling. */
+interface PipelineContext {
+  opts: PipelineEvalOptions;
+  o: EvalSettings;
+  evalEvery: number;
+  logger: Logger;
+  naming: { prefix: string };
+  /** What every service takes. */
+  common: { kafka: ReturnType<typeof createKafka>; codecs: Awaited<ReturnType<typeof createEventCodecs>>; logger: Logger };
+  /** The eval's own weight store (removed at the end). */
+  weightsDir: string;
+  baseModelId: string;
+  llama: PipelineEvalOptions['llama'];
+  sampling: ChatSampling;
+  /** A call whose reply is not needed: the session's end, a probe for the served version. */
+  oneToken: ChatSampling;
+  /** The base in tfjs, loaded once for every run's learner (GGUF models). */
+  baseTf: Awaited<ReturnType<typeof loadTfLlama>> | undefined;
 }
 
 export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
   const t0 = Date.now();
+  const ctx = await openPipeline(opts);
+  const services: ProcessorHandle[] = [];
+  const tally = { agree: 0, total: 0 };
+  const runs: RunResult[] = [];
+  try {
+    await startProcessors(ctx, services);
+    for (const seed of ctx.o.seedList) {
+      for (const persona of ctx.o.personas) runs.push(await runOne(ctx, persona, seed));
+    }
+  } finally {
+    for (const s of services) await s.stop().catch(() => undefined);
+    ctx.baseTf?.model.dispose();
+    await rm(ctx.weightsDir, { recursive: true, force: true });
+  }
+  const result = summarize(runs, ctx.o, tally, 'pipeline', (Date.now() - t0) / 1000);
+  return result;
+}
+
+/** The topics under a fresh prefix, the codecs, a weight store holding the base, the sampling and the base in tfjs. */
+async function openPipeline(opts: PipelineEvalOptions): Promise<PipelineContext> {
   const o = evalSettings(opts, { seeds: 1, lr: opts.llama ? LORA_LR : LEARNER_LR });
-  const evalEvery = opts.evalEvery ?? 1;
   const logger = createLogger('eval-pipeline', 'warn');
   // Workers start side by side: the time alone would not keep their topics apart.
   const prefix = `eval-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.`;
@@ -185,187 +166,232 @@ export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalRe
   const oneToken = { ...sampling, maxTokens: 1 };
   // The base in tfjs, loaded once for every run's learner.
   const baseTf = llama ? await loadTfLlama(llama.model.path) : undefined;
-  const common = { kafka, codecs, logger };
-  const services: ProcessorHandle[] = [];
-  const tally = { agree: 0, total: 0 };
-  const runs: RunResult[] = [];
-  try {
-    services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 3_600_000, endPolicy: 'drop' }));
-    services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: o.method }) }));
-    const teacher =
-      o.method === 'rl'
-        ? undefined
-        : await loadTeacher(
-            llama
-              ? { weightsDir, llama: { model: { name: llama.model.name, path: llama.model.path }, systemPrompt: llama.systemPrompt } }
-              : { weightsDir, modelId: baseModelId },
-          );
-    services.push(await startSampleBuilder({ ...common, method: o.method, teacher }));
-    for (const seed of o.seedList) {
-      for (const persona of o.personas) {
-        const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
-        const modelId = `eval-${persona.name}-s${seed}`;
-        if (!llama) await cp(join(weightsDir, baseModelId, 'v0'), join(weightsDir, modelId, 'v0'), { recursive: true });
-        const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
-        const gw = createGateway({
-          port: 0,
-          home,
-          logger,
-          ...(llama
-            ? {
-                llama: {
-                  model: { ...llama.model, modelId },
-                  weightsDir,
-                  contextSize: 1024,
-                  parallel: 2,
-                  threads: 1,
-                  systemPrompt: llama.systemPrompt,
-                  maxPinned: 0,
-                },
-              }
-            : { builtin: { weightsDir, modelId, initIfEmpty: false } }),
-          kafka: { brokers: opts.brokers, registryUrl: opts.registryUrl, naming },
-        });
-        const url = await gw.start();
-        const lineage = llama
-          ? new LoraLineage({ weightsDir, modelId, base: llama.model, lora: llama.lora, maxTrainTokens: 512, baseTf, logger })
-          : undefined;
-        const learner = await startLearner({
-          ...common,
-          weightsDir,
-          modelId,
-          lineage,
-          // A version per block of `batchSize` interactions, as in-process: without `minSamples` a
-          // sample that waited 4 s behind a slow generation trained alone, and the run's cadence
-          // (14–21 versions in 24 interactions) followed the machine's load.
-          batch: { batchSize: o.batchSize, minSamples: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
-          optimizer: { lr: o.lr },
-          ...(llama
-            ? {
-                step: {
-                  maxKl: llama.maxKl,
-                  ...familyStepOptions(familyStepSettings(true, llama)),
-                  opdOnReference: llama.opdOnBase ?? false,
-                  mismatchTis: true,
-                },
-              }
-            : {}),
-        });
-        await learner.ready;
-        const rand = runRandom(persona, seed);
-        const scores: RunResult['scores'] = [];
-        const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
-        const scoreNow = async (interactions: number): Promise<void> => {
-          const scored = interactions === 0 ? replies.first : (replies.last = []);
-          let version = -1;
-          for (const [j, prompt] of heldOut.entries()) {
-            for (let r = 0; r < o.heldOutSamples; r++) {
-              const res = await chat(
-                url,
-                openingMessages(persona, prompt),
-                {
-                  'x-turn-type': 'side',
-                  'x-user-id': 'eval-scorer',
-                  'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
-                },
-                { ...sampling, seed: sampleSeed(heldOutSeed(seed, j), r) },
-                logger,
-              );
-              version = res.version;
-              scored.push(heldOutReply(persona, prompt, res.text));
-            }
-          }
-          scores.push({ version, interactions, ...shares(scored) });
-        };
-        let satisfied = 0;
-        let steps = 0;
-        const talk: Interaction[] = [];
-        try {
-          await scoreNow(0);
-          for (let i = 0; i < o.interactions; i++) {
-            const session = `${modelId}-i${i}`;
-            const headers = { 'x-session-id': session, 'x-user-id': persona.name };
-            const question = train[Math.floor(rand() * train.length)];
-            const opening = openingMessages(persona, question);
-            // Drawn in the in-process order (prompt, reply seed, reaction): the same user in both modes.
-            const replySeed = Math.floor(rand() * 2 ** 31);
-            const first = await chat(url, opening, headers, { ...sampling, seed: sampleSeed(replySeed, 0) }, logger);
-            const reaction = react(persona, first.text, rand, undefined, question);
-            if (reaction.satisfied) satisfied++;
-            talk.push({
-              prompt: question,
-              reply: first.text,
-              reaction: reaction.text,
-              satisfied: reaction.satisfied,
-              version: first.version,
-            });
-            if (reaction.rating !== null) {
-              const fb = await fetch(`${url}/v1/feedback`, {
-                method: 'POST',
-                headers: { 'content-type': 'application/json', ...headers },
-                body: JSON.stringify({ turn_id: first.turnId, session_id: session, rating: reaction.rating }),
-              });
-              if (fb.status !== 201) logger.warn({ session, status: fb.status, body: await fb.text() }, 'feedback refused');
-            }
-            await chat(
-              url,
-              [...opening, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
-              { ...headers, 'x-session-done': 'yes' },
-              oneToken,
-              logger,
-            );
-            const last = i === o.interactions - 1;
-            if ((i + 1) % o.batchSize === 0 || last) {
-              // Wait for the learner to publish from this block, then for the gateway to serve it.
-              const before = learner.stats().version;
-              // A LoRA step on the real model takes seconds per sample on a CPU.
-              const deadline = Date.now() + (llama ? 600_000 : 90_000);
-              while (learner.stats().version === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
-              if (learner.stats().version === before) {
-                logger.warn({ model: modelId, interactions: i + 1, ...learner.stats() }, 'no version from this block before the deadline');
-              }
-              const want = learner.stats().version;
-              while (Date.now() < deadline) {
-                const probe = await chat(
-                  url,
-                  [{ role: 'user', content: 'hi' }],
-                  { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
-                  oneToken,
-                  logger,
-                );
-                if (probe.version >= want) break;
-                await new Promise((r) => setTimeout(r, 250));
-              }
-              steps++;
-              if (steps % evalEvery === 0 || last) await scoreNow(i + 1);
-            }
-          }
-        } finally {
-          await learner.stop();
-          await gw.stop();
-          await rm(home, { recursive: true, force: true });
-        }
-        opts.onProgress?.(
-          `${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`,
+  return {
+    opts,
+    o,
+    evalEvery: opts.evalEvery ?? 1,
+    logger,
+    naming,
+    common: { kafka, codecs, logger },
+    weightsDir,
+    baseModelId,
+    llama,
+    sampling,
+    oneToken,
+    baseTf,
+  };
+}
+
+/** The processors every run shares: the session assembler, the embedded judge and the sample builder (frozen base teacher). */
+async function startProcessors(ctx: PipelineContext, services: ProcessorHandle[]): Promise<void> {
+  const { common, o, llama, weightsDir } = ctx;
+  services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 3_600_000, endPolicy: 'drop' }));
+  services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: o.method }) }));
+  const teacher =
+    o.method === 'rl'
+      ? undefined
+      : await loadTeacher(
+          llama
+            ? { weightsDir, llama: { model: { name: llama.model.name, path: llama.model.path }, systemPrompt: llama.systemPrompt } }
+            : { weightsDir, modelId: ctx.baseModelId },
         );
-        runs.push({
-          persona: persona.name,
-          preference: persona.preference,
-          seed,
-          scores,
-          replies,
-          talk,
-          trainSatisfaction: satisfied / o.interactions,
-          samples: learner.stats().trained,
-          steps: [],
-        });
+  services.push(await startSampleBuilder({ ...common, method: o.method, teacher }));
+}
+
+/** A run's gateway: the built-in model's copy, or the GGUF model on llama.cpp with the run's LoRA versions. */
+function startRunGateway(ctx: PipelineContext, modelId: string, home: string): ReturnType<typeof createGateway> {
+  const { llama, weightsDir, logger } = ctx;
+  return createGateway({
+    port: 0,
+    home,
+    logger,
+    ...(llama
+      ? {
+          llama: {
+            model: { ...llama.model, modelId },
+            weightsDir,
+            contextSize: 1024,
+            parallel: 2,
+            threads: 1,
+            systemPrompt: llama.systemPrompt,
+            maxPinned: 0,
+          },
+        }
+      : { builtin: { weightsDir, modelId, initIfEmpty: false } }),
+    kafka: { brokers: ctx.opts.brokers, registryUrl: ctx.opts.registryUrl, naming: ctx.naming },
+  });
+}
+
+/** A run's learner, on its own model id (a LoRA lineage of its own on a GGUF model). */
+async function startRunLearner(ctx: PipelineContext, modelId: string): Promise<LearnerHandle> {
+  const { llama, weightsDir, o } = ctx;
+  const lineage = llama
+    ? new LoraLineage({
+        weightsDir,
+        modelId,
+        base: llama.model,
+        lora: llama.lora,
+        maxTrainTokens: 512,
+        baseTf: ctx.baseTf,
+        logger: ctx.logger,
+      })
+    : undefined;
+  const step: LearnerOptions['step'] = llama
+    ? {
+        maxKl: llama.maxKl,
+        ...familyStepOptions(familyStepSettings(true, llama)),
+        opdOnReference: llama.opdOnBase ?? false,
+        mismatchTis: true,
+      }
+    : undefined;
+  const learner = await startLearner({
+    ...ctx.common,
+    weightsDir,
+    modelId,
+    lineage,
+    // A version per block of `batchSize` interactions, as in-process: without `minSamples` a
+    // sample that waited 4 s behind a slow generation trained alone, and the run's cadence
+    // (14–21 versions in 24 interactions) followed the machine's load.
+    batch: { batchSize: o.batchSize, minSamples: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
+    optimizer: { lr: o.lr },
+    ...(step ? { step } : {}),
+  });
+  await learner.ready;
+  return learner;
+}
+
+/** One (persona, seed) run: its gateway and learner, the held-out score at version 0, the interactions, a score per scored version. */
+async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Promise<RunResult> {
+  const { o, llama } = ctx;
+  const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
+  const modelId = `eval-${persona.name}-s${seed}`;
+  if (!llama) await cp(join(ctx.weightsDir, ctx.baseModelId, 'v0'), join(ctx.weightsDir, modelId, 'v0'), { recursive: true });
+  const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
+  const gw = startRunGateway(ctx, modelId, home);
+  const url = await gw.start();
+  const learner = await startRunLearner(ctx, modelId);
+  const rand = runRandom(persona, seed);
+  const scorer = heldOutScorer(ctx, url, persona, seed, modelId, heldOut);
+  let satisfied = 0;
+  let steps = 0;
+  const talk: Interaction[] = [];
+  try {
+    await scorer.score(0);
+    for (let i = 0; i < o.interactions; i++) {
+      const t = await interact(ctx, url, persona, `${modelId}-i${i}`, train, rand);
+      if (t.satisfied) satisfied++;
+      talk.push(t);
+      const last = i === o.interactions - 1;
+      if ((i + 1) % o.batchSize === 0 || last) {
+        await awaitNextVersion(ctx, url, learner, modelId, i + 1);
+        steps++;
+        if (steps % ctx.evalEvery === 0 || last) await scorer.score(i + 1);
       }
     }
   } finally {
-    for (const s of services) await s.stop().catch(() => undefined);
-    baseTf?.model.dispose();
-    await rm(weightsDir, { recursive: true, force: true });
+    await learner.stop();
+    await gw.stop();
+    await rm(home, { recursive: true, force: true });
   }
-  const result = summarize(runs, o, tally, 'pipeline', (Date.now() - t0) / 1000);
-  return result;
+  const { scores, replies } = scorer;
+  ctx.opts.onProgress?.(
+    `${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`,
+  );
+  return {
+    persona: persona.name,
+    preference: persona.preference,
+    seed,
+    scores,
+    replies,
+    talk,
+    trainSatisfaction: satisfied / o.interactions,
+    samples: learner.stats().trained,
+    steps: [],
+  };
+}
+
+/** Scores the held-out prompts as `side` turns (recorded, never trained); keeps the first and the last scored replies. */
+function heldOutScorer(ctx: PipelineContext, url: string, persona: Persona, seed: number, modelId: string, heldOut: string[]) {
+  const scores: RunResult['scores'] = [];
+  const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
+  const score = async (interactions: number): Promise<void> => {
+    const scored = interactions === 0 ? replies.first : (replies.last = []);
+    let version = -1;
+    for (const [j, prompt] of heldOut.entries()) {
+      for (let r = 0; r < ctx.o.heldOutSamples; r++) {
+        const res = await chat(
+          url,
+          openingMessages(persona, prompt),
+          {
+            'x-turn-type': 'side',
+            'x-user-id': 'eval-scorer',
+            'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
+          },
+          { ...ctx.sampling, seed: sampleSeed(heldOutSeed(seed, j), r) },
+          ctx.logger,
+        );
+        version = res.version;
+        scored.push(heldOutReply(persona, prompt, res.text));
+      }
+    }
+    scores.push({ version, interactions, ...shares(scored) });
+  };
+  return { scores, replies, score };
+}
+
+/** One interaction: a training prompt, the reply, the persona's reaction (and now and then a 👍/👎), the session closed. */
+async function interact(
+  ctx: PipelineContext,
+  url: string,
+  persona: Persona,
+  session: string,
+  train: string[],
+  rand: () => number,
+): Promise<Interaction> {
+  const headers = { 'x-session-id': session, 'x-user-id': persona.name };
+  const question = train[Math.floor(rand() * train.length)];
+  const opening = openingMessages(persona, question);
+  // Drawn in the in-process order (prompt, reply seed, reaction): the same user in both modes.
+  const replySeed = Math.floor(rand() * 2 ** 31);
+  const first = await chat(url, opening, headers, { ...ctx.sampling, seed: sampleSeed(replySeed, 0) }, ctx.logger);
+  const reaction = react(persona, first.text, rand, undefined, question);
+  if (reaction.rating !== null)
+    await sendFeedback(url, headers, { turnId: first.turnId, sessionId: session, rating: reaction.rating }, ctx.logger);
+  await chat(
+    url,
+    [...opening, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
+    { ...headers, 'x-session-done': 'yes' },
+    ctx.oneToken,
+    ctx.logger,
+  );
+  return { prompt: question, reply: first.text, reaction: reaction.text, satisfied: reaction.satisfied, version: first.version };
+}
+
+/** Waits for the learner to publish from this block, then for the gateway to serve it (a warning when none came before the deadline). */
+async function awaitNextVersion(
+  ctx: PipelineContext,
+  url: string,
+  learner: LearnerHandle,
+  modelId: string,
+  interactions: number,
+): Promise<void> {
+  const before = learner.stats().version;
+  // A LoRA step on the real model takes seconds per sample on a CPU.
+  const deadline = Date.now() + (ctx.llama ? 600_000 : 90_000);
+  while (learner.stats().version === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  if (learner.stats().version === before) {
+    ctx.logger.warn({ model: modelId, interactions, ...learner.stats() }, 'no version from this block before the deadline');
+  }
+  const want = learner.stats().version;
+  while (Date.now() < deadline) {
+    const probe = await chat(
+      url,
+      [{ role: 'user', content: 'hi' }],
+      { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
+      ctx.oneToken,
+      ctx.logger,
+    );
+    if (probe.version >= want) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }

@@ -14,7 +14,7 @@ import { writeTinyModel } from '../../../../policy/index.ts';
 import { LEARNER_LR, LORA_LR } from '../../../../trainer/learner.ts';
 import { LORA_STEP_DEFAULTS } from '../../../../trainer/step-defaults.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
-import { applyRunDefaults, type EvalFlags } from '../../../../cli/commands/eval.ts';
+import { applyRunDefaults, type EvalFlags } from '../../../../eval/index.ts';
 import { waitFor } from '../../../support/wait-for.ts';
 
 const persona = (name: string, check: unknown, system?: string) => ({
