@@ -1,0 +1,38 @@
+/**
+ * Before the sink reads anything: the analytics tables migrated, and the insertable columns of
+ * each table it writes handed to the row buffer (rows are encoded as RowBinary as they arrive).
+ * ClickHouse may be starting: both are retried instead of failing the service.
+ */
+import { migrate, TABLE_OF, type AnalyticsStore } from '../../analytics/store/index.ts';
+import type { TopicId } from '../../schemas/index.ts';
+import { isRetriable, retry, toTurnstreamError, type Logger } from '../../streams/index.ts';
+import type { RowBuffer } from './row-buffer.ts';
+
+export interface PrepareStoreOptions {
+  /** The topics stored (their tables are prepared). */
+  ids: readonly TopicId[];
+  baseMs: number;
+  maxMs: number;
+  /** True once the sink is stopping: retrying ends. */
+  stopping: () => boolean;
+  logger: Logger;
+}
+
+export async function prepareStore(store: AnalyticsStore, buffer: RowBuffer, o: PrepareStoreOptions): Promise<void> {
+  const { baseMs, maxMs, logger: log } = o;
+  const r = await retry(() => migrate(store), {
+    baseMs,
+    maxMs,
+    retryIf: (err) => !o.stopping() && toTurnstreamError(err).retriable,
+    onRetry: (err, attempt) => log.warn({ err: (err as Error).message, attempt }, 'ClickHouse not ready; retrying'),
+  }).catch((err: unknown) => {
+    throw o.stopping() ? err : toTurnstreamError(err);
+  });
+  log.info({ applied: r.applied, version: r.version, server: r.server, database: store.options.database }, 'analytics schema ready');
+  for (const table of new Set(o.ids.map((id) => TABLE_OF[id]!))) {
+    buffer.setColumns(
+      table,
+      await retry(() => store.columns(store.tables[table]), { baseMs, maxMs, retryIf: (err) => !o.stopping() && isRetriable(err) }),
+    );
+  }
+}
