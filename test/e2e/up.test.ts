@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { getFreePort } from '../../infra/index.ts';
 import { createEventCodecs, createKafka, readToEnd } from '../../streams/index.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../support/stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let stack: Awaited<ReturnType<typeof ensureStack>>;
 
@@ -54,12 +55,11 @@ describe('turnstream up', { timeout: 420000 }, () => {
     child.stderr.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
-      const t0 = Date.now();
-      while (!/turnstream is up/.test(out)) {
-        if (child.exitCode !== null) assert.fail(`up exited early:\n${out}`);
-        if (Date.now() - t0 > 300000) assert.fail(`up did not come up:\n${out}`);
-        await sleep(500);
-      }
+      await waitFor('up to come up (or exit)', () => /turnstream is up/.test(out) || child.exitCode !== null, {
+        timeoutMs: 300_000,
+        intervalMs: 500,
+      }).catch(() => assert.fail(`up did not come up:\n${out}`));
+      if (!/turnstream is up/.test(out)) assert.fail(`up exited early:\n${out}`);
       assert.match(out, /turnstream is up\. Ctrl-C/, `every service is ready:\n${out}`);
       assert.match(out, new RegExp(`gateway\\s+ready\\s+pid \\d+\\s+http://127\\.0\\.0\\.1:${port}`));
 
@@ -84,11 +84,10 @@ describe('turnstream up', { timeout: 420000 }, () => {
       // The turn reached Kafka.
       const kafka = createKafka({ brokers: [stack.brokers], clientId: 'up-test' });
       const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
-      let turns = 0;
-      for (let i = 0; i < 40 && turns === 0; i++) {
-        turns = await readToEnd(kafka, codecs.topic('turns'), () => undefined);
-        if (turns === 0) await sleep(500);
-      }
+      const turns = await waitFor('the turn on Kafka', () => readToEnd(kafka, codecs.topic('turns'), () => undefined), {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+      });
       assert.equal(turns, 1);
     } finally {
       const pids = [...out.matchAll(/pid[ =:]+(\d+)/g)].map((m) => Number(m[1]));
