@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AnalyticsStore, migrate, RowBinaryEncoder, TABLE_IDS, toRow, type MappedRow, type TableId } from '../../../analytics/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
-import { exampleDeadLetter, exampleTurn } from '../../support/fixtures.ts';
+import { exampleDeadLetter, exampleReward, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { dropTables } from './support.ts';
 
@@ -35,6 +35,14 @@ function rows(): MappedRow[] {
     ),
   );
   out.push(toRow('dlq', exampleDeadLetter({ value: Buffer.from([0, 255, 1]) }), { topic: 'dlq', partition: 0, offset: '0' }));
+  out.push(toRow('rewards', exampleReward(), { topic: 'rewards', partition: 0, offset: '0' }));
+  out.push(
+    toRow('rewards', exampleReward({ rewardId: 'no-rollout', rollout: null, passed: null, policyModelId: null, policyVersion: null }), {
+      topic: 'rewards',
+      partition: 1,
+      offset: '3',
+    }),
+  );
   return out;
 }
 
