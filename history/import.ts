@@ -123,6 +123,35 @@ export async function existingIds(kafka: Kafka, topic: string): Promise<Set<stri
   return ids;
 }
 
+type OutgoingMessage = { topic: string; message: Message };
+
+/**
+ * A parsed line's turns and feedback not in the topics yet, encoded. The whole line is encoded
+ * before anything of it is sent: a line is imported entirely or rejected.
+ */
+async function encodeLine(
+  parsed: ParsedLine,
+  turnIds: ReadonlySet<string>,
+  feedbackIds: ReadonlySet<string>,
+  codecs: EventCodecs,
+): Promise<{ fresh: { turns: Turn[]; feedback: Feedback[] }; out: OutgoingMessage[] }> {
+  const fresh: { turns: Turn[]; feedback: Feedback[] } = { turns: [], feedback: [] };
+  for (const t of parsed.turns) if (!turnIds.has(t.turnId)) fresh.turns.push(t);
+  for (const f of parsed.feedback) if (!feedbackIds.has(f.feedbackId)) fresh.feedback.push(f);
+  const out: OutgoingMessage[] = [];
+  for (const t of fresh.turns)
+    out.push({
+      topic: codecs.topic('turns'),
+      message: { key: t.sessionId, value: await codecs.of('turns').encode(t), timestamp: String(t.requestedAt) },
+    });
+  for (const f of fresh.feedback)
+    out.push({
+      topic: codecs.topic('feedback'),
+      message: { key: f.sessionId, value: await codecs.of('feedback').encode(f), timestamp: String(f.createdAt) },
+    });
+  return { fresh, out };
+}
+
 export async function importFile(options: ImportOptions): Promise<ImportSummary> {
   const t0 = Date.now();
   const { kafka, codecs, file, format } = options;
@@ -151,9 +180,7 @@ export async function importFile(options: ImportOptions): Promise<ImportSummary>
   };
   const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: partitioner });
   await producer.connect();
-  const turnsTopic = codecs.topic('turns');
-  const feedbackTopic = codecs.topic('feedback');
-  let pending: Array<{ topic: string; message: Message }> = [];
+  let pending: OutgoingMessage[] = [];
   const flush = async () => {
     if (pending.length === 0) return;
     const byTopic = new Map<string, Message[]>();
@@ -182,23 +209,12 @@ export async function importFile(options: ImportOptions): Promise<ImportSummary>
       if (line.trim() === '') continue;
       summary.read++;
       let parsed: ParsedLine;
-      const out: Array<{ topic: string; message: Message }> = [];
+      let out: OutgoingMessage[];
       try {
         parsed = parseLine(parse, line);
-        const fresh: { turns: Turn[]; feedback: Feedback[] } = { turns: [], feedback: [] };
-        for (const t of parsed.turns) if (!turnIds.has(t.turnId)) fresh.turns.push(t);
-        for (const f of parsed.feedback) if (!feedbackIds.has(f.feedbackId)) fresh.feedback.push(f);
-        // Encode the whole line first: a line is imported entirely or rejected.
-        for (const t of fresh.turns)
-          out.push({
-            topic: turnsTopic,
-            message: { key: t.sessionId, value: await codecs.of('turns').encode(t), timestamp: String(t.requestedAt) },
-          });
-        for (const f of fresh.feedback)
-          out.push({
-            topic: feedbackTopic,
-            message: { key: f.sessionId, value: await codecs.of('feedback').encode(f), timestamp: String(f.createdAt) },
-          });
+        const encoded = await encodeLine(parsed, turnIds, feedbackIds, codecs);
+        const { fresh } = encoded;
+        out = encoded.out;
         for (const t of fresh.turns) turnIds.add(t.turnId);
         for (const f of fresh.feedback) feedbackIds.add(f.feedbackId);
         for (const t of parsed.turns) sessions.add(t.sessionId);

@@ -6,7 +6,7 @@
  * those in its batch events, never to `eachBatch`), so no idle wait is needed at the end.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kafka } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
 import type { RawRecord } from '../streams/index.ts';
 import type { TopicRange } from './replay-range.ts';
 
@@ -16,17 +16,14 @@ export interface ReadRangeOptions {
   signal?: AbortSignal;
 }
 
-/** The records of `ranges` (`[start, end)` per partition), by topic and partition, in offset order. */
-export async function readRanges(
-  kafka: Kafka,
-  ranges: TopicRange[],
-  options: ReadRangeOptions = {},
-): Promise<Map<string, Map<number, RawRecord[]>>> {
+const id = (topic: string, p: number) => `${topic}\u0000${p}`;
+
+/** The records read so far (none yet), and for each partition with something to read: its end, position and start. */
+function planRead(ranges: TopicRange[]) {
   const out = new Map<string, Map<number, RawRecord[]>>();
   const ends = new Map<string, bigint>();
   const pos = new Map<string, bigint>();
   const starts = new Map<string, bigint>();
-  const id = (topic: string, p: number) => `${topic}\u0000${p}`;
   for (const r of ranges) {
     const byPartition = new Map<number, RawRecord[]>();
     out.set(r.topic, byPartition);
@@ -40,6 +37,29 @@ export async function readRanges(
       }
     }
   }
+  return { out, ends, pos, starts };
+}
+
+/** Seeks made before the assignment apply to its first fetch (and records before the start are dropped anyway). */
+function seekToStarts(consumer: Consumer, ranges: TopicRange[], starts: Map<string, bigint>): void {
+  for (const r of ranges) {
+    const empty: number[] = [];
+    for (const [ps, start] of Object.entries(r.start)) {
+      if (starts.has(id(r.topic, Number(ps)))) consumer.seek({ topic: r.topic, partition: Number(ps), offset: start });
+      else empty.push(Number(ps));
+    }
+    // Nothing to read there: not fetched at all.
+    if (empty.length > 0) consumer.pause([{ topic: r.topic, partitions: empty }]);
+  }
+}
+
+/** The records of `ranges` (`[start, end)` per partition), by topic and partition, in offset order. */
+export async function readRanges(
+  kafka: Kafka,
+  ranges: TopicRange[],
+  options: ReadRangeOptions = {},
+): Promise<Map<string, Map<number, RawRecord[]>>> {
+  const { out, ends, pos, starts } = planRead(ranges);
   if (ends.size === 0) return out;
 
   const groupId = `turnstream-range-reader-${randomUUID()}`;
@@ -94,16 +114,7 @@ export async function readRanges(
         }
       },
     });
-    // Seeks made before the assignment apply to its first fetch (and records before the start are dropped anyway).
-    for (const r of ranges) {
-      const empty: number[] = [];
-      for (const [ps, start] of Object.entries(r.start)) {
-        if (starts.has(id(r.topic, Number(ps)))) consumer.seek({ topic: r.topic, partition: Number(ps), offset: start });
-        else empty.push(Number(ps));
-      }
-      // Nothing to read there: not fetched at all.
-      if (empty.length > 0) consumer.pause([{ topic: r.topic, partitions: empty }]);
-    }
+    seekToStarts(consumer, ranges, starts);
     const timeoutMs = options.timeoutMs ?? 600_000;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
