@@ -39,7 +39,7 @@ import {
 import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
-import { chat, sendFeedback, type ChatSampling } from './pipeline-client.ts';
+import { evalGatewayClient, type ChatSampling, type EvalGatewayClient } from './pipeline-client.ts';
 import { EVAL_SAMPLING, sampleSeed } from './eval-model.ts';
 import { react } from './reaction.ts';
 import {
@@ -268,22 +268,22 @@ async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Pro
   if (!llama) await cp(join(ctx.weightsDir, ctx.baseModelId, 'v0'), join(ctx.weightsDir, modelId, 'v0'), { recursive: true });
   const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
   const gw = startRunGateway(ctx, modelId, home);
-  const url = await gw.start();
+  const api = evalGatewayClient(await gw.start(), ctx.logger);
   const learner = await startRunLearner(ctx, modelId);
   const rand = runRandom(persona, seed);
-  const scorer = heldOutScorer(ctx, url, persona, seed, modelId, heldOut);
+  const scorer = heldOutScorer(ctx, api, persona, seed, modelId, heldOut);
   let satisfied = 0;
   let steps = 0;
   const talk: Interaction[] = [];
   try {
     await scorer.score(0);
     for (let i = 0; i < o.interactions; i++) {
-      const t = await interact(ctx, url, persona, `${modelId}-i${i}`, train, rand);
+      const t = await interact(ctx, api, persona, `${modelId}-i${i}`, train, rand);
       if (t.satisfied) satisfied++;
       talk.push(t);
       const last = i === o.interactions - 1;
       if ((i + 1) % o.batchSize === 0 || last) {
-        await awaitNextVersion(ctx, url, learner, modelId, i + 1);
+        await awaitNextVersion(ctx, api, learner, modelId, i + 1);
         steps++;
         if (steps % ctx.evalEvery === 0 || last) await scorer.score(i + 1);
       }
@@ -311,7 +311,7 @@ async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Pro
 }
 
 /** Scores the held-out prompts as `side` turns (recorded, never trained); keeps the first and the last scored replies. */
-function heldOutScorer(ctx: PipelineContext, url: string, persona: Persona, seed: number, modelId: string, heldOut: string[]) {
+function heldOutScorer(ctx: PipelineContext, api: EvalGatewayClient, persona: Persona, seed: number, modelId: string, heldOut: string[]) {
   const scores: RunResult['scores'] = [];
   const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
   const score = async (interactions: number): Promise<void> => {
@@ -319,8 +319,7 @@ function heldOutScorer(ctx: PipelineContext, url: string, persona: Persona, seed
     let version = -1;
     for (const [j, prompt] of heldOut.entries()) {
       for (let r = 0; r < ctx.o.heldOutSamples; r++) {
-        const res = await chat(
-          url,
+        const res = await api.chat(
           openingMessages(persona, prompt),
           {
             'x-turn-type': 'side',
@@ -328,7 +327,6 @@ function heldOutScorer(ctx: PipelineContext, url: string, persona: Persona, seed
             'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
           },
           { ...ctx.sampling, seed: sampleSeed(heldOutSeed(seed, j), r) },
-          ctx.logger,
         );
         version = res.version;
         scored.push(heldOutReply(persona, prompt, res.text));
@@ -342,7 +340,7 @@ function heldOutScorer(ctx: PipelineContext, url: string, persona: Persona, seed
 /** One interaction: a training prompt, the reply, the persona's reaction (and now and then a 👍/👎), the session closed. */
 async function interact(
   ctx: PipelineContext,
-  url: string,
+  api: EvalGatewayClient,
   persona: Persona,
   session: string,
   train: string[],
@@ -353,16 +351,13 @@ async function interact(
   const opening = openingMessages(persona, question);
   // Drawn in the in-process order (prompt, reply seed, reaction): the same user in both modes.
   const replySeed = Math.floor(rand() * 2 ** 31);
-  const first = await chat(url, opening, headers, { ...ctx.sampling, seed: sampleSeed(replySeed, 0) }, ctx.logger);
+  const first = await api.chat(opening, headers, { ...ctx.sampling, seed: sampleSeed(replySeed, 0) });
   const reaction = react(persona, first.text, rand, undefined, question);
-  if (reaction.rating !== null)
-    await sendFeedback(url, headers, { turnId: first.turnId, sessionId: session, rating: reaction.rating }, ctx.logger);
-  await chat(
-    url,
+  if (reaction.rating !== null) await api.feedback(headers, { turnId: first.turnId, sessionId: session, rating: reaction.rating });
+  await api.chat(
     [...opening, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
     { ...headers, 'x-session-done': 'yes' },
     ctx.oneToken,
-    ctx.logger,
   );
   return { prompt: question, reply: first.text, reaction: reaction.text, satisfied: reaction.satisfied, version: first.version };
 }
@@ -370,7 +365,7 @@ async function interact(
 /** Waits for the learner to publish from this block, then for the gateway to serve it (a warning when none came before the deadline). */
 async function awaitNextVersion(
   ctx: PipelineContext,
-  url: string,
+  api: EvalGatewayClient,
   learner: LearnerHandle,
   modelId: string,
   interactions: number,
@@ -384,12 +379,10 @@ async function awaitNextVersion(
   }
   const want = learner.stats().version;
   while (Date.now() < deadline) {
-    const probe = await chat(
-      url,
+    const probe = await api.chat(
       [{ role: 'user', content: 'hi' }],
       { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
       ctx.oneToken,
-      ctx.logger,
     );
     if (probe.version >= want) break;
     await new Promise((r) => setTimeout(r, 250));

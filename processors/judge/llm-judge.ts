@@ -1,5 +1,6 @@
 /**
- * The LLM judge: any OpenAI-compatible `POST /chat/completions` endpoint. Votes for a pair are
+ * The LLM judge: any OpenAI-compatible `POST /chat/completions` endpoint, through the official
+ * `openai` client (core/openai-client.ts; it never retries: core/retry.ts does). Votes for a pair are
  * sent concurrently; each vote has its own timeout and retries retriable failures (network
  * errors, timeouts, 429, 5xx, malformed replies) with exponential backoff. An answer without a
  * valid `\boxed{}` is an invalid vote (null), not a failure. When EVERY vote of a kind failed the
@@ -7,7 +8,9 @@
  * runtime sends it to the DLQ and a replay can re-judge it.
  */
 import type { Judgement, TurnPair, Vote } from '../../schemas/index.ts';
+import type OpenAI from 'openai';
 import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { jsonOf, openAIClient, openAIFailure } from '../../core/openai-client.ts';
 import { retry } from '../../core/retry.ts';
 import { parseBoxed, parseHint } from './boxed.ts';
 import { hasEvidence, makeJudgement, type Judge, type JudgeCallOptions, type JudgeMode } from './judge.ts';
@@ -49,45 +52,52 @@ type VoteKind = 'prm' | 'hint';
 
 /** Asks an OpenAI-compatible endpoint for one completion; errors classified as retriable or not. */
 async function complete(
-  opts: Required<Pick<LlmJudgeOptions, 'baseUrl' | 'model' | 'temperature' | 'maxTokens' | 'fetch'>> & { apiKey?: string },
+  client: OpenAI,
+  opts: Required<Pick<LlmJudgeOptions, 'baseUrl' | 'model' | 'temperature' | 'maxTokens'>>,
   messages: JudgeMessage[],
   signal: AbortSignal,
 ): Promise<string | null> {
   const url = `${opts.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-  let res: Response;
-  try {
-    res = await opts.fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-      body: JSON.stringify({ model: opts.model, messages, temperature: opts.temperature, max_tokens: opts.maxTokens, stream: false }),
-      signal,
-    });
-  } catch (err) {
-    if (signal.aborted) throw abortReason(signal, err);
-    throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `judge unreachable at ${url}: ${(err as Error).message}`, { cause: err });
-  }
-  let text: string;
-  try {
-    text = await res.text();
-  } catch (err) {
-    if (signal.aborted) throw abortReason(signal, err);
-    throw new TurnstreamError(ErrorCodes.UPSTREAM, `judge reply could not be read: ${(err as Error).message}`, { cause: err });
-  }
-  if (!res.ok) {
-    const retriable = res.status === 408 || res.status === 429 || res.status >= 500;
-    throw new TurnstreamError(ErrorCodes.UPSTREAM, `judge answered HTTP ${res.status}: ${text.slice(0, 200)}`, { retriable });
-  }
   let body: { choices?: Array<{ message?: { content?: unknown } }> };
   try {
-    body = JSON.parse(text);
+    const data = await client.chat.completions.create(
+      { model: opts.model, messages, temperature: opts.temperature, max_tokens: opts.maxTokens, stream: false },
+      { signal },
+    );
+    body = jsonOf(data) as typeof body;
   } catch (err) {
-    throw new TurnstreamError(ErrorCodes.UPSTREAM, `judge reply is not JSON: ${text.slice(0, 200)}`, { cause: err });
+    throw callError(err, signal, url);
   }
   const choice = body?.choices?.[0];
   if (!choice || typeof choice.message !== 'object')
     throw new TurnstreamError(ErrorCodes.UPSTREAM, 'judge reply has no choices[0].message');
   const content = choice.message?.content;
   return typeof content === 'string' ? content : null;
+}
+
+/** A failed call as the judge words it: timed out or aborted (by the signal), unreachable, an error status, an unreadable reply. */
+function callError(err: unknown, signal: AbortSignal, url: string): TurnstreamError {
+  if (signal.aborted) return abortReason(signal, err);
+  const f = openAIFailure(err);
+  switch (f.kind) {
+    case 'aborted':
+      return new TurnstreamError(ErrorCodes.ABORTED, 'judge vote aborted', { cause: err, retriable: false });
+    case 'timeout':
+      return new TurnstreamError(ErrorCodes.TIMEOUT, 'judge vote timed out', { cause: err });
+    case 'unreachable':
+      return new TurnstreamError(ErrorCodes.UNAVAILABLE, `judge unreachable at ${url}: ${f.reason}`, { cause: err });
+    case 'status': {
+      const retriable = f.status === 408 || f.status === 429 || f.status >= 500;
+      return new TurnstreamError(ErrorCodes.UPSTREAM, `judge answered HTTP ${f.status}: ${f.body.slice(0, 200)}`, {
+        retriable,
+        cause: err,
+      });
+    }
+    case 'not-json':
+      return new TurnstreamError(ErrorCodes.UPSTREAM, `judge reply is not JSON: ${f.reason.slice(0, 200)}`, { cause: err });
+    case 'unreadable':
+      return new TurnstreamError(ErrorCodes.UPSTREAM, `judge reply could not be read: ${f.reason}`, { cause: err });
+  }
 }
 
 function abortReason(signal: AbortSignal, cause: unknown): TurnstreamError {
@@ -99,7 +109,8 @@ function abortReason(signal: AbortSignal, cause: unknown): TurnstreamError {
 
 export class LlmJudge implements Judge {
   readonly id: string;
-  private readonly o: Required<Omit<LlmJudgeOptions, 'apiKey' | 'id'>> & { apiKey?: string };
+  private readonly o: Required<Omit<LlmJudgeOptions, 'apiKey' | 'id' | 'fetch'>> & { apiKey?: string };
+  private readonly client: OpenAI;
 
   constructor(options: LlmJudgeOptions) {
     if (!options.baseUrl) throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'LLM judge needs a baseUrl', { param: 'baseUrl' });
@@ -116,10 +127,10 @@ export class LlmJudge implements Judge {
       retries: options.retries ?? 2,
       minBackoffMs: options.minBackoffMs ?? 500,
       maxQuoteChars: options.maxQuoteChars ?? 4000,
-      fetch: options.fetch ?? globalThis.fetch,
     };
     if (!(this.o.votes >= 1) || !(this.o.hintVotes >= 1)) throw new RangeError('votes and hintVotes must be >= 1');
     this.id = options.id ?? `llm:${options.model}`;
+    this.client = openAIClient({ baseURL: this.o.baseUrl, apiKey: this.o.apiKey, timeoutMs: this.o.timeoutMs, fetch: options.fetch });
   }
 
   /** One vote: the completion, retried per the options, parsed. Never throws (except on abort). */
@@ -132,7 +143,7 @@ export class LlmJudge implements Judge {
         () => {
           attempts++;
           const timeout = AbortSignal.timeout(this.o.timeoutMs);
-          return complete(this.o, messages, signal ? AbortSignal.any([signal, timeout]) : timeout);
+          return complete(this.client, this.o, messages, signal ? AbortSignal.any([signal, timeout]) : timeout);
         },
         { attempts: this.o.retries + 1, baseMs: this.o.minBackoffMs, maxMs: 10_000, signal },
       );
