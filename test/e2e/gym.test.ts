@@ -10,13 +10,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { AnalyticsStore } from '../../analytics/index.ts';
+import { AnalyticsStore, passRateByVersion } from '../../analytics/index.ts';
 import { loadConfig } from '../../cli/config.ts';
 import { loadTaskSuite, runGym, type GymResult } from '../../gym/index.ts';
 import { resolveModel } from '../../policy/index.ts';
 import type { Reward, Sample, Turn } from '../../schemas/index.ts';
 import { createEventCodecs, createKafka, readToEnd, type TopicValues } from '../../streams/index.ts';
 import { ensureStack } from '../support/stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /** Answers the base model gives right some of the time (so groups carry a signal), one command task. */
 const SUITE = [
@@ -142,21 +143,29 @@ test('ClickHouse holds the rollouts: a row per reward, pass rate by version', { 
   const store = new AnalyticsStore({ url: stack.clickhouseUrl });
   try {
     const modelId = result.runs[0].modelId;
-    let rows: Array<{ split: string; n: number; v: number }> = [];
-    for (let i = 0; i < 60 && rows.length === 0; i++) {
-      rows = await store.rows(
-        `SELECT split, toUInt32(count()) AS n, toInt64(max(policy_version)) AS v FROM ${store.tables.rewards} FINAL WHERE policy_model_id = '${modelId}' GROUP BY split ORDER BY split`,
-      );
-      if (rows.length < 2) {
-        rows = [];
-        await new Promise((r) => setTimeout(r, 500)); // the sink flushes every 500 ms
-      }
-    }
+    // The sink inserts every 500 ms: wait for both splits.
+    const rows = await waitFor(
+      'the run’s rewards in ClickHouse',
+      async () => {
+        const r = await store.rows<{ split: string; n: number; v: number }>(
+          `SELECT split, toUInt32(count()) AS n, toInt64(max(policy_version)) AS v FROM ${store.tables.rewards} FINAL WHERE policy_model_id = '${modelId}' GROUP BY split ORDER BY split`,
+        );
+        return r.length === 2 && r;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     assert.deepEqual(
       rows.map((r) => r.split),
       ['EVAL', 'TRAIN'],
     );
     assert.ok(Number(rows.find((r) => r.split === 'EVAL')!.v) >= 1, 'held-out rollouts of a trained version');
+    // The dashboard's panel: pass rate by version, held-out, for this run's model.
+    const mine = (await passRateByVersion(store)).filter((r) => r.policy_model_id === modelId && r.split === 'EVAL');
+    assert.deepEqual(
+      mine.map((r) => r.policy_version),
+      result.runs[0].evals.map((e) => e.version),
+    );
+    mine.forEach((r, i) => assert.equal(r.pass_rate, result.runs[0].evals[i].passAt1));
   } finally {
     await store.close();
   }
