@@ -4,7 +4,7 @@
  * partition assignment, so this joins a throwaway consumer group and deletes it after.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kafka } from 'kafkajs';
+import type { Consumer, EachBatchHandler, Kafka } from 'kafkajs';
 
 export interface RawRecord {
   topic: string;
@@ -30,33 +30,37 @@ export interface ReadToEndOptions {
   timeoutMs?: number;
 }
 
+/** The partitions a read covers: per partition the offset it stops below, and the ones to pause. */
+interface ReadPlan {
+  targets: Map<number, bigint>;
+  others: number[];
+}
+
+/** Where a read stands, shared by the consumer's callbacks and the wait for its end. */
+interface ReadProgress {
+  readonly plan: ReadPlan;
+  /** Per partition, the last offset read (a record or a commit marker). */
+  readonly seen: Map<number, bigint>;
+  count: number;
+  lastProgress: number;
+  joined: boolean;
+  /** Batches being handed to onRecord now. */
+  inHand: number;
+}
+
+/**
+ * Reads `topic` from its start to the end it has now (or `options.until`), handing each record
+ * to `onRecord` in partition order.
+ * @returns how many records were handed over
+ */
 export async function readToEnd(
   kafka: Kafka,
   topic: string,
   onRecord: (r: RawRecord) => void | Promise<void>,
   options: ReadToEndOptions = {},
 ): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  let targets: Map<number, bigint>;
-  let others: number[];
-  try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    others = offsets.map((o) => o.partition).filter((p) => options.partitions && !options.partitions.has(p));
-    targets = new Map(
-      offsets
-        .filter((o) => (!options.partitions || options.partitions.has(o.partition)) && BigInt(o.high) > BigInt(o.low))
-        .map((o) => {
-          const high = BigInt(o.high);
-          const until = options.until?.get(o.partition);
-          return [o.partition, until !== undefined && until < high ? until : high] as [number, bigint];
-        })
-        .filter(([p, end]) => end > BigInt(offsets.find((o) => o.partition === p)!.low)),
-    );
-  } finally {
-    await admin.disconnect();
-  }
-  if (targets.size === 0) return 0;
+  const plan = await planRead(kafka, topic, options);
+  if (plan.targets.size === 0) return 0;
 
   const groupId = `turnstream-reader-${randomUUID()}`;
   const consumer = kafka.consumer({
@@ -66,70 +70,116 @@ export async function readToEnd(
     sessionTimeout: 10000,
     heartbeatInterval: 1000,
   });
-  const seen = new Map<number, bigint>();
-  let count = 0;
-  let lastProgress = Date.now();
-  let joined = false;
-  let inHand = 0;
-  const done = () => [...targets].every(([p, high]) => (seen.get(p) ?? -1n) >= high - 1n);
-  const advance = (partition: number, offset: string) => {
-    const last = BigInt(offset);
-    if (last > (seen.get(partition) ?? -1n)) seen.set(partition, last);
-    lastProgress = Date.now();
+  const progress: ReadProgress = {
+    plan,
+    seen: new Map(),
+    count: 0,
+    lastProgress: Date.now(),
+    joined: false,
+    inHand: 0,
   };
+  watchProgress(consumer, topic, progress);
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ eachBatch: batchReader(topic, progress, onRecord) });
+    // The throwaway group owns every partition; fetch only the ones asked for.
+    if (plan.others.length > 0) consumer.pause([{ topic, partitions: plan.others }]);
+    await waitUntilRead(topic, progress, options);
+  } finally {
+    await consumer.disconnect();
+    await deleteGroup(kafka, groupId);
+  }
+  return progress.count;
+}
+
+/** Asks the topic's offsets which partitions hold something to read, and up to where. */
+async function planRead(kafka: Kafka, topic: string, options: ReadToEndOptions): Promise<ReadPlan> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const others = offsets.map((o) => o.partition).filter((p) => options.partitions && !options.partitions.has(p));
+    const targets = new Map(
+      offsets
+        .filter((o) => (!options.partitions || options.partitions.has(o.partition)) && BigInt(o.high) > BigInt(o.low))
+        .map((o) => {
+          const high = BigInt(o.high);
+          const until = options.until?.get(o.partition);
+          return [o.partition, until !== undefined && until < high ? until : high] as [number, bigint];
+        })
+        .filter(([p, end]) => end > BigInt(offsets.find((o) => o.partition === p)!.low)),
+    );
+    return { targets, others };
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+function advance(progress: ReadProgress, partition: number, offset: string): void {
+  const last = BigInt(offset);
+  if (last > (progress.seen.get(partition) ?? -1n)) progress.seen.set(partition, last);
+  progress.lastProgress = Date.now();
+}
+
+function isDone(progress: ReadProgress): boolean {
+  return [...progress.plan.targets].every(([p, high]) => (progress.seen.get(p) ?? -1n) >= high - 1n);
+}
+
+function watchProgress(consumer: Consumer, topic: string, progress: ReadProgress): void {
   consumer.on(consumer.events.GROUP_JOIN, () => {
-    joined = true;
-    lastProgress = Date.now();
+    progress.joined = true;
+    progress.lastProgress = Date.now();
   });
   // kafkajs never hands a batch of only commit markers to eachBatch, but reports it here:
   // without it a transactional topic would look unfinished until the idle fallback.
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-    if (payload.topic === topic) advance(payload.partition, payload.lastOffset);
+    if (payload.topic === topic) advance(progress, payload.partition, payload.lastOffset);
   });
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      eachBatch: async ({ batch }) => {
-        const end = targets.get(batch.partition);
-        if (end === undefined) return;
-        inHand++;
-        try {
-          for (const m of batch.messages) {
-            if (BigInt(m.offset) >= end) break;
-            await onRecord({
-              topic,
-              partition: batch.partition,
-              offset: m.offset,
-              key: m.key,
-              value: m.value,
-              timestamp: Number(m.timestamp),
-            });
-            count++;
-          }
-          advance(batch.partition, batch.lastOffset());
-        } finally {
-          inHand--;
-        }
-      },
-    });
-    // The throwaway group owns every partition; fetch only the ones asked for.
-    if (others.length > 0) consumer.pause([{ topic, partitions: others }]);
-    const started = Date.now();
-    const idleMs = options.idleMs ?? 5000;
-    const timeoutMs = options.timeoutMs ?? 120000;
-    while (!done()) {
-      if (inHand > 0) lastProgress = Date.now();
-      else if (joined && Date.now() - lastProgress > idleMs) break;
-      if (Date.now() - started > timeoutMs) throw new Error(`reading ${topic} to its end took over ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 25));
+}
+
+/** The eachBatch handler: hands over each record below its partition's end. */
+function batchReader(topic: string, progress: ReadProgress, onRecord: (r: RawRecord) => void | Promise<void>): EachBatchHandler {
+  return async ({ batch }) => {
+    const end = progress.plan.targets.get(batch.partition);
+    if (end === undefined) return;
+    progress.inHand++;
+    try {
+      for (const m of batch.messages) {
+        if (BigInt(m.offset) >= end) break;
+        await onRecord({
+          topic,
+          partition: batch.partition,
+          offset: m.offset,
+          key: m.key,
+          value: m.value,
+          timestamp: Number(m.timestamp),
+        });
+        progress.count++;
+      }
+      advance(progress, batch.partition, batch.lastOffset());
+    } finally {
+      progress.inHand--;
     }
-  } finally {
-    await consumer.disconnect();
-    const a = kafka.admin();
-    await a.connect();
-    await a.deleteGroups([groupId]).catch(() => undefined);
-    await a.disconnect();
+  };
+}
+
+/** Polls until every partition is read to its end, the read has idled out, or it timed out. */
+async function waitUntilRead(topic: string, progress: ReadProgress, options: ReadToEndOptions): Promise<void> {
+  const started = Date.now();
+  const idleMs = options.idleMs ?? 5000;
+  const timeoutMs = options.timeoutMs ?? 120000;
+  while (!isDone(progress)) {
+    if (progress.inHand > 0) progress.lastProgress = Date.now();
+    else if (progress.joined && Date.now() - progress.lastProgress > idleMs) break;
+    if (Date.now() - started > timeoutMs) throw new Error(`reading ${topic} to its end took over ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
   }
-  return count;
+}
+
+async function deleteGroup(kafka: Kafka, groupId: string): Promise<void> {
+  const a = kafka.admin();
+  await a.connect();
+  await a.deleteGroups([groupId]).catch(() => undefined);
+  await a.disconnect();
 }
