@@ -132,6 +132,16 @@ export function tinyVocabulary(merges = 200): { tokens: string[]; types: number[
  * @throws TurnstreamError TS_ERR_INVALID_INPUT for shapes that do not fit (heads not dividing hidden, …)
  */
 export async function writeTinyModel(path: string, options: TinyModelOptions = {}): Promise<TinyModel> {
+  const { config, vocab } = tinyShape(options);
+  const tensors = tinyTensors(config, options);
+  const special = { endOfText: 0, imStart: 1, imEnd: 2 };
+  const metadata = tinyMetadata(config, vocab, special, options);
+  const written = await writeGguf(path, { metadata, tensors });
+  return { ...written, config, tokens: vocab.tokens, special };
+}
+
+/** The options with their defaults, checked, and the vocabulary they give. */
+function tinyShape(options: TinyModelOptions): { config: TinyModelConfig; vocab: ReturnType<typeof tinyVocabulary> } {
   const architecture = options.architecture ?? 'llama';
   const hidden = options.hidden ?? 64;
   const heads = options.heads ?? 4;
@@ -150,7 +160,6 @@ export async function writeTinyModel(path: string, options: TinyModelOptions = {
     throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `unknown weight type ${weightType} / ${options.embeddingType}`);
   const headDim = hidden / heads;
   const vocab = tinyVocabulary(options.merges ?? 200);
-  const nVocab = vocab.tokens.length;
   const config: TinyModelConfig = {
     architecture,
     layers,
@@ -159,14 +168,19 @@ export async function writeTinyModel(path: string, options: TinyModelOptions = {
     kvHeads,
     headDim,
     ffn,
-    vocabSize: nVocab,
+    vocabSize: vocab.tokens.length,
     contextLength: options.contextLength ?? 512,
     ropeFreqBase: options.ropeFreqBase ?? 10000,
     rmsEps: options.rmsEps ?? 1e-5,
     tiedEmbeddings: tied,
     weightType,
   };
+  return { config, vocab };
+}
 
+/** The model's tensors, with random weights drawn from the seed in a fixed order. */
+function tinyTensors(config: TinyModelConfig, options: TinyModelOptions): GgufTensorSpec[] {
+  const { architecture, layers, hidden, heads, kvHeads, headDim, ffn, weightType, vocabSize: nVocab } = config;
   const normal = normalSampler(options.seed ?? 1);
   const random = (n: number, std: number, mean = 0): Float32Array => {
     const out = new Float32Array(n);
@@ -208,11 +222,19 @@ export async function writeTinyModel(path: string, options: TinyModelOptions = {
     weight(`${p}.ffn_down.weight`, ffn, hidden);
   }
   vector('output_norm.weight', hidden, 0.1, 1);
-  if (!tied) weight('output.weight', hidden, nVocab, 2 / Math.sqrt(hidden));
+  if (!config.tiedEmbeddings) weight('output.weight', hidden, nVocab, 2 / Math.sqrt(hidden));
+  return tensors;
+}
 
-  const a = architecture;
-  const special = { endOfText: 0, imStart: 1, imEnd: 2 };
-  const metadata: GgufKv[] = [
+/** The GGUF metadata llama.cpp reads: the architecture's hyperparameters, the tokenizer and the chat template. */
+function tinyMetadata(
+  config: TinyModelConfig,
+  vocab: ReturnType<typeof tinyVocabulary>,
+  special: TinyModel['special'],
+  options: TinyModelOptions,
+): GgufKv[] {
+  const { architecture: a, hidden, layers, ffn, heads, kvHeads, headDim, weightType, vocabSize: nVocab } = config;
+  return [
     kv.string('general.architecture', a),
     kv.string('general.type', 'model'),
     kv.string('general.name', options.name ?? `turnstream-tiny-${a}`),
@@ -240,6 +262,4 @@ export async function writeTinyModel(path: string, options: TinyModelOptions = {
     kv.bool('tokenizer.ggml.add_bos_token', false),
     kv.string('tokenizer.chat_template', CHATML_TEMPLATE),
   ];
-  const written = await writeGguf(path, { metadata, tensors });
-  return { ...written, config, tokens: vocab.tokens, special };
 }
