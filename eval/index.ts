@@ -2,7 +2,7 @@
 export { CHECK_OPERATORS, compileCheck, type CheckFn, type PersonaCheck, type RegexSpec } from './persona-check.ts';
 export { pairedPermutationTest, mean, type PairedTest } from './stats.ts';
 export { lineChart, svgToPng, type Series } from './report.ts';
-export { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from './persona.ts';
+export { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE } from './persona.ts';
 export { runEvalCommand, type EvalCommandOutcome, type EvalCommandSettings } from './eval-command.ts';
 export type { EvalConfig, EvalServedModel, EvalTrainConfig } from './eval-config.ts';
 export { applyRunDefaults, type EvalFlags } from './eval-flags.ts';
