@@ -7,7 +7,7 @@
  */
 import type { Feedback, Judgement, Sample, Turn, TurnPair, Vote, WeightVersion } from '../schemas/index.ts';
 import type { OutgoingEvent } from '../streams/index.ts';
-import { mulberry32 } from '../policy/builtin/generate.ts';
+import { mulberry32 } from '../core/index.ts';
 
 export interface DatasetOptions {
   /** @default 4 */

@@ -59,12 +59,7 @@ export async function deleteByPrefix(kafka: Kafka, registryUrl: string, prefix: 
 }
 
 /** The stack, a Kafka client and the codecs of a fresh topic family for one benchmark run. */
-export async function benchFamily(
-  config: BenchConfig,
-  name: string,
-  partitions: number,
-  ids?: readonly TopicId[],
-): Promise<BenchFamily> {
+export async function benchFamily(config: BenchConfig, name: string, partitions: number, ids?: readonly TopicId[]): Promise<BenchFamily> {
   const endpoints = await stackUp({
     home: config.home,
     kafkaBrokers: config.kafkaBrokers,

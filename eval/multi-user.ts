@@ -13,7 +13,7 @@
 import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
 import { SampleBatcher } from '../trainer/batcher.ts';
 import { ratedTurnOf, weighByConsensus } from '../trainer/consensus-weighting.ts';
-import { mulberry32 } from '../policy/builtin/generate.ts';
+import { mulberry32 } from '../core/index.ts';
 import type { StepSample } from '../trainer/learner-step.ts';
 import { LEARNER_LR } from '../trainer/learner.ts';
 import { UserConsensus, type Conflict, type UserStats } from '../trainer/user-consensus.ts';

@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { selectBackend } from '../policy/tfjs-backend.ts';
 import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
 import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, TOPICS, type Topic } from '../trainer/corpus.ts';
-import { mulberry32 } from '../policy/builtin/generate.ts';
+import { mulberry32 } from '../core/index.ts';
 import type { TransformerModel } from '../policy/builtin/model.ts';
 import { sampleMany } from '../policy/builtin/sample-many.ts';
 import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';

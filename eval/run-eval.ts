@@ -13,7 +13,7 @@
 import { avroTypeOf, type ChatMessage as EventMessage, type Sample, type TopicId, type TurnPair } from '../schemas/index.ts';
 import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
 import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
-import { mulberry32 } from '../policy/builtin/generate.ts';
+import { mulberry32 } from '../core/index.ts';
 import type { StepMetrics } from '../trainer/learner-step.ts';
 import type { FamilyStepSettings } from '../trainer/step-defaults.ts';
 import type { TransformerModel } from '../policy/builtin/model.ts';

@@ -9,7 +9,7 @@
  * (`\n\n[user's hint / instruction]\n…`) — fixes one or two parts, and the reply obeys it. The
  * frozen base model then answers hints, which is what makes on-policy distillation informative.
  */
-import { mulberry32 } from '../policy/builtin/generate.ts';
+import { mulberry32 } from '../core/index.ts';
 import type { ChatMessage } from '../policy/builtin/chat-template.ts';
 
 /** One question topic: ways to ask it, a short answer, and one more sentence for a long answer. */

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/errors.ts';
+import { mulberry32 } from '../../core/random.ts';
 import { disposeCache, type KvCache, type TransformerModel } from './model.ts';
 import { ByteTokenizer } from './tokenizer.ts';
 
@@ -65,18 +66,6 @@ export interface GeneratedToken {
   top?: Array<{ id: number; logprob: number }>;
   /** Set on the last token only. */
   finishReason?: FinishReason;
-}
-
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** log-softmax of one row of logits, in float64. */

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
-import { logSoftmaxRow, mulberry32, sampleToken } from './generate.ts';
+import { mulberry32 } from '../../core/index.ts';
+import { logSoftmaxRow, sampleToken } from './generate.ts';
 import { disposeCache, type KvCache, type TransformerModel } from './model.ts';
 import { ByteTokenizer } from './tokenizer.ts';
 

@@ -10,7 +10,7 @@ import {
   generatedName,
   type Exchange,
 } from '../../../trainer/corpus.ts';
-import { mulberry32 } from '../../../policy/builtin/generate.ts';
+import { mulberry32 } from '../../../core/index.ts';
 import { unseenNames } from '../../../eval/name-copy.ts';
 
 const take = (n: number, seed = 0, names: 'shipped' | 'many' = 'many'): Exchange[] => {

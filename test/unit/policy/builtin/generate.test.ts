@@ -4,13 +4,13 @@ import * as tf from '@tensorflow/tfjs';
 import {
   generate,
   logSoftmaxRow,
-  mulberry32,
   sampleToken,
   scoreTokens,
   topK,
   type GeneratedToken,
   type GenerateOptions,
 } from '../../../../policy/builtin/generate.ts';
+import { mulberry32 } from '../../../../core/index.ts';
 import { TransformerModel } from '../../../../policy/builtin/model.ts';
 import { ByteTokenizer } from '../../../../policy/builtin/tokenizer.ts';
 import { TINY, close } from '../../../support/tfjs-helpers.ts';
