@@ -1,17 +1,21 @@
 // `turnstream bench model [--json] [--model smollm2-135m] [--tokens 128,256] [--steps 3] [--rounds 3]
-// [--backends tensorflow] [--peer torch]`: the trainer's LoRA step and scoring pass on the real model,
+// [--backends tensorflow] [--peer torch] [--ttft 1024,4096,8192|none] [--ttft-rounds 1]`: the trainer's LoRA step and scoring pass on the real model,
 // against real peers measured in the same run. The step is set against PyTorch + peft on the CPU
 // (bench/torch-peer/, the same model, LoRA and optimizer), the two interleaved round by round; the
 // scoring pass (tokens/s) against llama.cpp evaluating the same prompt with the same threads. Also
-// llama.cpp's generation, the hot swap of an adapter, and each process's peak RSS. `--model tiny`
+// llama.cpp's generation, the hot swap of an adapter, and each process's peak RSS. Then the
+// gateway's time to first token on an agent prompt of each `--ttft` length against bare
+// node-llama-cpp, and the prefix cache's second turn (bench/model-ttft.ts). `--model tiny`
 // writes a tiny random Llama GGUF for a smoke run.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Token } from 'node-llama-cpp';
-import type { BenchArgs } from '../cli/commands/bench.ts';
+import type { BenchArgs } from './options.ts';
 import {
   BACKEND_ORDER,
   llamaBackendName,
@@ -29,6 +33,7 @@ import {
 import type { Sample } from '../schemas/index.ts';
 import { AdamW, learnerStep, LoraTrainable } from '../trainer/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
+import { measureTtft, type TtftResult } from './model-ttft.ts';
 import { median } from './support.ts';
 import { ensureTorchPeer, runTorchPeer, type TorchPeerResult } from './torch-peer.ts';
 
@@ -57,7 +62,16 @@ export const options: BenchOptions = {
     choices: ['torch', 'none'],
     help: 'the peer of the LoRA step: torch (PyTorch + peft, installed on first use) or none',
   },
+  ttft: {
+    type: 'string',
+    default: '1024,4096,8192',
+    help: "prompt lengths (tokens) of the time to first token, the gateway against bare node-llama-cpp, and the second turn at the longest; 'none' skips it",
+  },
+  'ttft-rounds': { default: '1', help: 'rounds of the time to first token (medians; each round alternates which side goes first)' },
 };
+
+/** Tokens each turn of the time-to-first-token part generates: one, so a turn's time is its prompt's evaluation and first token. */
+const TTFT_MAX_TOKENS = 1;
 
 /** One tfjs backend in one round. */
 interface TfRound {
@@ -173,6 +187,12 @@ function runChild(backend: BackendName, path: string, tokens: string, steps: str
   });
 }
 
+async function sha256File(path: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
 const round3 = (x: number): number => Number(x.toFixed(3));
 const medians = (bySize: Record<string, number[]>): Record<string, number> =>
   Object.fromEntries(Object.entries(bySize).map(([k, v]) => [k, round3(median(v))]));
@@ -241,10 +261,15 @@ async function measureLlamaCpp(path: string, sizes: number[], threads: number, g
   };
 }
 
-async function modelPath(args: BenchArgs, spec: string, sizes: number[], tmp: string): Promise<{ path: string; name: string }> {
+async function modelPath(
+  args: BenchArgs,
+  spec: string,
+  sizes: number[],
+  tmp: string,
+): Promise<{ path: string; name: string; sha256: string }> {
   if (spec === 'tiny') {
     const tiny = await writeTinyModel(join(tmp, 'tiny.gguf'), { architecture: 'llama', contextLength: Math.max(512, ...sizes) + 16 });
-    return { path: tiny.path, name: 'tiny' };
+    return { path: tiny.path, name: 'tiny', sha256: tiny.sha256 };
   }
   const m = await resolveModel(spec, {
     cacheDir: args.config.model.cacheDir,
@@ -252,19 +277,21 @@ async function modelPath(args: BenchArgs, spec: string, sizes: number[], tmp: st
     hfToken: args.config.model.hfToken,
   });
   if (!m.path) throw new Error('bench model needs a GGUF model, not builtin');
-  return { path: m.path, name: m.name };
+  return { path: m.path, name: m.name, sha256: m.sha256 ?? (await sha256File(m.path)) };
 }
 
 export async function run(args: BenchArgs): Promise<BenchResult & Record<string, unknown>> {
   const o = resolveOptions(options, args.options);
   const sizes = o.tokens.split(',').map(Number);
   if (sizes.some((n) => !Number.isInteger(n) || n < 8)) throw new Error('--tokens: whole numbers ≥ 8, comma-separated');
+  const ttftSizes = o.ttft === 'none' ? [] : o.ttft.split(',').map(Number);
+  if (ttftSizes.some((n) => !Number.isInteger(n) || n < 32)) throw new Error("--ttft: whole numbers ≥ 32, comma-separated, or 'none'");
   const threads = Number(o.threads);
   const backends = o.backends.split(',') as BackendName[];
   const withPeer = o.peer === 'torch';
   const tmp = await mkdtemp(join(tmpdir(), 'bench-model-'));
   try {
-    const { path, name } = await modelPath(args, o.model, sizes, tmp);
+    const { path, name, sha256 } = await modelPath(args, o.model, [...sizes, ...ttftSizes.map((n) => n + 256)], tmp);
     args.progress(`bench model: llama.cpp on ${name} …`);
     const { config, ...llamaCpp } = await measureLlamaCpp(path, sizes, threads, Number(o['gen-tokens']), tmp);
     const python = withPeer
@@ -320,6 +347,17 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
       : null;
     const ratioStep = peer ? Object.fromEntries(sizes.map((T) => [T, round3(main.lora_step_s[T] / peer.lora_step_s[T])])) : null;
     const ratioForward = Object.fromEntries(sizes.map((T) => [T, round3(main.forward_tokens_per_s[T] / llamaCpp.promptTokensPerSec[T])]));
+    const ttft: TtftResult | null = ttftSizes.length
+      ? await measureTtft({
+          model: { name, path, sha256 },
+          sizes: ttftSizes,
+          threads,
+          rounds: Number(o['ttft-rounds']),
+          maxTokens: TTFT_MAX_TOKENS,
+          dir: join(tmp, 'ttft'),
+          progress: args.progress,
+        })
+      : null;
     return {
       bench: 'model',
       model: name,
@@ -340,6 +378,8 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
       ratio_step: ratioStep,
       llama_cpp: llamaCpp,
       ratio_forward: ratioForward,
+      /** Time to first token of an agent prompt: the gateway against bare node-llama-cpp (null with --ttft none). */
+      ...(ttft ?? { ttft_s: null, peer_ttft_s: null, ratio_ttft: null }),
       baseline: peer
         ? `${peer.name}, ${peer.threads} threads, the same LoRA step interleaved in the same run; llama.cpp (${llamaCpp.backend}, ${threads} threads) evaluating the same prompts`
         : `llama.cpp (${llamaCpp.backend}, ${threads} threads) evaluating the same prompts`,

@@ -116,6 +116,8 @@ const usageOf = (res: EngineResult) => ({
   prompt_tokens: res.promptTokens,
   completion_tokens: res.completionTokens,
   total_tokens: res.promptTokens + res.completionTokens,
+  // OpenAI's field for prompt tokens served from the prefix cache.
+  ...(res.cachedPromptTokens !== undefined ? { prompt_tokens_details: { cached_tokens: res.cachedPromptTokens } } : {}),
 });
 
 function messageOf(res: EngineResult) {
@@ -162,6 +164,7 @@ function callSignal(
 function recordMetrics(deps: ChatRouteDeps, r: Resolved, res: EngineResult, stream: boolean): void {
   deps.metrics.latency.observe({ route: '/v1/chat/completions', stream: String(stream) }, (Date.now() - r.requestedAt) / 1000);
   deps.metrics.tokens.inc({ kind: 'prompt' }, res.promptTokens);
+  if (res.cachedPromptTokens) deps.metrics.tokens.inc({ kind: 'prompt_cached' }, res.cachedPromptTokens);
   deps.metrics.tokens.inc({ kind: 'completion' }, res.completionTokens);
 }
 

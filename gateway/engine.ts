@@ -49,6 +49,8 @@ export interface EngineResult {
   exactLogprobs: boolean;
   promptTruncatedTokens: number;
   promptTokens: number;
+  /** Leading prompt tokens whose evaluation was reused (prefix cache), when the engine knows. */
+  cachedPromptTokens?: number;
   completionTokens: number;
   /** Sampling parameters actually used (after defaults and clamps). */
   sampling: { temperature: number | null; topP: number | null; maxTokens: number | null; seed: number | null; stop: string[] };

@@ -9,14 +9,23 @@
  * its last lease ends. Versions pinned by name (`model@N`) get contexts too, the least recently
  * used dropped beyond `maxPinned`.
  *
- * Each sequence keeps what it evaluated last, so a request whose prompt extends a previous
- * conversation reuses that prefix (the KV cache) instead of evaluating it again.
+ * Prompts are evaluated once (the prefix cache): each sequence keeps what it evaluated last, a
+ * request goes to the free sequence that shares the longest run of tokens with its prompt (the
+ * least recently used among equals), and only the rest is evaluated. What a sequence is about to
+ * discard is kept on disk first (`KvStates`), and a kept state that shares more with a prompt
+ * than any sequence does is loaded instead of evaluating again: an agent's next turn, and a
+ * system prompt seen before in another session, cost only their new tokens. Reuse is by exact
+ * token prefix and within one KV key (kv-key.ts): a new adapter changes the cache at every
+ * position, so after a swap a prompt is evaluated anew under the new weights, never served from
+ * the old ones' cache.
  */
-import type { LlamaContext, LlamaContextSequence, LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
+import type { LlamaContext, LlamaContextSequence, LlamaModel as NodeLlamaModel } from 'node-llama-cpp';
 import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
+import { kvKeyOf } from './kv-key.ts';
+import { commonPrefix, type KvStates } from './kv-states.ts';
 
 export interface LlamaVersionsOptions {
   model: NodeLlamaModel;
@@ -27,14 +36,35 @@ export interface LlamaVersionsOptions {
   contextSize: number;
   parallel: number;
   threads?: number;
+  /** Tokens llama.cpp evaluates in one batch. @default node-llama-cpp's (512) */
+  batchSize?: number;
+  /** @default node-llama-cpp's ('auto') */
+  flashAttention?: boolean | 'auto';
+  /** Prompt states kept on disk; null keeps only what the sequences hold. @default null */
+  states?: KvStates | null;
+  /**
+   * A sequence's evaluated tokens are written to `states` before they are discarded, and a kept
+   * state is loaded instead of evaluating, when that saves at least this many tokens. @default 256
+   */
+  minStateTokens?: number;
   /** Contexts kept for versions pinned by name, besides the current one. @default 2 */
   maxPinned?: number;
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   onSwap?: (version: number) => void;
 }
 
+/** A leased sequence, ready for a prompt: `reused` tokens of it are already evaluated. */
+export interface SequenceLease {
+  slot: VersionSlot;
+  seq: LlamaContextSequence;
+  /** Leading prompt tokens whose evaluation is reused (never the last one: its logits are needed). */
+  reused: number;
+  release: () => void;
+}
+
 /** A version's context and its sequences. */
 export class VersionSlot {
+  /** Free sequences, the least recently released first. */
   private readonly free: LlamaContextSequence[] = [];
   private readonly waiting: Array<(s: LlamaContextSequence) => void> = [];
   private leases = 0;
@@ -46,6 +76,10 @@ export class VersionSlot {
     readonly version: number,
     readonly context: LlamaContext,
     readonly adapterPath: string | null,
+    /** Versions of one key may share evaluated prompts (kv-key.ts). */
+    readonly kvKey: string = 'base',
+    private readonly states: KvStates | null = null,
+    private readonly minStateTokens = 256,
   ) {
     while (context.sequencesLeft > 0) this.free.push(context.getSequence());
   }
@@ -69,7 +103,11 @@ export class VersionSlot {
     this.maybeDispose();
   }
 
-  /** A free sequence (the caller holds a lease), preferring the one that already holds the longest prefix of `prompt`. */
+  /**
+   * A free sequence (the caller holds a lease): the one that shares the longest prefix with
+   * `prompt`, the least recently used among equals; an empty one (else the least recently used)
+   * when a kept state shares more than any of them.
+   */
   async acquireSequence(prompt: readonly number[], signal: AbortSignal): Promise<LlamaContextSequence> {
     if (this.free.length > 0) {
       let best = 0;
@@ -78,6 +116,11 @@ export class VersionSlot {
         const n = commonPrefix(s.contextTokens, prompt);
         if (n > bestLen) [best, bestLen] = [i, n];
       });
+      const kept = this.states?.best(this.kvKey, prompt);
+      if (kept && kept.tokens >= bestLen + this.minStateTokens) {
+        const empty = this.free.findIndex((s) => s.nextTokenIndex === 0);
+        best = empty >= 0 ? empty : 0;
+      }
       return this.free.splice(best, 1)[0];
     }
     signal.throwIfAborted();
@@ -94,6 +137,28 @@ export class VersionSlot {
       signal.addEventListener('abort', onAbort, { once: true });
       this.waiting.push(give);
     });
+  }
+
+  /**
+   * Readies `seq` for `prompt` and returns how many of its leading tokens are already evaluated:
+   * keeps what the sequence holds beyond the shared prefix on disk when that is worth it, loads
+   * a kept state that shares more, and erases everything after the shared prefix. The prompt's
+   * last token is always evaluated again (the first answer token needs its logits).
+   */
+  async prepare(seq: LlamaContextSequence, prompt: readonly number[]): Promise<number> {
+    const limit = prompt.length - 1;
+    let keep = Math.min(commonPrefix(seq.contextTokens, prompt), limit);
+    if (this.states) {
+      const held = seq.contextTokens;
+      if (held.length - keep >= this.minStateTokens && !this.states.covers(this.kvKey, held)) await this.states.save(this.kvKey, seq);
+      const kept = this.states.best(this.kvKey, prompt);
+      if (kept && Math.min(kept.tokens, limit) >= keep + this.minStateTokens) {
+        await this.states.load(kept, seq); // on failure the sequence is left empty
+        keep = Math.min(commonPrefix(seq.contextTokens, prompt), limit);
+      }
+    }
+    if (seq.nextTokenIndex > keep) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
+    return keep;
   }
 
   releaseSequence(seq: LlamaContextSequence): void {
@@ -115,13 +180,6 @@ export class VersionSlot {
   }
 }
 
-export function commonPrefix(a: readonly Token[] | readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
 export class LlamaVersions {
   private current: VersionSlot | null = null;
   private readonly pinned = new Map<number, Promise<VersionSlot>>();
@@ -135,14 +193,22 @@ export class LlamaVersions {
     return this.current?.version ?? null;
   }
 
+  /** The current version's llama.cpp context (its settings: contextSize, batchSize, threads…). */
+  get context(): LlamaContext | null {
+    return this.current?.context ?? null;
+  }
+
   private async createSlot(ref: AdapterVersionRef): Promise<VersionSlot> {
+    const kvKey = await kvKeyOf(ref, this.o.model.fileInfo.architectureMetadata.block_count ?? 0);
     const context = await this.o.model.createContext({
       contextSize: this.o.contextSize,
       sequences: this.o.parallel,
       ...(this.o.threads ? { threads: this.o.threads } : {}),
+      ...(this.o.batchSize ? { batchSize: this.o.batchSize } : {}),
+      ...(this.o.flashAttention !== undefined ? { flashAttention: this.o.flashAttention } : {}),
       ...(ref.adapterPath ? { lora: { adapters: [{ filePath: ref.adapterPath, scale: 1 }] } } : {}),
     });
-    return new VersionSlot(ref.version, context, ref.adapterPath);
+    return new VersionSlot(ref.version, context, ref.adapterPath, kvKey, this.o.states ?? null, this.o.minStateTokens);
   }
 
   private async verified(version: number, expectedSha256?: string): Promise<AdapterVersionRef> {
@@ -200,11 +266,7 @@ export class LlamaVersions {
    * A sequence of `version`'s context (null: the current version), leased until `release()`.
    * The current slot is leased in the same tick it is read, so a swap cannot free it meanwhile.
    */
-  async acquire(
-    version: number | null,
-    prompt: readonly number[],
-    signal: AbortSignal,
-  ): Promise<{ slot: VersionSlot; seq: LlamaContextSequence; release: () => void }> {
+  async acquire(version: number | null, prompt: readonly number[], signal: AbortSignal): Promise<SequenceLease> {
     let slot: VersionSlot;
     for (;;) {
       const cur = this.current;
@@ -220,20 +282,25 @@ export class LlamaVersions {
       slot.lease();
       break;
     }
+    let seq: LlamaContextSequence | null = null;
     try {
-      const seq = await slot.acquireSequence(prompt, signal);
+      seq = await slot.acquireSequence(prompt, signal);
+      const reused = await slot.prepare(seq, prompt);
+      const s = seq;
       let released = false;
       return {
         slot,
         seq,
+        reused,
         release: () => {
           if (released) return;
           released = true;
-          slot.releaseSequence(seq);
+          slot.releaseSequence(s);
           slot.unlease();
         },
       };
     } catch (err) {
+      if (seq) slot.releaseSequence(seq);
       slot.unlease();
       throw err;
     }

@@ -50,7 +50,7 @@ export class GatewayMetrics {
     });
     this.tokens = new Counter({
       name: 'turnstream_gateway_tokens_total',
-      help: 'Tokens processed, by kind (prompt, completion)',
+      help: 'Tokens processed, by kind (prompt, completion; prompt_cached: prompt tokens whose evaluation the prefix cache reused)',
       labelNames: ['kind'],
       registers: r,
     });

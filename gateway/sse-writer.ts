@@ -8,6 +8,9 @@
  * - all streams together may hold `budget.maxBytes` waiting; past it, a stream that is itself
  *   stalled is cut when it writes.
  *
+ * A stream with nothing to say for `keepAliveMs` (a long prompt still being evaluated) gets an
+ * SSE comment, so clients that give up on a silent body wait for the first token.
+ *
  * Cutting destroys the socket, which aborts a generation still running (no Turn: the client
  * never got the answer). After `end()`, the writer keeps watching until the client has read
  * everything or is cut.
@@ -22,6 +25,12 @@ export interface SseLimits {
   maxBufferedBytes?: number;
   /** Bytes all streams together may have waiting. @default 64 MiB */
   maxTotalBufferedBytes?: number;
+  /**
+   * A stream silent this long gets an SSE comment (`: keep-alive`, which clients' parsers skip):
+   * a long prompt on a CPU can take minutes before its first token, and fetch-based clients (the
+   * official `openai` client among them) give up on a body silent for 300 s. @default 15000
+   */
+  keepAliveMs?: number;
 }
 
 /** The bytes waiting in every stream's buffer, shared by the writers of one gateway. */
@@ -30,8 +39,10 @@ export class SseBudget {
   readonly stallTimeoutMs: number;
   readonly maxBufferedBytes: number;
   readonly maxBytes: number;
+  readonly keepAliveMs: number;
 
   constructor(limits: SseLimits = {}) {
+    this.keepAliveMs = limits.keepAliveMs ?? 15_000;
     this.stallTimeoutMs = limits.stallTimeoutMs ?? 30_000;
     this.maxBufferedBytes = limits.maxBufferedBytes ?? 1024 * 1024;
     this.maxBytes = limits.maxTotalBufferedBytes ?? 64 * 1024 * 1024;
@@ -44,6 +55,8 @@ export class SseWriter {
   private counted = 0;
   private stall: NodeJS.Timeout | undefined;
   private cutReason: CutReason | null = null;
+  private lastWrite = Date.now();
+  private readonly keepAlive: NodeJS.Timeout;
 
   constructor(
     private readonly raw: ServerResponse,
@@ -52,6 +65,10 @@ export class SseWriter {
   ) {
     raw.on('drain', () => this.drained());
     raw.on('close', () => this.settle());
+    this.keepAlive = setInterval(() => {
+      if (Date.now() - this.lastWrite >= budget.keepAliveMs) this.send(': keep-alive\n\n');
+    }, budget.keepAliveMs);
+    this.keepAlive.unref();
   }
 
   /** Why the stream was cut, or null. */
@@ -61,8 +78,13 @@ export class SseWriter {
 
   /** Writes one SSE event (JSON or `[DONE]`); a no-op once the stream is gone. */
   write(payload: unknown): void {
+    this.send(sseFrame(payload));
+  }
+
+  private send(frame: string): void {
     if (this.raw.destroyed || this.cutReason) return;
-    const ok = this.raw.write(sseFrame(payload));
+    this.lastWrite = Date.now();
+    const ok = this.raw.write(frame);
     this.account();
     if (ok) return;
     const waiting = this.raw.writableLength;
@@ -73,6 +95,7 @@ export class SseWriter {
 
   /** Ends the response; the writer keeps cutting a client that stops reading before the end. */
   end(): void {
+    clearInterval(this.keepAlive);
     if (!this.raw.destroyed && !this.cutReason) this.raw.end();
     if (this.raw.writableFinished || this.raw.destroyed) return this.settle();
     this.raw.once('finish', () => this.settle());
@@ -101,6 +124,7 @@ export class SseWriter {
 
   /** The stream is over: stop watching, give its bytes back to the budget. */
   private settle(): void {
+    clearInterval(this.keepAlive);
     clearTimeout(this.stall);
     this.stall = undefined;
     this.budget.used -= this.counted;

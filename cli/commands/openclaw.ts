@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { installPlugin } from '../../integrations/openclaw/index.ts';
+import { DEFAULT_TIMEOUT_SECONDS, installPlugin } from '../../integrations/openclaw/index.ts';
 import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
 
 const HELP = `
@@ -18,6 +18,13 @@ which its before_prompt_build hook needs). Restart OpenClaw's gateway afterwards
 With --gateway, a provider entry pointing at that turnstream gateway is added when the provider
 is not configured yet; the model is --model, else the first one the gateway's /v1/models lists.
 Then choose it as OpenClaw's model: agents.defaults.model.primary = "<provider>/<model>".
+
+The provider's timeoutSeconds (--timeout, default ${DEFAULT_TIMEOUT_SECONDS}) bounds each model request. An agent's
+first turn evaluates OpenClaw's whole prompt (about 7,200 tokens) before the first token, which
+takes minutes on a small CPU (docs/openclaw.md has the figures); later turns reuse it. OpenClaw's
+own default (300 s for a local provider) is not enough on a busy machine. \`openclaw agent\` also
+bounds the whole turn (600 s, --timeout or agents.defaults.timeoutSeconds), and the gateway each
+generation (GATEWAY_GENERATION_TIMEOUT_MS, 300 s): raise them together.
 `;
 
 /** OpenClaw's own default: $OPENCLAW_STATE_DIR, else ~/.openclaw. */
@@ -55,6 +62,11 @@ export function register(program: Command): void {
     .option('--gateway <url>', 'add the provider pointing at this turnstream gateway when it is not configured yet')
     .option('--model <id>', "the provider's model (with --gateway; default: the gateway's first model)")
     .option('--api-key <key>', 'API key for the gateway (with --gateway)')
+    .option(
+      '--timeout <seconds>',
+      "the provider's timeoutSeconds: OpenClaw's bound on one model request (with --gateway)",
+      String(DEFAULT_TIMEOUT_SECONDS),
+    )
     .option('--json', 'print the result as one JSON object')
     .addHelpText('after', HELP)
     .action(
@@ -67,6 +79,7 @@ export function register(program: Command): void {
         gateway?: string;
         model?: string;
         apiKey?: string;
+        timeout: string;
         json?: boolean;
       }) => {
         for (const [name, v] of [
@@ -79,8 +92,15 @@ export function register(program: Command): void {
         }
         if (flags.gateway && !/^https?:\/\/[^/]/.test(flags.gateway))
           throw invalidInput(`--gateway must be an http(s) URL, got ${JSON.stringify(flags.gateway)}`, '--gateway');
+        if (!/^[1-9]\d*$/.test(flags.timeout))
+          throw invalidInput(`--timeout must be a whole number of seconds ≥ 1, got ${JSON.stringify(flags.timeout)}`, '--timeout');
         const gateway = flags.gateway
-          ? { url: flags.gateway, apiKey: flags.apiKey, model: flags.model ?? (await firstModel(flags.gateway, flags.apiKey)) }
+          ? {
+              url: flags.gateway,
+              apiKey: flags.apiKey,
+              model: flags.model ?? (await firstModel(flags.gateway, flags.apiKey)),
+              timeoutSeconds: Number(flags.timeout),
+            }
           : undefined;
         const result = await installPlugin({
           stateDir: flags.state ?? defaultStateDir(),
@@ -99,7 +119,7 @@ export function register(program: Command): void {
         );
         if (result.providerAdded)
           process.stdout.write(
-            `added provider "${result.provider}" → ${gateway!.url}/v1 (model ${gateway!.model}); choose it with agents.defaults.model.primary = "${result.provider}/${gateway!.model}"\n`,
+            `added provider "${result.provider}" → ${gateway!.url}/v1 (model ${gateway!.model}, timeoutSeconds ${gateway!.timeoutSeconds}); choose it with agents.defaults.model.primary = "${result.provider}/${gateway!.model}"\n`,
           );
         process.stdout.write("restart OpenClaw's gateway to load it\n");
       },

@@ -1,4 +1,11 @@
-export { installPlugin, PLUGIN_ID, withPlugin, type InstallPluginOptions, type InstallPluginResult } from './install-plugin.ts';
+export {
+  DEFAULT_TIMEOUT_SECONDS,
+  installPlugin,
+  PLUGIN_ID,
+  withPlugin,
+  type InstallPluginOptions,
+  type InstallPluginResult,
+} from './install-plugin.ts';
 export {
   defaultOpenClawDir,
   ensureOpenClaw,

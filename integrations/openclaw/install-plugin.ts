@@ -2,7 +2,8 @@
  * Installs the `rl-training-headers` plugin into an OpenClaw state directory: copies it to
  * `<state>/extensions/rl-training-headers/` (where OpenClaw discovers plugins) and enables it in
  * `openclaw.json` with the conversation access its `before_prompt_build` hook needs. Optionally
- * adds a provider that points OpenClaw at a turnstream gateway.
+ * adds a provider that points OpenClaw at a turnstream gateway, with a request timeout that fits an
+ * agent's first turn on a CPU (`DEFAULT_TIMEOUT_SECONDS`).
  *
  * Idempotent: a second run replaces the plugin's files and leaves the config as the first left
  * it. The rest of the config is kept as it is (an existing provider is never overwritten).
@@ -13,6 +14,16 @@ import { fileURLToPath } from 'node:url';
 import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
 
 export const PLUGIN_ID = 'rl-training-headers';
+/**
+ * `timeoutSeconds` of the provider entry the installer adds: OpenClaw's bound on one model request
+ * (connect, first chunk, streaming). Without it OpenClaw waits 300 s for the first chunk from a
+ * local provider and 120 s from any other. An agent's first turn evaluates OpenClaw's whole
+ * prompt (about 7,200 tokens once fitted to SmolLM2's context) before its first token: on a
+ * 2-core CPU that takes one to three minutes (docs/openclaw.md has the figures), and over 240 s with other work on the machine, which
+ * OpenClaw gave up on. 600 s covers a loaded machine; later turns reuse the evaluated prompt
+ * (the gateway's prefix cache) and take seconds.
+ */
+export const DEFAULT_TIMEOUT_SECONDS = 600;
 const PLUGIN_FILES = ['index.ts', 'openclaw.plugin.json', 'package.json'];
 const PLUGIN_SOURCE = join(dirname(fileURLToPath(import.meta.url)), PLUGIN_ID);
 
@@ -31,7 +42,15 @@ export interface InstallPluginOptions {
    * A turnstream gateway (`http://host:port`): when the provider is not configured yet, it is added
    * with this base URL, `model` and `apiKey`.
    */
-  gateway?: { url: string; model: string; apiKey?: string; contextWindow?: number; maxTokens?: number };
+  gateway?: {
+    url: string;
+    model: string;
+    apiKey?: string;
+    contextWindow?: number;
+    maxTokens?: number;
+    /** The provider's `timeoutSeconds` (OpenClaw's bound on one model request). @default DEFAULT_TIMEOUT_SECONDS */
+    timeoutSeconds?: number;
+  };
 }
 
 export interface InstallPluginResult {
@@ -93,6 +112,7 @@ export function withPlugin(
       baseUrl: `${g.url.replace(/\/+$/, '')}/v1`,
       apiKey: g.apiKey ?? 'unused',
       api: 'openai-completions',
+      timeoutSeconds: g.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
       models: [
         {
           id: g.model,

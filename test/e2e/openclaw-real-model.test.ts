@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../cli/config.ts';
 import { createGateway, type Gateway } from '../../gateway/index.ts';
+import { DEFAULT_TIMEOUT_SECONDS, withPlugin } from '../../integrations/openclaw/index.ts';
 import { resolveModel } from '../../policy/index.ts';
 import type { Turn } from '../../schemas/index.ts';
 import { createLogger } from '../../streams/index.ts';
@@ -38,6 +39,8 @@ before(async () => {
       systemPrompt: 'You are a helpful assistant.',
       threads: 1,
     },
+    // OpenClaw's request timeout (what install-plugin sets) bounds the first turn, not the gateway's own 300 s.
+    generationTimeoutMs: DEFAULT_TIMEOUT_SECONDS * 1000,
     kafka: { brokers: [stack.brokers], registryUrl: stack.registryUrl, naming: { prefix: f.prefix } },
   });
   url = await gw.start();
@@ -54,27 +57,23 @@ test('OpenClaw holds a two-turn conversation with SmolLM2 through the gateway', 
   const oc: OpenClawEnv = { install, home: join(tmp, 'home'), stateDir: join(tmp, 'state') };
   await mkdir(oc.home, { recursive: true });
   await mkdir(oc.stateDir, { recursive: true });
-  const config = {
-    models: {
-      providers: {
-        turnstream: {
-          baseUrl: `${url}/v1`,
-          apiKey: 'unused',
-          api: 'openai-completions',
-          models: [{ id: 'smollm2-135m', name: 'smollm2-135m', reasoning: false, input: ['text'], contextWindow: 131072, maxTokens: 48 }],
-        },
-      },
-    },
-    agents: { defaults: { model: { primary: 'turnstream/smollm2-135m' }, workspace: join(tmp, 'workspace') } },
-  };
+  // The provider entry `turnstream openclaw install-plugin --gateway` adds, with its request timeout.
+  const { config } = withPlugin(
+    { agents: { defaults: { model: { primary: 'turnstream/smollm2-135m' }, workspace: join(tmp, 'workspace') } } },
+    { gateway: { url, model: 'smollm2-135m', contextWindow: 131072, maxTokens: 48 } },
+  );
+  const provider = (config.models as { providers: { turnstream: { timeoutSeconds: number } } }).providers.turnstream;
+  assert.equal(provider.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS);
   await writeFile(join(oc.stateDir, 'openclaw.json'), JSON.stringify(config, null, 2));
-  const say = async (message: string): Promise<string> => {
+  const say = async (message: string): Promise<{ stdout: string; seconds: number }> => {
+    const t0 = Date.now();
     const { stdout } = await openclaw(oc, ['agent', '--local', '--session-id', 'oc-real', '--message', message, '--json'], 900_000);
-    return stdout;
+    return { stdout, seconds: (Date.now() - t0) / 1000 };
   };
   const first = await say('What is the capital of France?');
   const second = await say('Thanks! And what is the capital of Italy?');
-  assert.ok(first.length > 0 && second.length > 0, 'OpenClaw printed both answers');
+  assert.ok(first.stdout.length > 0 && second.stdout.length > 0, 'OpenClaw printed both answers');
+  process.stderr.write(`openclaw turns (the agent command, end to end): ${first.seconds} s, then ${second.seconds} s\n`);
 
   const ours = (t: Turn) => t.requestMessages.some((m) => m.role === 'user' && (m.content ?? '').includes('sessionId=oc-real'));
   await waitFor('both turns on Kafka', async () => (await readAll(f, 'turns')).filter(ours).length >= 2, 120_000);
@@ -95,6 +94,14 @@ test('OpenClaw holds a two-turn conversation with SmolLM2 through the gateway', 
   assert.ok(turns[0].promptTruncatedTokens > 0, "OpenClaw's prompt exceeds SmolLM2's context, and the gateway fitted it");
   assert.equal(turns[1].sessionId, turns[0].sessionId, 'one session');
   assert.equal(turns[1].sessionSource, 'INFERRED');
+  // What the prefix cache served: prompt tokens evaluated before, over every request OpenClaw sent.
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  process.stderr.write(
+    `${metrics
+      .split('\n')
+      .filter((l) => l.startsWith('turnstream_gateway_tokens_total'))
+      .join('\n')}\n`,
+  );
   process.stderr.write(
     `openclaw on smollm2: ${turns.map((t) => `${t.promptTokenIds.length} prompt tokens (${t.promptTruncatedTokens} cut), ${t.latencyMs} ms: ${JSON.stringify((t.response.content ?? '').slice(0, 120))}`).join(' | ')}\n`,
   );

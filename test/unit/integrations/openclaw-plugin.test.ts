@@ -12,7 +12,7 @@ import register, {
   type RunContext,
   type TransportTurnContext,
 } from '../../../integrations/openclaw/rl-training-headers/index.ts';
-import { installPlugin, PLUGIN_ID, withPlugin } from '../../../integrations/openclaw/index.ts';
+import { DEFAULT_TIMEOUT_SECONDS, installPlugin, PLUGIN_ID, withPlugin } from '../../../integrations/openclaw/index.ts';
 
 function loadPlugin(pluginConfig?: unknown) {
   const hooks = new Map<string, (event: unknown, ctx: RunContext) => unknown>();
@@ -90,6 +90,9 @@ describe('turnstream openclaw install-plugin', () => {
       });
       assert.equal(config.models.providers.turnstream.baseUrl, 'http://127.0.0.1:30000/v1');
       assert.equal(config.models.providers.turnstream.models[0].id, 'turnstream-tiny');
+      // A request timeout that fits an agent's first turn on a CPU (OpenClaw's own default gives up at 300 s).
+      assert.equal(config.models.providers.turnstream.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS);
+      assert.ok(DEFAULT_TIMEOUT_SECONDS >= 600);
       assert.equal(config.agents.defaults.model.primary, 'x/y', 'the rest of the config is kept');
       // Again: same config, the provider (now existing) untouched.
       const second = await installPlugin({ stateDir: dir, gateway: { ...gateway, model: 'other' } });
