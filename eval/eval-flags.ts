@@ -68,6 +68,12 @@ export function applyRunDefaults(f: EvalFlags, builtin: boolean, given: (flag: k
     if (!given('interactions')) f.interactions = builtin ? '8' : '12';
     if (!given('seeds')) f.seeds = '1';
     if (!given('heldOutSamples')) f.heldOutSamples = '2';
+    // On the real model scoring the held-out prompts after every version was 60 % of the run; the
+    // base, the middle and the last version draw the curve, and the two personas run side by side.
+    if (!builtin) {
+      if (!given('evalEvery')) f.evalEvery = '3';
+      if (!given('workers')) f.workers = String(Math.min(2, cores));
+    }
   } else if (!builtin && !f.users) {
     // The real model's standard run: within an hour on 2 cores.
     if (!given('interactions')) f.interactions = '24';

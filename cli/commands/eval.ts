@@ -37,7 +37,7 @@ export function register(program: Command): void {
     .option('--model <spec>', 'the model to train, as TURNSTREAM_MODEL (default: the served model)')
     .option(
       '--quick',
-      'a few-minute subset: 2 personas (twosentence-tia and concise-carl when the file has them, else its first two), 1 seed, 12 interactions (8 on the built-in model), 2 samples per held-out prompt',
+      'a few-minute subset: 2 personas (twosentence-tia and concise-carl when the file has them, else its first two), 1 seed, 12 interactions (8 on the built-in model), 2 samples per held-out prompt; on a GGUF model every 3rd version scored and the two personas side by side',
     )
     .option('--max-tokens <n>', 'longest reply of the real model', '96')
     .option('--temperature <t>', 'sampling temperature of the real model', '0.7')

@@ -331,10 +331,14 @@ describe('the run defaults of turnstream eval', () => {
   it('--quick: 12 interactions on the real model, 8 on the built-in one, one seed, two samples per held-out prompt', () => {
     const real = flags({ quick: true });
     applyRunDefaults(real, false, none, 2);
-    assert.deepEqual([real.interactions, real.seeds, real.heldOutSamples, real.workers], ['12', '1', '2', '1']);
+    assert.deepEqual(
+      [real.interactions, real.seeds, real.heldOutSamples, real.evalEvery, real.workers],
+      ['12', '1', '2', '3', '2'],
+      'the real model: every 3rd version scored, the two personas side by side',
+    );
     const builtin = flags({ quick: true });
     applyRunDefaults(builtin, true, none, 2);
-    assert.equal(builtin.interactions, '8');
+    assert.deepEqual([builtin.interactions, builtin.evalEvery, builtin.workers], ['8', '1', '1']);
   });
 
   it('the standard run on the real model: 24 interactions, every 3rd version, at most 2 workers; a given value keeps its place', () => {
