@@ -3,3 +3,5 @@ export { createGateway, type Gateway } from './server.ts';
 export type { GatewayOptions, BuiltinOptions } from './options.ts';
 export type { KafkaLinkOptions } from './event-sink.ts';
 export type { ProxyEngineOptions } from './proxy-engine.ts';
+export { LlamaEngine, type LlamaEngineOptions } from './llama-engine.ts';
+export type { ChatRequest } from './chat-request.ts';

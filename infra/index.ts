@@ -4,7 +4,9 @@ export type { StackStatus, StackUpResult, ServiceReport, ServiceName } from './s
 export { resolveStackOptions, endpointsOf } from './options.ts';
 export type { StackOptions, StackEndpoints, StackProgress, RegistryStorage } from './options.ts';
 export { getFreePort, isPortFree } from './ports.ts';
-export { kafkaHealthy } from './kafka.ts';
+export { KAFKA_VERSION, kafkaHealthy } from './kafka.ts';
+export { checkPrerequisites } from './prerequisites.ts';
+export { runCommand } from './run-command.ts';
 export { registryHealthy } from './registry.ts';
 export { clickhouseVersion } from './clickhouse.ts';
 export { Supervisor, type ServiceSpec, type ServiceState, type SupervisorOptions } from './supervisor.ts';

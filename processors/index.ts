@@ -18,8 +18,13 @@ export {
 export {
   applyTurn,
   applyFeedback,
+  dueAt,
   expire,
+  forget,
+  forgettable,
+  idleAt,
   release,
+  resolveAssemblerOptions,
   extractNextState,
   isTrainable,
   StreamClock,
@@ -29,6 +34,7 @@ export {
   type ReleaseStep,
   type IgnoredReason,
   type SessionAssemblerOptions,
+  type ResolvedAssemblerOptions,
   type EndPolicy,
 } from './session-assembler/index.ts';
 export {

@@ -1,4 +1,5 @@
 export * from '../core/index.ts';
+export { Kafka, logLevel } from './kafkajs.ts';
 export { createKafka, kafkaConfig, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
 export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
 export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';
@@ -15,6 +16,7 @@ export { PublishConsumer, type PublishConsumerOptions } from './publish-consumer
 export { FlushConsumer, type FlushConsumerOptions, type FlushConsumerStats } from './flush-consumer.ts';
 export { readToEnd, type RawRecord, type ReadToEndOptions } from './topic-reader.ts';
 export { deadLetter } from './dead-letter.ts';
+export { Outbox, type OutboxRecord, type OutboxStats } from './outbox.ts';
 export {
   runProcessor,
   type HandlerContext,

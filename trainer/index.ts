@@ -31,6 +31,8 @@ export {
 export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 export { RewardBaseline, type RewardBaselineOptions } from './reward-baseline.ts';
+export { ratedTurnOf, weighByConsensus, type SampleText } from './consensus-weighting.ts';
+export { UserConsensus, type Conflict, type UserStats } from './user-consensus.ts';
 export {
   familyStepSettings,
   familyStepOptions,
@@ -49,7 +51,6 @@ export {
   type LearnerOptions,
   type LearnerStats,
 } from './learner.ts';
-export { sampleMany, type SampledReply, type SampleManyOptions } from '../policy/builtin/sample-many.ts';
 export {
   BuiltinLineage,
   LoraLineage,
