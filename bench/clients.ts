@@ -15,7 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchArgs } from './options.ts';
-import { runCommand } from '../infra/run-command.ts';
+import { runCommand } from '../infra/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { benchFamily, createPlainTopic, median, rawConsume, rawPassthrough, rawProduce } from './support.ts';
 

@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import type { BenchArgs } from './options.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { createGateway, type Gateway } from '../gateway/index.ts';
-import { createLogger, parseBrokers, readToEnd } from '../streams/index.ts';
+import { parseBrokers, readToEnd } from '../streams/index.ts';
+import { createLogger } from '../core/index.ts';
 import { benchFamily, quantile, sleep } from './support.ts';
 
 interface ModeFigures {

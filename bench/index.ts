@@ -3,7 +3,7 @@
  * one surface the CLI calls. Every benchmark is listed here by name; each module declares its
  * description, options and run (bench/options.ts says what they promise).
  */
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput } from '../core/index.ts';
 import { benchHelp, resolveOptions, splitBenchArgs, type BenchConfig, type BenchModule } from './options.ts';
 
 /** Every benchmark, loaded on demand (each pulls in what it measures). */

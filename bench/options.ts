@@ -9,7 +9,7 @@
  *   the same run is) and `ratio` (the measured figure ÷ the baseline's), and deletes every topic,
  *   consumer group and temp file it made, also when it fails (see `benchFamily` in support.ts).
  */
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput } from '../core/index.ts';
 
 /** What a benchmark needs of the configuration (the CLI passes its whole TurnstreamConfig). */
 export interface BenchConfig {

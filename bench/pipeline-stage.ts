@@ -5,7 +5,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createEmbeddedJudge, startJudge, startSampleBuilder, startSessionAssembler, type ServiceOptions } from '../processors/index.ts';
-import { createEventCodecs, createKafka, createLogger, parseBrokers, type ProcessorHandle } from '../streams/index.ts';
+import { createEventCodecs, createKafka, parseBrokers, type ProcessorHandle } from '../streams/index.ts';
+import { createLogger } from '../core/index.ts';
 
 export const PIPELINE_STAGES = ['session-assembler', 'judge', 'sample-builder'] as const;
 export type PipelineStage = (typeof PIPELINE_STAGES)[number];

@@ -25,7 +25,8 @@ import { PIPELINE_STAGES, StageProcess, startPipelineStage } from './pipeline-st
 import { cores, CpuMeter, type CpuPhase } from './cpu.ts';
 import { avroCost, type AvroCost } from './pipeline-codecs.ts';
 import type { Turn } from '../schemas/index.ts';
-import { createLogger, EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
+import { EventProducer, type OutgoingEvent, type ProcessorHandle } from '../streams/index.ts';
+import { createLogger } from '../core/index.ts';
 import { benchFamily, quantile, rawChain, rawPassthrough, sleep, type BenchFamily } from './support.ts';
 import { heartbeat, syntheticSession } from './pipeline-traffic.ts';
 import { stockKafka } from './stock-kafkajs.ts';

@@ -11,7 +11,8 @@ import { resolveOptions, type BenchOptions, type BenchResult } from './options.t
 import { createEmbeddedJudge } from '../processors/index.ts';
 import { parseBound, runReplay } from '../history/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
-import { createLogger, EventProducer, readToEnd } from '../streams/index.ts';
+import { EventProducer, readToEnd } from '../streams/index.ts';
+import { createLogger } from '../core/index.ts';
 import { benchFamily, benchTempDir, createPlainTopic, rawProduce, type BenchFamily } from './support.ts';
 import { stockKafka } from './stock-kafkajs.ts';
 import { cores, CpuMeter, type CpuPhase } from './cpu.ts';

@@ -5,7 +5,8 @@
  * timed up to the last record a read_committed consumer sees.
  */
 import type { TopicId, Turn } from '../schemas/index.ts';
-import { createLogger, runProcessor, type EventCodecs } from '../streams/index.ts';
+import { runProcessor, type EventCodecs } from '../streams/index.ts';
+import { createLogger } from '../core/index.ts';
 import { createPlainTopic, sleep, type BenchFamily } from './support.ts';
 import { syntheticTurn } from './pipeline-traffic.ts';
 

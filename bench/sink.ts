@@ -9,8 +9,9 @@
 //   turnstream bench sink [--json] [--users 20] [--batch 500] [--max-buffered 0] [--rounds 3]
 import { AnalyticsStore, migrate, TABLE_IDS, toRow, type Row, type TableId } from '../analytics/index.ts';
 import type { BenchArgs } from './options.ts';
-import { SINK_TOPICS, startClickhouseSink, type ClickhouseSinkOptions } from '../processors/clickhouse-sink/index.ts';
-import { createLogger, EventProducer, type OutgoingEvent } from '../streams/index.ts';
+import { SINK_TOPICS, startClickhouseSink, type ClickhouseSinkOptions } from '../processors/index.ts';
+import { EventProducer, type OutgoingEvent } from '../streams/index.ts';
+import { createLogger } from '../core/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
 import { learningDataset } from './sink-dataset.ts';
 import { benchFamily, median, rawConsume, type BenchFamily } from './support.ts';

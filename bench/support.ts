@@ -15,13 +15,13 @@ import type { TopicId } from '../schemas/index.ts';
 import {
   createEventCodecs,
   createKafka,
-  createLogger,
   ensureTopics,
   parseBrokers,
   partitioner,
   type EventCodecs,
   type KafkaClientOptions,
 } from '../streams/index.ts';
+import { createLogger } from '../core/index.ts';
 
 export interface BenchFamily {
   endpoints: StackEndpoints;

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 
 const PEER_DIR = fileURLToPath(new URL('./torch-peer/', import.meta.url));
 const REQUIREMENTS = join(PEER_DIR, 'requirements.txt');

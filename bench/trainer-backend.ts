@@ -4,10 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend, type BackendName } from '../policy/tfjs-backend.ts';
-import { generate } from '../policy/builtin/generate.ts';
-import { TransformerModel } from '../policy/builtin/model.ts';
-import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
+import { selectBackend, type BackendName, generate, TransformerModel, ByteTokenizer } from '../policy/index.ts';
 
 interface Result {
   backend: BackendName;

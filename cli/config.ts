@@ -7,7 +7,7 @@
 import { config as loadDotenv } from 'dotenv';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 
 /** The gateway service (`turnstream gateway`). */
 export interface GatewayConfig {

@@ -8,7 +8,7 @@
  * from, the module's entire minified source, before the message. These handlers are installed
  * first, so they run first and end the process with the one line.
  */
-import { ErrorCodes, TurnstreamError, invalidInput, toTurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput, toTurnstreamError } from '../core/index.ts';
 
 /** A TurnstreamError for anything thrown; a missing file named on the command line is bad input. */
 export function asCliError(err: unknown): TurnstreamError {

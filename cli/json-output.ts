@@ -5,7 +5,7 @@
  * use too) passes on only a chunk that is a whole JSON object; any other output goes to stderr.
  * The command prints its result with `process.stdout.write(JSON.stringify(result))`, as before.
  */
-import { setLogFd } from '../streams/index.ts';
+import { setLogFd } from '../core/index.ts';
 
 let active = false;
 

@@ -5,7 +5,7 @@
  * the sample builder's teacher and the learner agree on the file and the model id.
  */
 import { resolveModel, type ResolvedModel } from '../policy/index.ts';
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../core/index.ts';
 import { progressReporter } from './commands/model.ts';
 import type { TurnstreamConfig } from './config.ts';
 

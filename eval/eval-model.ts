@@ -8,8 +8,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
-import type { ChatRequest } from '../gateway/chat-request.ts';
-import { LlamaEngine } from '../gateway/llama-engine.ts';
+import { type ChatRequest, LlamaEngine } from '../gateway/index.ts';
 import {
   loadCheckpoint,
   loadTfLlama,
@@ -25,8 +24,7 @@ import {
 } from '../policy/index.ts';
 import { createPolicyTeacher, LlamaTeacher, type Teacher } from '../processors/index.ts';
 import type { ChatMessage, Sample } from '../schemas/index.ts';
-import { AdamW, learnerStep, LoraLineage, type LearnerStepOptions, type StepMetrics } from '../trainer/index.ts';
-import type { SampleText } from '../trainer/consensus-weighting.ts';
+import { AdamW, learnerStep, LoraLineage, type LearnerStepOptions, type StepMetrics, type SampleText } from '../trainer/index.ts';
 
 /** A reply and what the Turn would record of it. */
 export interface EvalReply {

@@ -1,6 +1,6 @@
 /** The settings of one evaluation run, with the defaults the in-process and pipeline runs share. */
 import type { TrainMethod } from '../processors/index.ts';
-import { LEARNER_LR } from '../trainer/learner.ts';
+import { LEARNER_LR } from '../trainer/index.ts';
 import { DEFAULT_HELD_OUT, type Persona } from './persona.ts';
 
 export interface EvalSettings {

@@ -11,12 +11,17 @@
  * the trained samples, its mean effective consensus weight and its share of the total loss weight.
  */
 import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
-import { SampleBatcher } from '../trainer/batcher.ts';
-import { ratedTurnOf, weighByConsensus } from '../trainer/consensus-weighting.ts';
+import {
+  SampleBatcher,
+  ratedTurnOf,
+  weighByConsensus,
+  type StepSample,
+  LEARNER_LR,
+  UserConsensus,
+  type Conflict,
+  type UserStats,
+} from '../trainer/index.ts';
 import { mulberry32 } from '../core/index.ts';
-import type { StepSample } from '../trainer/learner-step.ts';
-import { LEARNER_LR } from '../trainer/learner.ts';
-import { UserConsensus, type Conflict, type UserStats } from '../trainer/user-consensus.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
 import { compileCheck } from './persona-check.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_HELD_OUT, loadPersonas, openingMessages, splitPrompts, type Persona } from './persona.ts';

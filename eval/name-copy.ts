@@ -9,13 +9,9 @@
  *   node --import tsx eval/name-copy.ts <checkpoint dir> [samples per prompt]
  */
 import { pathToFileURL } from 'node:url';
-import { selectBackend } from '../policy/tfjs-backend.ts';
-import { loadCheckpoint } from '../policy/builtin/checkpoint.ts';
-import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, TOPICS, type Topic } from '../trainer/corpus.ts';
+import { selectBackend, loadCheckpoint, type TransformerModel, sampleMany, ByteTokenizer } from '../policy/index.ts';
+import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, TOPICS, type Topic } from '../trainer/index.ts';
 import { mulberry32 } from '../core/index.ts';
-import type { TransformerModel } from '../policy/builtin/model.ts';
-import { sampleMany } from '../policy/builtin/sample-many.ts';
-import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 import { BUILTIN_PERSONAS_FILE, loadPersonas, openingMessages, splitPrompts } from './persona.ts';
 import { promptIds } from './run-eval.ts';
 

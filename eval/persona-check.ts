@@ -21,7 +21,7 @@
  * with a slash is an ordinary source. The `g` and `y` flags are not accepted (counting adds `g`
  * itself); `\p{…}` classes need the `u` flag.
  */
-import { invalidInput, type TurnstreamError } from '../core/errors.ts';
+import { invalidInput, type TurnstreamError } from '../core/index.ts';
 
 /** A JavaScript regex source, or a source with flags. */
 export type RegexSpec = string | { regex: string; flags?: string };

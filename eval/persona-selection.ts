@@ -4,7 +4,7 @@
  * the real model's standard three; with `--users`, the one preference the users share.
  */
 import { resolve } from 'node:path';
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput } from '../core/index.ts';
 import type { EvalFlags } from './eval-flags.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, loadPersonas, type Persona } from './persona.ts';
 

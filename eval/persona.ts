@@ -20,7 +20,7 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { invalidInput, TurnstreamError } from '../core/errors.ts';
+import { invalidInput, TurnstreamError } from '../core/index.ts';
 import { compileCheck, type CheckFn, type PersonaCheck } from './persona-check.ts';
 
 /** A persona as the file writes it. */

@@ -24,8 +24,8 @@ import {
   startSessionAssembler,
   type TrainMethod,
 } from '../processors/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
-import type { Logger } from '../core/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
+import { createLogger, type Logger } from '../core/index.ts';
 import {
   familyStepOptions,
   familyStepSettings,

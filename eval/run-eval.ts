@@ -12,12 +12,9 @@
  */
 import { avroTypeOf, type ChatMessage as EventMessage, type Sample, type TopicId, type TurnPair } from '../schemas/index.ts';
 import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
-import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
+import { renderPrompt, type ChatMessage, type TransformerModel, ByteTokenizer } from '../policy/index.ts';
 import { mulberry32 } from '../core/index.ts';
-import type { StepMetrics } from '../trainer/learner-step.ts';
-import type { FamilyStepSettings } from '../trainer/step-defaults.ts';
-import type { TransformerModel } from '../policy/builtin/model.ts';
-import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
+import type { StepMetrics, FamilyStepSettings } from '../trainer/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';

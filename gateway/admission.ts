@@ -10,7 +10,7 @@
  * A slot is held for the generation only, not while a slow client reads the answer (the SSE
  * writer bounds that separately), so slow readers cannot starve the engine.
  */
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 
 export interface AdmissionOptions {
   /** Generations running at once. `GATEWAY_MAX_CONCURRENT_GENERATIONS` @default 8 */

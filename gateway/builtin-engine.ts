@@ -14,7 +14,7 @@
  * and the final `<|end|>`, which are not in the text. Streaming then sends one chunk per token.
  */
 import { randomInt } from 'node:crypto';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { toPolicyMessages } from '../policy/index.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';

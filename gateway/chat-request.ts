@@ -4,7 +4,7 @@
  * error handler turns into a 400 in OpenAI's error shape.
  */
 import type { ChatMessage, ToolCall } from '../schemas/index.ts';
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput } from '../core/index.ts';
 import { flattenContent, wellFormed } from './content.ts';
 import { parseTruthy } from './turn-context.ts';
 

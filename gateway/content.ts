@@ -2,7 +2,7 @@
  * OpenAI message content → plain text. Clients (OpenClaw among them) send content as a string
  * or as an array of parts; the built-in model and the recorded Turn both need text.
  */
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput } from '../core/index.ts';
 
 /** The content part types of OpenAI's chat API. */
 export const CONTENT_PART_TYPES = ['text', 'image_url', 'input_audio', 'file', 'refusal'] as const;

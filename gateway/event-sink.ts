@@ -14,14 +14,12 @@ import {
   followTopic,
   type EventCodecs,
   type Follower,
-  type Logger,
   type OutgoingEvent,
+  type OutboxRecord,
+  maxValueBytes,
 } from '../streams/index.ts';
+import { type Logger, ErrorCodes, TurnstreamError, retry } from '../core/index.ts';
 import { hostname } from 'node:os';
-import type { OutboxRecord } from '../streams/outbox.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import { retry } from '../core/retry.ts';
-import { maxValueBytes } from '../streams/producer.ts';
 
 export interface KafkaLinkOptions {
   /** Bootstrap servers. */

@@ -19,7 +19,7 @@ import { mkdir, readdir, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LlamaContextSequence } from 'node-llama-cpp';
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../core/index.ts';
 
 export interface KvStatesOptions {
   /** The folder of the state files; emptied on open, removed on close. */

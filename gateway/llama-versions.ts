@@ -22,8 +22,7 @@
 import type { LlamaContext, LlamaContextSequence, LlamaModel as NodeLlamaModel } from 'node-llama-cpp';
 import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
+import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import { kvKeyOf } from './kv-key.ts';
 import { commonPrefix, type KvStates } from './kv-states.ts';
 

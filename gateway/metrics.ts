@@ -4,7 +4,7 @@
  * registry of streams/ (default process metrics).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { metricsRegistry } from '../streams/index.ts';
+import { metricsRegistry } from '../core/index.ts';
 
 export class GatewayMetrics {
   readonly registry = new Registry();

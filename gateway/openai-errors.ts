@@ -3,7 +3,7 @@
  * `code` is turnstream's stable code (`TS_ERR_…`); fastify's own 4xx errors (bad JSON, body
  * too large, wrong content type) keep their status and become `invalid_request_error`s.
  */
-import { ErrorCodes, TurnstreamError, type ErrorCode } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError, type ErrorCode } from '../core/index.ts';
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; code: string | null; param: string | null };

@@ -1,5 +1,5 @@
 /** Options of `createGateway`. The CLI builds them from `loadConfig()`; tests pass them directly. */
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../core/index.ts';
 import type { ModelConfig } from '../policy/index.ts';
 import type { AdmissionOptions } from './admission.ts';
 import type { BodyDrainLimits } from './body-drain.ts';

@@ -9,7 +9,7 @@
  * back from the turns topic, up to `capacity` of each (least recently used forgotten first).
  */
 import type { Turn } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import type { Caller } from './auth.ts';
 import { Lru } from './lru.ts';
 

@@ -11,7 +11,7 @@
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WeightVersion } from '../schemas/index.ts';
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../core/index.ts';
 import type { LoadPolicyOptions, PolicyHandle } from '../policy/index.ts';
 
 export type PolicyLoader = (opts: LoadPolicyOptions) => Promise<PolicyHandle>;

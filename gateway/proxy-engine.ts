@@ -11,7 +11,7 @@
  * gateway asked (for the Turn), the client's answer has `logprobs: null`, as it requested.
  */
 import type { ToolCall } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
 import type { ChoiceLogprobs } from './logprobs.ts';

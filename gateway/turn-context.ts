@@ -5,7 +5,7 @@
  * and only a service key may name another (gateway/auth.ts).
  */
 import type { SessionSource, TurnType } from '../schemas/index.ts';
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput } from '../core/index.ts';
 import { actAs, OPEN_CALLER, type Caller } from './auth.ts';
 import type { ChatRequest } from './chat-request.ts';
 

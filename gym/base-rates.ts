@@ -4,7 +4,7 @@
  * group whose n rewards are all equal carries no GRPO signal). Bench-style: it measures, prints
  * progress through a callback, and returns one JSON-ready object.
  */
-import { ErrorCodes, invalidInput, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../core/index.ts';
 import { DEFAULT_SAMPLING } from './agent/builtin-agent.ts';
 import { runRollout } from './agent/run-rollout.ts';
 import type { RolloutOptions, RolloutResult, StoppedBy } from './agent/rollout-types.ts';

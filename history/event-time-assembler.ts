@@ -32,7 +32,7 @@ import {
   type AssemblerStep,
   type ResolvedAssemblerOptions,
   type SessionAssemblerOptions,
-} from '../processors/session-assembler/index.ts';
+} from '../processors/index.ts';
 
 /** One decoded input record of the range. */
 export type HistoryEvent = { topicId: 'turns'; offset: bigint; value: Turn } | { topicId: 'feedback'; offset: bigint; value: Feedback };

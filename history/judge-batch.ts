@@ -4,7 +4,7 @@
  */
 import type { Judgement, Sample, TurnPair } from '../schemas/index.ts';
 import { buildSample, isTrainable, type Judge, type SampleBuilderOptions } from '../processors/index.ts';
-import { retry } from '../streams/index.ts';
+import { retry } from '../core/index.ts';
 
 /** What became of one pair. */
 export interface Outcome {

@@ -1,6 +1,6 @@
 /** What `runReplay` takes, reports while it runs and returns (history/replay.ts). */
 import type { Judge, SampleBuilderOptions, SessionAssemblerOptions } from '../processors/index.ts';
-import type { Logger } from '../streams/index.ts';
+import type { Logger } from '../core/index.ts';
 import type { Kafka } from 'kafkajs';
 import type { Bound } from './replay-range.ts';
 

@@ -6,7 +6,8 @@
  * the last transaction moves the position to the range's end.
  */
 import type { TurnPair } from '../schemas/index.ts';
-import { deadLetter, ErrorCodes, TurnstreamError, type EventCodecs, type RawRecord } from '../streams/index.ts';
+import { deadLetter, type EventCodecs, type RawRecord } from '../streams/index.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { assemblePartition, EventTimeAssembler, type HistoryEvent } from './event-time-assembler.ts';
 import type { PendingDeadLetter } from './replay-outputs.ts';
 import type { ReplayRun } from './replay-run.ts';

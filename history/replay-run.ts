@@ -1,5 +1,6 @@
 /** What the stages of one replay share while it runs (history/replay.ts builds it). */
-import type { EventCodecs, Logger, Transactions } from '../streams/index.ts';
+import type { EventCodecs, Transactions } from '../streams/index.ts';
+import type { Logger } from '../core/index.ts';
 import type { OrderedCommits } from './ordered-commits.ts';
 import type { ReplayOptions, ReplayOutputTopics } from './replay-options.ts';
 import type { ReplayPositions } from './replay-positions.ts';

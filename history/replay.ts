@@ -24,7 +24,8 @@
  */
 import { topicName } from '../schemas/index.ts';
 import { defaultGroupId } from '../processors/index.ts';
-import { createEventCodecs, createLogger, ensureTopics, Transactions, type EventCodecs, type Logger } from '../streams/index.ts';
+import { createEventCodecs, ensureTopics, Transactions, type EventCodecs } from '../streams/index.ts';
+import { createLogger, type Logger } from '../core/index.ts';
 import { OrderedCommits } from './ordered-commits.ts';
 import { readRanges } from './range-reader.ts';
 import type { ReplayOptions, ReplayOutputTopics, ReplaySummary } from './replay-options.ts';

@@ -9,7 +9,7 @@
  * 10.3 MB downloaded and 81 MB unpacked in about 2 s, against 546 MB and 15 s for `npm i chdb`).
  * chdb (ClickHouse 26.x) serves in the tests to check the DDL and queries on a modern server.
  */
-import { aptInstall, runCommand, type Runner } from '../core/system-packages.ts';
+import { aptInstall, runCommand, type Runner } from '../core/index.ts';
 
 export const CLICKHOUSE_PACKAGES = ['clickhouse-server', 'clickhouse-client'] as const;
 
@@ -30,7 +30,7 @@ export interface InstallDecision {
 export const shouldInstallClickhouse = (d: InstallDecision): boolean =>
   d.needed && !d.found && !d.binaryGiven && d.canApt && d.enabled !== false;
 
-export { canUseApt, type Runner } from '../core/system-packages.ts';
+export { canUseApt, type Runner } from '../core/index.ts';
 
 /** `apt-get install` of Debian's ClickHouse; the package lists are updated once when the install fails without them. */
 export async function installClickhouseWithApt(runner: Runner = runCommand): Promise<void> {

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from '../streams/kafkajs.ts';
+import { Kafka, logLevel } from '../streams/index.ts';
 import type { ResolvedStackOptions } from './options.ts';
 import { runCommand } from './run-command.ts';
 

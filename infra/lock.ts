@@ -1,7 +1,7 @@
 import { mkdirSync, openSync, closeSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { isAlive } from './process.ts';
 
 /**

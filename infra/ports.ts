@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 
 /** A port a service is about to listen on. */
 export interface PortClaim {

@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import { findExecutable } from '../core/system-packages.ts';
+import { ErrorCodes, TurnstreamError, findExecutable } from '../core/index.ts';
 
 /** A program the local stack needs. */
 export type Prerequisite = 'java' | 'mvn' | 'clickhouse-server';

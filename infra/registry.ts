@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResolvedStackOptions } from './options.ts';
 import { runCommand } from './run-command.ts';
-import { registryReady } from '../schemas/registry.ts';
+import { registryReady } from '../schemas/index.ts';
 
 export const APICURIO_VERSION = '3.0.9';
 export const APICURIO_ARTIFACT = `io.apicurio:apicurio-registry-app:${APICURIO_VERSION}:tar.gz:all`;

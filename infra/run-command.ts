@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 
 /** Runs a short command to completion; rejects with UNAVAILABLE and its output on failure. */
 export function runCommand(

@@ -4,7 +4,7 @@
  * the options (an existing Kafka, registry or ClickHouse) are only health-checked.
  */
 import { join } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { clickhouseCommand, clickhouseVersion, prepareClickhouse } from './clickhouse.ts';
 import { installKafka, kafkaCommand, kafkaHealthy, prepareKafka } from './kafka.ts';
 import { withLock } from './lock.ts';

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../core/index.ts';
 import type { LoraConfig } from './llama/lora.ts';
 import { sha256File } from './models/file-sha256.ts';
 import { completeVersions } from './models/version-dirs.ts';

@@ -4,7 +4,8 @@
  * changelog-backed store (`turnstream.batch-state.v1`). The work itself is group-builder/.
  */
 import type { BatchState, Trajectory } from '../schemas/index.ts';
-import { counter, runProcessor, type ProcessorHandle } from '../streams/index.ts';
+import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
+import { counter } from '../core/index.ts';
 import { BatchCore, type GroupBuilderOptions } from './group-builder/index.ts';
 import { defaultGroupId, type ServiceOptions } from './service-options.ts';
 

@@ -6,7 +6,8 @@
  * reason, so it is counted and can be re-judged by replay, never silently scored 0.
  */
 import type { TurnPair } from '../schemas/index.ts';
-import { counter, histogram, type ProcessorHandle } from '../streams/index.ts';
+import type { ProcessorHandle } from '../streams/index.ts';
+import { counter, histogram } from '../core/index.ts';
 import type { Judge } from './judge/index.ts';
 import { isTrainable } from './session-assembler/index.ts';
 import { runStage } from './run-stage.ts';

@@ -6,7 +6,8 @@
  * costs about as much as the embedded judge.
  */
 import type { TopicId } from '../schemas/index.ts';
-import { runProcessor, type Counter, type LabelValues, type ProcessorHandle, type TopicValues } from '../streams/index.ts';
+import { runProcessor, type ProcessorHandle, type TopicValues } from '../streams/index.ts';
+import type { Counter, LabelValues } from '../core/index.ts';
 import { defaultGroupId, type ServiceOptions } from './service-options.ts';
 
 /** Counter increments of one call, by counter and labels; added once the call succeeded. */

@@ -5,7 +5,8 @@
  * goes in one call.
  */
 import type { Judgement, Sample } from '../schemas/index.ts';
-import { counter, type ProcessorHandle } from '../streams/index.ts';
+import type { ProcessorHandle } from '../streams/index.ts';
+import { counter } from '../core/index.ts';
 import { buildSample, type SampleBuilderOptions } from './sample-builder/index.ts';
 import { runStage } from './run-stage.ts';
 import type { ServiceOptions } from './service-options.ts';

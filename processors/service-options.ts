@@ -1,6 +1,7 @@
 /** What every processor service needs: where Kafka is, the codecs, its group and instance. */
 import type { Kafka } from 'kafkajs';
-import type { EventCodecs, Logger } from '../streams/index.ts';
+import type { EventCodecs } from '../streams/index.ts';
+import type { Logger } from '../core/index.ts';
 
 export interface ServiceOptions {
   kafka: Kafka;

@@ -10,7 +10,8 @@
  * session-assembler/stream-assembler.ts.
  */
 import type { SessionState, TurnPair } from '../schemas/index.ts';
-import { counter, runProcessor, type Logger, type ProcessorHandle } from '../streams/index.ts';
+import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
+import { counter, type Logger } from '../core/index.ts';
 import {
   emptySession,
   resolveAssemblerOptions,

@@ -4,7 +4,8 @@
  * (`turnstream.trajectory-state.v1`). The work itself is trajectory-assembler/trajectory-core.ts.
  */
 import type { TrajectoryState } from '../schemas/index.ts';
-import { counter, runProcessor, type ProcessorHandle } from '../streams/index.ts';
+import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
+import { counter } from '../core/index.ts';
 import { TrajectoryCore, type TrajectoryAssemblerOptions, type TrajectoryRecord } from './trajectory-assembler/index.ts';
 import { defaultGroupId, type ServiceOptions } from './service-options.ts';
 

@@ -11,7 +11,7 @@
  */
 import type { Client } from '@confluentinc/schemaregistry';
 import avro from 'avsc';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { TOPICS, valueSubject, type TopicId } from './topics.ts';
 import { registryReady } from './registry.ts';
 

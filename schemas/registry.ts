@@ -8,8 +8,7 @@
  * conflicting registration is retried (it then returns the existing schema's id).
  */
 import { Compatibility, SchemaRegistryClient, type Client } from '@confluentinc/schemaregistry';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import { retry } from '../core/retry.ts';
+import { ErrorCodes, TurnstreamError, retry } from '../core/index.ts';
 import { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming } from './topics.ts';
 
 export interface RegistryOptions {

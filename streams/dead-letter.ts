@@ -1,6 +1,6 @@
 /** Builds the DeadLetter event for a record a stage could not decode or process. */
 import type { DeadLetter } from '../schemas/index.ts';
-import { toTurnstreamError } from '../core/errors.ts';
+import { toTurnstreamError } from '../core/index.ts';
 
 export interface FailedRecord {
   topic: string;

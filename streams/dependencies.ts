@@ -6,10 +6,8 @@
  */
 import type { Kafka } from 'kafkajs';
 import type { TopicId, TopicNaming } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import { retry } from '../core/retry.ts';
+import { ErrorCodes, TurnstreamError, retry, type Logger } from '../core/index.ts';
 import { createEventCodecs, type EventCodecs } from './event-codecs.ts';
-import type { Logger } from '../core/logger.ts';
 import { ensureTopics } from './topic-admin.ts';
 
 export interface DependenciesOptions {

@@ -18,9 +18,7 @@
  * first await, so that both describe the same records.
  */
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
-import { retry } from '../core/retry.ts';
+import { ErrorCodes, TurnstreamError, type Logger, retry } from '../core/index.ts';
 
 export interface FlushConsumerOptions {
   kafka: Kafka;

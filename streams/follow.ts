@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { TopicId } from '../schemas/index.ts';
 import type { EventCodecs, TopicValues } from './event-codecs.ts';
-import { createLogger, type Logger } from '../core/logger.ts';
+import { createLogger, type Logger } from '../core/index.ts';
 
 export interface FollowOptions<K extends TopicId> {
   /** @default a fresh group per follower, so every follower sees every event */

@@ -1,7 +1,7 @@
 /** Kafka client factory: one place that decides client ids, retries and logging. */
 import type { KafkaConfig, logCreator } from 'kafkajs';
 import { Kafka, logLevel as KafkaLogLevel } from './kafkajs.ts';
-import { createLogger, type Logger } from '../core/logger.ts';
+import { createLogger, type Logger } from '../core/index.ts';
 
 export interface KafkaClientOptions {
   /** Bootstrap servers, e.g. ['127.0.0.1:9092']. */

@@ -25,7 +25,7 @@
  */
 import { createRequire, Module } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 
 const require = createRequire(import.meta.url);
 

@@ -24,8 +24,7 @@
 import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { mkdir, open, readFile, rename, stat, truncate, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '../core/logger.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { type Logger, ErrorCodes, TurnstreamError } from '../core/index.ts';
 
 /** One event waiting in the outbox. */
 export interface OutboxRecord<V = unknown> {

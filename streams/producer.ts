@@ -2,7 +2,7 @@
 import type { IHeaders, Kafka, Message, Producer } from 'kafkajs';
 import { Partitioners } from './kafkajs.ts';
 import { TOPICS, type TopicId } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import type { EventCodecs, TopicValues } from './event-codecs.ts';
 
 export interface EventProducerOptions {

@@ -11,7 +11,7 @@
  * The transactional id is `<groupId>.<instanceId>`: a restarted instance fences its predecessor.
  */
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../core/index.ts';
 import { Transactions, type TransactionOutput } from './transactions.ts';
 
 export interface PublishConsumerOptions {

@@ -11,7 +11,7 @@
  */
 import type { Admin, Kafka } from 'kafkajs';
 import kafkajs from './kafkajs.ts';
-import { retry } from '../core/retry.ts';
+import { retry } from '../core/index.ts';
 import { TOPICS, topicName, type TopicId, type TopicNaming } from '../schemas/index.ts';
 
 export interface TopicAdminOptions {

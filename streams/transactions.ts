@@ -15,10 +15,7 @@
  * - Fencing (another instance took the transactional id) is fatal: never retried.
  */
 import type { Kafka, Message, Producer, RecordMetadata } from 'kafkajs';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
-import { counter } from '../core/metrics.ts';
-import { retry } from '../core/retry.ts';
+import { ErrorCodes, TurnstreamError, type Logger, counter, retry } from '../core/index.ts';
 import { chunksOf, kafkaErrorType, MAX_SEND_BYTES, partitioner } from './producer.ts';
 
 export interface TransactionOutput {

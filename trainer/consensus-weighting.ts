@@ -15,7 +15,7 @@
  */
 import type { Sample } from '../schemas/index.ts';
 import type { StepSample } from './learner-step.ts';
-import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
+import { ByteTokenizer } from '../policy/index.ts';
 import type { UserConsensus } from './user-consensus.ts';
 
 const tok = new ByteTokenizer();

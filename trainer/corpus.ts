@@ -10,7 +10,7 @@
  * frozen base model then answers hints, which is what makes on-policy distillation informative.
  */
 import { mulberry32 } from '../core/index.ts';
-import type { ChatMessage } from '../policy/builtin/chat-template.ts';
+import type { ChatMessage } from '../policy/index.ts';
 
 /** One question topic: ways to ask it, a short answer, and one more sentence for a long answer. */
 export interface Topic {

@@ -19,12 +19,8 @@
 import { rm } from 'node:fs/promises';
 import type { Kafka } from 'kafkajs';
 import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
-import { createLogger, type Logger } from '../core/logger.ts';
-import { deadLetter } from '../streams/dead-letter.ts';
-import type { EventCodecs } from '../streams/event-codecs.ts';
-import { counter, gauge, histogram } from '../core/metrics.ts';
-import { readToEnd } from '../streams/topic-reader.ts';
-import { PublishConsumer } from '../streams/publish-consumer.ts';
+import { createLogger, type Logger, counter, gauge, histogram } from '../core/index.ts';
+import { deadLetter, type EventCodecs, readToEnd, PublishConsumer } from '../streams/index.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';

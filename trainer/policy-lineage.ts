@@ -33,8 +33,7 @@ import {
   type TransformerModel,
 } from '../policy/index.ts';
 import type { LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
+import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import { builtinSampleText, type SampleText } from './consensus-weighting.ts';
 import { BuiltinTrainable, LoraTrainable, type TrainablePolicy } from './trainable-policy.ts';
 

@@ -8,12 +8,18 @@ import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { AdamW } from './adamw.ts';
-import { renderPrompt, type ChatMessage } from '../policy/builtin/chat-template.ts';
-import { loadCheckpoint, saveCheckpoint, type SavedCheckpoint } from '../policy/builtin/checkpoint.ts';
+import {
+  renderPrompt,
+  type ChatMessage,
+  loadCheckpoint,
+  saveCheckpoint,
+  type SavedCheckpoint,
+  generate,
+  TransformerModel,
+  type ModelConfig,
+  ByteTokenizer,
+} from '../policy/index.ts';
 import { corpus, type CorpusOptions } from './corpus.ts';
-import { generate } from '../policy/builtin/generate.ts';
-import { TransformerModel, type ModelConfig } from '../policy/builtin/model.ts';
-import { ByteTokenizer } from '../policy/builtin/tokenizer.ts';
 
 /** The shape of the shipped base model: small enough to pretrain on two CPU cores in minutes. */
 export const BASE_MODEL_CONFIG: Omit<ModelConfig, 'vocabSize'> = {

@@ -4,7 +4,7 @@
  * migrations.ts: a column added there is filled here.
  */
 import type { DeadLetter, Feedback, Judgement, Reward, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../../schemas/index.ts';
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 import { REPLAY_KEYS } from './migrations.ts';
 import type { TableId } from './tables.ts';
 

@@ -6,7 +6,8 @@
 import type { Kafka } from 'kafkajs';
 import type { AnalyticsStore } from '../../analytics/index.ts';
 import type { DeadLetter, Judgement, Sample, Turn, TurnPair, WeightVersion } from '../../schemas/index.ts';
-import { followTopic, type EventCodecs, type Follower, type Logger } from '../../streams/index.ts';
+import { followTopic, type EventCodecs, type Follower } from '../../streams/index.ts';
+import type { Logger } from '../../core/index.ts';
 
 export interface Seen {
   turns: Map<string, Turn>;

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { AnalyticsStore, migrate, startDashboard } from '../../analytics/index.ts';
-import { createLogger, toTurnstreamError } from '../../streams/index.ts';
+import { createLogger, toTurnstreamError } from '../../core/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { analyticsFromConfig } from './sink.ts';
 

@@ -7,7 +7,7 @@ import { copyFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AdapterStore, mergeLora, sha256File } from '../../policy/index.ts';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/index.ts';
 import { loadConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
 

@@ -10,7 +10,8 @@
  */
 import type { Command } from 'commander';
 import { createGateway, type GatewayOptions } from '../../gateway/index.ts';
-import { createLogger, parseBrokers } from '../../streams/index.ts';
+import { parseBrokers } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { initCheckpoint, WeightStore } from '../../policy/index.ts';
 import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';

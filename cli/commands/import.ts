@@ -7,7 +7,8 @@ import cliProgress from 'cli-progress';
 import { existsSync } from 'node:fs';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { IMPORT_FORMATS, importFile, type ImportFormat, type ImportSummary } from '../../history/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, parseBrokers } from '../../streams/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, parseBrokers } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { loadConfig } from '../config.ts';
 
 const HELP = `

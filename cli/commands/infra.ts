@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { join } from 'node:path';
 import { stackDown, stackPids, stackStatus, stackUp, type StackOptions, type StackProgress, type StackStatus } from '../../infra/index.ts';
 import { loadConfig } from '../config.ts';
-import { TurnstreamError } from '../../core/errors.ts';
+import { TurnstreamError } from '../../core/index.ts';
 
 interface InfraFlags {
   home?: string;

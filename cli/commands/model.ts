@@ -5,8 +5,7 @@
  */
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import type { NativeInstallProgress } from '../../policy/index.ts';
-import { listModels, resolveModel, type ModelProgress, type ResolvedModel } from '../../policy/models/index.ts';
+import { type NativeInstallProgress, listModels, resolveModel, type ModelProgress, type ResolvedModel } from '../../policy/index.ts';
 import { loadConfig } from '../config.ts';
 
 const mb = (bytes: number | undefined): string => (bytes === undefined ? '?' : (bytes / 1e6).toFixed(1));

@@ -5,8 +5,8 @@
 import type { Command } from 'commander';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_TIMEOUT_SECONDS, installPlugin } from '../../integrations/openclaw/index.ts';
-import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
+import { DEFAULT_TIMEOUT_SECONDS, installPlugin } from '../../integrations/index.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
 
 const HELP = `
 The plugin adds X-Session-Id (OpenClaw's session id) and X-Turn-Type (main for a run the user

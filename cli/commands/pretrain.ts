@@ -5,7 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { createLogger, invalidInput } from '../../streams/index.ts';
+import { createLogger, invalidInput } from '../../core/index.ts';
 import { loadCheckpoint, selectBackend, type BackendName } from '../../policy/index.ts';
 import { lossCurveSvg, pretrain, sampleReplies } from '../../trainer/index.ts';
 import { loadConfig } from '../config.ts';

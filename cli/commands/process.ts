@@ -15,7 +15,8 @@ import {
   startSessionAssembler,
   startTrajectoryAssembler,
 } from '../../processors/index.ts';
-import { createKafka, createLogger, parseBrokers, waitForDependencies, type ProcessorHandle } from '../../streams/index.ts';
+import { createKafka, parseBrokers, waitForDependencies, type ProcessorHandle } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { servedModel } from '../served-model.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 

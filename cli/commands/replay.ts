@@ -10,7 +10,8 @@ import { resolve } from 'node:path';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { createEmbeddedJudge, createLlmJudge, loadTeacher, type Judge, type SampleBuilderOptions } from '../../processors/index.ts';
 import { loadReplayConfig, parseBound, runReplay, type ReplayConfig, type ReplaySummary } from '../../history/index.ts';
-import { createKafka, createLogger, invalidInput, parseBrokers } from '../../streams/index.ts';
+import { createKafka, parseBrokers } from '../../streams/index.ts';
+import { createLogger, invalidInput } from '../../core/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 
 /** The judge a replay uses: the config file's settings over the live ones. */

@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/clickhouse-sink/index.ts';
-import { createKafka, createLogger, parseBrokers, waitForDependencies } from '../../streams/index.ts';
+import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/index.ts';
+import { createKafka, parseBrokers, waitForDependencies } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { loadConfig, SettingsReader, type TurnstreamConfig } from '../config.ts';
 
 /** Where analytics lives, from the configuration (used by sink, report and dashboard). */

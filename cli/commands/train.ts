@@ -6,16 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import type { Command } from 'commander';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import {
-  createKafka,
-  createLogger,
-  ensureTopics,
-  KeySet,
-  metricsRegistry,
-  parseBrokers,
-  presentedKey,
-  waitForDependencies,
-} from '../../streams/index.ts';
+import { createKafka, ensureTopics, KeySet, parseBrokers, presentedKey, waitForDependencies } from '../../streams/index.ts';
+import { createLogger, metricsRegistry } from '../../core/index.ts';
 import { selectBackend, type BackendName, type LoraTarget } from '../../policy/index.ts';
 import {
   familyStepOptions,

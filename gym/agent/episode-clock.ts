@@ -2,7 +2,7 @@
  * An episode's wall clock: one signal that aborts when the task's `timeout_s` runs out or when
  * the caller aborts (Ctrl-C), and which of the two it was.
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 
 export interface EpisodeClock {
   /** Aborts at the deadline or with the caller's signal. */

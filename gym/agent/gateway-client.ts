@@ -6,7 +6,7 @@
  */
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessage } from 'openai/resources/chat/completions';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import type { RolloutOptions } from './rollout-types.ts';
 
 /** One model call's answer. */

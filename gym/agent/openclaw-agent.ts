@@ -18,8 +18,8 @@
  */
 import { access, constants, stat } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
-import { ensureOpenClaw, type OpenClawInstall } from '../../integrations/openclaw/index.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
+import { ensureOpenClaw, type OpenClawInstall } from '../../integrations/index.ts';
 import { DEFAULT_SYSTEM_PATHS, type Sandbox, type SandboxOptions } from '../sandbox/sandbox.ts';
 import type { Task } from '../tasks/task.ts';
 import { FORWARDER_SOURCE } from './bridge-forwarder.ts';

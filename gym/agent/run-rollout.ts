@@ -10,7 +10,7 @@ import { verifyRollout } from '../verify/verify-rollout.ts';
 import { runBuiltinAgent } from './builtin-agent.ts';
 import { aborted } from './episode-clock.ts';
 import { rolloutClient } from './gateway-client.ts';
-import type { OpenClawInstall } from '../../integrations/openclaw/index.ts';
+import type { OpenClawInstall } from '../../integrations/index.ts';
 import { openClawSandboxOptions, resolveOpenClaw, runOpenClawAgent } from './openclaw-agent.ts';
 import type { Episode, RolloutOptions, RolloutResult } from './rollout-types.ts';
 

@@ -4,7 +4,7 @@
  * note saying how much was cut.
  */
 import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import type { ExecResult, Sandbox, SandboxLimits } from '../sandbox/sandbox.ts';
 import type { ToolName } from '../tasks/task.ts';
 import { endOf } from '../verify/verify-rollout.ts';

@@ -5,8 +5,7 @@
  * files. Where no way works the error names each reason and the fix; nothing runs on the host.
  * Each new sandbox first clears what killed parents left under the same folder (reap-orphans.ts).
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
-import { createLogger } from '../../core/logger.ts';
+import { ErrorCodes, TurnstreamError, createLogger } from '../../core/index.ts';
 import { probeSandboxes, type DetectOptions, type SandboxDetection, type SandboxHost } from './detect-sandbox.ts';
 import { INSTALL_BUBBLEWRAP, installBubblewrap, shouldInstallBubblewrap } from './install-bubblewrap.ts';
 import { resolveLimits } from './limits.ts';

@@ -6,8 +6,7 @@
  * {@link detectSandbox}; {@link createSandbox} uses the same probes.
  */
 import { tmpdir } from 'node:os';
-import { canUseApt, findExecutable } from '../../core/system-packages.ts';
-import { invalidInput } from '../../core/errors.ts';
+import { canUseApt, findExecutable, invalidInput } from '../../core/index.ts';
 import { bwrapBackend } from './bwrap-sandbox.ts';
 import { INSTALL_BUBBLEWRAP } from './install-bubblewrap.ts';
 import type { SandboxBackend } from './launch.ts';

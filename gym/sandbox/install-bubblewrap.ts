@@ -4,7 +4,7 @@
  * for ClickHouse, saying so on one line. Anywhere else the error names `sudo apt-get install
  * bubblewrap` (and the unshare sandbox serves where it can).
  */
-import { aptInstall, runCommand, type Runner } from '../../core/system-packages.ts';
+import { aptInstall, runCommand, type Runner } from '../../core/index.ts';
 import type { SandboxKind } from './sandbox.ts';
 
 export const BUBBLEWRAP_PACKAGES = ['bubblewrap'] as const;

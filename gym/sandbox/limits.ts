@@ -18,7 +18,7 @@
  *   process left in the PID namespace.
  */
 import { constants } from 'node:os';
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 import { DEFAULT_LIMITS, type KilledBy, type SandboxLimits } from './sandbox.ts';
 
 /** Limits over defaults, each checked to be a positive integer (TS_ERR_INVALID_INPUT naming the field). */

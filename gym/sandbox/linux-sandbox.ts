@@ -3,7 +3,7 @@
  * unshare's) over the same workspace, so nothing a command starts outlives it and only files
  * carry from one command to the next.
  */
-import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
 import type { SandboxHost } from './detect-sandbox.ts';
 import { lifelineArgv } from './lifeline.ts';
 import { prlimitArgv, resolveLimits } from './limits.ts';

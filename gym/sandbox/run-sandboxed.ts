@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { classifyEnd, commandEnd } from './limits.ts';
 import { OutputCap } from './output-cap.ts';
 import { killPipeHolders, stdioPipes } from './pipe-holders.ts';

@@ -7,7 +7,7 @@
  * own, which die with it: nothing it started outlives it. Where no sandbox can be made,
  * creating one fails with TS_ERR_PREREQUISITE; nothing ever runs on the host instead.
  */
-import type { Logger } from '../../core/logger.ts';
+import type { Logger } from '../../core/index.ts';
 
 /** The two ways of making a sandbox, best first. */
 export type SandboxKind = 'bwrap' | 'unshare';

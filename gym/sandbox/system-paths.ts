@@ -4,7 +4,7 @@
  */
 import { lstatSync, readlinkSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 
 /** One system path inside the sandbox. */
 export type SystemMount = { kind: 'bind'; path: string } | { kind: 'symlink'; path: string; target: string };

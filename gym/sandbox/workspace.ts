@@ -11,7 +11,7 @@
 import { constants as fsConstants } from 'node:fs';
 import { chmod, chown, lstat, mkdir, mkdtemp, open, readlink, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
 import { boxPrefix } from './reap-orphans.ts';
 import { removeTree } from './remove-tree.ts';
 

@@ -4,7 +4,7 @@
  * round(share × n) of them, at least 1 and at most n − 1, spread evenly over the file's order (so
  * a file ordered by theme holds out some of each), the same for every seed and run.
  */
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 import type { Task } from './task.ts';
 
 /** Share of the tasks held out where the file does not say. */

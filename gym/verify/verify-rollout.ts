@@ -6,7 +6,7 @@
  * - `answer`: the task's check (the persona check language, eval/persona-check.ts) on the
  *   final assistant message.
  */
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 import { compileCheck, type PersonaCheck } from '../../eval/index.ts';
 import type { ExecResult, Sandbox, SandboxLimits } from '../sandbox/sandbox.ts';
 import { isCommandVerify, type Task } from '../tasks/task.ts';

@@ -11,7 +11,7 @@
 import { copyFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
 
 export const PLUGIN_ID = 'rl-training-headers';
 /**

@@ -1,4 +1,4 @@
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 import type { ByteTokenizer } from './tokenizer.ts';
 
 /** Roles the built-in model knows. The gateway flattens content parts to a string first. */

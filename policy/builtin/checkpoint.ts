@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/index.ts';
 import { resolveModelConfig, TransformerModel, weightShapes, type ModelConfig } from './model.ts';
 
 export const CHECKPOINT_FORMAT = 'turnstream-tfjs-v1';

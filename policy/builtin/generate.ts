@@ -1,6 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/errors.ts';
-import { mulberry32 } from '../../core/random.ts';
+import { ErrorCodes, TurnstreamError, invalidInput, mulberry32 } from '../../core/index.ts';
 import { disposeCache, type KvCache, type TransformerModel } from './model.ts';
 import { ByteTokenizer } from './tokenizer.ts';
 

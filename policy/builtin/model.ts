@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 
 /** Shape of the built-in decoder-only transformer. */
 export interface ModelConfig {

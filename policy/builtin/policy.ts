@@ -1,4 +1,4 @@
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { renderPrompt, type ChatMessage } from './chat-template.ts';
 import { loadCheckpoint } from './checkpoint.ts';
 import { generate, scoreTokens, type GenerateOptions, type GeneratedToken } from './generate.ts';

@@ -1,4 +1,4 @@
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 
 /** Special tokens, in id order after the 256 byte ids. */
 export const SPECIAL_TOKENS = ['<|bos|>', '<|eos|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|end|>', '<|pad|>'] as const;

@@ -5,7 +5,7 @@
  * ggml's, which is what the model's matrices assume: for a weight [ne0 = in, ne1 = out], the
  * result is row-major [out][in].
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { GgmlType, elementCount, ggmlTypeLayout, ggmlTypeName } from './ggml-type.ts';
 import { HALF_TO_FLOAT as H, bfloat16ToFloat } from './half.ts';
 

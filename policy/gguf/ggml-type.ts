@@ -3,7 +3,7 @@
  * file format (ggml.h's `enum ggml_type`), so they are listed here rather than imported from
  * node-llama-cpp, whose import costs more than a second.
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 
 export const GgmlType = {
   F32: 0,

@@ -5,7 +5,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import type { GgufFileInfo, GgufMetadata } from 'node-llama-cpp';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { dequantize } from './dequantize.ts';
 import { elementCount, ggmlTypeName, tensorByteLength } from './ggml-type.ts';
 

@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { elementCount, ggmlTypeName, tensorByteLength } from './ggml-type.ts';
 import { quantize } from './quantize.ts';
 

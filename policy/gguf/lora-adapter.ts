@@ -4,7 +4,7 @@
  * PEFT's lora_A) and `<name>.lora_b` with dims [r, out] (row-major [out][r], PEFT's lora_B);
  * llama.cpp computes W·x + (alpha / r)·scale·B·(A·x), scale being the one given at load time.
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import type { GgufFile } from './gguf-file.ts';
 import { GgmlType } from './ggml-type.ts';
 import { kv, writeGguf, type GgufKv, type GgufTensorSpec, type WrittenGguf } from './gguf-writer.ts';

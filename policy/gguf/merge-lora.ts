@@ -4,7 +4,7 @@
  * Adapted weights are stored in `type`; every other tensor is copied byte for byte, and every
  * key/value verbatim, so the result loads wherever the base did (llama.cpp, Ollama).
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { openGguf, type GgufFile } from './gguf-file.ts';
 import { GgmlType, ggmlTypeLayout } from './ggml-type.ts';
 import { writeGguf, type GgufTensorSpec, type WrittenGguf } from './gguf-writer.ts';

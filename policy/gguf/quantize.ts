@@ -4,7 +4,7 @@
  * K-quants by min/max rather than ggml's iterative search, so their error is somewhat larger),
  * which is all the project needs: test models, adapters and merged exports that llama.cpp reads.
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { GgmlType, ggmlTypeLayout, ggmlTypeName } from './ggml-type.ts';
 import { HALF_TO_FLOAT, floatToHalf } from './half.ts';
 

@@ -4,7 +4,7 @@
  * llama.cpp checks types strictly, so a file derived from another (a merged model) copies each
  * value's bytes rather than re-encoding a parsed value. This only finds where each entry ends.
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import type { GgufFile } from './gguf-file.ts';
 import type { GgufKv } from './gguf-writer.ts';
 

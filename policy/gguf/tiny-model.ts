@@ -4,7 +4,7 @@
  * BPE vocabulary of byte-bpe.ts and a ChatML template. llama.cpp loads and runs them like any
  * checkpoint of the family; what they generate is gibberish.
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { BPE_TRAINING_TEXT, BYTE_TO_UNICODE, learnMerges } from './byte-bpe.ts';
 import { GgmlType, ggmlTypeLayout, type GgmlTypeName } from './ggml-type.ts';
 import { kv, writeGguf, type GgufKv, type GgufTensorSpec, type WrittenGguf } from './gguf-writer.ts';

@@ -24,7 +24,7 @@ import {
   type Token,
 } from 'node-llama-cpp';
 import type { ChatMessage, ToolCall } from '../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 
 export interface ChatFormatOptions {
   /** The Jinja chat template. @default the model's `tokenizer.chat_template` */

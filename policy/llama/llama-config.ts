@@ -3,7 +3,7 @@
  * forward pass `LlamaModel` implements (llama — which covers Llama 2/3.x, SmolLM2, Mistral
  * dense — qwen2 and qwen3).
  */
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 
 /** GGUF architectures the tfjs forward pass (and so the LoRA trainer) supports. */
 export const TRAINABLE_ARCHITECTURES = ['llama', 'qwen2', 'qwen3'] as const;

@@ -10,7 +10,7 @@
  * long prompt costs layers, not vocabulary-sized products.
  */
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { causalMask } from './causal-attention.ts';
 import {
   decoderLayer,

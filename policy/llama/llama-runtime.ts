@@ -4,8 +4,7 @@
  * time (a missing toolchain would make that fail slowly). One line says which was chosen.
  */
 import { getLlama, LlamaLogLevel, type Llama } from 'node-llama-cpp';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
-import type { Logger } from '../../core/logger.ts';
+import { ErrorCodes, TurnstreamError, type Logger } from '../../core/index.ts';
 
 export interface LlamaRuntimeOptions {
   /** `auto` uses a GPU build when one loads; `false` forces the CPU. @default 'auto' */

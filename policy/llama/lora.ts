@@ -5,7 +5,7 @@
  * the serving engine. In memory A and B are kept transposed (aᵀ [in, r], bᵀ [r, out]) for x·aᵀ·bᵀ.
  */
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/index.ts';
 import type { LoraPair } from '../gguf/lora-adapter.ts';
 import type { LlamaConfig } from './llama-config.ts';
 

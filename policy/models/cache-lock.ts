@@ -6,7 +6,7 @@
  * is renamed into place.
  */
 import lockfile from 'proper-lockfile';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 
 /** Options of {@link withCacheLock}. */
 export interface CacheLockOptions {

@@ -7,8 +7,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
-import { retry } from '../../core/retry.ts';
+import { ErrorCodes, TurnstreamError, retry } from '../../core/index.ts';
 
 /** Where a download stands. */
 export interface DownloadProgress {

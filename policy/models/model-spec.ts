@@ -4,7 +4,7 @@
  */
 import { homedir } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { MODEL_CATALOG, catalogModel, type CatalogModel } from './catalog.ts';
 
 /** A parsed model spec. */

@@ -5,7 +5,7 @@
  */
 import { open, mkdir, rm, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { withCacheLock } from './cache-lock.ts';
 import { MODEL_CATALOG, type CatalogModel } from './catalog.ts';
 import { downloadFile } from './download-file.ts';

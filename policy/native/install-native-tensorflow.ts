@@ -14,8 +14,7 @@ import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, lstat, mkdir, readFile, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
-import { aptInstall, canUseApt, findExecutable } from '../../core/system-packages.ts';
+import { ErrorCodes, TurnstreamError, aptInstall, canUseApt, findExecutable } from '../../core/index.ts';
 import { downloadFile, extractZipMembers, sha256File, withCacheLock } from '../models/index.ts';
 import {
   BINDING_HEADERS,

@@ -1,5 +1,5 @@
 /** The sink's Prometheus metrics (the shared registry of core/metrics.ts). */
-import { counter, gauge, histogram } from '../../streams/index.ts';
+import { counter, gauge, histogram } from '../../core/index.ts';
 
 export const sinkMetrics = {
   rows: counter('turnstream_sink_rows_inserted_total', 'Rows inserted into ClickHouse', ['table']),

@@ -1,7 +1,8 @@
 import type { Kafka } from 'kafkajs';
 import type { AnalyticsOptions, TableId } from '../../analytics/store/index.ts';
 import type { TopicId } from '../../schemas/index.ts';
-import type { EventCodecs, Logger } from '../../streams/index.ts';
+import type { EventCodecs } from '../../streams/index.ts';
+import type { Logger } from '../../core/index.ts';
 
 /** Topics the sink stores by default: every topic but the assembler's changelog. */
 export const SINK_TOPICS: readonly TopicId[] = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq', 'rewards'];

@@ -5,7 +5,7 @@
  */
 import { migrate, TABLE_OF, type AnalyticsStore } from '../../analytics/store/index.ts';
 import type { TopicId } from '../../schemas/index.ts';
-import { isRetriable, retry, toTurnstreamError, type Logger } from '../../streams/index.ts';
+import { isRetriable, retry, toTurnstreamError, type Logger } from '../../core/index.ts';
 import type { RowBuffer } from './row-buffer.ts';
 
 export interface PrepareStoreOptions {

@@ -5,7 +5,8 @@
  * Nothing is looked for while ClickHouse is down (the consumer is paused).
  */
 import type { Admin, Kafka } from 'kafkajs';
-import type { FlushConsumer, Logger } from '../../streams/index.ts';
+import type { FlushConsumer } from '../../streams/index.ts';
+import type { Logger } from '../../core/index.ts';
 import type { SinkRoutes } from './sink-routes.ts';
 
 export interface ReplayDiscoveryOptions {

@@ -5,7 +5,7 @@
  * arrived meanwhile. The Kafka offsets they cover are kept by the consumer
  * (streams/flush-consumer.ts), committed once the rows are stored.
  */
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput } from '../../core/index.ts';
 import { RowBinaryEncoder, type Column, type Row, type TableId } from '../../analytics/store/index.ts';
 
 /** Encoded rows of one table: chunks to send in order. */

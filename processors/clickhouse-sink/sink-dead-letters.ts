@@ -4,7 +4,8 @@
  */
 import type { KafkaMessage } from 'kafkajs';
 import type { TopicId } from '../../schemas/index.ts';
-import { deadLetter, toTurnstreamError, type EventProducer, type Logger } from '../../streams/index.ts';
+import { deadLetter, type EventProducer } from '../../streams/index.ts';
+import { toTurnstreamError, type Logger } from '../../core/index.ts';
 import type { SinkCounters } from './sink-stats.ts';
 
 export class SinkDeadLetters {

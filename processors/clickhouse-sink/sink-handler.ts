@@ -7,7 +7,8 @@
  */
 import type { KafkaMessage } from 'kafkajs';
 import { toRow, type AnalyticsStore, type TableId } from '../../analytics/store/index.ts';
-import { isRetriable, type FlushConsumerOptions } from '../../streams/index.ts';
+import type { FlushConsumerOptions } from '../../streams/index.ts';
+import { isRetriable } from '../../core/index.ts';
 import type { ReplayTopic } from './replay-topics.ts';
 import type { RowBuffer } from './row-buffer.ts';
 import type { SinkDeadLetters } from './sink-dead-letters.ts';

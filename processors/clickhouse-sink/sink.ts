@@ -17,7 +17,8 @@
  * behind `stats()` and the Prometheus metrics move together (sink-stats.ts).
  */
 import { AnalyticsStore, TABLE_OF } from '../../analytics/store/index.ts';
-import { createLogger, EventProducer, FlushConsumer } from '../../streams/index.ts';
+import { EventProducer, FlushConsumer } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { SINK_TOPICS, type ClickhouseSinkOptions } from './options.ts';
 import { prepareStore } from './prepare-store.ts';
 import { ReplayDiscovery } from './replay-discovery.ts';

@@ -3,7 +3,8 @@
  * built (and their schemas registered) on first use. A record decodes without an await when its
  * family's codecs are built and know its writer schema.
  */
-import { ErrorCodes, TurnstreamError, type EventCodecs } from '../../streams/index.ts';
+import type { EventCodecs } from '../../streams/index.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 
 export class TagCodecs {
   private readonly prefix: string;

@@ -9,9 +9,8 @@
  */
 import type { Judgement, TurnPair, Vote } from '../../schemas/index.ts';
 import type OpenAI from 'openai';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError, retry } from '../../core/index.ts';
 import { jsonOf, openAIClient, openAIFailure } from '../../core/openai-client.ts';
-import { retry } from '../../core/retry.ts';
 import { parseBoxed, parseHint } from './boxed.ts';
 import { hasEvidence, makeJudgement, type Judge, type JudgeCallOptions, type JudgeMode } from './judge.ts';
 import { majorityVote, selectHint } from './majority-vote.ts';

@@ -16,7 +16,7 @@
  * `${turnId}:${method}`, so rebuilding a judgement yields the same sample.
  */
 import { isRolloutStep, type Judgement, type Sample, type SampleMethod } from '../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { appendHint, type Teacher } from './teacher.ts';
 
 export type TrainMethod = 'rl' | 'opd' | 'combined';

@@ -10,8 +10,7 @@
  */
 import { ChatFormat, llamaRuntime, type OpenAITool } from '../../policy/index.ts';
 import type { ChatMessage } from '../../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
-import type { Logger } from '../../core/logger.ts';
+import { ErrorCodes, TurnstreamError, type Logger } from '../../core/index.ts';
 import type { Teacher, TeacherScoreOptions, TeacherScores } from './teacher.ts';
 
 export interface LlamaTeacherOptions {

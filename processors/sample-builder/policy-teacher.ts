@@ -5,7 +5,7 @@
  */
 import type { ChatMessage } from '../../schemas/index.ts';
 import { toPolicyMessages } from '../../policy/index.ts';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import type { Teacher, TeacherScoreOptions, TeacherScores } from './teacher.ts';
 
 /** What the teacher needs of a loaded policy (the trainer's `PolicyHandle` has it). */

@@ -18,9 +18,8 @@
 import type { ChatMessage, TopKEntry } from '../../schemas/index.ts';
 import type OpenAI from 'openai';
 import type { CompletionCreateParamsNonStreaming } from 'openai/resources/completions';
-import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
+import { ErrorCodes, TurnstreamError, retry } from '../../core/index.ts';
 import { jsonOf, openAIClient, openAIFailure } from '../../core/openai-client.ts';
-import { retry } from '../../core/retry.ts';
 import type { Teacher, TeacherScoreOptions, TeacherScores } from './teacher.ts';
 
 export interface UpstreamTeacherOptions {

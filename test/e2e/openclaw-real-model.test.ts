@@ -14,7 +14,7 @@ import { createGateway, type Gateway } from '../../gateway/index.ts';
 import { DEFAULT_TIMEOUT_SECONDS, withPlugin } from '../../integrations/openclaw/index.ts';
 import { resolveModel } from '../../policy/index.ts';
 import type { Turn } from '../../schemas/index.ts';
-import { createLogger } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { family, readAll, waitFor, type Family } from '../integration/processors/support.ts';
 import { ensureOpenClaw, openclaw, type OpenClawEnv } from '../support/openclaw.ts';
 import { ensureStack } from '../support/stack.ts';

@@ -23,7 +23,8 @@ import {
 } from '../../processors/index.ts';
 import { HINT_SYSTEM_PROMPT } from '../../processors/judge/index.ts';
 import type { Sample } from '../../schemas/index.ts';
-import { createLogger, type ProcessorHandle } from '../../streams/index.ts';
+import type { ProcessorHandle } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { family, readAll, waitFor, type Family } from '../integration/processors/support.ts';
 import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../unit/processors/support/fake-openai.ts';
 import { ensureStack } from '../support/stack.ts';

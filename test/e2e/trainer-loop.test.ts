@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startJudge, startSampleBuilder, startSessionAssembler, createEmbeddedJudge } from '../../processors/index.ts';
-import { createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
+import { ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { startLearner, type LearnerHandle } from '../../trainer/index.ts';
 import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from '../integration/gateway/support.ts';
 import { ensureStack, uniquePrefix } from '../support/stack.ts';

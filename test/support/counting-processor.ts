@@ -10,14 +10,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createEventCodecs,
   createKafka,
-  ErrorCodes,
   runProcessor,
-  TurnstreamError,
   type EventCodecs,
   type HandlerContext,
   type InputRecord,
   type ProcessorHandle,
 } from '../../streams/index.ts';
+import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import type { SessionState, Turn } from '../../schemas/index.ts';
 import type { Kafka } from 'kafkajs';
 import { examplePair, exampleSessionState } from './fixtures.ts';

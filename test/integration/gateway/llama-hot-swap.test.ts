@@ -24,7 +24,7 @@ import {
   type TinyModel,
 } from '../../../policy/index.ts';
 import type { WeightVersion } from '../../../schemas/index.ts';
-import { createLogger } from '../../../streams/index.ts';
+import { createLogger } from '../../../core/index.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 let dir = '';

@@ -26,7 +26,7 @@ import {
   type TinyModel,
 } from '../../../policy/index.ts';
 import type { ChatMessage, Turn, WeightVersion } from '../../../schemas/index.ts';
-import { createLogger } from '../../../streams/index.ts';
+import { createLogger } from '../../../core/index.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 /** A chat message of role and text (the wire shape and ChatFormat's). */

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import type { TopicId, TopicNaming } from '../../../schemas/index.ts';
-import { createEventCodecs, createKafka, createLogger, ensureTopics, type EventCodecs, type TopicValues } from '../../../streams/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, type EventCodecs, type TopicValues } from '../../../streams/index.ts';
+import { createLogger } from '../../../core/index.ts';
 import { createGateway, type Gateway, type GatewayOptions } from '../../../gateway/index.ts';
 import { waitFor } from '../../support/wait-for.ts';
 

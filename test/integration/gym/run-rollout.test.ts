@@ -15,7 +15,7 @@ import { createGateway, type Gateway } from '../../../gateway/index.ts';
 import { runRollout } from '../../../gym/agent/run-rollout.ts';
 import { loadTaskSuite } from '../../../gym/tasks/parse-task-suite.ts';
 import { writeTinyModel } from '../../../policy/index.ts';
-import { createLogger } from '../../../streams/index.ts';
+import { createLogger } from '../../../core/index.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Admin, Kafka } from 'kafkajs';
-import { createKafka, createLogger, PublishConsumer, readToEnd } from '../../../streams/index.ts';
+import { createKafka, PublishConsumer, readToEnd } from '../../../streams/index.ts';
+import { createLogger } from '../../../core/index.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { waitFor } from '../../support/wait-for.ts';
 

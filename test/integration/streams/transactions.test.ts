@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
-import { createKafka, createLogger, metricsRegistry, readToEnd } from '../../../streams/index.ts';
+import { createKafka, readToEnd } from '../../../streams/index.ts';
+import { createLogger, metricsRegistry } from '../../../core/index.ts';
 import { Transactions } from '../../../streams/transactions.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';

@@ -13,16 +13,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
 import type { Sample, WeightVersion } from '../../../schemas/index.ts';
-import {
-  createEventCodecs,
-  createKafka,
-  createLogger,
-  ensureTopics,
-  EventProducer,
-  metricsRegistry,
-  readToEnd,
-  type EventCodecs,
-} from '../../../streams/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
+import { createLogger, metricsRegistry } from '../../../core/index.ts';
 import { ByteTokenizer, initCheckpoint, selectBackend } from '../../../policy/index.ts';
 import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
