@@ -280,12 +280,74 @@ async function modelPath(
   return { path: m.path, name: m.name, sha256: m.sha256 ?? (await sha256File(m.path)) };
 }
 
-export async function run(args: BenchArgs): Promise<BenchResult & Record<string, unknown>> {
-  const o = resolveOptions(options, args.options);
+/** The sizes of the step and scoring measurements and of the time to first token (none with `--ttft none`), checked. */
+function sizesOf(o: Record<string, string>): { sizes: number[]; ttftSizes: number[] } {
   const sizes = o.tokens.split(',').map(Number);
   if (sizes.some((n) => !Number.isInteger(n) || n < 8)) throw new Error('--tokens: whole numbers ≥ 8, comma-separated');
   const ttftSizes = o.ttft === 'none' ? [] : o.ttft.split(',').map(Number);
   if (ttftSizes.some((n) => !Number.isInteger(n) || n < 32)) throw new Error("--ttft: whole numbers ≥ 32, comma-separated, or 'none'");
+  return { sizes, ttftSizes };
+}
+
+/** Every round: each tfjs backend in a fresh process, then the PyTorch peer (with a `python`). */
+async function measureRounds(
+  args: BenchArgs,
+  r: { rounds: number; backends: BackendName[]; path: string; tokens: string; steps: string; sizes: number[]; threads: number },
+  python: string | null,
+): Promise<{ tfRounds: TfRound[]; peerRounds: TorchPeerResult[] }> {
+  const tfRounds: TfRound[] = [];
+  const peerRounds: TorchPeerResult[] = [];
+  for (let i = 0; i < r.rounds; i++) {
+    for (const b of r.backends) {
+      args.progress(`bench model: round ${i + 1}, tfjs ${b} …`);
+      tfRounds.push(await runChild(b, r.path, r.tokens, r.steps));
+    }
+    if (python) {
+      args.progress(`bench model: round ${i + 1}, PyTorch + peft …`);
+      peerRounds.push(await runTorchPeer({ python, modelPath: r.path, tokens: r.sizes, steps: Number(r.steps), threads: r.threads }));
+    }
+  }
+  return { tfRounds, peerRounds };
+}
+
+/** One value per size as a list of one, for {@link pool}. */
+const listed = (bySize: Record<string, number>): Record<string, number[]> =>
+  Object.fromEntries(Object.entries(bySize).map(([k, v]) => [k, [v]]));
+
+/** A tfjs backend over the rounds it ran in: medians, or why it did not run. */
+function backendSummary(b: BackendName, tfRounds: TfRound[]) {
+  const rs = tfRounds.filter((t) => t.backend === b && t.available);
+  if (rs.length === 0) return { backend: b, available: false, error: tfRounds.find((t) => t.backend === b)?.error };
+  return {
+    backend: b,
+    available: true,
+    lora_step_s: medians(pool(rs.map((t) => t.stepSeconds))),
+    lora_step_cpu_s: medians(pool(rs.map((t) => t.stepCpuSeconds))),
+    forward_tokens_per_s: medians(pool(rs.map((t) => listed(t.forwardTokensPerSec ?? {})))),
+    lora_parameters: rs[0].loraParameters,
+    peak_rss_mb: Math.max(...rs.map((t) => t.peakRssMB ?? 0)),
+  };
+}
+
+/** The PyTorch peer over its rounds: medians (null without a peer). */
+function peerSummary(peerRounds: TorchPeerResult[]) {
+  if (!peerRounds.length) return null;
+  return {
+    name: peerRounds[0].name,
+    threads: peerRounds[0].threads,
+    weights: peerRounds[0].weights,
+    lora_parameters: peerRounds[0].lora_parameters,
+    lora_step_s: medians(pool(peerRounds.map((p) => listed(p.lora_step_s)))),
+    lora_step_cpu_s: medians(pool(peerRounds.map((p) => listed(p.lora_step_cpu_s)))),
+    forward_tokens_per_s: medians(pool(peerRounds.map((p) => listed(p.forward_tokens_per_s)))),
+    peak_rss_mb: Math.max(...peerRounds.map((p) => p.peak_rss_mb)),
+    per_round: peerRounds.map((p) => p.lora_step_s),
+  };
+}
+
+export async function run(args: BenchArgs): Promise<BenchResult & Record<string, unknown>> {
+  const o = resolveOptions(options, args.options);
+  const { sizes, ttftSizes } = sizesOf(o);
   const threads = Number(o.threads);
   const backends = o.backends.split(',') as BackendName[];
   const withPeer = o.peer === 'torch';
@@ -298,53 +360,13 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
       ? await ensureTorchPeer({ home: args.config.home, onProgress: (l) => args.progress(`torch peer: ${l}`) })
       : null;
 
-    const tfRounds: TfRound[] = [];
-    const peerRounds: TorchPeerResult[] = [];
-    for (let r = 0; r < Number(o.rounds); r++) {
-      for (const b of backends) {
-        args.progress(`bench model: round ${r + 1}, tfjs ${b} …`);
-        tfRounds.push(await runChild(b, path, o.tokens, o.steps));
-      }
-      if (python) {
-        args.progress(`bench model: round ${r + 1}, PyTorch + peft …`);
-        peerRounds.push(await runTorchPeer({ python, modelPath: path, tokens: sizes, steps: Number(o.steps), threads }));
-      }
-    }
-    const perBackend = backends.map((b) => {
-      const rs = tfRounds.filter((t) => t.backend === b && t.available);
-      if (rs.length === 0) return { backend: b, available: false, error: tfRounds.find((t) => t.backend === b)?.error };
-      return {
-        backend: b,
-        available: true,
-        lora_step_s: medians(pool(rs.map((t) => t.stepSeconds))),
-        lora_step_cpu_s: medians(pool(rs.map((t) => t.stepCpuSeconds))),
-        forward_tokens_per_s: medians(
-          pool(rs.map((t) => Object.fromEntries(Object.entries(t.forwardTokensPerSec ?? {}).map(([k, v]) => [k, [v]])))),
-        ),
-        lora_parameters: rs[0].loraParameters,
-        peak_rss_mb: Math.max(...rs.map((t) => t.peakRssMB ?? 0)),
-      };
-    });
+    const rounds = { rounds: Number(o.rounds), backends, path, tokens: o.tokens, steps: o.steps, sizes, threads };
+    const { tfRounds, peerRounds } = await measureRounds(args, rounds, python);
+    const perBackend = backends.map((b) => backendSummary(b, tfRounds));
     const first = perBackend[0];
     if (!('lora_step_s' in first)) throw new Error(`bench model: tfjs ${backends[0]} did not run: ${first.error}`);
     const main = first as Extract<(typeof perBackend)[number], { lora_step_s: Record<string, number> }>;
-    const peer = peerRounds.length
-      ? {
-          name: peerRounds[0].name,
-          threads: peerRounds[0].threads,
-          weights: peerRounds[0].weights,
-          lora_parameters: peerRounds[0].lora_parameters,
-          lora_step_s: medians(pool(peerRounds.map((p) => Object.fromEntries(Object.entries(p.lora_step_s).map(([k, v]) => [k, [v]]))))),
-          lora_step_cpu_s: medians(
-            pool(peerRounds.map((p) => Object.fromEntries(Object.entries(p.lora_step_cpu_s).map(([k, v]) => [k, [v]])))),
-          ),
-          forward_tokens_per_s: medians(
-            pool(peerRounds.map((p) => Object.fromEntries(Object.entries(p.forward_tokens_per_s).map(([k, v]) => [k, [v]])))),
-          ),
-          peak_rss_mb: Math.max(...peerRounds.map((p) => p.peak_rss_mb)),
-          per_round: peerRounds.map((p) => p.lora_step_s),
-        }
-      : null;
+    const peer = peerSummary(peerRounds);
     const ratioStep = peer ? Object.fromEntries(sizes.map((T) => [T, round3(main.lora_step_s[T] / peer.lora_step_s[T])])) : null;
     const ratioForward = Object.fromEntries(sizes.map((T) => [T, round3(main.forward_tokens_per_s[T] / llamaCpp.promptTokensPerSec[T])]));
     const ttft: TtftResult | null = ttftSizes.length
