@@ -237,12 +237,32 @@ async function peerTtft(seq: LlamaContextSequence, ids: number[]): Promise<numbe
 
 const round3 = (x: number): number => Number(x.toFixed(3));
 
-export async function measureTtft(o: TtftOptions): Promise<TtftResult> {
-  const load0 = loadavg()[0];
-  const maxSize = Math.max(...o.sizes);
-  // Room for the longest prompt, its answer and a second turn.
-  const contextSize = maxSize + 256;
-  const gw = createGateway({
+/** A prompt as chat messages and as the token ids the chat template renders them to. */
+interface Prompt {
+  messages: ChatMessage[];
+  ids: number[];
+}
+
+/** Messages whose rendered prompt is the longest under `size` tokens, starting with text of their own. */
+function fitPrompt(format: ChatFormat, fullText: string, size: number): Prompt {
+  const nonce = `Session ${randomBytes(6).toString('hex')}.\n`;
+  const at = (chars: number): ChatMessage[] => [msg('system', nonce + fullText.slice(0, chars)), msg('user', USER)];
+  let lo = 0;
+  let hi = fullText.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (format.tokenize(at(mid)).length <= size) lo = mid;
+    else hi = mid - 1;
+  }
+  const ids = format.tokenize(at(lo));
+  if (ids.length > size)
+    throw new Error(`bench model: --ttft ${size} is shorter than the chat template and the user message (${ids.length} tokens)`);
+  return { messages: at(lo), ids };
+}
+
+/** The in-process gateway on the llama engine, with room for the longest prompt, its answer and a second turn. */
+function benchGateway(o: TtftOptions, contextSize: number): ReturnType<typeof createGateway> {
+  return createGateway({
     port: 0,
     home: join(o.dir, 'gateway'),
     logger: createLogger('bench-model', 'warn'),
@@ -257,6 +277,103 @@ export async function measureTtft(o: TtftOptions): Promise<TtftResult> {
     // A long prompt on a busy CPU may take longer than the gateway's default bound on a generation.
     generationTimeoutMs: 3_600_000,
   });
+}
+
+/** `f`'s result and the CPU seconds this process spent on it. */
+async function withCpu<T>(f: () => Promise<T>): Promise<[T, number]> {
+  const c0 = process.cpuUsage();
+  const out = await f();
+  const c = process.cpuUsage(c0);
+  return [out, (c.user + c.system) / 1e6];
+}
+
+/** Both sides of a measurement: the gateway's URL and the Turns it sent, and the peer's sequence. */
+interface Sides {
+  url: string;
+  turns: Map<string, Turn>;
+  peer: LlamaContextSequence;
+}
+
+/** The Turn the gateway sent for `id` (its outbox sends a moment after the answer). */
+async function capturedTurn(turns: Map<string, Turn>, id: string): Promise<Turn> {
+  const deadline = Date.now() + 30_000;
+  while (!turns.has(id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const t = turns.get(id);
+  if (!t) throw new Error(`bench model: the gateway's Turn ${id} was not captured`);
+  return t;
+}
+
+/**
+ * One measurement of prompt `p` on both sides, in the given order; checks that the gateway
+ * evaluated the peer's very token ids and found none of them cached.
+ */
+async function measureOnce(
+  sides: Sides,
+  p: Prompt,
+  session: string,
+  maxTokens: number,
+  gatewayFirst: boolean,
+): Promise<{ g: GatewayTurn; gatewayCpu: number; peerS: number; peerCpu: number }> {
+  let [peerS, peerCpu] = gatewayFirst ? [0, 0] : await withCpu(() => peerTtft(sides.peer, p.ids));
+  const [g, gatewayCpu] = await withCpu(() => gatewayTurn(sides.url, session, p.messages, maxTokens));
+  if (gatewayFirst) [peerS, peerCpu] = await withCpu(() => peerTtft(sides.peer, p.ids));
+  const turn = await capturedTurn(sides.turns, g.turnId);
+  if (turn.promptTokenIds.length !== p.ids.length || turn.promptTokenIds.some((t, j) => t !== p.ids[j]))
+    throw new Error('bench model: the gateway evaluated other token ids than the peer (its chat rendering differs)');
+  if (g.cached > 16) throw new Error(`bench model: the gateway found ${g.cached} tokens of a fresh prompt cached`);
+  return { g, gatewayCpu, peerS, peerCpu };
+}
+
+/** The rounds over every size; the last round's longest prompt and its turn are kept for the second turn. */
+async function measureRounds(o: TtftOptions, sides: Sides, promptOf: (size: number) => Prompt) {
+  const maxSize = Math.max(...o.sizes);
+  const perRound: TtftResult['ttft_per_round'] = [];
+  const tokens: Record<string, number> = {};
+  let session: { messages: ChatMessage[]; first: GatewayTurn } | null = null;
+  for (let r = 0; r < o.rounds; r++) {
+    for (const [i, size] of o.sizes.entries()) {
+      const p = promptOf(size);
+      tokens[size] = p.ids.length;
+      const gatewayFirst = (r + i) % 2 === 0;
+      o.progress(
+        `bench model: time to first token, ${p.ids.length} prompt tokens, round ${r + 1} (${gatewayFirst ? 'gateway' : 'peer'} first) …`,
+      );
+      const { g, gatewayCpu, peerS, peerCpu } = await measureOnce(sides, p, `ttft-${r}-${size}`, o.maxTokens, gatewayFirst);
+      o.progress(`bench model: ${p.ids.length} prompt tokens: gateway ${g.ttft.toFixed(2)} s, peer ${peerS.toFixed(2)} s`);
+      perRound.push({
+        size,
+        gateway_s: round3(g.ttft),
+        peer_s: round3(peerS),
+        gateway_cpu_s: round3(gatewayCpu),
+        peer_cpu_s: round3(peerCpu),
+        first: gatewayFirst ? 'gateway' : 'peer',
+      });
+      if (size === maxSize) session = { messages: p.messages, first: g };
+    }
+  }
+  return { perRound, tokens, session: session! };
+}
+
+/**
+ * The prefix cache: the second turn of `s` (the same prefix, the answer and one more user
+ * message), and a new session with the same system prompt.
+ */
+async function measureReuse(o: TtftOptions, sides: Sides, s: { messages: ChatMessage[]; first: GatewayTurn }) {
+  o.progress('bench model: the second turn of the longest session …');
+  const next: ChatMessage[] = [
+    ...s.messages,
+    msg('assistant', s.first.content),
+    msg('user', 'Good. Now say which file you would read next, and why.'),
+  ];
+  const second = await gatewayTurn(sides.url, `ttft-${o.rounds - 1}-${Math.max(...o.sizes)}`, next, o.maxTokens);
+  const secondTurn = await capturedTurn(sides.turns, second.turnId);
+  const other = await gatewayTurn(sides.url, 'ttft-same-system', [s.messages[0], msg('user', 'List the tools you can use.')], o.maxTokens);
+  return { second, secondTurn, other };
+}
+
+export async function measureTtft(o: TtftOptions): Promise<TtftResult> {
+  const load0 = loadavg()[0];
+  const gw = benchGateway(o, Math.max(...o.sizes) + 256);
   const turns = new Map<string, Turn>();
   const llama = await llamaRuntime();
   const model = await llama.loadModel({ modelPath: o.model.path });
@@ -274,85 +391,18 @@ export async function measureTtft(o: TtftOptions): Promise<TtftResult> {
       flashAttention: gctx.flashAttention,
     };
     const peerCtx = await model.createContext(settings);
-    const peer = peerCtx.getSequence();
+    const sides: Sides = { url, turns, peer: peerCtx.getSequence() };
     const format = new ChatFormat(model);
-    const fullText = agentSystemPrompt(Math.max(2_000, maxSize * 8));
-    /** Messages whose rendered prompt is the longest under `size` tokens, starting with text of their own. */
-    const promptOf = (size: number): { messages: ChatMessage[]; ids: number[] } => {
-      const nonce = `Session ${randomBytes(6).toString('hex')}.\n`;
-      const at = (chars: number): ChatMessage[] => [msg('system', nonce + fullText.slice(0, chars)), msg('user', USER)];
-      let lo = 0;
-      let hi = fullText.length;
-      while (lo < hi) {
-        const mid = Math.ceil((lo + hi) / 2);
-        if (format.tokenize(at(mid)).length <= size) lo = mid;
-        else hi = mid - 1;
-      }
-      const ids = format.tokenize(at(lo));
-      if (ids.length > size)
-        throw new Error(`bench model: --ttft ${size} is shorter than the chat template and the user message (${ids.length} tokens)`);
-      return { messages: at(lo), ids };
-    };
-    const turnOf = async (id: string): Promise<Turn> => {
-      const deadline = Date.now() + 30_000;
-      while (!turns.has(id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      const t = turns.get(id);
-      if (!t) throw new Error(`bench model: the gateway's Turn ${id} was not captured`);
-      return t;
-    };
+    const fullText = agentSystemPrompt(Math.max(2_000, Math.max(...o.sizes) * 8));
+    const promptOf = (size: number): Prompt => fitPrompt(format, fullText, size);
 
     // Warm-up, both sides: a context's first evaluation allocates its buffers.
     const warm = promptOf(Math.min(...o.sizes));
     await gatewayTurn(url, 'ttft-warm-up', warm.messages, 1);
-    await peerTtft(peer, warm.ids);
+    await peerTtft(sides.peer, warm.ids);
 
-    const perRound: TtftResult['ttft_per_round'] = [];
-    const tokens: Record<string, number> = {};
-    let session: { messages: ChatMessage[]; first: GatewayTurn } | null = null;
-    for (let r = 0; r < o.rounds; r++) {
-      for (const [i, size] of o.sizes.entries()) {
-        const p = promptOf(size);
-        tokens[size] = p.ids.length;
-        const gatewayFirst = (r + i) % 2 === 0;
-        o.progress(
-          `bench model: time to first token, ${p.ids.length} prompt tokens, round ${r + 1} (${gatewayFirst ? 'gateway' : 'peer'} first) …`,
-        );
-        const timed = async <T>(f: () => Promise<T>): Promise<[T, number]> => {
-          const c0 = process.cpuUsage();
-          const out = await f();
-          const c = process.cpuUsage(c0);
-          return [out, (c.user + c.system) / 1e6];
-        };
-        let [peerS, peerCpu] = gatewayFirst ? [0, 0] : await timed(() => peerTtft(peer, p.ids));
-        const [g, gatewayCpu] = await timed(() => gatewayTurn(url, `ttft-${r}-${size}`, p.messages, o.maxTokens));
-        if (gatewayFirst) [peerS, peerCpu] = await timed(() => peerTtft(peer, p.ids));
-        const turn = await turnOf(g.turnId);
-        if (turn.promptTokenIds.length !== p.ids.length || turn.promptTokenIds.some((t, j) => t !== p.ids[j]))
-          throw new Error('bench model: the gateway evaluated other token ids than the peer (its chat rendering differs)');
-        if (g.cached > 16) throw new Error(`bench model: the gateway found ${g.cached} tokens of a fresh prompt cached`);
-        o.progress(`bench model: ${p.ids.length} prompt tokens: gateway ${g.ttft.toFixed(2)} s, peer ${peerS.toFixed(2)} s`);
-        perRound.push({
-          size,
-          gateway_s: round3(g.ttft),
-          peer_s: round3(peerS),
-          gateway_cpu_s: round3(gatewayCpu),
-          peer_cpu_s: round3(peerCpu),
-          first: gatewayFirst ? 'gateway' : 'peer',
-        });
-        if (size === maxSize) session = { messages: p.messages, first: g };
-      }
-    }
-    // The second turn of the last round's longest session: the same prefix, the answer and one more user message.
-    const s = session!;
-    o.progress('bench model: the second turn of the longest session …');
-    const next: ChatMessage[] = [
-      ...s.messages,
-      msg('assistant', s.first.content),
-      msg('user', 'Good. Now say which file you would read next, and why.'),
-    ];
-    const second = await gatewayTurn(url, `ttft-${o.rounds - 1}-${maxSize}`, next, o.maxTokens);
-    const secondTurn = await turnOf(second.turnId);
-    const other = await gatewayTurn(url, 'ttft-same-system', [s.messages[0], msg('user', 'List the tools you can use.')], o.maxTokens);
+    const { perRound, tokens, session: s } = await measureRounds(o, sides, promptOf);
+    const { second, secondTurn, other } = await measureReuse(o, sides, s);
 
     const bySize = (side: 'gateway_s' | 'peer_s' | 'gateway_cpu_s' | 'peer_cpu_s'): Record<string, number> =>
       Object.fromEntries(o.sizes.map((n) => [n, round3(median(perRound.filter((x) => x.size === n).map((x) => x[side])))]));
