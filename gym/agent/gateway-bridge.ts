@@ -12,7 +12,7 @@
  * replies are put back together from their chunks).
  */
 import { chmod, rm } from 'node:fs/promises';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { RolloutMetadata, SamplingOptions } from './rollout-types.ts';
 
@@ -116,6 +116,77 @@ const HOP_BY_HOP = new Set([
   'trailer',
 ]);
 
+/** An error answer in the OpenAI shape. */
+function answer(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: null, param: null } }));
+}
+
+/** The request's body; null once it is over `maxBody` bytes, answered 413 (before the request is let go). */
+async function readBody(req: IncomingMessage, res: ServerResponse, maxBody: number): Promise<Buffer | null> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of req) {
+    size += (part as Buffer).length;
+    if (size > maxBody) {
+      answer(res, 413, `the request body is over ${maxBody} bytes`);
+      return null;
+    }
+    parts.push(part as Buffer);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Puts the rollout's metadata and sampling into chat completion number `k` (from 0) of the episode. */
+function withRollout(sent: Record<string, unknown>, o: GatewayBridgeOptions, k: number): void {
+  const s = o.sampling ?? {};
+  sent.metadata = { ...(isObject(sent.metadata) ? sent.metadata : {}), ...o.metadata };
+  if (s.temperature !== undefined) sent.temperature = s.temperature;
+  if (s.topP !== undefined) sent.top_p = s.topP;
+  if (s.seed !== undefined) sent.seed = s.seed + k;
+  if (s.maxTokens !== undefined) {
+    delete sent.max_completion_tokens;
+    sent.max_tokens = s.maxTokens;
+  }
+}
+
+/** The client's headers less the hop-by-hop ones and its Authorization, then the rollout's, and the body's length. */
+function forwardedHeaders(req: IncomingMessage, o: GatewayBridgeOptions, length: number): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'authorization') headers[k] = v;
+  for (const [k, v] of Object.entries(o.headers)) headers[k.toLowerCase()] = v;
+  headers['content-length'] = String(length);
+  return headers;
+}
+
+/** Fills in `call` from the gateway's answer: its turn id and version, the messages sent and the reply. */
+function recordCall(call: BridgedCall, sent: Record<string, unknown>, up: IncomingMessage, text: string, ms: number): void {
+  const streamed = String(up.headers['content-type'] ?? '').includes('event-stream');
+  const version = Number(up.headers['x-policy-version'] ?? NaN);
+  Object.assign(call, {
+    turnId: String(up.headers['x-turn-id'] ?? ''),
+    policyVersion: Number.isFinite(version) ? version : -1,
+    messages: Array.isArray(sent.messages) ? sent.messages : [],
+    reply: streamed ? replyFromStream(text) : replyFromJson(text),
+    status: up.statusCode ?? 0,
+    ms,
+  });
+}
+
+/** Listens on a unix socket at `socketPath` (in place of any file there) that the sandbox's user can connect to. */
+async function listenOn(server: Server, socketPath: string): Promise<void> {
+  await rm(socketPath, { force: true });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(socketPath, () => {
+      server.off('error', fail);
+      ok();
+    });
+  });
+  // The sandbox runs as another user when this process is root: connecting needs write access.
+  await chmod(socketPath, 0o666);
+}
+
 /** Starts the bridge on its unix socket (made reachable by the sandbox's user). */
 export async function startGatewayBridge(o: GatewayBridgeOptions): Promise<GatewayBridge> {
   const target = new URL(o.gateway.replace(/\/+$/, '').replace(/\/v1$/, ''));
@@ -125,22 +196,11 @@ export async function startGatewayBridge(o: GatewayBridgeOptions): Promise<Gatew
   let refused = 0;
   let chats = 0;
 
-  const answer = (res: ServerResponse, status: number, message: string): void => {
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: null, param: null } }));
-  };
-
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = req.url ?? '/';
     if (!path.startsWith('/v1/')) return answer(res, 404, 'only the gateway’s /v1 routes are reachable from the sandbox');
-    const parts: Buffer[] = [];
-    let size = 0;
-    for await (const part of req) {
-      size += (part as Buffer).length;
-      if (size > maxBody) return answer(res, 413, `the request body is over ${maxBody} bytes`);
-      parts.push(part as Buffer);
-    }
-    let body = Buffer.concat(parts);
+    let body = await readBody(req, res, maxBody);
+    if (!body) return;
     const chat = req.method === 'POST' && /\/chat\/completions\/?$/.test(path.split('?')[0]);
     let sent: Record<string, unknown> | null = null;
     if (chat) {
@@ -155,23 +215,12 @@ export async function startGatewayBridge(o: GatewayBridgeOptions): Promise<Gatew
         // not JSON: forwarded as it is, for the gateway to refuse
       }
       if (sent) {
-        const s = o.sampling ?? {};
-        sent.metadata = { ...(isObject(sent.metadata) ? sent.metadata : {}), ...o.metadata };
-        if (s.temperature !== undefined) sent.temperature = s.temperature;
-        if (s.topP !== undefined) sent.top_p = s.topP;
-        if (s.seed !== undefined) sent.seed = s.seed + chats;
-        if (s.maxTokens !== undefined) {
-          delete sent.max_completion_tokens;
-          sent.max_tokens = s.maxTokens;
-        }
+        withRollout(sent, o, chats);
         body = Buffer.from(JSON.stringify(sent));
       }
       chats++;
     }
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'authorization') headers[k] = v;
-    for (const [k, v] of Object.entries(o.headers)) headers[k.toLowerCase()] = v;
-    headers['content-length'] = String(body.length);
+    const headers = forwardedHeaders(req, o, body.length);
     const started = performance.now();
     // Kept in the order sent (an agent may send the next call before an answer's stream ends).
     const call: BridgedCall | null = chat && sent ? { turnId: '', policyVersion: -1, messages: [], reply: null, status: 0, ms: 0 } : null;
@@ -189,18 +238,7 @@ export async function startGatewayBridge(o: GatewayBridgeOptions): Promise<Gatew
         });
         up.on('end', () => {
           res.end();
-          if (!call || !sent) return;
-          const text = Buffer.concat(kept).toString('utf8');
-          const streamed = String(up.headers['content-type'] ?? '').includes('event-stream');
-          const version = Number(up.headers['x-policy-version'] ?? NaN);
-          Object.assign(call, {
-            turnId: String(up.headers['x-turn-id'] ?? ''),
-            policyVersion: Number.isFinite(version) ? version : -1,
-            messages: Array.isArray(sent.messages) ? sent.messages : [],
-            reply: streamed ? replyFromStream(text) : replyFromJson(text),
-            status: up.statusCode ?? 0,
-            ms: Math.round(performance.now() - started),
-          });
+          if (call && sent) recordCall(call, sent, up, Buffer.concat(kept).toString('utf8'), Math.round(performance.now() - started));
         });
         up.on('error', () => res.destroy());
       },
@@ -219,16 +257,7 @@ export async function startGatewayBridge(o: GatewayBridgeOptions): Promise<Gatew
       else res.destroy();
     });
   });
-  await rm(o.socketPath, { force: true });
-  await new Promise<void>((ok, fail) => {
-    server.once('error', fail);
-    server.listen(o.socketPath, () => {
-      server.off('error', fail);
-      ok();
-    });
-  });
-  // The sandbox runs as another user when this process is root: connecting needs write access.
-  await chmod(o.socketPath, 0o666);
+  await listenOn(server, o.socketPath);
   return {
     get calls() {
       return bridged.filter((c) => c.turnId !== '');
