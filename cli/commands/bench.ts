@@ -33,6 +33,3 @@ export function register(program: Command): void {
       if (typeof output !== 'string') process.exit(0);
     });
 }
-
-/** @deprecated import from bench/options.ts (kept until every benchmark does). */
-export type { BenchArgs } from '../../bench/options.ts';
