@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { lifelineArgv } from '../../../gym/sandbox/lifeline.ts';
 import { killPipeHolders, pipeHolders, stdioPipes } from '../../../gym/sandbox/pipe-holders.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 describe('the lifeline', () => {
   it('a watchdog reading fd 3 that kills the namespace at EOF, then the command without fd 3', () => {
@@ -23,8 +24,7 @@ describe('killing what holds a command’s output', () => {
     for (const p of pipes) assert.match(p, /^(pipe|socket):\[\d+\]$/);
     const closed = once(child, 'close');
     try {
-      const deadline = Date.now() + 10_000;
-      while (pipeHolders(pipes).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await waitFor('the shell and both sleeps to start', () => pipeHolders(pipes).length >= 3, { timeoutMs: 10_000, intervalMs: 10 });
       assert.equal(pipeHolders(pipes).length, 3, 'the shell and both sleeps hold it');
     } finally {
       assert.equal(killPipeHolders(pipes), 3, 'and are killed');

@@ -1,13 +1,14 @@
 /** What a killed parent leaves (processes naming its sandbox folders, the folders) is cleared; a live parent's never. */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { boxOwner, boxPrefix, isAlive, reapOrphans } from '../../../gym/sandbox/reap-orphans.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 describe('reaping what killed parents left', () => {
   it('reads the parent from a sandbox folder’s name', () => {
@@ -30,9 +31,12 @@ describe('reaping what killed parents left', () => {
     const orphan = sleeper(join(orphanBox, 'workspace'));
     const live = sleeper(liveBox);
     try {
-      const deadline = Date.now() + 10_000;
-      while (!(isAlive(orphan.pid as number) && isAlive(live.pid as number)) && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 10));
+      // they count once their command lines (after the exec) name the folders
+      const names = (p: ChildProcess, box: string) => readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').includes(box);
+      await waitFor('both stand-ins to name their folders', () => names(orphan, join(orphanBox, 'workspace')) && names(live, liveBox), {
+        timeoutMs: 10_000,
+        intervalMs: 10,
+      });
       const exited = once(orphan, 'exit');
       assert.deepEqual(await reapOrphans(root), { killed: 1, removed: 1 });
       assert.deepEqual(await exited, [null, 'SIGKILL']);
