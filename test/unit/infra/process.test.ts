@@ -98,14 +98,17 @@ test('withLock serialises two callers on one home', async () => {
   try {
     const lock = join(dir, 'stack.lock');
     const order: string[] = [];
+    let release!: () => void;
     const slow = withLock(lock, 5_000, async () => {
       order.push('a-start');
-      await new Promise((r) => setTimeout(r, 300)); // deliberate: the first caller holds the lock a while
+      await new Promise<void>((r) => (release = r)); // the first caller holds the lock until the test lets go
       order.push('a-end');
     });
     await waitUntil('the first caller to hold the lock', () => order.includes('a-start'));
-    await withLock(lock, 5_000, async () => void order.push('b'));
-    await slow;
+    // withLock tries at once: the second caller has found the lock taken when the call returns
+    const second = withLock(lock, 5_000, async () => void order.push('b'));
+    release();
+    await Promise.all([slow, second]);
     assert.deepEqual(order, ['a-start', 'a-end', 'b']);
     assert.equal(existsSync(lock), false);
     writeFileSync(lock, '999999999\n'); // left by a dead process

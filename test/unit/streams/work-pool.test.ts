@@ -10,21 +10,32 @@ describe('KeyedWorkPool', () => {
     const log: string[] = [];
     let concurrent = 0;
     let maxConcurrent = 0;
-    const task = (name: string, ms: number) => async () => {
+    // A task runs until the test ends it: the order is the test's, not the clock's.
+    const ends = new Map<string, () => void>();
+    const task = (name: string) => async () => {
       concurrent++;
       maxConcurrent = Math.max(maxConcurrent, concurrent);
       log.push(`start ${name}`);
-      await sleep(ms); // deliberate: tasks of given lengths, to show the order they run in
+      await new Promise<void>((r) => ends.set(name, r));
       log.push(`end ${name}`);
       concurrent--;
     };
-    void pool.submit('a', task('a1', 30));
-    void pool.submit('a', task('a2', 1));
-    void pool.submit('b', task('b1', 5));
+    const end = async (name: string) => {
+      (await waitFor(`${name} to start`, () => ends.get(name)))();
+      await waitFor(`${name} to end`, () => log.includes(`end ${name}`));
+    };
+    void pool.submit('a', task('a1'));
+    void pool.submit('a', task('a2'));
+    void pool.submit('b', task('b1'));
     assert.equal(pool.inFlight, 3);
+    await waitFor('a1 and b1 to start', () => ends.has('a1') && ends.has('b1'));
+    await end('b1');
+    assert.ok(!log.includes('start a2'), 'a2 waits for a1');
+    await end('a1');
+    await end('a2');
     await pool.drain();
     assert.ok(log.indexOf('end a1') < log.indexOf('start a2'), 'a2 waited for a1');
-    assert.ok(log.indexOf('end b1') < log.indexOf('end a1'), 'b1 ran beside a1');
+    assert.ok(log.indexOf('start b1') < log.indexOf('end a1'), 'b1 ran beside a1');
     assert.equal(maxConcurrent, 2);
     assert.equal(pool.inFlight, 0);
   });
