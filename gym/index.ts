@@ -24,4 +24,5 @@ export type { OpenClawAgentOptions } from './agent/openclaw-agent.ts';
 export { LEARNABLE_BAND, measureBaseRates, type BaseRateOptions, type BaseRates, type TaskBaseRate } from './base-rates.ts';
 export { runGym, summarize, type GymResult } from './runner/run-gym.ts';
 export { gymSettings, type GymRunOptions, type GymSettings } from './runner/gym-options.ts';
+export { DEFAULT_BASE_RATE_N, runBaseRates, type BaseRateReport, type BaseRateRunOptions } from './runner/run-base-rates.ts';
 export { writeGymReports, gymSvg, gymCsv } from './runner/gym-report.ts';

@@ -5,15 +5,31 @@
  * rollout batches into group-relative samples (GRPO); the learner steps and the gateway swaps the
  * new version in. The local stack is started when it is not running (and stopped after, unless
  * `--keep-infra`). A bad task file is one line naming the task and the field, exit 2.
+ *
+ * `turnstream gym --base-rates [--tasks FILE] [--n 4]`: the suite's pass rates on the base model
+ * before any training (gym/runner/run-base-rates.ts), through the gateway the gym plays through;
+ * it needs no Kafka and trains nothing.
  */
 import type { Command } from 'commander';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { basename, join, resolve } from 'node:path';
-import { invalidInput } from '../../core/errors.ts';
-import { loadTaskSuite, runGym, writeGymReports, type GymResult, type GymRunOptions } from '../../gym/index.ts';
+import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
+import {
+  DEFAULT_BASE_RATE_N,
+  loadTaskSuite,
+  runBaseRates,
+  runGym,
+  writeGymReports,
+  type AgentKind,
+  type BaseRateReport,
+  type GymResult,
+  type GymRunOptions,
+  type Task,
+} from '../../gym/index.ts';
 import { stackDown, stackUp } from '../../infra/index.ts';
 import { parseBrokers } from '../../streams/index.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
 
 /** The suite `turnstream gym` runs when none is given. */
@@ -38,7 +54,15 @@ interface GymFlags {
   json?: boolean;
   keepInfra?: boolean;
   model?: string;
+  baseRates?: boolean;
 }
+
+const int = (v: string | undefined, name: string, fallback: number, min = 1): number => {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw invalidInput(`--${name} must be an integer ≥ ${min} (got ${v})`, `--${name}`);
+  return n;
+};
 
 /** The run's shape: `--quick` (≤ 10 min here) or the standard run; a value given keeps its place. */
 export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' | 'batch' | 'evalEvery' | 'evalSamples'>): {
@@ -52,12 +76,6 @@ export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' 
   const d = f.quick
     ? { steps: 6, seeds: 1, rolloutsPerTask: 4, tasksPerStep: 4, evalEvery: 3, evalSamples: 2 }
     : { steps: 30, seeds: 3, rolloutsPerTask: 8, tasksPerStep: 4, evalEvery: 5, evalSamples: 4 };
-  const int = (v: string | undefined, name: string, fallback: number, min = 1): number => {
-    if (v === undefined) return fallback;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw invalidInput(`--${name} must be an integer ≥ ${min} (got ${v})`, `--${name}`);
-    return n;
-  };
   return {
     steps: int(f.steps, 'steps', d.steps),
     seeds: int(f.seeds, 'seeds', d.seeds),
@@ -68,12 +86,113 @@ export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' 
   };
 }
 
+/** The flags that shape training, which `--base-rates` (no training) refuses. */
+const TRAINING_FLAGS = [
+  ['quick', '--quick'],
+  ['steps', '--steps'],
+  ['seeds', '--seeds'],
+  ['seed', '--seed'],
+  ['batch', '--batch'],
+  ['evalEvery', '--eval-every'],
+  ['evalSamples', '--eval-samples'],
+  ['lr', '--lr'],
+  ['keepInfra', '--keep-infra'],
+] as const;
+
+/** `--base-rates`: rollouts per task (`--n`, default 4); a flag that shapes training is refused. */
+export function baseRateShape(f: Partial<Omit<GymFlags, 'agent' | 'out'>>): { n: number } {
+  const given = TRAINING_FLAGS.filter(([k]) => f[k] !== undefined).map(([, flag]) => flag);
+  if (given.length > 0)
+    throw invalidInput(
+      `--base-rates measures the base model and trains nothing: ${given.join(', ')} ${given.length === 1 ? 'does' : 'do'} not apply`,
+      given[0],
+    );
+  return { n: int(f.n, 'n', DEFAULT_BASE_RATE_N) };
+}
+
 const num = (v: string | undefined, name: string): number | undefined => {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw invalidInput(`--${name} must be a positive number (got ${v})`, `--${name}`);
   return n;
 };
+
+/** Ctrl-C: the rollouts and their sandboxes end, the services stop, then the process exits (a second Ctrl-C: at once). */
+function stopOnSignals(progress: (line: string) => void): { signal: AbortSignal; dispose(): void } {
+  const abort = new AbortController();
+  const onSignal = () => {
+    if (abort.signal.aborted) process.exit(130);
+    progress('gym: stopping (Ctrl-C again to quit at once)…');
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: abort.signal,
+    dispose: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+function printBaseRates(r: BaseRateReport, file: string): void {
+  const say = (s: string) => process.stdout.write(`${s}\n`);
+  const split = (x: BaseRateReport['all']) => `${x.rate.toFixed(2)} (${x.learnable}/${x.tasks} in the learnable band)`;
+  say(
+    `gym base rates of ${r.suite} on ${r.model} (${r.agent} agent, ${r.n} rollouts per task, temperature ${r.temperature}): train ${split(r.train)}, eval ${split(r.eval)}`,
+  );
+  const ids = (pick: (rate: number) => boolean) =>
+    r.tasks
+      .filter((t) => pick(t.rate))
+      .map((t) => t.id)
+      .join(', ') || 'none';
+  say(`  never solved: ${ids((x) => x === 0)}`);
+  say(`  always solved: ${ids((x) => x === 1)}`);
+  say(`  band ${r.band[0]}–${r.band[1]}; ${r.wallS.toFixed(0)} s; per task: ${file}`);
+}
+
+/** `--base-rates`: the suite's pass rates on the base model, written to `--out` and printed. */
+async function baseRatesAction(f: GymFlags, config: TurnstreamConfig, tasks: Task[], suite: string): Promise<void> {
+  const { n } = baseRateShape(f);
+  const sampling = {
+    temperature: num(f.temperature, 'temperature'),
+    maxTokens: num(f.maxTokens, 'max-tokens'),
+    parallel: num(f.parallel, 'parallel'),
+  };
+  const served = await servedModel(config, { spec: f.model });
+  if (served.kind !== 'llama')
+    throw invalidInput('turnstream gym measures a GGUF model served by llama.cpp (TURNSTREAM_MODEL, --model)', '--model');
+  const progress = (line: string) => process.stderr.write(`${line}\n`);
+  const stop = stopOnSignals(progress);
+  let result: BaseRateReport;
+  try {
+    result = await runBaseRates({
+      tasks,
+      suite,
+      model: { name: served.name, path: served.path, sha256: served.sha256 },
+      agent: f.agent as AgentKind,
+      n,
+      ...sampling,
+      threads: config.llama.threads,
+      systemPrompt: served.systemPrompt,
+      signal: stop.signal,
+      onProgress: progress,
+    });
+  } catch (err) {
+    if (stop.signal.aborted && err instanceof TurnstreamError && err.code === ErrorCodes.ABORTED) process.exit(130);
+    throw err;
+  } finally {
+    stop.dispose();
+  }
+  const dir = resolve(f.out);
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `${suite}-base-rates-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  await writeFile(file, JSON.stringify(result, null, 2) + '\n');
+  if (f.json) process.stdout.write(JSON.stringify(result) + '\n');
+  else printBaseRates(result, file);
+  process.exit(0);
+}
 
 function printSummary(r: GymResult, dir: string): void {
   const say = (s: string) => process.stdout.write(`${s}\n`);
@@ -98,7 +217,7 @@ export function register(program: Command): void {
     .option('--steps <n>', 'GRPO steps per seed (default 30)')
     .option('--seeds <n>', 'seeds 1..n, each from the base model (default 3)')
     .option('--seed <k>', 'run only seed k')
-    .option('--n <n>', 'rollouts per task (default 8)')
+    .option('--n <n>', 'rollouts per task (default 8; 4 with --quick or --base-rates)')
     .option('--batch <n>', 'tasks per step (default 4)')
     .option('--eval-every <k>', 'held-out pass@1 every k steps (default 5)')
     .option('--eval-samples <n>', 'samples per held-out task (default 4)')
@@ -109,6 +228,7 @@ export function register(program: Command): void {
     .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
     .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))
     .option('--keep-infra', 'leave the local stack running if this command started it')
+    .option('--base-rates', 'measure the suite’s pass rates on the base model (--n rollouts per task; no training, no Kafka) and stop')
     .option('--json', 'print the result as one JSON object')
     .action(async (f: GymFlags) => {
       const config = loadConfig();
@@ -116,6 +236,8 @@ export function register(program: Command): void {
         throw invalidInput(`--agent must be builtin or openclaw (got ${f.agent})`, '--agent');
       const file = resolve(f.tasks ?? DEFAULT_SUITE);
       const tasks = await loadTaskSuite(file);
+      const suite = basename(file).replace(/\.jsonl$/, '');
+      if (f.baseRates) return baseRatesAction(f, config, tasks, suite);
       const shape = gymRunShape(f);
       const onlySeed = f.seed === undefined ? undefined : Number(f.seed);
       if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= shape.seeds)) {
@@ -133,19 +255,11 @@ export function register(program: Command): void {
         onProgress: (p) => progress(`  ${p.service}: ${p.message}`),
       });
       const startedInfra = Object.values(stack.services).some((s) => s.state === 'started');
-      // Ctrl-C: the rollouts and their sandboxes end, the services stop, then the process exits.
-      const abort = new AbortController();
-      const onSignal = () => {
-        if (abort.signal.aborted) process.exit(130);
-        progress('gym: stopping (Ctrl-C again to quit at once)…');
-        abort.abort();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+      const stop = stopOnSignals(progress);
       try {
         const options: GymRunOptions = {
           tasks,
-          suite: basename(file).replace(/\.jsonl$/, ''),
+          suite,
           agent: f.agent,
           brokers: parseBrokers(stack.brokers),
           registryUrl: stack.registryUrl,
@@ -160,7 +274,7 @@ export function register(program: Command): void {
           threads: config.llama.threads,
           normalizeStd: config.grpo.normalizeStd,
           clickhouse: { url: stack.clickhouseUrl, database: config.clickhouse.database },
-          signal: abort.signal,
+          signal: stop.signal,
           onProgress: progress,
         };
         const result = await runGym(options);
@@ -169,10 +283,9 @@ export function register(program: Command): void {
         if (f.json) process.stdout.write(JSON.stringify(result) + '\n');
         else printSummary(result, dir);
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        stop.dispose();
         if (startedInfra && !f.keepInfra) await stackDown({ home: config.home });
       }
-      process.exit(abort.signal.aborted ? 130 : 0);
+      process.exit(stop.signal.aborted ? 130 : 0);
     });
 }

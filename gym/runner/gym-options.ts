@@ -60,6 +60,9 @@ export interface GymRunOptions {
   onProgress?: (line: string) => void;
 }
 
+/** Rollout sampling where a run says nothing: the reference's temperature, replies short enough for a CPU. */
+export const GYM_SAMPLING: Readonly<{ temperature: number; maxTokens: number }> = Object.freeze({ temperature: 0.7, maxTokens: 192 });
+
 /** The defaults filled in. */
 export type GymSettings = Required<Omit<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>> &
   Pick<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>;
@@ -76,8 +79,8 @@ export function gymSettings(o: GymRunOptions, defaults: { lr: number }): GymSett
     rolloutsPerTask: n,
     evalEvery: o.evalEvery ?? 5,
     evalSamples: o.evalSamples ?? 4,
-    temperature: o.temperature ?? 0.7,
-    maxTokens: o.maxTokens ?? 192,
+    temperature: o.temperature ?? GYM_SAMPLING.temperature,
+    maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens,
     lr: o.lr ?? defaults.lr,
     parallel: o.parallel ?? Math.min(8, n),
     normalizeStd: o.normalizeStd ?? true,

@@ -6,20 +6,18 @@
  * version, and the gateway swaps it in before the next batch (each batch on the newest version).
  * Held-out pass@1 before the first step, every `evalEvery` steps and after the last.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
-import { createGateway } from '../../gateway/index.ts';
 import { groupAdvantages } from '../../processors/index.ts';
 import type { RolloutInfo } from '../../schemas/index.ts';
-import { EventProducer, type EventCodecs, type Logger } from '../../streams/index.ts';
+import { EventProducer, type EventCodecs } from '../../streams/index.ts';
+import type { Logger } from '../../core/index.ts';
 import { LORA_MAX_KL, LoraLineage, startLearner, type LearnerHandle } from '../../trainer/index.ts';
 import type { LlamaConfig, TfLlamaModel } from '../../policy/index.ts';
 import { runRollout } from '../agent/run-rollout.ts';
 import type { RolloutResult } from '../agent/rollout-types.ts';
 import type { Task } from '../tasks/task.ts';
 import type { GymSettings } from './gym-options.ts';
+import { startGymGateway } from './gym-gateway.ts';
 import { rolloutReward } from './rollout-reward.ts';
 import { seededRandom, TaskSchedule } from './task-schedule.ts';
 
@@ -110,23 +108,14 @@ interface SeedServices {
 /** A gateway serving the seed's LoRA lineage (rollouts decoded side by side) and a learner training it. */
 async function startSeedServices(ctx: SeedContext, modelId: string): Promise<SeedServices> {
   const s = ctx.settings;
-  const home = await mkdtemp(join(tmpdir(), 'turnstream-gym-gw-'));
-  const gw = createGateway({
-    port: 0,
-    home,
+  const gw = await startGymGateway({
+    settings: s,
+    modelId,
+    weightsDir: ctx.weightsDir,
     logger: ctx.logger,
-    llama: {
-      model: { ...s.model, modelId },
-      weightsDir: ctx.weightsDir,
-      contextSize: s.agent === 'openclaw' ? undefined : 4096,
-      parallel: s.parallel,
-      threads: s.threads,
-      systemPrompt: s.systemPrompt,
-      maxPinned: 0,
-    },
     kafka: { brokers: s.brokers, registryUrl: s.registryUrl, naming: ctx.naming, kafka: ctx.kafka },
   });
-  const url = await gw.start();
+  const url = gw.url;
   const lineage = new LoraLineage({
     weightsDir: ctx.weightsDir,
     modelId,
@@ -159,8 +148,7 @@ async function startSeedServices(ctx: SeedContext, modelId: string): Promise<See
     stop: async () => {
       await producer.disconnect().catch(() => undefined);
       await learner.stop().catch(() => undefined);
-      await gw.stop().catch(() => undefined);
-      await rm(home, { recursive: true, force: true });
+      await gw.stop();
     },
   };
 }

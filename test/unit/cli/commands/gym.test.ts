@@ -1,0 +1,102 @@
+/**
+ * `turnstream gym`'s flags: the run's shape (`--quick` or the standard run, a value given keeping
+ * its place) and `--base-rates` (rollouts per task, 4 by default; a flag that shapes training is
+ * refused, as a bad `--n` is, with one line and exit 2 before any model loads).
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { baseRateShape, gymRunShape } from '../../../../cli/commands/gym.ts';
+import { REPO_ROOT } from '../../../support/stack.ts';
+
+const refusal = (f: () => unknown): { message: string; code: string; param?: string } => {
+  try {
+    f();
+  } catch (err) {
+    const e = err as Error & { code: string; param?: string };
+    return { message: e.message, code: e.code, param: e.param };
+  }
+  assert.fail('accepted');
+};
+
+describe('turnstream gym flags', () => {
+  it('the standard run and --quick; a value given keeps its place', () => {
+    assert.deepEqual(gymRunShape({}), { steps: 30, seeds: 3, rolloutsPerTask: 8, tasksPerStep: 4, evalEvery: 5, evalSamples: 4 });
+    assert.deepEqual(gymRunShape({ quick: true }), {
+      steps: 6,
+      seeds: 1,
+      rolloutsPerTask: 4,
+      tasksPerStep: 4,
+      evalEvery: 3,
+      evalSamples: 2,
+    });
+    assert.deepEqual(gymRunShape({ quick: true, steps: '9', n: '6' }), {
+      steps: 9,
+      seeds: 1,
+      rolloutsPerTask: 6,
+      tasksPerStep: 4,
+      evalEvery: 3,
+      evalSamples: 2,
+    });
+    // A group of one rollout has no relative reward.
+    assert.deepEqual(
+      refusal(() => gymRunShape({ n: '1' })),
+      { message: '--n must be an integer ≥ 2 (got 1)', code: 'TS_ERR_INVALID_INPUT', param: '--n' },
+    );
+  });
+
+  it('--base-rates: 4 rollouts per task unless --n says; one is enough to measure', () => {
+    assert.deepEqual(baseRateShape({}), { n: 4 });
+    assert.deepEqual(baseRateShape({ n: '1' }), { n: 1 });
+    assert.deepEqual(baseRateShape({ n: '16', temperature: '0.9', maxTokens: '64', parallel: '2', json: true, tasks: 'mine.jsonl' }), {
+      n: 16,
+    });
+    for (const bad of ['0', '-2', '2.5', 'four'])
+      assert.deepEqual(
+        refusal(() => baseRateShape({ n: bad })),
+        {
+          message: `--n must be an integer ≥ 1 (got ${bad})`,
+          code: 'TS_ERR_INVALID_INPUT',
+          param: '--n',
+        },
+      );
+  });
+
+  it('--base-rates trains nothing: the flags that shape training are refused, each named', () => {
+    assert.deepEqual(
+      refusal(() => baseRateShape({ steps: '3' })),
+      {
+        message: '--base-rates measures the base model and trains nothing: --steps does not apply',
+        code: 'TS_ERR_INVALID_INPUT',
+        param: '--steps',
+      },
+    );
+    assert.equal(
+      refusal(() =>
+        baseRateShape({ quick: true, seeds: '2', seed: '1', batch: '2', evalEvery: '1', evalSamples: '1', lr: '0.1', keepInfra: true }),
+      ).message,
+      '--base-rates measures the base model and trains nothing: --quick, --seeds, --seed, --batch, --eval-every, --eval-samples, --lr, --keep-infra do not apply',
+    );
+  });
+
+  it('a bad --base-rates flag ends the command with one line and exit 2, before any model loads', () => {
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, ['bin/turnstream.js', 'gym', '--base-rates', ...args], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        timeout: 120_000,
+        // A model that cannot be had: the refusal must come first.
+        env: { ...process.env, TURNSTREAM_MODEL: '/nonexistent/model.gguf', LOG_LEVEL: 'warn' },
+      });
+    const steps = run(['--steps', '3', '--json']);
+    assert.equal(steps.status, 2, steps.stderr);
+    assert.equal(steps.stdout, '');
+    assert.equal(
+      steps.stderr,
+      'turnstream: --base-rates measures the base model and trains nothing: --steps does not apply (TS_ERR_INVALID_INPUT)\n',
+    );
+    const n = run(['--n', '0']);
+    assert.equal(n.status, 2, n.stderr);
+    assert.equal(n.stderr, 'turnstream: --n must be an integer ≥ 1 (got 0) (TS_ERR_INVALID_INPUT)\n');
+  });
+});
