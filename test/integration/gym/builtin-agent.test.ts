@@ -13,6 +13,7 @@ import { runRollout } from '../../../gym/agent/run-rollout.ts';
 import type { RolloutOptions, RolloutResult } from '../../../gym/agent/rollout-types.ts';
 import { parseTaskSuite } from '../../../gym/tasks/parse-task-suite.ts';
 import type { Task } from '../../../gym/tasks/task.ts';
+import { waitFor } from '../../support/wait-for.ts';
 import { startFakeOpenAI, type FakeOpenAI, type Scripted } from './fake-openai.ts';
 
 const task = (spec: Record<string, unknown>): Task => parseTaskSuite(JSON.stringify({ instruction: 'Do it.', ...spec }))[0];
@@ -229,7 +230,6 @@ describe('the built-in agent', { timeout: 120_000 }, () => {
     const ac = new AbortController();
     const session = `agent-test-${++n}`;
     fake.script(session, [{ content: '```bash\necho started > started; sleep 30\n```' }]);
-    let workspace = '';
     const rollout = runRollout(t, {
       baseURL: fake.url,
       model: 'fake-model',
@@ -239,14 +239,15 @@ describe('the built-in agent', { timeout: 120_000 }, () => {
       signal: ac.signal,
     });
     // Abort once the command is running (its file is in the workspace).
-    const deadline = Date.now() + 20_000;
-    while (!workspace && Date.now() < deadline) {
-      for (const d of readdirSync(tmpdir()).filter((x) => x.startsWith(`turnstream-sandbox-${process.pid}-`))) {
-        if (existsSync(`${tmpdir()}/${d}/workspace/started`)) workspace = `${tmpdir()}/${d}`;
-      }
-      await new Promise((ok) => setTimeout(ok, 20));
-    }
-    assert.ok(workspace, 'the command started');
+    const workspace = await waitFor(
+      'the command to start',
+      () =>
+        readdirSync(tmpdir())
+          .filter((x) => x.startsWith(`turnstream-sandbox-${process.pid}-`))
+          .map((d) => `${tmpdir()}/${d}`)
+          .find((box) => existsSync(`${box}/workspace/started`)),
+      { timeoutMs: 20_000, intervalMs: 20 },
+    );
     const t0 = Date.now();
     ac.abort();
     await assert.rejects(rollout, { code: 'TS_ERR_ABORTED' });

@@ -16,16 +16,9 @@ import { after, before, describe, it } from 'node:test';
 import { createSandbox, detectSandbox, type Sandbox, type SandboxOptions } from '../../../gym/index.ts';
 import { reapOrphans } from '../../../gym/sandbox/reap-orphans.ts';
 import { DEFAULT_SYSTEM_PATHS } from '../../../gym/sandbox/sandbox.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 const REPO = new URL('../../../', import.meta.url).pathname;
-
-async function waitFor(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Live processes (zombies have no command line) whose command line holds `marker`, or whose arguments pass `test`. */
 function processesWith(marker: string | ((args: string[]) => boolean)): number[] {
@@ -220,21 +213,14 @@ for (const kind of ['bwrap', 'unshare'] as const) {
     /** Runs a command while counting, from the host, its processes alive at once. */
     const watched = async (sb: Sandbox, m: string, command: string) => {
       let most = 0;
-      let watching = true;
-      const watch = (async () => {
-        while (watching) {
-          most = Math.max(most, processesWith(m).length);
-          await new Promise((r) => setTimeout(r, 5));
-        }
-      })();
+      const watch = setInterval(() => void (most = Math.max(most, processesWith(m).length)), 5);
       try {
         const run = sb.sh(command);
         await waitFor('the command', () => most >= 3);
         assert.equal(spawnSync('true').status, 0, 'the host still forks');
         return { result: await run, most: () => most };
       } finally {
-        watching = false;
-        await watch;
+        clearInterval(watch);
       }
     };
 
@@ -246,7 +232,7 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       assert.equal(r.killedBy, 'pids', r.stderr.slice(0, 200));
       assert.ok(r.wallMs < 6000, `stopped in ${r.wallMs} ms`);
       assert.ok(most() <= 16 + 2, `at most the limit (16), the sandbox's outer process and init alive at once; saw ${most()}`);
-      await waitFor('every process of the bomb gone', () => processesWith(m).length === 0, 5000);
+      await waitFor('every process of the bomb gone', () => processesWith(m).length === 0, { timeoutMs: 5000 });
     });
 
     it('a fork bomb that never gives up is held at the process limit until the wall clock kills it all', { timeout: 60_000 }, async () => {
@@ -258,7 +244,7 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       assert.deepEqual([r.timedOut, r.killedBy, r.signal], [true, 'wall', 'SIGKILL']);
       assert.ok(r.wallMs < 5000, `stopped in ${r.wallMs} ms`);
       assert.ok(most() >= 12 - 3 && most() <= 12 + 2, `held at the limit (12, with the outer process and init): saw ${most()}`);
-      await waitFor('every process of the bomb gone', () => processesWith(m).length === 0, 5000);
+      await waitFor('every process of the bomb gone', () => processesWith(m).length === 0, { timeoutMs: 5000 });
     });
 
     it('an endless loop is stopped by the CPU limit', { timeout: 60_000 }, async () => {
@@ -275,7 +261,7 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       const r = await run;
       assert.deepEqual([r.exitCode, r.signal, r.killedBy, r.timedOut], [null, 'SIGKILL', 'wall', true]);
       assert.ok(r.wallMs >= 1500 && r.wallMs < 5000, `${r.wallMs} ms`);
-      await waitFor('no process of it left', () => processesWith(m).length === 0, 5000);
+      await waitFor('no process of it left', () => processesWith(m).length === 0, { timeoutMs: 5000 });
     });
 
     it('100 MB of output is cut at the limit and the command stopped, on stdout or stderr', { timeout: 60_000 }, async () => {
@@ -341,9 +327,11 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       ].join('\n');
       const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: 'ignore' });
       try {
-        await waitFor('the sandbox of the child process', () => processesWith(shell(`sleep 600 & sleep 600 # ${m}`)).length === 1, 30_000);
+        await waitFor('the sandbox of the child process', () => processesWith(shell(`sleep 600 & sleep 600 # ${m}`)).length === 1, {
+          timeoutMs: 30_000,
+        });
         parent.kill('SIGKILL');
-        await waitFor('no process of it left', () => processesWith(m).length === 0, 5000);
+        await waitFor('no process of it left', () => processesWith(m).length === 0, { timeoutMs: 5000 });
         assert.equal(readdirSync(tmpRoot).length, 1, 'its folder stays, as a killed process cannot remove it');
         await make({ tmpRoot });
         assert.equal(readdirSync(tmpRoot).length, 1, 'until the next sandbox clears it');
@@ -365,19 +353,22 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       ].join('\n');
       const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: REPO, stdio: 'ignore' });
       try {
-        await waitFor('commands running', () => processesWith(shell(`sleep 600 # ${m}`)).length >= 3, 30_000);
+        await waitFor('commands running', () => processesWith(shell(`sleep 600 # ${m}`)).length >= 3, { timeoutMs: 30_000 });
         parent.kill('SIGKILL');
         await once(parent, 'exit');
         // every command is stopped by its lifeline; a bubblewrap killed in its first milliseconds
         // stays blocked in its set-up, running nothing, until the next sandbox clears it
-        await waitFor('no command left', () => processesWith(shell(`sleep 600 # ${m}`)).length === 0, 5000);
+        await waitFor('no command left', () => processesWith(shell(`sleep 600 # ${m}`)).length === 0, { timeoutMs: 5000 });
         // (a sandbox whose start the parent's death caught may show up a moment later: reap until none is left)
-        const deadline = Date.now() + 10_000;
-        while (processesWith(m).length > 0) {
-          assert.ok(Date.now() < deadline, `left running: ${processesWith(m).join(', ')}`);
-          await reapOrphans(tmpRoot);
-          await new Promise((r) => setTimeout(r, 20));
-        }
+        await waitFor(
+          'every process of it reaped',
+          async () => {
+            if (processesWith(m).length === 0) return true;
+            await reapOrphans(tmpRoot);
+            return false;
+          },
+          { timeoutMs: 10_000, intervalMs: 20 },
+        );
         const next = await make({ tmpRoot });
         assert.deepEqual(readdirSync(tmpRoot), [join(next.hostWorkspace, '..').split('/').at(-1)], 'the dead parent’s folders removed');
       } finally {
@@ -394,7 +385,7 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       await waitFor('the command', () => processesWith(m).length >= 2);
       ac.abort();
       await assert.rejects(run, (err: Error & { code?: string }) => err.code === 'TS_ERR_ABORTED');
-      await waitFor('no process of it left', () => processesWith(m).length === 0, 5000);
+      await waitFor('no process of it left', () => processesWith(m).length === 0, { timeoutMs: 5000 });
 
       const m2 = marker();
       const running = sb.sh(`mkdir -p locked/in && touch locked/in/f && chmod 000 locked; sleep 600 # ${m2}`);
@@ -417,14 +408,14 @@ for (const kind of ['bwrap', 'unshare'] as const) {
           const ac = new AbortController();
           const run = sb.sh(`sleep 600 # ${m}`, { signal: ac.signal });
           // the abort lands 0 to 9 ms into the start, before and after the init asks to die with its parent
-          await new Promise((r) => setTimeout(r, i % 10));
+          await new Promise((r) => setTimeout(r, i % 10)); // deliberate: sweeps the start's first milliseconds
           ac.abort();
           await assert.rejects(run, (err: Error & { code?: string }) => err.code === 'TS_ERR_ABORTED');
         }
-        await waitFor('no process of them left', () => processesWith(m).length === 0, 5000);
+        await waitFor('no process of them left', () => processesWith(m).length === 0, { timeoutMs: 5000 });
         const tiny = await sb.sh(`sleep 600 # ${m}`, { limits: { wallMs: 1 } });
         assert.equal(tiny.killedBy, 'wall');
-        await waitFor('none after a 1 ms wall clock either', () => processesWith(m).length === 0, 5000);
+        await waitFor('none after a 1 ms wall clock either', () => processesWith(m).length === 0, { timeoutMs: 5000 });
       },
     );
 
