@@ -219,7 +219,8 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
           100,
         );
         await f.producer.sendAll(data.events.slice(2 * third));
-        await new Promise((r) => setTimeout(r, 1500)); // deliberate: the outage goes on (a few more failed retries), no crash
+        const failures = sink.stats().insertFailures;
+        await waitFor('the outage to go on: two more failed retries', async () => sink.stats().insertFailures >= failures + 2, 30000, 100);
       } finally {
         await restartClickhouse();
       }
