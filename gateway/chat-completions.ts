@@ -11,10 +11,9 @@
  * a client that stops reading.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { SessionSource, Turn } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError, toTurnstreamError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
+import { ErrorCodes, TurnstreamError, toTurnstreamError, type Logger } from '../core/index.ts';
 import type { Admission } from './admission.ts';
 import { OPEN_CALLER } from './auth.ts';
 import { parseChatRequest, type ChatRequest } from './chat-request.ts';
@@ -179,7 +178,8 @@ function asCallError(err: unknown, signal: AbortSignal): TurnstreamError {
 /** Who waits in line: the user, else the client's address (a key without a user is one caller per address). */
 const callerKey = (request: FastifyRequest, r: Resolved): string => (r.ctx.userId !== null ? `user:${r.ctx.userId}` : `ip:${request.ip}`);
 
-export function registerChatCompletions(app: FastifyInstance, deps: ChatRouteDeps): void {
+/** The chat completions route as a fastify plugin: `app.register(chatCompletions, deps)`. */
+export const chatCompletions: FastifyPluginAsync<ChatRouteDeps> = async (app, deps) => {
   app.post('/v1/chat/completions', async (request, reply) => {
     const r = resolve(request, deps);
     reply.header('x-turn-id', r.turnId).header('x-session-id', r.sessionId);
@@ -218,7 +218,7 @@ export function registerChatCompletions(app: FastifyInstance, deps: ChatRouteDep
       usage: usageOf(res),
     };
   });
-}
+};
 
 interface Call {
   signal: AbortSignal;

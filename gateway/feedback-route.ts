@@ -10,9 +10,9 @@
  *   only a service key may rate for another user (`X-User-Id` / `user`), recorded in `actedBy`.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { Feedback } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../core/errors.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../core/index.ts';
 import { actAs, OPEN_CALLER, type Caller } from './auth.ts';
 import { wellFormed } from './content.ts';
 import { forbidden, type Ownership } from './ownership.ts';
@@ -69,7 +69,13 @@ export function parseFeedback(body: unknown, headers: HeaderBag, caller: Caller,
   return { feedbackId: randomUUID(), sessionId, turnId, userId, rating: rating as number | null, text, createdAt: Date.now(), actedBy };
 }
 
-export function registerFeedback(app: FastifyInstance, capture: TurnCapture): void {
+export interface FeedbackRouteDeps {
+  /** Records the feedback and knows who owns which turn and session. */
+  capture: TurnCapture;
+}
+
+/** The feedback route as a fastify plugin: `app.register(feedbackRoute, { capture })`. */
+export const feedbackRoute: FastifyPluginAsync<FeedbackRouteDeps> = async (app, { capture }) => {
   app.post('/v1/feedback', async (request, reply) => {
     const fb = parseFeedback(request.body, request.headers, request.caller ?? OPEN_CALLER, capture.ownership);
     await capture.captureFeedback(fb);
@@ -82,4 +88,4 @@ export function registerFeedback(app: FastifyInstance, capture: TurnCapture): vo
       created: Math.floor(fb.createdAt / 1000),
     };
   });
-}
+};

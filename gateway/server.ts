@@ -9,46 +9,34 @@
  * listens. `stop()` stops accepting, lets in-flight requests finish, drains the outbox for
  * up to `drainOnStopMs` and leaves the rest on disk for the next run.
  *
- * `/healthz` and `/readyz` are open; `/metrics` needs the metrics key when one is set, else an
- * API key when keys are on (open when neither is configured). `/readyz` is not ready while the
- * engine is not loaded, the outbox cannot be written, holds more than `outboxReadyMaxDepth`
- * records, or has drained nothing for `outboxStallMs` while holding some (Kafka away that long):
- * a load balancer then prefers an instance that can deliver what it captures. The gateway keeps
- * answering meanwhile; the outbox keeps every turn.
+ * The routes are fastify plugins on the app of gateway/http-app.ts: health-routes.ts,
+ * metrics-route.ts and models-route.ts from the start, chat-completions.ts and
+ * feedback-route.ts once the outbox is open. `/healthz` and `/readyz` are open; `/metrics`
+ * needs the metrics key when one is set, else an API key when keys are on (open when neither
+ * is configured).
  */
-import { isUtf8 } from 'node:buffer';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { KeySet, presentedKey } from '../streams/api-keys.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import { createLogger, type Logger } from '../core/logger.ts';
-import { Outbox } from '../streams/outbox.ts';
-import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../policy/index.ts';
+import type { FastifyInstance } from 'fastify';
+import { createLogger, ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
+import { Outbox } from '../streams/index.ts';
 import { Admission } from './admission.ts';
-import { Authenticator, type Caller } from './auth.ts';
-import { bodyStillArriving, drainRejectedBody } from './body-drain.ts';
-import { BuiltinEngine } from './builtin-engine.ts';
-import { registerChatCompletions } from './chat-completions.ts';
-import type { Engine } from './engine.ts';
+import { Authenticator } from './auth.ts';
+import { chatCompletions, type ChatRouteDeps } from './chat-completions.ts';
 import { KafkaLink } from './event-sink.ts';
-import { LlamaEngine } from './llama-engine.ts';
-import { registerFeedback } from './feedback-route.ts';
+import { feedbackRoute } from './feedback-route.ts';
+import { healthRoutes } from './health-routes.ts';
+import { createHttpApp } from './http-app.ts';
+import type { LlamaEngine } from './llama-engine.ts';
 import { GatewayMetrics } from './metrics.ts';
-import { toOpenAIError } from './openai-errors.ts';
+import { metricsRoute } from './metrics-route.ts';
+import { modelsRoute } from './models-route.ts';
 import type { GatewayOptions } from './options.ts';
-import { PolicyRegistry } from './policy-registry.ts';
-import { ProxyEngine } from './proxy-engine.ts';
+import type { PolicyRegistry } from './policy-registry.ts';
+import { createServedEngine, startServedEngine } from './served-engine.ts';
 import { SessionIndex } from './session-index.ts';
 import { SseBudget } from './sse-writer.ts';
-import { TurnCapture } from './turn-capture.ts';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Who is calling (set for every route but the open ones). */
-    caller?: Caller;
-  }
-}
+import { TurnCapture, type TurnCaptureOptions } from './turn-capture.ts';
 
 export interface Gateway {
   readonly app: FastifyInstance;
@@ -67,15 +55,11 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-const OPEN_ROUTES = new Set(['/healthz', '/readyz']);
-
 export function createGateway(options: GatewayOptions): Gateway {
   const gatewayId = options.gatewayId ?? `gw-${hostname()}-${process.pid}`;
   const logger: Logger = options.logger ?? createLogger('gateway', options.logLevel ?? 'info');
   const metrics = new GatewayMetrics(gatewayId);
   const index = new SessionIndex(options.sessionIndexSize ?? 10_000);
-  const auth = new Authenticator(options.apiKeys ?? [], options.serviceKeys ?? []);
-  const metricsKey = options.metricsKey ? new KeySet([[options.metricsKey, true]]) : null;
   const inFlight = new Set<AbortController>();
   // Before the engine: an engine sizes its parallelism (llama.cpp sequences) by `admission.maxConcurrent`.
   const admission = new Admission({
@@ -88,140 +72,29 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   const sse = new SseBudget(options.streams);
   const outboxDir = options.outboxDir ?? join(options.home, 'outbox');
-
+  const served = createServedEngine(options, admission, metrics, logger);
+  const { engine, policies, llama } = served;
   let outbox: Outbox | null = null;
   let capture: TurnCapture | null = null;
   let link: KafkaLink | null = null;
-  let policies: PolicyRegistry | null = null;
-  let llama: LlamaEngine | null = null;
-  let engine: Engine;
-  const onSwap = (modelId: string, version: number): void => {
-    metrics.policyVersion.reset();
-    metrics.policyVersion.set({ model_id: modelId }, version);
-    metrics.policySwaps.inc();
-  };
 
-  if (options.upstream) {
-    engine = new ProxyEngine(options.upstream);
-  } else if (options.llama) {
-    const modelId = options.llama.model.modelId;
-    // One llama.cpp sequence per admitted generation.
-    engine = llama = new LlamaEngine({ ...options.llama, parallel: admission.maxConcurrent, logger, onSwap: (v) => onSwap(modelId, v) });
-  } else {
-    if (!options.builtin) throw new Error('createGateway: give `builtin` (weights) or `upstream`');
-    const b = options.builtin;
-    policies = new PolicyRegistry({
-      weightsDir: b.weightsDir,
-      modelId: b.modelId ?? 'turnstream-tiny',
-      load: b.load ?? loadPolicy,
-      logger,
-      onSwap: (p) => onSwap(p.modelId, p.version),
-    });
-    engine = new BuiltinEngine({ registry: policies, defaultMaxTokens: b.defaultMaxTokens, maxPromptTokens: b.maxPromptTokens });
-  }
-
-  const bodyLimit = options.bodyLimitBytes ?? 4 * 1024 * 1024;
-  const app = Fastify({
-    loggerInstance: logger as unknown as FastifyBaseLogger,
-    bodyLimit,
-    logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+  const auth = new Authenticator(options.apiKeys ?? [], options.serviceKeys ?? []);
+  const { metricsKey, bodyDrain, bodyLimitBytes: bodyLimit } = options;
+  const app = createHttpApp({ logger, metrics, auth, metricsKey, bodyDrain, bodyLimit });
+  void app.register(healthRoutes, {
+    engine,
+    admission,
+    outboxStats: () => outbox?.stats(),
+    kafkaConnected: () => link?.connected ?? false,
+    policyVersion: () => policies?.version ?? llama?.version ?? null,
+    readyMaxDepth: options.outboxReadyMaxDepth,
+    stallMs: options.outboxStallMs,
   });
-
-  // Any content type is read as JSON (curl and some clients omit or misstate it), from bytes
-  // that must be UTF-8: a replacement character silently standing in for bad bytes would be
-  // trained on.
-  const parseJson = (_req: unknown, body: Buffer, done: (err: Error | null, value?: unknown) => void): void => {
-    const fail = (message: string, cause?: unknown): void => {
-      const err = new TurnstreamError(ErrorCodes.DECODE, message, { cause, retriable: false });
-      done(err, undefined);
-    };
-    if (!isUtf8(body)) return fail('the request body is not valid UTF-8');
-    if (body.length === 0) return fail('the request body is empty; send a JSON object');
-    try {
-      done(null, JSON.parse(body.toString('utf8')));
-    } catch (err) {
-      fail(`the request body is not valid JSON: ${(err as Error).message}`, err);
-    }
-  };
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJson);
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJson);
-
-  app.setErrorHandler((err, request, reply) => {
-    const { status, body } = toOpenAIError(err);
-    if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
-    if (status === 413 && body.error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-      body.error.message = `the request body is too large: the limit is ${bodyLimit} bytes (GATEWAY_BODY_LIMIT_BYTES)`;
-    // Answered before the body has all arrived (a 413 above all): keep the connection and discard
-    // the rest, so the answer reaches a client that is still sending (gateway/body-drain.ts).
-    if (bodyStillArriving(request.raw))
-      drainRejectedBody(request.raw, reply, options.bodyDrain, (why, discarded) =>
-        request.log.warn({ url: request.url, status, discarded }, `closed the connection of a refused request: ${why}`),
-      );
-    if (err instanceof TurnstreamError && err.retryAfterMs !== undefined)
-      void reply.header('retry-after', String(Math.ceil(err.retryAfterMs / 1000)));
-    void reply.code(status).send(body);
-  });
-  app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send({
-      error: { message: `no route ${request.method} ${request.url}`, type: 'not_found_error', code: 'TS_ERR_NOT_FOUND', param: null },
-    });
-  });
-
-  app.addHook('onRequest', async (request) => {
-    const path = request.url.split('?')[0];
-    if (OPEN_ROUTES.has(path)) return;
-    if (path === '/metrics' && metricsKey) {
-      if (!metricsKey.match(presentedKey(request.headers)))
-        throw new TurnstreamError(ErrorCodes.UNAUTHORIZED, '/metrics needs the metrics key (TURNSTREAM_METRICS_KEY)');
-      return;
-    }
-    request.caller = auth.authenticate(request.headers);
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    metrics.requests.inc({ route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) });
-  });
-
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  const readyMaxDepth = options.outboxReadyMaxDepth ?? 10_000;
-  const stallMs = options.outboxStallMs ?? 60_000;
-  app.get('/readyz', async (_request, reply) => {
-    const ob = outbox?.stats();
-    const checks = {
-      engine: engine.ready(),
-      kafka: link?.connected ?? false,
-      outbox: ob?.healthy ?? false,
-      outboxDepth: ob?.depth ?? 0,
-      outboxStalledMs: ob?.stalledMs ?? 0,
-      outboxDeadLetters: ob?.deadLettered ?? 0,
-      generations: admission.running,
-      queued: admission.waitingCount,
-      policyVersion: policies?.version ?? llama?.version ?? null,
-    };
-    const problems = [
-      ...(checks.engine ? [] : ['the engine is not loaded']),
-      ...(checks.outbox ? [] : ['the outbox cannot be written']),
-      ...(checks.outboxDepth > readyMaxDepth ? [`the outbox holds ${checks.outboxDepth} records (more than ${readyMaxDepth})`] : []),
-      ...(checks.outboxStalledMs > stallMs ? [`the outbox has drained nothing for ${Math.round(checks.outboxStalledMs / 1000)} s`] : []),
-    ];
-    const ready = problems.length === 0;
-    reply.code(ready ? 200 : 503);
-    return { status: ready ? 'ready' : 'not ready', ...(ready ? {} : { reasons: problems }), ...checks };
-  });
-  app.get('/metrics', async (_request, reply) => {
-    if (outbox) {
-      metrics.outboxDepth.set(outbox.depth);
-      metrics.outboxDeadLetters.set(outbox.stats().deadLettered);
-    }
-    const { contentType, body } = await metrics.render();
-    reply.type(contentType);
-    return body;
-  });
-  app.get('/v1/models', async () => ({ object: 'list', data: await engine.models() }));
+  void app.register(metricsRoute, { metrics, outbox: () => outbox });
+  void app.register(modelsRoute, { engine });
 
   let started = false;
-  const gateway: Gateway = {
+  return {
     app,
     gatewayId,
     metrics,
@@ -241,61 +114,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       started = true;
       outbox = await Outbox.open({ dir: outboxDir, logger: logger.child({ component: 'outbox' }) });
       metrics.outboxDepth.set(outbox.depth);
-      capture = new TurnCapture({
-        outbox,
-        index,
-        metrics,
-        logger,
-        boundMs: options.captureBoundMs,
-        enabled: options.capture ?? true,
-        maxTurnBytes: options.maxTurnBytes,
-        oversizedDir: join(outboxDir, 'oversized'),
-      });
-      if (options.kafka) {
-        link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
-        outbox.setSender(link.send, link.deadLetter);
-        link.warmUp();
-        const c = capture;
-        if (options.shareSessions ?? true) link.followTurns((t) => c.learn(t), options.sessionShareWindowMs ?? 30 * 60 * 1000);
-      }
-      if (policies && options.builtin) {
-        const b = options.builtin;
-        await selectBackend(undefined, { logger });
-        const modelId = b.modelId ?? 'turnstream-tiny';
-        if ((b.initIfEmpty ?? true) && !(await new WeightStore(b.weightsDir).latest(modelId))) {
-          const ref = await initCheckpoint(b.weightsDir, { modelId, config: b.initConfig });
-          logger.info(
-            { modelId, uri: ref.uri },
-            b.initConfig
-              ? 'weight store was empty: created version 0 (random init)'
-              : 'weight store was empty: installed the shipped base checkpoint as version 0',
-          );
-        }
-        const p = await policies.loadInitial();
-        logger.info({ modelId: p.modelId, version: p.version }, 'policy loaded');
-        if (link && (b.followWeights ?? true)) link.followWeights((wv) => policies!.offer(wv));
-      }
-      if (llama) {
-        await llama.start();
-        const l = llama;
-        if (link) link.followWeights((wv) => l.offer(wv));
-      }
-      registerChatCompletions(app, {
-        engine,
-        capture,
-        index,
-        metrics,
-        logger,
-        gatewayId,
-        defaultTurnType: options.defaultTurnType ?? 'main',
-        generationTimeoutMs: options.generationTimeoutMs ?? 300_000,
-        maxTokensLimit: options.maxTokensLimit ?? 262_144,
-        defaultModel: () => policies?.modelId ?? options.llama?.model.name ?? options.upstream?.model ?? 'default',
-        inFlight,
-        admission,
-        sse,
-      });
-      registerFeedback(app, capture);
+      capture = new TurnCapture({ ...captureOptions(options, outboxDir), outbox, index, metrics, logger });
+      link = linkKafka(options, outbox, capture, metrics, logger);
+      await startServedEngine(served, options, link, logger);
+      const chat = chatSettings(options, policies);
+      void app.register(chatCompletions, { ...chat, engine, capture, index, metrics, logger, gatewayId, inFlight, admission, sse });
+      void app.register(feedbackRoute, { capture });
       const address = await app.listen({ port: options.port ?? 30000, host: options.host ?? '127.0.0.1' });
       logger.info({ address, engine: engine.kind, gatewayId }, 'gateway listening');
       return address;
@@ -316,5 +140,46 @@ export function createGateway(options: GatewayOptions): Gateway {
       await engine.close();
     },
   };
-  return gateway;
+}
+
+/** Kafka behind the outbox (when configured): drains it and, with `shareSessions`, learns the other instances' turns. */
+function linkKafka(
+  options: GatewayOptions,
+  outbox: Outbox,
+  capture: TurnCapture,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): KafkaLink | null {
+  if (!options.kafka) return null;
+  const link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
+  outbox.setSender(link.send, link.deadLetter);
+  link.warmUp();
+  if (options.shareSessions ?? true) link.followTurns((t) => capture.learn(t), options.sessionShareWindowMs ?? 30 * 60 * 1000);
+  return link;
+}
+
+/** What the turn capture takes from the gateway's options. */
+function captureOptions(
+  options: GatewayOptions,
+  outboxDir: string,
+): Pick<TurnCaptureOptions, 'boundMs' | 'enabled' | 'maxTurnBytes' | 'oversizedDir'> {
+  return {
+    boundMs: options.captureBoundMs,
+    enabled: options.capture ?? true,
+    maxTurnBytes: options.maxTurnBytes,
+    oversizedDir: join(outboxDir, 'oversized'),
+  };
+}
+
+/** What the chat route takes from the gateway's options, defaults applied. */
+function chatSettings(
+  options: GatewayOptions,
+  policies: PolicyRegistry | null,
+): Pick<ChatRouteDeps, 'defaultTurnType' | 'generationTimeoutMs' | 'maxTokensLimit' | 'defaultModel'> {
+  return {
+    defaultTurnType: options.defaultTurnType ?? 'main',
+    generationTimeoutMs: options.generationTimeoutMs ?? 300_000,
+    maxTokensLimit: options.maxTokensLimit ?? 262_144,
+    defaultModel: () => policies?.modelId ?? options.llama?.model.name ?? options.upstream?.model ?? 'default',
+  };
 }
