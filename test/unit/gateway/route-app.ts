@@ -1,0 +1,111 @@
+/**
+ * What a gateway route plugin is tested in with `app.inject()` (no socket): the gateway's own
+ * app (gateway/http-app.ts: JSON parsing, OpenAI error shape, keys), a scripted engine (pure
+ * logic: a fixed answer, delta by delta) and a turn capture on a real outbox in a temp folder.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { createLogger, ErrorCodes, TurnstreamError } from '../../../core/index.ts';
+import { Outbox } from '../../../streams/index.ts';
+import { Authenticator } from '../../../gateway/auth.ts';
+import type { ChatRequest } from '../../../gateway/chat-request.ts';
+import type { Engine, EngineCallOptions, EngineResult, ModelCard } from '../../../gateway/engine.ts';
+import { createHttpApp } from '../../../gateway/http-app.ts';
+import { GatewayMetrics } from '../../../gateway/metrics.ts';
+import { SessionIndex } from '../../../gateway/session-index.ts';
+import { TurnCapture } from '../../../gateway/turn-capture.ts';
+
+export const logger = createLogger('gateway-test', 'silent');
+
+export interface TestAppOptions {
+  apiKeys?: string[];
+  serviceKeys?: string[];
+  metricsKey?: string;
+}
+
+export function testApp(o: TestAppOptions = {}): { app: FastifyInstance; metrics: GatewayMetrics } {
+  const metrics = new GatewayMetrics('gw-test');
+  const auth = new Authenticator(o.apiKeys ?? [], o.serviceKeys ?? []);
+  return { app: createHttpApp({ logger, metrics, auth, metricsKey: o.metricsKey }), metrics };
+}
+
+export interface ScriptedEngine extends Engine {
+  /** The requests it was asked to complete. */
+  readonly requests: ChatRequest[];
+}
+
+/**
+ * An engine that answers every request with `answer`, one delta per piece (one token each), or
+ * fails with `fail` after the pieces; it starts once `gate` resolves, and serves only `model`.
+ */
+export function scriptedEngine(
+  o: { answer?: string[]; fail?: unknown; ready?: boolean; model?: string; gate?: Promise<unknown> } = {},
+): ScriptedEngine {
+  const answer = o.answer ?? ['Hel', 'lo'];
+  const model = o.model ?? 'scripted';
+  const requests: ChatRequest[] = [];
+  return {
+    kind: 'builtin',
+    requests,
+    ready: () => o.ready ?? true,
+    models: async (): Promise<ModelCard[]> => [{ id: model, object: 'model', created: 1_700_000_000, owned_by: 'turnstream' }],
+    checkModel(name: string): void {
+      if (name && name !== model)
+        throw new TurnstreamError(ErrorCodes.NOT_FOUND, `The model \`${name}\` does not exist`, { param: 'model' });
+    },
+    async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
+      requests.push(req);
+      await o.gate;
+      for (const content of answer) {
+        if (call.signal.aborted) throw call.signal.reason;
+        call.onDelta?.({ content });
+      }
+      if (o.fail) throw o.fail;
+      return {
+        content: answer.join(''),
+        toolCalls: [],
+        finishReason: 'stop',
+        policyModelId: model,
+        policyVersion: 3,
+        promptTokenIds: [1, 2, 3],
+        responseTokenIds: answer.map((_, i) => 10 + i),
+        responseLogprobs: answer.map(() => -0.5),
+        logprobs: null,
+        tokenized: true,
+        exactLogprobs: true,
+        promptTruncatedTokens: 0,
+        promptTokens: 3,
+        completionTokens: answer.length,
+        sampling: { temperature: 1, topP: 1, maxTokens: 16, seed: 7, stop: [] },
+      };
+    },
+    close: async () => {},
+  };
+}
+
+/** A turn capture on a real outbox in a temp folder (no Kafka: records stay there). */
+export async function testCapture(
+  metrics: GatewayMetrics,
+  o: { enabled?: boolean } = {},
+): Promise<{ capture: TurnCapture; outbox: Outbox; index: SessionIndex; close: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'ts-gw-route-'));
+  const outbox = await Outbox.open({ dir, logger });
+  const index = new SessionIndex();
+  const capture = new TurnCapture({ outbox, index, metrics, logger, enabled: o.enabled });
+  const close = async (): Promise<void> => {
+    await outbox.close(0);
+    await rm(dir, { recursive: true, force: true });
+  };
+  return { capture, outbox, index, close };
+}
+
+/** Asserts OpenAI's error shape and returns the error. */
+export function openAIError(body: string): { message: string; type: string; param: string | null; code: string | null } {
+  const parsed = JSON.parse(body) as { error?: Record<string, unknown> };
+  const e = parsed.error;
+  if (!e || typeof e.message !== 'string' || typeof e.type !== 'string' || !('param' in e) || !('code' in e))
+    throw new Error(`not an OpenAI error: ${body}`);
+  return e as { message: string; type: string; param: string | null; code: string | null };
+}
