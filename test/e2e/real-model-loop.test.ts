@@ -9,15 +9,16 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../cli/config.ts';
 import { AdapterStore, resolveModel, selectBackend, type ResolvedModel } from '../../policy/index.ts';
 import { createEmbeddedJudge, LlamaTeacher, startJudge, startSampleBuilder, startSessionAssembler } from '../../processors/index.ts';
-import { createLogger, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
+import { ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { LoraLineage, startLearner, type LearnerHandle } from '../../trainer/index.ts';
 import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from '../integration/gateway/support.ts';
 import { llamaLogProbs } from '../support/llama-logprobs.ts';
 import { ensureStack, uniquePrefix } from '../support/stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const SYSTEM = 'You are a helpful assistant.';
 let model: ResolvedModel;
@@ -165,11 +166,9 @@ test(
     })();
 
     const t0 = Date.now();
-    while (weights.events.length === 0) {
-      if (Date.now() - t0 > 600_000)
-        assert.fail(`no WeightVersion: learner ${JSON.stringify(learner.stats())}, samples ${samples.events.length}`);
-      await sleep(1000);
-    }
+    await waitFor('a WeightVersion', () => weights.events.length > 0, { timeoutMs: 600_000, intervalMs: 1000 }).catch((err: Error) =>
+      assert.fail(`${err.message}: learner ${JSON.stringify(learner!.stats())}, samples ${samples.events.length}`),
+    );
     const wv = weights.events[0].value;
     assert.equal(wv.version, 1);
     assert.equal(wv.format, 'gguf-lora-v1');
@@ -181,12 +180,15 @@ test(
       'a correction became an OPD sample whose teacher the learner scores',
     );
 
-    while (g.gw.llama!.version !== 1) {
-      if (Date.now() - t0 > 660_000) assert.fail('the gateway never swapped version 1 in');
-      await sleep(200);
-    }
+    await waitFor('the gateway to swap version 1 in', () => g.gw.llama!.version === 1, {
+      timeoutMs: 660_000 - (Date.now() - t0),
+      intervalMs: 200,
+    });
     const served = turns.events.length;
-    while (!turns.events.slice(served).some((e) => e.value.policyVersion === 1)) await sleep(200);
+    await waitFor('a turn served by version 1', () => turns.events.slice(served).some((e) => e.value.policyVersion === 1), {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+    });
     talking = false;
     await talker;
     assert.ok(during.length > 0 && during.every((x) => x === 200), `requests during the swap: ${during.join(',')}`);
