@@ -27,12 +27,17 @@ export interface OpenClawInstall {
 
 /** Options of {@link ensureOpenClaw}. */
 export interface EnsureOpenClawOptions {
-  /** The install's folder. @default ~/.cache/turnstream/openclaw-<OPENCLAW_VERSION> */
+  /** The install's folder. @default {@link defaultOpenClawDir} */
   dir?: string;
 }
 
-/** The default install folder. */
-export const defaultOpenClawDir = (): string => join(homedir(), '.cache', 'turnstream', `openclaw-${OPENCLAW_VERSION}`);
+/**
+ * The default install folder: ~/.cache/turnstream/openclaw-<OPENCLAW_VERSION>, but as root
+ * /var/cache/turnstream/openclaw-<OPENCLAW_VERSION>: a root process runs gym sandboxes as an
+ * unprivileged user, who cannot enter /root.
+ */
+export const defaultOpenClawDir = (): string =>
+  join(process.getuid?.() === 0 ? '/var/cache' : join(homedir(), '.cache'), 'turnstream', `openclaw-${OPENCLAW_VERSION}`);
 
 const nodeIsRecentEnough = (): boolean => {
   const [major, minor] = process.versions.node.split('.').map(Number);

@@ -14,10 +14,9 @@ import { loadConfig } from '../../cli/config.ts';
 import { createGateway, type Gateway } from '../../gateway/index.ts';
 import { runRollout } from '../../gym/agent/run-rollout.ts';
 import { parseTaskSuite } from '../../gym/tasks/parse-task-suite.ts';
-import { DEFAULT_TIMEOUT_SECONDS, OPENCLAW_VERSION } from '../../integrations/openclaw/index.ts';
+import { DEFAULT_TIMEOUT_SECONDS } from '../../integrations/openclaw/index.ts';
 import { resolveModel } from '../../policy/index.ts';
 import { createLogger } from '../../core/index.ts';
-import { REPO_ROOT } from '../support/stack.ts';
 
 const TASK = {
   id: 'oc-hello',
@@ -28,10 +27,8 @@ const TASK = {
 };
 const SESSION = 'gym-openclaw-e2e';
 
-/** Where OpenClaw is installed: as root, not under /root, which the sandbox's unprivileged user cannot enter. */
-const installDir = (): string | undefined =>
-  process.env.TURNSTREAM_OPENCLAW_CACHE ||
-  (process.getuid?.() === 0 ? join(REPO_ROOT, '.turnstream', `openclaw-${OPENCLAW_VERSION}`) : undefined);
+/** Where OpenClaw is installed: where the CLI installs it (as root not under /root, which the sandbox's user cannot enter). */
+const installDir = (): string | undefined => process.env.TURNSTREAM_OPENCLAW_CACHE || undefined;
 
 let tmp = '';
 let gw: Gateway;
