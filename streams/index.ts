@@ -1,4 +1,3 @@
-export * from '../core/index.ts';
 export { Kafka, logLevel } from './kafkajs.ts';
 export { createKafka, kafkaConfig, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
 export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
