@@ -19,10 +19,9 @@
 import { randomInt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { LlamaContextSequence, LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
-import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, mulberry32, type OpenAITool } from '../policy/index.ts';
+import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, type OpenAITool } from '../policy/index.ts';
+import { mulberry32, ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
 import { KvStates, tempStatesDir } from './kv-states.ts';
@@ -218,54 +217,13 @@ export class LlamaEngine implements Engine {
     }
   }
 
-  private async generate(
-    l: Loaded,
-    seq: LlamaContextSequence,
-    prompt: number[],
-    keep: number,
-    g: {
-      temperature: number;
-      topP: number;
-      seed: number;
-      maxTokens: number;
-      stop: string[];
-      tools: OpenAITool[] | null;
-      req: ChatRequest;
-      call: EngineCallOptions;
-    },
-  ): Promise<
-    Pick<EngineResult, 'content' | 'toolCalls' | 'finishReason' | 'responseTokenIds' | 'responseLogprobs' | 'logprobs' | 'exactLogprobs'>
-  > {
+  /** Evaluates the rest of the prompt and generates the answer, streaming its deltas. */
+  private async generate(l: Loaded, seq: LlamaContextSequence, prompt: number[], keep: number, g: Generation): Promise<Generated> {
     const { model, format } = l;
-    // The sequence holds prompt[0, keep) already evaluated (LlamaVersions.acquire readied it).
     const full = g.req.logprobs;
-    const topN = g.req.topLogprobs ?? 0;
     const random = mulberry32(g.seed);
-    const it = full
-      ? seq.evaluateWithMetadata(
-          prompt.slice(keep) as Token[],
-          { probabilities: true },
-          {
-            temperature: 1,
-            topK: 0,
-            topP: 1,
-            minP: 0,
-            seed: g.seed,
-            yieldEogToken: true,
-          },
-        )
-      : seq.evaluateWithMetadata(
-          prompt.slice(keep) as Token[],
-          { confidence: true },
-          {
-            temperature: g.temperature,
-            topK: 0,
-            topP: g.topP,
-            minP: 0,
-            seed: g.seed,
-            yieldEogToken: true,
-          },
-        );
+    // The sequence holds prompt[0, keep) already evaluated (LlamaVersions.acquire readied it).
+    const it = evaluation(seq, prompt.slice(keep) as Token[], g);
     const ids: number[] = [];
     const logprobs: number[] = [];
     const entries: TokenLogprob[] | null = full ? [] : null;
@@ -280,31 +238,13 @@ export class LlamaEngine implements Engine {
           finish = 'stop';
           break;
         }
-        let token = r.value.token as number;
-        let lp: number;
-        let entry: TokenLogprob | null = null;
-        if ('probabilities' in r.value && r.value.probabilities) {
-          const probs = r.value.probabilities;
-          const d = drawToken(probs, { temperature: g.temperature, topP: g.topP }, random);
-          token = d.token;
-          next = token as Token;
-          lp = Math.log(d.probability);
-          const top: Array<{ id: number; lp: number }> = [];
-          for (const [id, p] of probs) {
-            if (top.length >= topN) break;
-            top.push({ id, lp: Math.log(p) });
-          }
-          const render = (id: number, logprob: number) => ({ token: format.tokenText(id), logprob, bytes: l.bytes.bytes(id) });
-          entry = { ...render(token, lp), top_logprobs: top.map((t) => render(t.id, t.lp)) };
-        } else {
-          next = undefined;
-          lp = Math.log(Math.max((r.value as { confidence?: number }).confidence ?? 0, 1e-30));
-        }
-        ids.push(token);
-        logprobs.push(lp);
-        const eog = model.isEogToken(token as Token);
+        const t = tokenOf(l, r.value, g, random);
+        next = t.drawn ? t.token : undefined;
+        ids.push(t.token);
+        logprobs.push(t.lp);
+        const eog = model.isEogToken(t.token);
         // The end-of-generation token is trained on (the Turn keeps it) but is no part of the content.
-        if (eog) entry = null;
+        const entry = eog ? null : t.entry;
         if (entry) entries!.push(entry);
         const step = eog ? { delta: '', stopped: false } : text.push(model.detokenize(ids as Token[], false));
         const delta: Delta = {};
@@ -319,24 +259,11 @@ export class LlamaEngine implements Engine {
     } finally {
       await it.return();
     }
-    const end = text.finish();
-    if (end.delta) g.call.onDelta?.({ content: end.delta });
-    const parsed = g.tools ? format.parse(end.text) : { content: end.text, toolCalls: [] };
-    if (parsed.toolCalls.length > 0) {
-      finish = 'tool_calls';
-      g.call.onDelta?.({
-        toolCalls: parsed.toolCalls.map((t, index) => ({
-          index,
-          id: t.id,
-          type: 'function',
-          function: { name: t.name, arguments: t.arguments },
-        })),
-      });
-    }
+    const parsed = finishAnswer(text, format, g);
     return {
       content: parsed.content,
       toolCalls: parsed.toolCalls,
-      finishReason: finish,
+      finishReason: parsed.toolCalls.length > 0 ? 'tool_calls' : finish,
       responseTokenIds: ids,
       responseLogprobs: logprobs,
       logprobs: entries ? { content: entries, refusal: null } : null,
@@ -351,6 +278,88 @@ export class LlamaEngine implements Engine {
     await l?.model.dispose();
     await l?.states?.close();
   }
+}
+
+/** One generation's sampling and what it streams to. */
+interface Generation {
+  temperature: number;
+  topP: number;
+  seed: number;
+  maxTokens: number;
+  stop: string[];
+  tools: OpenAITool[] | null;
+  req: ChatRequest;
+  call: EngineCallOptions;
+}
+
+type Generated = Pick<
+  EngineResult,
+  'content' | 'toolCalls' | 'finishReason' | 'responseTokenIds' | 'responseLogprobs' | 'logprobs' | 'exactLogprobs'
+>;
+
+/**
+ * The evaluation of the prompt's rest and the tokens after it. With `logprobs` llama.cpp hands
+ * over the whole distribution at each step (temperature 1, untruncated) and the token is drawn
+ * here (tokenOf); otherwise its own sampler draws it, with the confidence of each token.
+ */
+function evaluation(seq: LlamaContextSequence, tokens: Token[], g: Generation) {
+  const sampler = { topK: 0, minP: 0, seed: g.seed, yieldEogToken: true };
+  return g.req.logprobs
+    ? seq.evaluateWithMetadata(tokens, { probabilities: true }, { ...sampler, temperature: 1, topP: 1 })
+    : seq.evaluateWithMetadata(tokens, { confidence: true }, { ...sampler, temperature: g.temperature, topP: g.topP });
+}
+
+/** What the evaluation yields for one step. */
+interface Evaluated {
+  token: Token;
+  probabilities?: ReadonlyMap<number, number>;
+  confidence?: number;
+}
+
+/**
+ * The step's token and its log-prob: drawn here from the whole distribution (then also its
+ * entry for the client, with the `top_logprobs` of that distribution), or llama.cpp's own.
+ */
+function tokenOf(
+  l: Loaded,
+  value: Evaluated,
+  g: Generation,
+  random: () => number,
+): { token: Token; lp: number; entry: TokenLogprob | null; drawn: boolean } {
+  const probs = value.probabilities;
+  if (!probs) return { token: value.token, lp: Math.log(Math.max(value.confidence ?? 0, 1e-30)), entry: null, drawn: false };
+  const topN = g.req.topLogprobs ?? 0;
+  const d = drawToken(probs, { temperature: g.temperature, topP: g.topP }, random);
+  const lp = Math.log(d.probability);
+  const top: Array<{ id: number; lp: number }> = [];
+  for (const [id, p] of probs) {
+    if (top.length >= topN) break;
+    top.push({ id, lp: Math.log(p) });
+  }
+  const render = (id: number, logprob: number) => ({ token: l.format.tokenText(id), logprob, bytes: l.bytes.bytes(id) });
+  const entry = { ...render(d.token, lp), top_logprobs: top.map((t) => render(t.id, t.lp)) };
+  return { token: d.token as Token, lp, entry, drawn: true };
+}
+
+/**
+ * The answer once generation ends: the text still held back is streamed, and tool calls (in
+ * the template's syntax) are parsed out of it and streamed as one delta.
+ */
+function finishAnswer(text: AnswerText, format: ChatFormat, g: Generation): Pick<EngineResult, 'content' | 'toolCalls'> {
+  const end = text.finish();
+  if (end.delta) g.call.onDelta?.({ content: end.delta });
+  const parsed = g.tools ? format.parse(end.text) : { content: end.text, toolCalls: [] };
+  if (parsed.toolCalls.length > 0) {
+    g.call.onDelta?.({
+      toolCalls: parsed.toolCalls.map((t, index) => ({
+        index,
+        id: t.id,
+        type: 'function',
+        function: { name: t.name, arguments: t.arguments },
+      })),
+    });
+  }
+  return parsed;
 }
 
 function abortError(signal: AbortSignal): TurnstreamError {
