@@ -72,7 +72,10 @@ export function createHttpApp(o: HttpAppOptions): FastifyInstance {
 
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toOpenAIError(err);
-    if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
+    // A client that went away (an agent's episode timed out, Ctrl-C) is not the gateway's failure.
+    if (err instanceof TurnstreamError && err.code === ErrorCodes.ABORTED)
+      request.log.info({ url: request.url }, `request ended: ${err.message}`);
+    else if (status >= 500) request.log.error({ err, url: request.url }, 'request failed');
     if (status === 413 && body.error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
       body.error.message = `the request body is too large: the limit is ${bodyLimit} bytes (GATEWAY_BODY_LIMIT_BYTES)`;
     // Answered before the body has all arrived (a 413 above all): keep the connection and discard
