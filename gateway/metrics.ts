@@ -116,7 +116,9 @@ export class GatewayMetrics {
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
-    const merged = Registry.merge([this.registry, metricsRegistry]);
-    return { contentType: merged.contentType, body: await merged.metrics() };
+    // Each registry renders its own: a merged registry would drop this one's default label
+    // (gateway_id), which tells several gateways' series apart.
+    const [own, shared] = await Promise.all([this.registry.metrics(), metricsRegistry.metrics()]);
+    return { contentType: this.registry.contentType, body: `${own.trimEnd()}\n\n${shared}` };
   }
 }

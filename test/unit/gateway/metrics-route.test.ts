@@ -24,8 +24,9 @@ test('serves the gateway’s metrics in Prometheus’ text format, the outbox de
     'turnstream_gateway_streams_cut_total',
   ])
     assert.match(res.body, new RegExp(`# TYPE ${name} `), name);
-  assert.match(res.body, /^turnstream_gateway_outbox_depth(\{[^}]*\})? 1$/m);
-  assert.match(res.body, /^turnstream_gateway_outbox_dead_letters(\{[^}]*\})? 0$/m);
+  // Every gateway series carries its gateway_id, so several gateways' series stay apart.
+  assert.match(res.body, /^turnstream_gateway_outbox_depth\{gateway_id="gw-test"\} 1$/m);
+  assert.match(res.body, /^turnstream_gateway_outbox_dead_letters\{gateway_id="gw-test"\} 0$/m);
   await app.close();
   await close();
 });
