@@ -27,7 +27,6 @@ export {
   type SavedCheckpoint,
   type TensorEntry,
 } from './builtin/checkpoint.ts';
-export { mulberry32 } from '../core/index.ts';
 export { generate, scoreTokens, type FinishReason, type GenerateOptions, type GeneratedToken } from './builtin/generate.ts';
 export {
   DEFAULT_MODEL_CONFIG,
