@@ -2,19 +2,11 @@
  * Which train tasks each rollout batch takes: the train tasks in a seeded order, B at a time,
  * reshuffled after each pass, so every task comes up as often as the others and two seeds differ.
  */
+import { mulberry32 } from '../../core/index.ts';
 import type { Task } from '../tasks/task.ts';
 
-/** A small seeded generator (mulberry32). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded generator (core's mulberry32). */
+export const seededRandom = mulberry32;
 
 export class TaskSchedule {
   private queue: Task[] = [];

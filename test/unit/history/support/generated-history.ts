@@ -3,21 +3,13 @@
  * conversations (`openai-chat` lines, as a user's export) and gateway traffic (turns and feedback
  * as the gateway writes them). The same seed gives the same history, so a failure names its seed.
  */
+import { mulberry32 } from '../../../../core/index.ts';
 import type { ChatMessage, Feedback, Turn } from '../../../../schemas/index.ts';
 import { partitioner } from '../../../../streams/index.ts';
 import { exampleTurn } from '../../../support/fixtures.ts';
 
-/** mulberry32: a small seeded PRNG. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: a small seeded PRNG (core's). */
+export const rng = mulberry32;
 
 export type Rand = ReturnType<typeof rng>;
 const int = (r: Rand, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
