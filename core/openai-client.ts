@@ -1,8 +1,8 @@
 /**
  * The one OpenAI client: the official `openai` package, for every call the project makes to an
- * OpenAI-compatible API (the LLM judge, the upstream teacher, the eval's pipeline mode). Retries
- * stay the project's own (core/retry.ts, driven by each error's `retriable`), so the client never
- * retries; `openAIFailure` reads what went wrong out of the package's errors, and each caller
+ * OpenAI-compatible API (the LLM judge, the upstream teacher, the eval's pipeline mode, the gym's
+ * agent). Retries stay the project's own (core/retry.ts, driven by each error's `retriable`), so
+ * the client does not retry unless a caller with no retry loop of its own asks (`maxRetries`); `openAIFailure` reads what went wrong out of the package's errors, and each caller
  * words its TurnstreamError (its code, message and `retriable`) from that.
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
@@ -21,6 +21,11 @@ export interface OpenAIClientOptions {
   headers?: Record<string, string>;
   /** For tests and custom transports. @default globalThis.fetch */
   fetch?: typeof fetch;
+  /**
+   * The package's own retries (429, 5xx, a dropped connection), for a caller that has no retry
+   * loop of its own: the gym's agent, whose episode is one call after another. @default 0
+   */
+  maxRetries?: number;
 }
 
 /** An OpenAI client that never retries and sends no credentials but `apiKey`'s. */
@@ -32,7 +37,7 @@ export function openAIClient(o: OpenAIClientOptions): OpenAI {
     // Not OPENAI_ORG_ID / OPENAI_PROJECT_ID from the environment: these endpoints are not OpenAI's.
     organization: null,
     project: null,
-    maxRetries: 0,
+    maxRetries: o.maxRetries ?? 0,
     ...(o.timeoutMs !== undefined ? { timeout: Math.max(1, Math.ceil(o.timeoutMs)) } : {}),
     defaultHeaders: { ...o.headers, ...(o.apiKey ? {} : { Authorization: null }) },
     ...(o.fetch ? { fetch: o.fetch } : {}),

@@ -4,9 +4,10 @@
  * each answer the gateway's turn id (`X-Turn-Id`, else the response id `chatcmpl-<turnId>`) and
  * the policy version that served it (`X-Policy-Version`).
  */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessage } from 'openai/resources/chat/completions';
 import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
+import { openAIClient } from '../../core/openai-client.ts';
 import type { RolloutOptions } from './rollout-types.ts';
 
 /** One model call's answer. */
@@ -34,12 +35,7 @@ export function rolloutHeaders(o: Pick<RolloutOptions, 'sessionId' | 'userId' | 
 
 /** An OpenAI client bound to one rollout. */
 export function rolloutClient(o: Pick<RolloutOptions, 'baseURL' | 'apiKey' | 'sessionId' | 'userId' | 'turnType' | 'maxRetries'>): OpenAI {
-  return new OpenAI({
-    baseURL: openAIBaseURL(o.baseURL),
-    apiKey: o.apiKey ?? 'unused',
-    maxRetries: o.maxRetries ?? 2,
-    defaultHeaders: rolloutHeaders(o),
-  });
+  return openAIClient({ baseURL: openAIBaseURL(o.baseURL), apiKey: o.apiKey, maxRetries: o.maxRetries ?? 2, headers: rolloutHeaders(o) });
 }
 
 /**
