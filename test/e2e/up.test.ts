@@ -61,6 +61,12 @@ describe('turnstream up', { timeout: 420000 }, () => {
       }).catch(() => assert.fail(`up did not come up:\n${out}`));
       if (!/turnstream is up/.test(out)) assert.fail(`up exited early:\n${out}`);
       assert.match(out, /turnstream is up\. Ctrl-C/, `every service is ready:\n${out}`);
+      // Issue #37: the trainer on native TensorFlow, fetched and built (or found in the cache) by up itself.
+      assert.match(
+        out,
+        /native TensorFlow \(cpu\) (built in \d+ s|ready): the trainer runs on it/,
+        `the trainer on native TensorFlow:\n${out}`,
+      );
       assert.match(out, new RegExp(`gateway\\s+ready\\s+pid \\d+\\s+http://127\\.0\\.0\\.1:${port}`));
 
       // As a client would: the model named by /v1/models (the real SmolLM2 by default).
