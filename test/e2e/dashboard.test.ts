@@ -153,8 +153,12 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
       for (let i = 3; i < d.length; i += 4) if (d[i] > 0) painted++;
       return { id: c.id, painted, total: d.length / 4 };
     })`)) as Array<{ id: string; painted: number; total: number }>;
-    assert.equal(ink.length, 6);
-    for (const c of ink) assert.ok(c.painted > c.total * 0.005, `${c.id} is drawn (${c.painted} of ${c.total} pixels)`);
+    assert.equal(ink.length, 7);
+    // No gym run in this data: the tasks panel stays hidden and its chart undrawn.
+    assert.equal(await page.locator('#gym-section').isHidden(), true);
+    assert.equal(ink.find((c) => c.id === 'chart-gym')?.painted, 0);
+    for (const c of ink.filter((c) => c.id !== 'chart-gym'))
+      assert.ok(c.painted > c.total * 0.005, `${c.id} is drawn (${c.painted} of ${c.total} pixels)`);
 
     const kpis = await page.locator('#kpis .kpi').allInnerTexts();
     const fu = await funnel(store);
