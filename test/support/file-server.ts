@@ -19,6 +19,12 @@ export interface Route {
   /** Send only this many body bytes of the first N responses (N = `truncateTimes`, default 1), then drop the connection. */
   truncateAt?: number;
   truncateTimes?: number;
+  /**
+   * Drop the connection only once this resolves (after the truncated bytes are written). A fetch
+   * body that errors discards the chunks it has queued but not yet handed out, so a test that
+   * needs the client to have taken exactly `truncateAt` bytes waits for its progress here.
+   */
+  cutWhen?: () => Promise<void>;
   /** Ignore Range requests (always 200 with the whole body). */
   noRanges?: boolean;
 }
@@ -64,7 +70,9 @@ export async function startFileServer(): Promise<FileServer> {
     const cut = truncations.get(path) ?? 0;
     if (route.truncateAt !== undefined && cut < (route.truncateTimes ?? 1)) {
       truncations.set(path, cut + 1);
-      res.write(body.subarray(start, start + route.truncateAt), () => res.socket?.destroy());
+      res.write(body.subarray(start, start + route.truncateAt), () => {
+        void (route.cutWhen?.() ?? Promise.resolve()).then(() => res.socket?.destroy());
+      });
       return;
     }
     res.end(body.subarray(start));

@@ -96,13 +96,20 @@ test('hf: a file the hub serves directly (no x-linked-etag) at a pinned revision
 });
 
 test('hf: a connection cut mid-file is resumed with a Range request', async () => {
+  let tookAll!: () => void;
+  const taken = new Promise<void>((resolve) => (tookAll = resolve));
   hub.routes.set('/org/repo/resolve/main/tiny.gguf', {
     body: gguf,
     truncateAt: 100_000,
+    cutWhen: () => taken,
     headers: { 'x-linked-etag': `"${ggufSha}"` },
   });
   const retries: string[] = [];
-  const m = await resolveModel('hf:org/repo/tiny.gguf', opts({ onProgress: (p) => p.retry && retries.push(p.retry.reason) }));
+  const onProgress = (p: ModelProgress): void => {
+    if (p.retry) retries.push(p.retry.reason);
+    if (p.phase === 'download' && p.doneBytes >= 100_000) tookAll();
+  };
+  const m = await resolveModel('hf:org/repo/tiny.gguf', opts({ onProgress }));
   assert.equal(m.sha256, ggufSha);
   assert.deepEqual(await readFile(m.path!), gguf);
   assert.equal(hub.requests.length, 2);
