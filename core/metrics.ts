@@ -10,30 +10,24 @@ const counters = new Map<string, Counter<string>>();
 const gauges = new Map<string, Gauge<string>>();
 const histograms = new Map<string, Histogram<string>>();
 
-/** Gets or creates a counter (prom-client refuses duplicate names; services share this). */
-export function counter(name: string, help: string, labelNames: string[] = []): Counter<string> {
-  let c = counters.get(name);
-  if (!c) {
-    c = new Counter({ name, help, labelNames, registers: [registry] });
-    counters.set(name, c);
+/** The metric registered as `name`, created on first use (prom-client refuses duplicate names; services share these). */
+function shared<M>(cache: Map<string, M>, name: string, create: () => M): M {
+  let m = cache.get(name);
+  if (!m) {
+    m = create();
+    cache.set(name, m);
   }
-  return c;
+  return m;
+}
+
+export function counter(name: string, help: string, labelNames: string[] = []): Counter<string> {
+  return shared(counters, name, () => new Counter({ name, help, labelNames, registers: [registry] }));
 }
 
 export function gauge(name: string, help: string, labelNames: string[] = []): Gauge<string> {
-  let g = gauges.get(name);
-  if (!g) {
-    g = new Gauge({ name, help, labelNames, registers: [registry] });
-    gauges.set(name, g);
-  }
-  return g;
+  return shared(gauges, name, () => new Gauge({ name, help, labelNames, registers: [registry] }));
 }
 
 export function histogram(name: string, help: string, labelNames: string[] = [], buckets?: number[]): Histogram<string> {
-  let h = histograms.get(name);
-  if (!h) {
-    h = new Histogram({ name, help, labelNames, registers: [registry], ...(buckets ? { buckets } : {}) });
-    histograms.set(name, h);
-  }
-  return h;
+  return shared(histograms, name, () => new Histogram({ name, help, labelNames, registers: [registry], ...(buckets ? { buckets } : {}) }));
 }

@@ -16,14 +16,7 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway } from '../gateway/index.ts';
-import {
-  createEmbeddedJudge,
-  loadTeacher,
-  startJudge,
-  startSampleBuilder,
-  startSessionAssembler,
-  type TrainMethod,
-} from '../processors/index.ts';
+import { createEmbeddedJudge, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler } from '../processors/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
 import { createLogger, type Logger } from '../core/index.ts';
 import {
@@ -48,31 +41,24 @@ import {
   runRandom,
   shares,
   summarize,
+  type EvalOptions,
   type EvalResult,
   type HeldOutReply,
   type Interaction,
   type RunResult,
 } from './run-eval.ts';
 
-export interface PipelineEvalOptions {
-  personas: Persona[];
+export interface PipelineEvalOptions extends Omit<EvalOptions, 'models' | 'seeds' | 'lr'> {
   brokers: string[];
   registryUrl: string;
   /** A weight store holding the base checkpoint as `<baseModelId>/v0`. */
   baseWeightsDir: string;
   /** @default 'turnstream-tiny' */
   baseModelId?: string;
-  interactions?: number;
+  /** @default 1 */
   seeds?: number;
-  method?: TrainMethod;
-  batchSize?: number;
   /** @default LORA_LR with `llama`, else LEARNER_LR */
   lr?: number;
-  /** Share of each persona's prompts held out. @default 3/8 */
-  heldOut?: number;
-  heldOutSamples?: number;
-  /** Score every n-th version (the first and last always). @default 1 */
-  evalEvery?: number;
   /** Run only this seed of `seeds`. */
   onlySeed?: number;
   /** A GGUF model served by llama.cpp and trained as LoRA versions instead of the built-in model. */
@@ -99,7 +85,6 @@ export interface PipelineEvalOptions {
     /** @default EVAL_SAMPLING.maxTokens */
     maxTokens?: number;
   };
-  onProgress?: (line: string) => void;
 }
 
 /** What every run of one pipeline eval shares: the settings, Kafka under a fresh prefix, the weight store, the sampling. */

@@ -145,6 +145,21 @@ export interface Series {
   ends?: boolean;
 }
 
+/** One thin dashed line per seed, and their mean in bold (drawn last, on top). */
+export function seedSeries(
+  seeds: Array<{ seed: number; points: Array<[number, number]> }>,
+  mean: { label: string; points: Array<[number, number]> },
+): Series[] {
+  const series: Series[] = seeds.map((run, i) => ({
+    label: `seed ${run.seed}`,
+    points: run.points,
+    color: COLORS[i % COLORS.length],
+    width: 1.2,
+    dash: '4 3',
+  }));
+  return [...series, { ...mean, color: 'black', width: 3, ends: true }];
+}
+
 /** A line chart of a share (0–1) against `xLabel`; the legend on the right. */
 export function lineChart(
   title: string,
@@ -232,20 +247,13 @@ export function toSvg(r: ReportInput): string {
 export function toPersonaSvg(r: ReportInput, persona: string): string {
   const runs = r.runs.filter((x) => x.persona === persona).sort((a, b) => a.seed - b.seed);
   const summary = perPersona({ runs })[persona];
-  const series: Series[] = runs.map((run, i) => ({
-    label: `seed ${run.seed}`,
-    points: run.scores.map((s) => [s.interactions, s.satisfaction] as [number, number]),
-    color: COLORS[i % COLORS.length],
-    width: 1.2,
-    dash: '4 3',
-  }));
-  series.push({
-    label: 'mean',
-    points: r.per_version.filter((v) => persona in v.byPersona).map((v) => [v.interactions, v.byPersona[persona]] as [number, number]),
-    color: 'black',
-    width: 3,
-    ends: true,
-  });
+  const series = seedSeries(
+    runs.map((run) => ({ seed: run.seed, points: run.scores.map((s) => [s.interactions, s.satisfaction] as [number, number]) })),
+    {
+      label: 'mean',
+      points: r.per_version.filter((v) => persona in v.byPersona).map((v) => [v.interactions, v.byPersona[persona]] as [number, number]),
+    },
+  );
   return lineChart(
     persona,
     [

@@ -24,19 +24,13 @@
  *   }
  */
 import { readFileSync } from 'node:fs';
-import type { EndPolicy, JudgeMode, TrainMethod } from '../processors/index.ts';
+import type { EndPolicy, LlmJudgeOptions, TrainMethod } from '../processors/index.ts';
 
-export interface ReplayJudgeConfig {
+/** The LLM judge's settings (null `baseUrl`: the embedded judge), its id and whether it judges side turns too. */
+export interface ReplayJudgeConfig extends Partial<
+  Pick<LlmJudgeOptions, 'model' | 'apiKey' | 'mode' | 'votes' | 'hintVotes' | 'temperature' | 'maxTokens' | 'timeoutMs' | 'retries'>
+> {
   baseUrl?: string | null;
-  model?: string;
-  apiKey?: string;
-  mode?: JudgeMode;
-  votes?: number;
-  hintVotes?: number;
-  temperature?: number;
-  maxTokens?: number;
-  timeoutMs?: number;
-  retries?: number;
   id?: string;
   judgeUntrainable?: boolean;
 }

@@ -7,7 +7,7 @@ import type { BatchState, Trajectory } from '../schemas/index.ts';
 import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
 import { counter } from '../core/index.ts';
 import { BatchCore, type GroupBuilderOptions } from './group-builder/index.ts';
-import { defaultGroupId, type ServiceOptions } from './service-options.ts';
+import { serviceRuntime, type ServiceOptions } from './service-options.ts';
 
 export interface GroupBuilderServiceOptions extends ServiceOptions, GroupBuilderOptions {
   /** How often batches that waited too long are looked for, ms. @default 1000 */
@@ -35,14 +35,7 @@ export function startGroupBuilder(options: GroupBuilderServiceOptions): Promise<
     ignored: (reason) => metrics.ignored.inc({ reason }),
   });
   return runProcessor<BatchState>({
-    name: 'group-builder',
-    kafka: options.kafka,
-    codecs: options.codecs,
-    groupId: options.groupId ?? defaultGroupId('group-builder', options.codecs.naming),
-    instanceId: options.instanceId,
-    concurrency: options.concurrency,
-    sessionTimeoutMs: options.sessionTimeoutMs,
-    logger: options.logger,
+    ...serviceRuntime('group-builder', options),
     inputs: ['trajectories'],
     state: { topic: 'batchState' },
     async handleBatch(records, ctx) {

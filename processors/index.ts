@@ -15,28 +15,7 @@ export {
   type SinkStats,
 } from './clickhouse-sink/index.ts';
 
-export {
-  applyTurn,
-  applyFeedback,
-  dueAt,
-  expire,
-  forget,
-  forgettable,
-  idleAt,
-  release,
-  resolveAssemblerOptions,
-  extractNextState,
-  isTrainable,
-  StreamClock,
-  DEFAULT_IDLE_TIMEOUT_MS,
-  DEFAULT_FEEDBACK_GRACE_MS,
-  type AssemblerStep,
-  type ReleaseStep,
-  type IgnoredReason,
-  type SessionAssemblerOptions,
-  type ResolvedAssemblerOptions,
-  type EndPolicy,
-} from './session-assembler/index.ts';
+export * from './session-assembler/index.ts';
 export {
   createJudge,
   createEmbeddedJudge,

@@ -8,7 +8,7 @@
 import type { TopicId } from '../schemas/index.ts';
 import { runProcessor, type ProcessorHandle, type TopicValues } from '../streams/index.ts';
 import type { Counter, LabelValues } from '../core/index.ts';
-import { defaultGroupId, type ServiceOptions } from './service-options.ts';
+import { serviceRuntime, type ServiceOptions } from './service-options.ts';
 
 /** Counter increments of one call, by counter and labels; added once the call succeeded. */
 export class Tally {
@@ -41,14 +41,7 @@ export interface Stage<In, Out extends TopicId> {
 
 export function runStage<In, Out extends TopicId>(options: ServiceOptions, stage: Stage<In, Out>): Promise<ProcessorHandle> {
   const common = {
-    name: stage.name,
-    kafka: options.kafka,
-    codecs: options.codecs,
-    groupId: options.groupId ?? defaultGroupId(stage.name, options.codecs.naming),
-    instanceId: options.instanceId,
-    concurrency: options.concurrency,
-    sessionTimeoutMs: options.sessionTimeoutMs,
-    logger: options.logger,
+    ...serviceRuntime(stage.name, options),
     inputs: [stage.input],
   };
   const call = async (values: unknown[], signal: AbortSignal, emit: (key: string, value: TopicValues[Out]) => void) => {

@@ -27,3 +27,17 @@ export interface ServiceOptions {
 export function defaultGroupId(service: string, naming: { prefix?: string; tag?: string } = {}): string {
   return `${naming.prefix ?? ''}turnstream.${service}${naming.tag ? `.${naming.tag}` : ''}`;
 }
+
+/** The runtime settings of service `name` from its options: its name, Kafka, codecs, group, instance, flow and logger. */
+export function serviceRuntime(name: string, options: ServiceOptions) {
+  return {
+    name,
+    kafka: options.kafka,
+    codecs: options.codecs,
+    groupId: options.groupId ?? defaultGroupId(name, options.codecs.naming),
+    instanceId: options.instanceId,
+    concurrency: options.concurrency,
+    sessionTimeoutMs: options.sessionTimeoutMs,
+    logger: options.logger,
+  };
+}

@@ -20,7 +20,7 @@ import {
   type AssemblerRecord,
   type SessionAssemblerOptions,
 } from './session-assembler/index.ts';
-import { defaultGroupId, type ServiceOptions } from './service-options.ts';
+import { serviceRuntime, type ServiceOptions } from './service-options.ts';
 
 export interface SessionAssemblerServiceOptions extends ServiceOptions, SessionAssemblerOptions {
   /** How often idle sessions are looked for, in ms. @default min(60_000, idleTimeoutMs / 4), at least 100 */
@@ -96,14 +96,7 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
     heldFeedback: () => metrics.lateAttached.inc(),
   });
   return runProcessor<SessionState>({
-    name: 'session-assembler',
-    kafka: options.kafka,
-    codecs: options.codecs,
-    groupId: options.groupId ?? defaultGroupId('session-assembler', options.codecs.naming),
-    instanceId: options.instanceId,
-    concurrency: options.concurrency,
-    sessionTimeoutMs: options.sessionTimeoutMs,
-    logger: options.logger,
+    ...serviceRuntime('session-assembler', options),
     inputs: ['turns', 'feedback'],
     state: { topic: 'sessionState' },
     onAssigned: () => clock.rejoined(Date.now()),

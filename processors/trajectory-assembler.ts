@@ -7,7 +7,7 @@ import type { TrajectoryState } from '../schemas/index.ts';
 import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
 import { counter } from '../core/index.ts';
 import { TrajectoryCore, type TrajectoryAssemblerOptions, type TrajectoryRecord } from './trajectory-assembler/index.ts';
-import { defaultGroupId, type ServiceOptions } from './service-options.ts';
+import { serviceRuntime, type ServiceOptions } from './service-options.ts';
 
 export interface TrajectoryAssemblerServiceOptions extends ServiceOptions, TrajectoryAssemblerOptions {
   /** How often waiting outcomes and old state are looked at, ms. @default 1000 */
@@ -30,14 +30,7 @@ export function startTrajectoryAssembler(options: TrajectoryAssemblerServiceOpti
     abandoned: () => metrics.abandoned.inc(),
   });
   return runProcessor<TrajectoryState>({
-    name: 'trajectory-assembler',
-    kafka: options.kafka,
-    codecs: options.codecs,
-    groupId: options.groupId ?? defaultGroupId('trajectory-assembler', options.codecs.naming),
-    instanceId: options.instanceId,
-    concurrency: options.concurrency,
-    sessionTimeoutMs: options.sessionTimeoutMs,
-    logger: options.logger,
+    ...serviceRuntime('trajectory-assembler', options),
     inputs: ['turns', 'rewards'],
     state: { topic: 'trajectoryState' },
     async handleBatch(records, ctx) {

@@ -19,151 +19,50 @@ export interface Topic {
   more: string;
 }
 
+/** Ways to ask, the short answer, one more sentence. */
+const topic = (asks: string[], body: string, more: string): Topic => ({ asks, body, more });
+
 export const TOPICS: Topic[] = [
-  {
-    asks: ['how do I make tea?', 'tips for brewing tea?'],
-    body: 'Steep the tea in hot water for 3 minutes.',
-    more: 'Green tea likes cooler water.',
-  },
-  {
-    asks: ['how do I boil an egg?', 'how long to boil eggs?'],
-    body: 'Boil the egg for about 8 minutes.',
-    more: 'Cool it in cold water after.',
-  },
-  {
-    asks: ['how can I sleep better?', 'tips for better sleep?'],
-    body: 'Go to bed at the same time each night.',
-    more: 'Keep the room dark and cool.',
-  },
-  {
-    asks: ['how do I learn to code?', 'where do I start coding?'],
-    body: 'Start with small Python projects.',
-    more: 'Build something you will use.',
-  },
-  {
-    asks: ['how do I water a cactus?', 'how often to water cacti?'],
-    body: 'Water a cactus about once a month.',
-    more: 'Let the soil dry out first.',
-  },
-  {
-    asks: ['how do I save money?', 'tips to save money?'],
-    body: 'Set aside a part of each paycheck.',
-    more: 'Track what you spend each week.',
-  },
-  {
-    asks: ['how do I start running?', 'tips for a new runner?'],
-    body: 'Start with short, easy runs.',
-    more: 'Add a few minutes each week.',
-  },
-  {
-    asks: ['how do I cook rice?', 'what is the rice ratio?'],
-    body: 'Use two cups of water per cup of rice.',
-    more: 'Let it rest for five minutes.',
-  },
-  { asks: ['how do I focus better?', 'tips to stay focused?'], body: 'Work in 25 minute blocks.', more: 'Put your phone in another room.' },
-  {
-    asks: ['how do I clean a pan?', 'how to clean a burnt pan?'],
-    body: 'Soak the pan in warm soapy water.',
-    more: 'Baking soda helps with stains.',
-  },
-  {
-    asks: ['how do I learn Spanish?', 'tips for learning Spanish?'],
-    body: 'Practice a little every day.',
-    more: 'Watch shows with subtitles.',
-  },
-  {
-    asks: ['how do I write a resume?', 'tips for my resume?'],
-    body: 'Keep your resume to one page.',
-    more: 'List results, not just duties.',
-  },
-  {
-    asks: ['what is a black hole?', 'explain black holes?'],
-    body: 'It is a place where gravity traps light.',
-    more: 'It forms when a big star dies.',
-  },
-  {
-    asks: ['why is the sky blue?', 'what makes the sky blue?'],
-    body: 'Air scatters blue light the most.',
-    more: 'Sunsets are red for the same reason.',
-  },
-  {
-    asks: ['what is a prime number?', 'define a prime number?'],
-    body: 'It has no divisors but 1 and itself.',
-    more: 'Seven and eleven are primes.',
-  },
-  {
-    asks: ['how do plants grow?', 'what do plants need?'],
-    body: 'Plants need light, water and soil.',
-    more: 'They turn light into sugar.',
-  },
-  {
-    asks: ['how do I make coffee?', 'tips for good coffee?'],
-    body: 'Use fresh beans and hot water.',
-    more: 'Grind them just before brewing.',
-  },
-  {
-    asks: ['how do I stretch?', 'a simple stretch routine?'],
-    body: 'Hold each stretch for 30 seconds.',
-    more: 'Breathe slowly as you hold it.',
-  },
-  {
-    asks: ['how do I bake bread?', 'tips for baking bread?'],
-    body: 'Let the dough rise for an hour.',
-    more: 'Bake it until the crust is brown.',
-  },
-  {
-    asks: ['how do I fix a flat tire?', 'my bike tire is flat?'],
-    body: 'Patch the tube or put in a new one.',
-    more: 'Check the tire for sharp bits.',
-  },
-  { asks: ['what is gravity?', 'explain gravity?'], body: 'Gravity pulls masses toward each other.', more: 'It keeps the moon in orbit.' },
-  {
-    asks: ['how do I meditate?', 'tips for meditation?'],
-    body: 'Sit still and follow your breath.',
-    more: 'Start with five minutes a day.',
-  },
-  {
-    asks: ['how do I grow tomatoes?', 'tips for tomato plants?'],
-    body: 'Give tomatoes full sun and water.',
-    more: 'Tie them to a stake as they grow.',
-  },
-  {
-    asks: ['how do I learn guitar?', 'tips for a guitar beginner?'],
-    body: 'Learn three chords and practice daily.',
-    more: 'Play songs you already love.',
-  },
-  { asks: ['what is a noun?', 'define a noun?'], body: 'A noun names a person, place or thing.', more: 'Dog and city are nouns.' },
-  {
-    asks: ['how do I remove a stain?', 'how to clean a stain?'],
-    body: 'Blot the stain with cold water.',
-    more: 'Do not rub it into the cloth.',
-  },
-  { asks: ['how do I make pasta?', 'how long to cook pasta?'], body: 'Boil pasta in salted water.', more: 'Taste it after eight minutes.' },
-  { asks: ['how do I pack light?', 'tips for packing light?'], body: 'Pack clothes that all match.', more: 'Roll them to save space.' },
-  { asks: ['what is photosynthesis?', 'explain photosynthesis?'], body: 'Plants make food from light.', more: 'They give off oxygen too.' },
-  { asks: ['how do I stay calm?', 'tips to calm down?'], body: 'Take a few slow, deep breaths.', more: 'Count to four on each breath.' },
-  {
-    asks: ['how do I read faster?', 'tips for faster reading?'],
-    body: 'Read in chunks, not word by word.',
-    more: 'Skim the headings first.',
-  },
-  { asks: ['how do I make friends?', 'tips to meet people?'], body: 'Join a club that you enjoy.', more: 'Ask people about themselves.' },
-  { asks: ['what is an atom?', 'explain atoms?'], body: 'An atom is a tiny unit of matter.', more: 'It has a nucleus and electrons.' },
-  {
-    asks: ['how do I draw a face?', 'tips for drawing faces?'],
-    body: 'Start with an oval and guide lines.',
-    more: 'Eyes sit halfway down the head.',
-  },
-  {
-    asks: ['how do I wake up early?', 'tips for waking early?'],
-    body: 'Move your bedtime earlier bit by bit.',
-    more: 'Get light soon after you wake.',
-  },
-  {
-    asks: ['how do I cook an omelet?', 'tips for an omelet?'],
-    body: 'Whisk two eggs and cook on low heat.',
-    more: 'Fold it when the top is set.',
-  },
+  topic(['how do I make tea?', 'tips for brewing tea?'], 'Steep the tea in hot water for 3 minutes.', 'Green tea likes cooler water.'),
+  topic(['how do I boil an egg?', 'how long to boil eggs?'], 'Boil the egg for about 8 minutes.', 'Cool it in cold water after.'),
+  topic(['how can I sleep better?', 'tips for better sleep?'], 'Go to bed at the same time each night.', 'Keep the room dark and cool.'),
+  topic(['how do I learn to code?', 'where do I start coding?'], 'Start with small Python projects.', 'Build something you will use.'),
+  topic(['how do I water a cactus?', 'how often to water cacti?'], 'Water a cactus about once a month.', 'Let the soil dry out first.'),
+  topic(['how do I save money?', 'tips to save money?'], 'Set aside a part of each paycheck.', 'Track what you spend each week.'),
+  topic(['how do I start running?', 'tips for a new runner?'], 'Start with short, easy runs.', 'Add a few minutes each week.'),
+  topic(['how do I cook rice?', 'what is the rice ratio?'], 'Use two cups of water per cup of rice.', 'Let it rest for five minutes.'),
+  topic(['how do I focus better?', 'tips to stay focused?'], 'Work in 25 minute blocks.', 'Put your phone in another room.'),
+  topic(['how do I clean a pan?', 'how to clean a burnt pan?'], 'Soak the pan in warm soapy water.', 'Baking soda helps with stains.'),
+  topic(['how do I learn Spanish?', 'tips for learning Spanish?'], 'Practice a little every day.', 'Watch shows with subtitles.'),
+  topic(['how do I write a resume?', 'tips for my resume?'], 'Keep your resume to one page.', 'List results, not just duties.'),
+  topic(['what is a black hole?', 'explain black holes?'], 'It is a place where gravity traps light.', 'It forms when a big star dies.'),
+  topic(['why is the sky blue?', 'what makes the sky blue?'], 'Air scatters blue light the most.', 'Sunsets are red for the same reason.'),
+  topic(['what is a prime number?', 'define a prime number?'], 'It has no divisors but 1 and itself.', 'Seven and eleven are primes.'),
+  topic(['how do plants grow?', 'what do plants need?'], 'Plants need light, water and soil.', 'They turn light into sugar.'),
+  topic(['how do I make coffee?', 'tips for good coffee?'], 'Use fresh beans and hot water.', 'Grind them just before brewing.'),
+  topic(['how do I stretch?', 'a simple stretch routine?'], 'Hold each stretch for 30 seconds.', 'Breathe slowly as you hold it.'),
+  topic(['how do I bake bread?', 'tips for baking bread?'], 'Let the dough rise for an hour.', 'Bake it until the crust is brown.'),
+  topic(['how do I fix a flat tire?', 'my bike tire is flat?'], 'Patch the tube or put in a new one.', 'Check the tire for sharp bits.'),
+  topic(['what is gravity?', 'explain gravity?'], 'Gravity pulls masses toward each other.', 'It keeps the moon in orbit.'),
+  topic(['how do I meditate?', 'tips for meditation?'], 'Sit still and follow your breath.', 'Start with five minutes a day.'),
+  topic(['how do I grow tomatoes?', 'tips for tomato plants?'], 'Give tomatoes full sun and water.', 'Tie them to a stake as they grow.'),
+  topic(
+    ['how do I learn guitar?', 'tips for a guitar beginner?'],
+    'Learn three chords and practice daily.',
+    'Play songs you already love.',
+  ),
+  topic(['what is a noun?', 'define a noun?'], 'A noun names a person, place or thing.', 'Dog and city are nouns.'),
+  topic(['how do I remove a stain?', 'how to clean a stain?'], 'Blot the stain with cold water.', 'Do not rub it into the cloth.'),
+  topic(['how do I make pasta?', 'how long to cook pasta?'], 'Boil pasta in salted water.', 'Taste it after eight minutes.'),
+  topic(['how do I pack light?', 'tips for packing light?'], 'Pack clothes that all match.', 'Roll them to save space.'),
+  topic(['what is photosynthesis?', 'explain photosynthesis?'], 'Plants make food from light.', 'They give off oxygen too.'),
+  topic(['how do I stay calm?', 'tips to calm down?'], 'Take a few slow, deep breaths.', 'Count to four on each breath.'),
+  topic(['how do I read faster?', 'tips for faster reading?'], 'Read in chunks, not word by word.', 'Skim the headings first.'),
+  topic(['how do I make friends?', 'tips to meet people?'], 'Join a club that you enjoy.', 'Ask people about themselves.'),
+  topic(['what is an atom?', 'explain atoms?'], 'An atom is a tiny unit of matter.', 'It has a nucleus and electrons.'),
+  topic(['how do I draw a face?', 'tips for drawing faces?'], 'Start with an oval and guide lines.', 'Eyes sit halfway down the head.'),
+  topic(['how do I wake up early?', 'tips for waking early?'], 'Move your bedtime earlier bit by bit.', 'Get light soon after you wake.'),
+  topic(['how do I cook an omelet?', 'tips for an omelet?'], 'Whisk two eggs and cook on low heat.', 'Fold it when the top is set.'),
 ];
 
 /** The 16 names of the corpus the shipped base was pretrained on ("Sam" among them). */

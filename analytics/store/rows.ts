@@ -241,42 +241,27 @@ export const TABLE_OF: Partial<Record<TopicId, TableId>> = {
   rewards: 'rewards',
 };
 
+/** How each stored topic's event becomes its row. */
+const ROW_OF: Partial<Record<TopicId, (value: unknown) => Row>> = {
+  turns: (v) => turnRow(v as Turn),
+  feedback: (v) => feedbackRow(v as Feedback),
+  pairs: (v) => pairRow(v as TurnPair),
+  judgements: (v) => judgementRow(v as Judgement),
+  samples: (v) => sampleRow(v as Sample),
+  weights: (v) => weightRow(v as WeightVersion),
+  dlq: (v) => deadLetterRow(v as DeadLetter),
+  rewards: (v) => rewardRow(v as Reward),
+};
+
 /** Tables whose rows carry `replay_tag` (migration 2): what a replay re-derives. */
 export const REPLAY_TABLES: ReadonlySet<TableId> = new Set(REPLAY_KEYS.map(([table]) => table));
 
 /** Maps one decoded event of topic `id` to its row; throws TS_ERR_INVALID_INPUT when it cannot. */
 export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Date.now()): MappedRow {
   const table = TABLE_OF[id];
-  if (!table) throw invalidInput(`topic ${id} is not stored in analytics`);
-  let row: Row;
-  switch (id) {
-    case 'turns':
-      row = turnRow(value as Turn);
-      break;
-    case 'feedback':
-      row = feedbackRow(value as Feedback);
-      break;
-    case 'pairs':
-      row = pairRow(value as TurnPair);
-      break;
-    case 'judgements':
-      row = judgementRow(value as Judgement);
-      break;
-    case 'samples':
-      row = sampleRow(value as Sample);
-      break;
-    case 'weights':
-      row = weightRow(value as WeightVersion);
-      break;
-    case 'dlq':
-      row = deadLetterRow(value as DeadLetter);
-      break;
-    case 'rewards':
-      row = rewardRow(value as Reward);
-      break;
-    default:
-      throw invalidInput(`topic ${id} is not stored in analytics`);
-  }
+  const mapRow = ROW_OF[id];
+  if (!table || !mapRow) throw invalidInput(`topic ${id} is not stored in analytics`);
+  const row = mapRow(value);
   if (REPLAY_TABLES.has(table)) row.replay_tag = at.replayTag ?? '';
   return { table, row: addSource(row, at, now) };
 }

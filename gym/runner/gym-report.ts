@@ -5,10 +5,8 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { lineChart, svgToPng, type Series } from '../../eval/index.ts';
+import { lineChart, seedSeries, svgToPng } from '../../eval/index.ts';
 import type { GymResult } from './run-gym.ts';
-
-const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
 
 export function gymCsv(r: GymResult): string {
   const lines = ['seed,step,version,task,pass_at_1'];
@@ -23,20 +21,10 @@ export function gymCsv(r: GymResult): string {
 
 export function gymSvg(r: GymResult): string {
   const xs = r.curve.map((c) => c.step);
-  const series: Series[] = r.runs.map((run, i) => ({
-    label: `seed ${run.seed}`,
-    points: run.evals.map((e) => [e.step, e.passAt1] as [number, number]),
-    color: COLORS[i % COLORS.length],
-    width: 1.2,
-    dash: '4 3',
-  }));
-  series.unshift({
-    label: `mean of ${r.seeds}`,
-    points: r.curve.map((c) => [c.step, c.passAt1] as [number, number]),
-    color: 'black',
-    width: 3,
-    ends: true,
-  });
+  const series = seedSeries(
+    r.runs.map((run) => ({ seed: run.seed, points: run.evals.map((e) => [e.step, e.passAt1] as [number, number]) })),
+    { label: `mean of ${r.seeds}`, points: r.curve.map((c) => [c.step, c.passAt1] as [number, number]) },
+  );
   return lineChart(
     `turnstream gym: ${r.suite} on ${r.model}`,
     [
