@@ -70,7 +70,9 @@ export class AdamW {
     const st = this.layout(live);
     const flat = (ts: tf.Tensor[]): tf.Tensor1D => tf.concat(ts.map((t) => tf.reshape(t, [-1]))) as tf.Tensor1D;
     const g0 = tf.tidy(() => flat(live.map((v) => grads[v.name])));
-    const norm = Math.sqrt((tf.tidy(() => tf.sum(tf.square(g0))) as tf.Scalar).dataSync()[0]);
+    const squares = tf.tidy(() => tf.sum(tf.square(g0)));
+    const norm = Math.sqrt(squares.dataSync()[0]);
+    squares.dispose();
     const scale = maxGradNorm > 0 && norm > maxGradNorm ? maxGradNorm / norm : 1;
     const bc1 = 1 - beta1 ** this.t;
     const bc2 = 1 - beta2 ** this.t;
@@ -86,7 +88,10 @@ export class AdamW {
     });
     g0.dispose();
     live.forEach((v, i) => {
-      v.assign(tf.reshape(parts[i], v.shape));
+      // assign() shares the tensor's data and leaves the tensor itself alive: it is ours to free.
+      const next = tf.reshape(parts[i], v.shape);
+      v.assign(next);
+      next.dispose();
     });
     tf.dispose(parts);
     return norm;

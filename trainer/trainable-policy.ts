@@ -89,10 +89,11 @@ export class BuiltinTrainable implements TrainablePolicy {
     return {
       logits,
       backward: (dlogits) => {
-        const { grads } = tf.variableGrads(() => {
+        const { value, grads } = tf.variableGrads(() => {
           const l = this.select(this.model, x, rows);
           return tf.addN(l.map((t, i) => tf.sum(tf.mul(t, dlogits[i])))) as tf.Scalar;
         }, this.variables);
+        value.dispose();
         return this.variables.map((v) => grads[v.name]);
       },
       dispose: () => tf.dispose([x, ...logits]),

@@ -221,7 +221,7 @@ export class TfLlamaModel {
   }
 
   private embed(ids: number[]): tf.Tensor2D {
-    return tf.gather(this.embedding, tf.tensor1d(ids, 'int32')) as tf.Tensor2D;
+    return tf.tidy(() => tf.gather(this.embedding, tf.tensor1d(ids, 'int32'))) as tf.Tensor2D;
   }
 
   private headAt(x: tf.Tensor2D, positions: number[]): tf.Tensor2D {

@@ -45,7 +45,11 @@ export async function applyUpdate(
       after = await again();
       while (snapshot && after.kl > maxKl && halvings < 2) {
         halvings++;
-        vars.forEach((v, i) => v.assign(tf.tidy(() => tf.add(snapshot[i], tf.mul(tf.sub(v, snapshot[i]), 0.5)))));
+        vars.forEach((v, i) => {
+          const half = tf.tidy(() => tf.add(snapshot[i], tf.mul(tf.sub(v, snapshot[i]), 0.5)));
+          v.assign(half);
+          half.dispose();
+        });
         after = await again();
       }
       if (snapshot && after.kl > maxKl) {

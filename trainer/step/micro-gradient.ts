@@ -52,20 +52,23 @@ export function microGradient(pass: TrainPass, micro: Micro, surrogate: Surrogat
   let clip = 0;
   let entropy = 0;
   let loss = 0;
-  const dl = tf.grads((...ls: tf.Tensor[]) => {
-    const logits = padLogits(ls as tf.Tensor2D[], R);
-    const logp = pick(logits, micro.targets, micro.mask);
-    const s = surrogate(micro, logits, logp);
-    let total = s.total;
-    clip = s.clip.dataSync()[0];
-    if (klCoef !== 0) total = tf.add(total, tf.mul(klCoef, sampleTokenMean(klLowVar(logp, micro.refLp!, micro.mask), micro.mask)));
-    const e = sampleTokenMean(tokenEntropy(logits, micro.mask), micro.mask);
-    entropy = e.dataSync()[0];
-    if (entropyCoef !== 0) total = tf.sub(total, tf.mul(entropyCoef, e));
-    const scaled = tf.mul(total, micro.share) as tf.Scalar;
-    loss = scaled.dataSync()[0];
-    return scaled;
-  })(pass.logits);
+  // tf.grads leaves the loss it differentiated alive: the tidy frees it and keeps the gradients.
+  const dl = tf.tidy(() =>
+    tf.grads((...ls: tf.Tensor[]) => {
+      const logits = padLogits(ls as tf.Tensor2D[], R);
+      const logp = pick(logits, micro.targets, micro.mask);
+      const s = surrogate(micro, logits, logp);
+      let total = s.total;
+      clip = s.clip.dataSync()[0];
+      if (klCoef !== 0) total = tf.add(total, tf.mul(klCoef, sampleTokenMean(klLowVar(logp, micro.refLp!, micro.mask), micro.mask)));
+      const e = sampleTokenMean(tokenEntropy(logits, micro.mask), micro.mask);
+      entropy = e.dataSync()[0];
+      if (entropyCoef !== 0) total = tf.sub(total, tf.mul(entropyCoef, e));
+      const scaled = tf.mul(total, micro.share) as tf.Scalar;
+      loss = scaled.dataSync()[0];
+      return scaled;
+    })(pass.logits),
+  );
   const grads = pass.backward(dl as tf.Tensor2D[]);
   tf.dispose(dl);
   return { grads, loss, clipFraction: clip, entropy };
