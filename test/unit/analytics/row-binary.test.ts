@@ -3,6 +3,15 @@ import { describe, it } from 'node:test';
 import { RowBinaryEncoder, type Column, type Row } from '../../../analytics/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 
+const B = Buffer.prototype;
+/** The fixed-width types by their size in bytes, each with the Buffer method that reads one (little-endian). */
+const FIXED: Array<[number, Record<string, (this: Buffer, at: number) => number | bigint>]> = [
+  [1, { UInt8: B.readUInt8, Int8: B.readInt8 }],
+  [2, { UInt16: B.readUInt16LE, Date: B.readUInt16LE, Int16: B.readInt16LE }],
+  [4, { UInt32: B.readUInt32LE, DateTime: B.readUInt32LE, Int32: B.readInt32LE, Float32: B.readFloatLE }],
+  [8, { UInt64: B.readBigUInt64LE, Int64: B.readBigInt64LE, Float64: B.readDoubleLE }],
+];
+
 /** Reads RowBinary back, independently of the encoder: LEB128 lengths, little-endian numbers. */
 function decode(columns: readonly Column[], bytes: Buffer): Array<Record<string, string | number | bigint>> {
   const rows: Array<Record<string, string | number | bigint>> = [];
@@ -10,63 +19,24 @@ function decode(columns: readonly Column[], bytes: Buffer): Array<Record<string,
   while (at < bytes.length) {
     const row: Record<string, string | number | bigint> = {};
     for (const { name, type } of columns) {
-      switch (type) {
-        case 'String': {
-          let len = 0;
-          for (let shift = 0; ; shift += 7) {
-            const b = bytes[at++];
-            if (b === undefined) throw new Error('truncated length');
-            len += (b & 0x7f) * 2 ** shift;
-            if (b < 0x80) break;
-          }
-          if (at + len > bytes.length) throw new Error('truncated string');
-          row[name] = bytes.toString('utf8', at, at + len);
-          at += len;
-          break;
+      if (type === 'String') {
+        let len = 0;
+        for (let shift = 0; ; shift += 7) {
+          const b = bytes[at++];
+          if (b === undefined) throw new Error('truncated length');
+          len += (b & 0x7f) * 2 ** shift;
+          if (b < 0x80) break;
         }
-        case 'UInt8':
-          row[name] = bytes.readUInt8(at++);
-          break;
-        case 'Int8':
-          row[name] = bytes.readInt8(at++);
-          break;
-        case 'UInt16':
-        case 'Date':
-          row[name] = bytes.readUInt16LE(at);
-          at += 2;
-          break;
-        case 'Int16':
-          row[name] = bytes.readInt16LE(at);
-          at += 2;
-          break;
-        case 'UInt32':
-        case 'DateTime':
-          row[name] = bytes.readUInt32LE(at);
-          at += 4;
-          break;
-        case 'Int32':
-          row[name] = bytes.readInt32LE(at);
-          at += 4;
-          break;
-        case 'UInt64':
-          row[name] = bytes.readBigUInt64LE(at);
-          at += 8;
-          break;
-        case 'Int64':
-          row[name] = bytes.readBigInt64LE(at);
-          at += 8;
-          break;
-        case 'Float32':
-          row[name] = bytes.readFloatLE(at);
-          at += 4;
-          break;
-        case 'Float64':
-          row[name] = bytes.readDoubleLE(at);
-          at += 8;
-          break;
-        default:
-          throw new Error(type);
+        if (at + len > bytes.length) throw new Error('truncated string');
+        row[name] = bytes.toString('utf8', at, at + len);
+        at += len;
+        continue;
       }
+      const fixed = FIXED.find(([, readers]) => Object.hasOwn(readers, type));
+      if (!fixed) throw new Error(type);
+      const [size, readers] = fixed;
+      row[name] = readers[type].call(bytes, at);
+      at += size;
     }
     rows.push(row);
   }

@@ -4,10 +4,9 @@
  * reads every correction as a −1 with a usable hint and every thanks as a +1.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import {
   BUILTIN_PERSONAS_FILE,
   DEFAULT_PERSONAS_FILE,
@@ -20,15 +19,19 @@ import {
 import { createEmbeddedJudge } from '../../../processors/index.ts';
 import type { TurnPair } from '../../../schemas/index.ts';
 import { TurnstreamError } from '../../../core/errors.ts';
+import { personaSpec } from '../../support/persona-spec.ts';
+import { suiteTempDir } from '../../support/temp-dir.ts';
 
-const good = {
-  name: 'short-sue',
-  preference: 'replies of at most 12 words',
-  check: { max_words: 12 },
-  satisfied: ['great, short and sweet'],
-  corrections: ['too long, keep it under a dozen words'],
-  prompts: ['how do tides work', 'what is a good breakfast', 'why do cats purr', 'how do I fix a leak'],
-};
+const good = personaSpec(
+  'short-sue',
+  'replies of at most 12 words',
+  { max_words: 12 },
+  {
+    satisfied: ['great, short and sweet'],
+    corrections: ['too long, keep it under a dozen words'],
+    prompts: ['how do tides work', 'what is a good breakfast', 'why do cats purr', 'how do I fix a leak'],
+  },
+);
 
 /** The message a bad file gets from loadPersonas. */
 async function loadError(dir: string, content: unknown): Promise<string> {
@@ -46,16 +49,10 @@ async function loadError(dir: string, content: unknown): Promise<string> {
 }
 
 describe('persona file', () => {
-  let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'ts-personas-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = suiteTempDir('ts-personas-');
 
   it('loads a valid file: the check compiled, the optional system prompt kept', async () => {
-    const file = join(dir, 'ok.json');
+    const file = join(dir(), 'ok.json');
     await writeFile(file, JSON.stringify({ personas: [good, { ...good, name: 'sys-sid', system: 'You are a helpful assistant.' }] }));
     const [sue, sid] = await loadPersonas(file);
     assert.equal(sue.name, 'short-sue');
@@ -124,7 +121,7 @@ describe('persona file', () => {
       [{ personas: [p({ prompts: ['a', 'b', 'c', 'b'] })] }, 'personas.json: persona "short-sue": prompts[3] repeats prompts[1]'],
       [{ personas: [p({ system: 3 })] }, 'personas.json: persona "short-sue": system must be a non-empty string when given'],
     ];
-    for (const [content, message] of cases) assert.equal(await loadError(dir, content), message);
+    for (const [content, message] of cases) assert.equal(await loadError(dir(), content), message);
   });
 
   it('parsePersonas validates JSON already parsed, named after its source', () => {

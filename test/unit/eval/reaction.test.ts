@@ -1,24 +1,20 @@
 /** How a persona answers: thanks when its check holds, a correction otherwise, a rating only as often as asked. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parsePersonas } from '../../../eval/persona.ts';
 import { isAnswer, NOT_AN_ANSWER, react, REPEATING, satisfies } from '../../../eval/reaction.ts';
 import { answersPrompt, isWordSalad, repeatsItself } from '../../../eval/answers-prompt.ts';
 import { createEmbeddedJudge } from '../../../processors/index.ts';
 import { examplePair } from '../../support/fixtures.ts';
+import { parsedPersona, personaSpec } from '../../support/persona-spec.ts';
 
-const [sue] = parsePersonas({
-  personas: [
-    {
-      name: 'short-sue',
-      preference: 'at most 3 words',
-      check: { max_words: 3 },
-      satisfied: ['Thanks!', 'Perfect.'],
-      corrections: ['Too long.', 'Shorter, please.'],
-      prompts: ['a', 'b', 'c', 'd'],
-    },
-  ],
-});
+const sue = parsedPersona(
+  personaSpec(
+    'short-sue',
+    'at most 3 words',
+    { max_words: 3 },
+    { satisfied: ['Thanks!', 'Perfect.'], corrections: ['Too long.', 'Shorter, please.'] },
+  ),
+);
 
 /** A scripted rand(): the values in turn. */
 const script = (...values: number[]) => {
@@ -64,21 +60,7 @@ test('react: a rating comes with about ratingRate of the reactions, and every me
 });
 
 test('a reply that does not answer the question satisfies no one: a "that does not answer" correction the judge scores −1', () => {
-  const six = parsePersonas(
-    {
-      personas: [
-        {
-          name: 'sue',
-          preference: 'short',
-          check: { max_words: 6 },
-          satisfied: ['Thanks!'],
-          corrections: ['Shorter, please.'],
-          prompts: ['a', 'b', 'c', 'd'],
-        },
-      ],
-    },
-    'test',
-  )[0];
+  const six = parsedPersona(personaSpec('sue', 'short', { max_words: 6 }));
   assert.equal(answersPrompt('how do tides work?', 'The moon pulls the oceans.'), false, 'no content word of the question');
   assert.equal(answersPrompt('how do tides work?', 'Tides rise and fall with the moon.'), true);
   assert.equal(answersPrompt('what is inflation?', 'You are a helpful assistant.'), false);
@@ -100,21 +82,14 @@ test('a reply that does not answer the question satisfies no one: a "that does n
 });
 
 test('a reply that loops is no answer, even when it names the topic and meets the check: a correction the judge scores −1', () => {
-  const yara = parsePersonas(
-    {
-      personas: [
-        {
-          name: 'yara',
-          preference: 'you at least three times',
-          check: { regex_count_at_least: [{ regex: '\\byou\\b', flags: 'i' }, 3] },
-          satisfied: ['Thanks!'],
-          corrections: ['Talk to me, please.'],
-          prompts: ['a', 'b', 'c', 'd'],
-        },
-      ],
-    },
-    'test',
-  )[0];
+  const yara = parsedPersona(
+    personaSpec(
+      'yara',
+      'you at least three times',
+      { regex_count_at_least: [{ regex: '\\byou\\b', flags: 'i' }, 3] },
+      { corrections: ['Talk to me, please.'] },
+    ),
+  );
   // Replies seen after training on this persona (results/eval/real-model/kl025-other-1seed).
   const looping =
     'To save money each month, you can plan your life. You can plan your life. You can plan your life. You can plan your life.';

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import OpenAI, { APIError } from 'openai';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 const MB = 1024 * 1024;
 const LIMIT = 4 * MB; // the gateway's default body limit
@@ -87,7 +88,17 @@ test(
     // Warm up the paths (a chat, a small refusal) before the idle figure.
     await chat('hello');
     assertTooLarge((await refused(() => chat('x'.repeat(5 * MB)))).err);
-    await new Promise((r) => setTimeout(r, 300)); // deliberate: the warm-up's garbage settles before the idle figure
+    let last = Number.NaN;
+    await waitFor(
+      'the idle RSS to settle after the warm-up',
+      () => {
+        const now = rss();
+        const steady = Math.abs(now - last) < MB;
+        last = now;
+        return steady;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
     const idle = rss();
     let peak = idle;
     let hwm = true;
@@ -131,7 +142,13 @@ async function rawPost(
   const socket: Socket = connect(Number(u.port), u.hostname);
   await once(socket, 'connect');
   const result = { written: 0, response: '', error: undefined as string | undefined, ended: false };
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  let isClosed = false;
+  const closed = new Promise<void>((resolve) =>
+    socket.once('close', () => {
+      isClosed = true;
+      resolve();
+    }),
+  );
   socket.on('error', (err: NodeJS.ErrnoException) => (result.error = err.code ?? err.message));
   socket.on('end', () => (result.ended = true));
   const read = (): void => {
@@ -151,7 +168,8 @@ async function rawPost(
     if (opts.pauseMs) await new Promise((r) => setTimeout(r, opts.pauseMs)); // deliberate: a slow client
   }
   if (!opts.readFirst) read();
-  await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))]); // the close, or at most 5 s (what the test then asserts)
+  // The close, or at most 5 s: what came back by then is what the test asserts.
+  await waitFor('the server to close the connection', () => isClosed, { timeoutMs: 5000, intervalMs: 20 }).catch(() => undefined);
   socket.destroy();
   return result;
 }

@@ -12,7 +12,16 @@ import { chatCompletions } from '../../../gateway/chat-completions.ts';
 import { SseBudget } from '../../../gateway/sse-writer.ts';
 import type { Outbox } from '../../../streams/index.ts';
 import { waitFor } from '../../support/wait-for.ts';
-import { logger, openAIError, scriptedEngine, testApp, testCapture, type ScriptedEngine, type TestAppOptions } from './route-app.ts';
+import {
+  assertOpenAIError,
+  logger,
+  openAIError,
+  scriptedEngine,
+  testApp,
+  testCapture,
+  type ScriptedEngine,
+  type TestAppOptions,
+} from './route-app.ts';
 
 const closers: Array<() => Promise<void>> = [];
 after(async () => {
@@ -122,7 +131,7 @@ test('an unknown model is a 404 with OpenAI’s model_not_found', async () => {
   const { app } = await chatApp();
   const res = await post(app, { ...hi, model: 'gpt-9' });
   assert.equal(res.statusCode, 404);
-  assert.deepEqual(openAIError(res.body), {
+  assertOpenAIError(res.body, {
     message: 'The model `gpt-9` does not exist',
     type: 'invalid_request_error',
     code: 'model_not_found',
@@ -143,12 +152,7 @@ test('an engine failure is an OpenAI error with its status, in the body or in th
   const { app, outbox } = await chatApp(scriptedEngine({ fail }));
   const plain = await post(app, hi);
   assert.equal(plain.statusCode, 502);
-  assert.deepEqual(openAIError(plain.body), {
-    message: 'the upstream answered 500',
-    type: 'server_error',
-    code: 'TS_ERR_UPSTREAM',
-    param: null,
-  });
+  assertOpenAIError(plain.body, { message: 'the upstream answered 500', type: 'server_error', code: 'TS_ERR_UPSTREAM' });
   const streamed = await post(app, { ...hi, stream: true });
   assert.equal(streamed.statusCode, 200, 'headers are sent before the engine fails');
   const events = streamed.body.split('\n\n').filter(Boolean);

@@ -10,35 +10,28 @@ import { Authenticator } from '../../../gateway/auth.ts';
 import { createHttpApp } from '../../../gateway/http-app.ts';
 import { GatewayMetrics } from '../../../gateway/metrics.ts';
 
-/** An app whose log lines are kept, with one route that throws `err`. */
-function appThrowing(err: Error): { app: ReturnType<typeof createHttpApp>; lines: Array<{ level: number; msg: string }> } {
+/** How an app whose route throws `err` answers a call to it (the status) and logs it (each line's level and message). */
+async function answerToThrow(err: Error): Promise<{ status: number; logged: Array<[number, string]> }> {
   const lines: Array<{ level: number; msg: string }> = [];
   const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) }) as unknown as Logger;
   const app = createHttpApp({ logger, metrics: new GatewayMetrics('gw-test'), auth: new Authenticator([], []) });
   app.post('/boom', async () => {
     throw err;
   });
-  return { app, lines };
+  const res = await app.inject({ method: 'POST', url: '/boom', payload: {} });
+  const logged = lines.map((l): [number, string] => [l.level, l.msg]);
+  await app.close();
+  return { status: res.statusCode, logged };
 }
 
 test('a client that closed the connection is logged at info, not as a failed request', async () => {
-  const { app, lines } = appThrowing(new TurnstreamError(ErrorCodes.ABORTED, 'client closed the connection'));
-  const res = await app.inject({ method: 'POST', url: '/boom', payload: {} });
-  assert.equal(res.statusCode, 503);
-  assert.deepEqual(
-    lines.map((l) => [l.level, l.msg]),
-    [[30, 'request ended: client closed the connection']],
-  );
-  await app.close();
+  const { status, logged } = await answerToThrow(new TurnstreamError(ErrorCodes.ABORTED, 'client closed the connection'));
+  assert.equal(status, 503);
+  assert.deepEqual(logged, [[30, 'request ended: client closed the connection']]);
 });
 
 test('an internal error is still logged as a failed request', async () => {
-  const { app, lines } = appThrowing(new TurnstreamError(ErrorCodes.INTERNAL, 'broken'));
-  const res = await app.inject({ method: 'POST', url: '/boom', payload: {} });
-  assert.equal(res.statusCode, 500);
-  assert.deepEqual(
-    lines.map((l) => [l.level, l.msg]),
-    [[50, 'request failed']],
-  );
-  await app.close();
+  const { status, logged } = await answerToThrow(new TurnstreamError(ErrorCodes.INTERNAL, 'broken'));
+  assert.equal(status, 500);
+  assert.deepEqual(logged, [[50, 'request failed']]);
 });

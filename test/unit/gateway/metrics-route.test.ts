@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { metricsRoute } from '../../../gateway/metrics-route.ts';
 import type { Outbox } from '../../../streams/index.ts';
-import { openAIError, testApp, testCapture } from './route-app.ts';
+import { assertOpenAIError, testApp, testCapture } from './route-app.ts';
 
 test('serves the gateway’s metrics in Prometheus’ text format, the outbox depth read when asked', async () => {
   const { app, metrics } = testApp();
@@ -46,11 +46,10 @@ test('with a metrics key, only that key reads the metrics (an API key does not);
   for (const headers of [{}, { authorization: 'Bearer sk-1' }]) {
     const res = await app.inject({ method: 'GET', url: '/metrics', headers });
     assert.equal(res.statusCode, 401);
-    assert.deepEqual(openAIError(res.body), {
+    assertOpenAIError(res.body, {
       message: '/metrics needs the metrics key (TURNSTREAM_METRICS_KEY)',
       type: 'authentication_error',
       code: 'TS_ERR_UNAUTHORIZED',
-      param: null,
     });
   }
   assert.equal((await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer mk-1' } })).statusCode, 200);

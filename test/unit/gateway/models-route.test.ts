@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { modelsRoute } from '../../../gateway/models-route.ts';
-import { openAIError, scriptedEngine, testApp } from './route-app.ts';
+import { assertOpenAIError, openAIError, scriptedEngine, testApp } from './route-app.ts';
 
 test('lists the engine’s models as OpenAI does, in JSON', async () => {
   const { app } = testApp();
@@ -30,11 +30,6 @@ test('another method on the path is a 404 in OpenAI’s error shape', async () =
   await app.register(modelsRoute, { engine: scriptedEngine() });
   const res = await app.inject({ method: 'DELETE', url: '/v1/models' });
   assert.equal(res.statusCode, 404);
-  assert.deepEqual(openAIError(res.body), {
-    message: 'no route DELETE /v1/models',
-    type: 'not_found_error',
-    code: 'TS_ERR_NOT_FOUND',
-    param: null,
-  });
+  assertOpenAIError(res.body, { message: 'no route DELETE /v1/models', type: 'not_found_error', code: 'TS_ERR_NOT_FOUND' });
   await app.close();
 });

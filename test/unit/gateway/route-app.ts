@@ -3,6 +3,7 @@
  * app (gateway/http-app.ts: JSON parsing, OpenAI error shape, keys), a scripted engine (pure
  * logic: a fixed answer, delta by delta) and a turn capture on a real outbox in a temp folder.
  */
+import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,4 +109,9 @@ export function openAIError(body: string): { message: string; type: string; para
   if (!e || typeof e.message !== 'string' || typeof e.type !== 'string' || !('param' in e) || !('code' in e))
     throw new Error(`not an OpenAI error: ${body}`);
   return e as { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** Asserts that the body is OpenAI's error with exactly this message, type, code and param (null unless given). */
+export function assertOpenAIError(body: string, expected: { message: string; type: string; code: string; param?: string }): void {
+  assert.deepEqual(openAIError(body), { param: null, ...expected });
 }

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { GatewayMetrics } from '../../../gateway/metrics.ts';
 import { SessionIndex } from '../../../gateway/session-index.ts';
 import { TurnCapture } from '../../../gateway/turn-capture.ts';
@@ -35,13 +34,17 @@ function capture(outbox: Outbox, boundMs?: number): TurnCapture {
 }
 
 describe('TurnCapture', () => {
-  it('answers only once the append landed while it is within the bound (the default waits a second)', async () => {
+  it('answers only once the append landed while it is within the bound (the default waits a second)', async (t) => {
+    // The clock is the test's: a hair under the default bound passes at once, with no real wait.
+    t.mock.timers.enable({ apis: ['setTimeout'] });
     const { outbox, landed, release } = heldOutbox();
     const c = capture(outbox);
     let answered = false;
     const call = c.capture(exampleTurn({ sessionId: 's-wait' })).then(() => (answered = true));
-    await sleep(300); // absence window: not answered within 300 ms, longer than the old 200 ms bound
-    assert.equal(answered, false, 'still waiting for the append');
+    await new Promise(setImmediate); // the capture has started its bound
+    t.mock.timers.tick(999);
+    await new Promise(setImmediate);
+    assert.equal(answered, false, 'still waiting for the append 999 ms in');
     release();
     await call;
     assert.deepEqual(landed, ['s-wait'], 'answered after the append landed');

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadTaskSuite, parseTaskSuite } from '../../../gym/tasks/parse-task-suite.ts';
 import { TOOL_NAMES } from '../../../gym/tasks/task.ts';
+import { refusal } from '../../support/refusal.ts';
 
 const line = (task: Record<string, unknown>): string => JSON.stringify(task);
 const ok = {
@@ -18,15 +19,7 @@ const ok = {
 };
 
 /** The one message a bad suite is refused with (and its code and param). */
-function refusal(text: string): { message: string; code: string; param: string | undefined } {
-  try {
-    parseTaskSuite(text, 'suite.jsonl');
-  } catch (err) {
-    const e = err as Error & { code: string; param?: string };
-    return { message: e.message, code: e.code, param: e.param };
-  }
-  assert.fail('the suite was accepted');
-}
+const suiteRefusal = (text: string) => refusal(() => parseTaskSuite(text, 'suite.jsonl'), 'the suite was accepted');
 
 describe('parseTaskSuite', () => {
   it('fills the defaults: all tools, 6 turns, 60 s, no files, no split', () => {
@@ -65,6 +58,8 @@ describe('parseTaskSuite', () => {
     assert.deepEqual(b.verify, { answer: { all: [{ regex_present: { regex: '^hi', flags: 'i' } }, { max_words: 5 }] } });
   });
 
+  /** How every refusal of a field of the first (and only) task starts. */
+  const TASK = 'suite.jsonl: line 1: task "upper-copy": ';
   const cases: Array<[string, string, string, string | undefined]> = [
     ['not JSON', `${line(ok)}\n{"id": "x",`, 'suite.jsonl: line 2: not JSON: ', undefined],
     ['not an object', `[1, 2]`, 'suite.jsonl: line 1: a task must be a JSON object', undefined],
@@ -79,118 +74,73 @@ describe('parseTaskSuite', () => {
     [
       'an unknown field',
       line({ ...ok, retries: 3 }),
-      'suite.jsonl: line 1: task "upper-copy": unknown field "retries" (fields: id, instruction, files, tools, verify, max_turns, timeout_s, split)',
+      `${TASK}unknown field "retries" (fields: id, instruction, files, tools, verify, max_turns, timeout_s, split)`,
       'retries',
     ],
-    [
-      'no instruction',
-      line({ ...ok, instruction: ' ' }),
-      'suite.jsonl: line 1: task "upper-copy": instruction must be a non-empty string',
-      'instruction',
-    ],
+    ['no instruction', line({ ...ok, instruction: ' ' }), `${TASK}instruction must be a non-empty string`, 'instruction'],
     [
       'an unknown tool',
       line({ ...ok, tools: ['bash', 'curl'] }),
-      'suite.jsonl: line 1: task "upper-copy": tools[1] "curl" is not a tool (tools: bash, read_file, write_file, python)',
+      `${TASK}tools[1] "curl" is not a tool (tools: bash, read_file, write_file, python)`,
       'tools[1]',
     ],
-    [
-      'a repeated tool',
-      line({ ...ok, tools: ['bash', 'bash'] }),
-      'suite.jsonl: line 1: task "upper-copy": tools[1] repeats tools[0] (bash)',
-      'tools[1]',
-    ],
-    ['tools not an array', line({ ...ok, tools: 'bash' }), 'suite.jsonl: line 1: task "upper-copy": tools must be an array', 'tools'],
-    ['no verify', line({ ...ok, verify: undefined }), 'suite.jsonl: line 1: task "upper-copy": verify is missing', 'verify'],
+    ['a repeated tool', line({ ...ok, tools: ['bash', 'bash'] }), `${TASK}tools[1] repeats tools[0] (bash)`, 'tools[1]'],
+    ['tools not an array', line({ ...ok, tools: 'bash' }), `${TASK}tools must be an array`, 'tools'],
+    ['no verify', line({ ...ok, verify: undefined }), `${TASK}verify is missing`, 'verify'],
     [
       'verify with both',
       line({ ...ok, verify: { command: 'true', answer: { max_words: 3 } } }),
-      'suite.jsonl: line 1: task "upper-copy": verify needs exactly one of "command" and "answer" (has 2)',
+      `${TASK}verify needs exactly one of "command" and "answer" (has 2)`,
       'verify',
     ],
-    [
-      'verify with neither',
-      line({ ...ok, verify: {} }),
-      'suite.jsonl: line 1: task "upper-copy": verify needs exactly one of "command" and "answer" (has 0)',
-      'verify',
-    ],
-    [
-      'an unknown verify',
-      line({ ...ok, verify: { script: 'x.sh' } }),
-      'suite.jsonl: line 1: task "upper-copy": verify has an unknown field "script"',
-      'verify.script',
-    ],
+    ['verify with neither', line({ ...ok, verify: {} }), `${TASK}verify needs exactly one of "command" and "answer" (has 0)`, 'verify'],
+    ['an unknown verify', line({ ...ok, verify: { script: 'x.sh' } }), `${TASK}verify has an unknown field "script"`, 'verify.script'],
     [
       'an empty command',
       line({ ...ok, verify: { command: '' } }),
-      'suite.jsonl: line 1: task "upper-copy": verify.command must be a non-empty shell command',
+      `${TASK}verify.command must be a non-empty shell command`,
       'verify.command',
     ],
     [
       'a bad check',
       line({ ...ok, verify: { answer: { all: [{ ends_with: '?' }, { max_words: 0 }] } } }),
-      'suite.jsonl: line 1: task "upper-copy": verify.answer.all[1].max_words must be a positive integer',
+      `${TASK}verify.answer.all[1].max_words must be a positive integer`,
       'verify.answer.all[1].max_words',
     ],
     [
       'a bad regex',
       line({ ...ok, verify: { answer: { regex_present: '(' } } }),
-      'suite.jsonl: line 1: task "upper-copy": verify.answer.regex_present is not a valid regex',
+      `${TASK}verify.answer.regex_present is not a valid regex`,
       'verify.answer.regex_present',
     ],
     [
       'an unknown operator',
       line({ ...ok, verify: { answer: { has_word: 'x' } } }),
-      'suite.jsonl: line 1: task "upper-copy": verify.answer has an unknown operator "has_word"',
+      `${TASK}verify.answer has an unknown operator "has_word"`,
       'verify.answer',
     ],
-    [
-      'max_turns 0',
-      line({ ...ok, max_turns: 0 }),
-      'suite.jsonl: line 1: task "upper-copy": max_turns must be a positive integer of at most 100, got 0',
-      'max_turns',
-    ],
-    [
-      'max_turns 1.5',
-      line({ ...ok, max_turns: 1.5 }),
-      'suite.jsonl: line 1: task "upper-copy": max_turns must be a positive integer',
-      'max_turns',
-    ],
+    ['max_turns 0', line({ ...ok, max_turns: 0 }), `${TASK}max_turns must be a positive integer of at most 100, got 0`, 'max_turns'],
+    ['max_turns 1.5', line({ ...ok, max_turns: 1.5 }), `${TASK}max_turns must be a positive integer`, 'max_turns'],
     [
       'timeout_s "60"',
       line({ ...ok, timeout_s: '60' }),
-      'suite.jsonl: line 1: task "upper-copy": timeout_s must be a positive number of at most 3600, got "60"',
+      `${TASK}timeout_s must be a positive number of at most 3600, got "60"`,
       'timeout_s',
     ],
-    [
-      'a bad split',
-      line({ ...ok, split: 'test' }),
-      'suite.jsonl: line 1: task "upper-copy": split must be "train" or "eval", got "test"',
-      'split',
-    ],
-    [
-      'a file path with ..',
-      line({ ...ok, files: { '../x': 'a' } }),
-      'suite.jsonl: line 1: task "upper-copy": files["../x"]: a file path must be relative',
-      'files["../x"]',
-    ],
+    ['a bad split', line({ ...ok, split: 'test' }), `${TASK}split must be "train" or "eval", got "test"`, 'split'],
+    ['a file path with ..', line({ ...ok, files: { '../x': 'a' } }), `${TASK}files["../x"]: a file path must be relative`, 'files["../x"]'],
     [
       'an absolute file path',
       line({ ...ok, files: { '/etc/x': 'a' } }),
-      'suite.jsonl: line 1: task "upper-copy": files["/etc/x"]: a file path must be relative',
+      `${TASK}files["/etc/x"]: a file path must be relative`,
       'files["/etc/x"]',
     ],
-    [
-      'file content not text',
-      line({ ...ok, files: { 'a.txt': 3 } }),
-      'suite.jsonl: line 1: task "upper-copy": files["a.txt"] must be a string',
-      'files["a.txt"]',
-    ],
-    ['files not an object', line({ ...ok, files: ['a.txt'] }), 'suite.jsonl: line 1: task "upper-copy": files must be an object', 'files'],
+    ['file content not text', line({ ...ok, files: { 'a.txt': 3 } }), `${TASK}files["a.txt"] must be a string`, 'files["a.txt"]'],
+    ['files not an object', line({ ...ok, files: ['a.txt'] }), `${TASK}files must be an object`, 'files'],
   ];
   for (const [what, text, start, param] of cases) {
     it(`refuses ${what} in one line naming the line, task and field`, () => {
-      const r = refusal(text);
+      const r = suiteRefusal(text);
       assert.equal(r.code, 'TS_ERR_INVALID_INPUT');
       assert.ok(r.message.startsWith(start), `${JSON.stringify(r.message)} starts with ${JSON.stringify(start)}`);
       assert.equal(r.message.includes('\n'), false, 'one line');
@@ -199,7 +149,7 @@ describe('parseTaskSuite', () => {
   }
 
   it('refuses an empty suite', () => {
-    assert.equal(refusal('\n\n').message, 'suite.jsonl: no tasks (one JSON object a line)');
+    assert.equal(suiteRefusal('\n\n').message, 'suite.jsonl: no tasks (one JSON object a line)');
   });
 
   it('loadTaskSuite names the file by its name; a missing file is one line too', async () => {

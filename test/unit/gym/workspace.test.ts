@@ -3,12 +3,12 @@
  * and no symlink may lead out, whatever a command left in it.
  */
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { confinePath, isInside, Workspace } from '../../../gym/sandbox/workspace.ts';
+import { suiteTempDir } from '../../support/temp-dir.ts';
 
 const rejects = (what: Promise<unknown>, code: string, message?: RegExp, why?: string) =>
   assert.rejects(what, (err: Error & { code?: string }) => {
@@ -42,17 +42,15 @@ describe('workspace paths (pure)', () => {
 });
 
 describe('workspace files', () => {
-  let root: string;
+  const root = suiteTempDir('ts-ws-test-');
   let outside: string;
   let ws: Workspace;
   before(async () => {
-    root = await mkdtemp(join(tmpdir(), 'ts-ws-test-'));
-    outside = join(root, 'outside');
+    outside = join(root(), 'outside');
     await mkdir(outside);
     await writeFile(join(outside, 'secret.txt'), 'host secret');
-    ws = await Workspace.create(root);
+    ws = await Workspace.create(root());
   });
-  after(() => rm(root, { recursive: true, force: true }));
 
   it('sets up files from a { path: content } map, making folders, and reads them back', async () => {
     await ws.writeFiles({ 'low.txt': 'quiet words\n', 'deep/er/x.txt': 'x' });
@@ -107,7 +105,7 @@ describe('workspace files', () => {
   });
 
   it('dispose removes it all, even a folder left without permissions, and then refuses use', async () => {
-    const other = await Workspace.create(root);
+    const other = await Workspace.create(root());
     await other.writeFile('locked/inner/f.txt', 'x');
     await chmod(join(other.dir, 'locked'), 0o000);
     await other.dispose();

@@ -1,19 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Admin } from 'kafkajs';
 import { openPlan, parseBound, readPlan, writePlan, type ReplayPlan } from '../../../history/replay-range.ts';
+import { suiteTempDir } from '../../support/temp-dir.ts';
 
 describe('openPlan', () => {
-  let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'replay-range-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = suiteTempDir('replay-range-');
   const plan: ReplayPlan = {
     version: 1,
     prefix: '',
@@ -29,7 +22,7 @@ describe('openPlan', () => {
   const topics = { prefix: '', tag: 't1', turnsTopic: 'turns', feedbackTopic: 'feedback' };
 
   it('resumes with the plan a tag already has when the range is the same', async () => {
-    const file = join(dir, 'same.json');
+    const file = join(dir(), 'same.json');
     writePlan(file, plan);
     const got = await openPlan(noAdmin, file, { ...topics, from: parseBound(plan.from), to: parseBound('7') });
     assert.equal(got.resumed, true);
@@ -37,7 +30,7 @@ describe('openPlan', () => {
   });
 
   it('refuses another range under the same tag with an input error naming the first range', async () => {
-    const file = join(dir, 'other.json');
+    const file = join(dir(), 'other.json');
     writePlan(file, plan);
     await assert.rejects(
       openPlan(noAdmin, file, { ...topics, from: parseBound('2026-02-01T00:00:00Z') }),

@@ -1,18 +1,25 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { withLock } from '../../../infra/lock.ts';
 import { isAlive, readLivePid, spawnDetached, stopByPidFile, waitFor } from '../../../infra/process.ts';
+import { withTempDir } from '../../support/temp-dir.ts';
 import { waitFor as waitUntil } from '../../support/wait-for.ts';
 
-const tmp = (): string => mkdtempSync(join(tmpdir(), 'turnstream-infra-'));
+/** Runs `body` in a fresh folder, removed after it. */
+const inTmp = <T>(body: (dir: string) => Promise<T> | T): Promise<T> => withTempDir('turnstream-infra-', body);
 
-test('a detached process is recorded, found alive by its marker, and stopped with SIGTERM', async () => {
-  const dir = tmp();
-  try {
+/** Starts `sh -c script` detached in `dir`, its output in `<name>.log` and its pid in `<name>.pid` there. */
+function spawnSh(dir: string, name: string, script: string): { pid: number; pidFile: string; logFile: string } {
+  const pidFile = join(dir, `${name}.pid`);
+  const logFile = join(dir, `${name}.log`);
+  return { pid: spawnDetached({ command: 'sh', args: ['-c', script], cwd: dir, logFile, pidFile }), pidFile, logFile };
+}
+
+test('a detached process is recorded, found alive by its marker, and stopped with SIGTERM', () =>
+  inTmp(async (dir) => {
     const pidFile = join(dir, 'pids', 'sleeper.pid');
     const pid = spawnDetached({ command: 'sleep', args: ['300'], cwd: dir, logFile: join(dir, 'logs', 'sleeper.log'), pidFile });
     assert.equal(Number(readFileSync(pidFile, 'utf8')), pid);
@@ -23,35 +30,20 @@ test('a detached process is recorded, found alive by its marker, and stopped wit
     assert.equal(isAlive(pid), false);
     assert.equal(existsSync(pidFile), false);
     assert.equal(await stopByPidFile(pidFile, 5_000), undefined);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('a process that ignores SIGTERM is killed after the timeout', async () => {
-  const dir = tmp();
-  try {
-    const pidFile = join(dir, 'stubborn.pid');
-    const pid = spawnDetached({
-      command: 'sh',
-      args: ['-c', 'trap "" TERM; echo trapped; while true; do sleep 0.1; done'],
-      cwd: dir,
-      logFile: join(dir, 'stubborn.log'),
-      pidFile,
-    });
-    await waitUntil('the trap to be installed', () => readFileSync(join(dir, 'stubborn.log'), 'utf8').includes('trapped'));
+test('a process that ignores SIGTERM is killed after the timeout', () =>
+  inTmp(async (dir) => {
+    const { pid, pidFile, logFile } = spawnSh(dir, 'stubborn', 'trap "" TERM; echo trapped; while true; do sleep 0.1; done');
+    await waitUntil('the trap to be installed', () => readFileSync(logFile, 'utf8').includes('trapped'));
     const t = Date.now();
     assert.equal(await stopByPidFile(pidFile, 700), pid);
     assert.ok(Date.now() - t >= 600, 'waited for the timeout before SIGKILL');
     assert.equal(isAlive(pid), false);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('a stale pid file (dead pid, or a live pid of another program) is not ours and is removed', () => {
-  const dir = tmp();
-  try {
+test('a stale pid file (dead pid, or a live pid of another program) is not ours and is removed', () =>
+  inTmp((dir) => {
     const dead = join(dir, 'dead.pid');
     writeFileSync(dead, '999999999\n');
     assert.equal(readLivePid(dead), undefined);
@@ -60,22 +52,11 @@ test('a stale pid file (dead pid, or a live pid of another program) is not ours 
     writeFileSync(other, `${process.pid}\n`); // alive, but not a Kafka
     assert.equal(readLivePid(other, '/no/such/server.properties'), undefined);
     assert.equal(existsSync(other), false);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('waitFor fails fast with the log tail when the process exits while starting', async () => {
-  const dir = tmp();
-  try {
-    const logFile = join(dir, 'crash.log');
-    const pid = spawnDetached({
-      command: 'sh',
-      args: ['-c', 'echo "FATAL: port in use"; exit 1'],
-      cwd: dir,
-      logFile,
-      pidFile: join(dir, 'crash.pid'),
-    });
+test('waitFor fails fast with the log tail when the process exits while starting', () =>
+  inTmp(async (dir) => {
+    const { pid, logFile } = spawnSh(dir, 'crash', 'echo "FATAL: port in use"; exit 1');
     const t = Date.now();
     await assert.rejects(
       waitFor(async () => false, { name: 'Crashy', timeoutMs: 30_000, pid, logFile, intervalMs: 50 }),
@@ -88,14 +69,10 @@ test('waitFor fails fast with the log tail when the process exits while starting
       },
     );
     assert.ok(Date.now() - t < 5_000);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('withLock serialises two callers on one home', async () => {
-  const dir = tmp();
-  try {
+test('withLock serialises two callers on one home', () =>
+  inTmp(async (dir) => {
     const lock = join(dir, 'stack.lock');
     const order: string[] = [];
     let release!: () => void;
@@ -113,7 +90,4 @@ test('withLock serialises two callers on one home', async () => {
     assert.equal(existsSync(lock), false);
     writeFileSync(lock, '999999999\n'); // left by a dead process
     assert.equal(await withLock(lock, 1_000, async () => 'taken over'), 'taken over');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));

@@ -3,21 +3,15 @@
  * writes itself, with and without a LoRA adapter the trainer wrote, for each architecture.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { loadTfLlama, LoraAdapter, selectBackend, writeLoraAdapter, writeTinyModel, type TinyModelOptions } from '../../../policy/index.ts';
+import { loadTfLlama, LoraAdapter, writeLoraAdapter, writeTinyModel, type TinyModelOptions } from '../../../policy/index.ts';
 import { llamaLogProbs } from '../../support/llama-logprobs.ts';
+import { onEachBackend } from '../../support/on-each-backend.ts';
+import { suiteTempDir } from '../../support/temp-dir.ts';
 
-let dir = '';
-before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'agree-'));
-});
-after(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = suiteTempDir('agree-');
 
 /** Mean and max |Δ log p| of the actual next tokens, and how often the argmax agrees. */
 function compare(tfRows: number[][], cpp: Float64Array[], ids: number[]): { mean: number; max: number; argmax: number } {
@@ -46,7 +40,7 @@ const cases: Array<[string, TinyModelOptions]> = [
 ];
 
 async function agree(name: string, options: TinyModelOptions): Promise<void> {
-  const tiny = await writeTinyModel(join(dir, `${name.replace(/\W+/g, '-')}.gguf`), { ...options, seed: 3 });
+  const tiny = await writeTinyModel(join(dir(), `${name.replace(/\W+/g, '-')}.gguf`), { ...options, seed: 3 });
   const { model, config, architecture } = await loadTfLlama(tiny.path);
   const { imStart, imEnd } = tiny.special;
   const ids = [imStart, 10, 40, 70, 100, 130, 160, 190, imEnd, imStart, 20, 50, 80, 110, 140, 170, 200, 230, 260, imEnd];
@@ -61,7 +55,7 @@ async function agree(name: string, options: TinyModelOptions): Promise<void> {
 
   const lora = LoraAdapter.init(config, { rank: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, 5);
   for (const v of lora.variables) v.assign(tf.randomNormal(v.shape, 0, 0.5, 'float32', 9));
-  const path = join(dir, `${name.replace(/\W+/g, '-')}.lora.gguf`);
+  const path = join(dir(), `${name.replace(/\W+/g, '-')}.lora.gguf`);
   await writeLoraAdapter(path, { architecture, alpha: lora.config.alpha, pairs: await lora.toPairs() });
   const cppAdapted = await llamaLogProbs(tiny.path, ids, { adapters: [{ filePath: path, scale: 1 }] });
   const adapted = compare(rows(lora), cppAdapted, ids);
@@ -74,14 +68,8 @@ async function agree(name: string, options: TinyModelOptions): Promise<void> {
 }
 
 // The trainer's two backends: native TensorFlow (the default) and wasm (the fallback).
-for (const backend of ['tensorflow', 'wasm'] as const) {
-  describe(`on ${backend}`, () => {
-    before(async () => {
-      assert.equal(await selectBackend(backend), backend);
-    });
-    for (const [name, options] of cases) {
-      test(`tfjs and llama.cpp agree on next-token log-probs, base and with a trainer-written adapter: ${name}`, () =>
-        agree(name, options));
-    }
-  });
-}
+onEachBackend(() => {
+  for (const [name, options] of cases) {
+    test(`tfjs and llama.cpp agree on next-token log-probs, base and with a trainer-written adapter: ${name}`, () => agree(name, options));
+  }
+});

@@ -18,15 +18,21 @@ const verdict = (nextState: NextStateItem[], feedback = examplePair().feedback.s
 
 describe('embedded judge: signals', () => {
   it('tool results: exit codes decide, then error flags and words', () => {
-    assert.equal(classifyToolResult('exit code: 0\nerror: none found'), 'success');
-    assert.equal(classifyToolResult('Process exited with code 2'), 'error');
-    assert.equal(classifyToolResult('{"returncode": 1, "stdout": ""}'), 'error');
-    assert.equal(classifyToolResult('Traceback (most recent call last):\n  File "x.py"'), 'error');
-    assert.equal(classifyToolResult('bash: foo: command not found'), 'error');
-    assert.equal(classifyToolResult('{"is_error": true, "content": "nope"}'), 'error');
-    assert.equal(classifyToolResult('Compiled. 0 errors, 0 warnings'), 'success');
-    assert.equal(classifyToolResult('{"result": [1,2], "error": null}'), 'success');
-    assert.equal(classifyToolResult('a.txt\nb.txt'), 'success');
+    for (const t of [
+      'exit code: 0\nerror: none found',
+      'Compiled. 0 errors, 0 warnings',
+      '{"result": [1,2], "error": null}',
+      'a.txt\nb.txt',
+    ])
+      assert.equal(classifyToolResult(t), 'success', t);
+    for (const t of [
+      'Process exited with code 2',
+      '{"returncode": 1, "stdout": ""}',
+      'Traceback (most recent call last):\n  File "x.py"',
+      'bash: foo: command not found',
+      '{"is_error": true, "content": "nope"}',
+    ])
+      assert.equal(classifyToolResult(t), 'error', t);
   });
 
   it('correction cues', () => {
@@ -68,27 +74,24 @@ describe('embedded judge: signals', () => {
   });
 
   it("hints in the user's own words", () => {
-    assert.equal(hintFromCorrection("No, that's too long."), 'Keep the answer short.');
-    assert.equal(hintFromCorrection('I said call me Bob'), 'Call me Bob.');
-    assert.equal(hintFromCorrection('No, end with a question.'), 'End with a question.');
-    assert.equal(hintFromCorrection('Too formal, and call me Bob please'), 'Use a casual, friendly tone. Call me Bob please.');
-    assert.equal(
-      hintFromCorrection('You keep repeating yourself. Please just answer the question.'),
-      'Do not repeat yourself. Answer the question itself.',
-    );
-    // A complaint becomes the instruction it implies: as said, it made the hinted teacher apologise.
-    assert.equal(hintFromCorrection("That doesn't answer my question."), 'Answer the question itself.');
-    assert.equal(hintFromCorrection('No, that is not what I asked. Please answer the question.'), 'Answer the question itself.');
-    assert.equal(hintFromCorrection("That's not what I asked, I wanted the recipe."), 'Answer the question itself. I wanted the recipe.');
-    assert.equal(hintFromCorrection("You're going round in circles."), 'Do not repeat yourself.');
-    // A "no" that is part of the instruction stays: without it the hint asked for lists.
-    assert.equal(
-      hintFromCorrection('No lists or line breaks, please: just one paragraph.'),
-      'No lists or line breaks, please: just one paragraph.',
-    );
-    assert.equal(hintFromCorrection('Nope. Shorter.'), 'Shorter.');
-    assert.equal(hintFromCorrection('wrong'), null);
-    assert.equal(hintFromCorrection('try again!'), null);
+    const hints: Array<[string, string | null]> = [
+      ["No, that's too long.", 'Keep the answer short.'],
+      ['I said call me Bob', 'Call me Bob.'],
+      ['No, end with a question.', 'End with a question.'],
+      ['Too formal, and call me Bob please', 'Use a casual, friendly tone. Call me Bob please.'],
+      ['You keep repeating yourself. Please just answer the question.', 'Do not repeat yourself. Answer the question itself.'],
+      // A complaint becomes the instruction it implies: as said, it made the hinted teacher apologise.
+      ["That doesn't answer my question.", 'Answer the question itself.'],
+      ['No, that is not what I asked. Please answer the question.', 'Answer the question itself.'],
+      ["That's not what I asked, I wanted the recipe.", 'Answer the question itself. I wanted the recipe.'],
+      ["You're going round in circles.", 'Do not repeat yourself.'],
+      // A "no" that is part of the instruction stays: without it the hint asked for lists.
+      ['No lists or line breaks, please: just one paragraph.', 'No lists or line breaks, please: just one paragraph.'],
+      ['Nope. Shorter.', 'Shorter.'],
+      ['wrong', null],
+      ['try again!', null],
+    ];
+    for (const [said, hint] of hints) assert.equal(hintFromCorrection(said), hint, said);
   });
 });
 

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import * as sa from '../../../processors/session-assembler/index.ts';
 import { extractNextState, type SessionAssemblerOptions } from '../../../processors/session-assembler/index.ts';
 import type { ChatMessage, Feedback, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
+import { chatMessage as msg } from '../../support/chat-message.ts';
 import { exampleFeedback, exampleTurn } from '../../support/fixtures.ts';
 
 // Pairing logic with pairs emitted at once; the feedback grace period has its own tests below.
@@ -13,15 +14,9 @@ const applyFeedback = (p: SessionState | undefined, f: Feedback, o: SessionAssem
 const expire = (s: SessionState, now: number, idle: number, o: SessionAssemblerOptions = {}) =>
   sa.expire(s, now, idle, { ...IMMEDIATE, ...o });
 
-const msg = (role: string, content: string | null, over: Partial<ChatMessage> = {}): ChatMessage => ({
-  role,
-  content,
-  name: null,
-  toolCallId: null,
-  toolCalls: [],
-  ...over,
-});
 const T0 = 1_760_000_000_000;
+/** The ids of the feedback, in order (undefined where there is no list, as for a pair not found). */
+const feedbackIds = (feedback: ReadonlyArray<{ feedbackId: string }> | undefined) => feedback?.map((f) => f.feedbackId);
 
 /** A conversation: turn i answers `user i` with `reply i`; its request carries the full history. */
 function conversation(n: number, over: (i: number) => Partial<Turn> = () => ({})): Turn[] {
@@ -297,10 +292,7 @@ describe('session assembler: feedback', () => {
       { role: 'FEEDBACK', content: '👎 (thumbs down) — too long', toolCallId: null },
       { role: 'FEEDBACK', content: 'end with a question', toolCallId: null },
     ]);
-    assert.deepEqual(
-      pairs[0].feedback.map((f) => f.feedbackId),
-      ['f1', 'f2'],
-    );
+    assert.deepEqual(feedbackIds(pairs[0].feedback), ['f1', 'f2']);
   });
 
   it('ignores duplicate, late and unknown-turn feedback', () => {
@@ -422,10 +414,7 @@ describe('session assembler: feedback grace period (feedback read after the next
     assert.equal(fb.ignored, undefined);
     s = fb.state;
     const [pair] = releaseAt(s, t1.requestedAt + 2000).pairs;
-    assert.deepEqual(
-      pair.feedback.map((f) => f.feedbackId),
-      ['f1'],
-    );
+    assert.deepEqual(feedbackIds(pair.feedback), ['f1']);
     assert.deepEqual(pair.nextState, [
       { role: 'USER', content: 'user 1', toolCallId: null },
       { role: 'FEEDBACK', content: '👎 (thumbs down) — too long', toolCallId: null },
@@ -442,29 +431,14 @@ describe('session assembler: feedback grace period (feedback read after the next
       G,
     ).state;
     s = sa.applyFeedback(s, exampleFeedback({ feedbackId: 'ghost', turnId: 'never', rating: 1, text: null, createdAt: T0 + 300 }), G).state;
-    assert.deepEqual(
-      s.earlyFeedback.map((f) => f.feedbackId),
-      ['early', 'ghost'],
-    );
+    assert.deepEqual(feedbackIds(s.earlyFeedback), ['early', 'ghost']);
     s = sa.applyTurn(s, t0, G).state;
-    assert.deepEqual(
-      s.pendingFeedback.map((f) => f.feedbackId),
-      ['early'],
-    );
-    assert.deepEqual(
-      s.earlyFeedback.map((f) => f.feedbackId),
-      ['ghost'],
-    );
+    assert.deepEqual(feedbackIds(s.pendingFeedback), ['early']);
+    assert.deepEqual(feedbackIds(s.earlyFeedback), ['ghost']);
     s = sa.applyTurn(s, t1, G).state;
     const r = releaseAt(s, t1.requestedAt + 2000);
-    assert.deepEqual(
-      r.pairs[0].feedback.map((f) => f.feedbackId),
-      ['early'],
-    );
-    assert.deepEqual(
-      r.expiredFeedback.map((f) => f.feedbackId),
-      ['ghost'],
-    );
+    assert.deepEqual(feedbackIds(r.pairs[0].feedback), ['early']);
+    assert.deepEqual(feedbackIds(r.expiredFeedback), ['ghost']);
     assert.deepEqual(r.state.earlyFeedback, []);
   });
 
@@ -483,25 +457,16 @@ describe('session assembler: feedback grace period (feedback read after the next
       exampleFeedback({ feedbackId: 'b', turnId: null, rating: 1, text: null, createdAt: t1.completedAt + 10 }),
       G,
     ).state;
-    assert.deepEqual(
-      s.held[0].feedback.map((f) => f.feedbackId),
-      ['a'],
-    );
+    assert.deepEqual(feedbackIds(s.held[0].feedback), ['a']);
     // 'b' waits: a turn answered after t1 and before 'b' may not be read yet. None comes: t1's.
-    assert.deepEqual(
-      s.earlyFeedback.map((f) => f.feedbackId),
-      ['b'],
-    );
+    assert.deepEqual(feedbackIds(s.earlyFeedback), ['b']);
     assert.deepEqual(
       sa.release(s, t1.completedAt + 10 + 2000, G).expiredFeedback,
       [],
       'it waits past its grace: pending is not paired yet',
     );
     const closed = sa.expire(s, t1.completedAt + 60_000, 1000, G).state;
-    assert.deepEqual(
-      closed.held.find((p) => p.pairId === 't1')?.feedback.map((f) => f.feedbackId),
-      ['b'],
-    );
+    assert.deepEqual(feedbackIds(closed.held.find((p) => p.pairId === 't1')?.feedback), ['b']);
   });
 
   it('feedback naming no turn, given after the next answer but read before it, goes to that next turn', () => {
@@ -515,10 +480,7 @@ describe('session assembler: feedback grace period (feedback read after the next
     s = sa.applyTurn(s, t1, G).state;
     assert.deepEqual(s.held[0].feedback, [], "not t0's: t1's answer was there before it was given");
     const closed = sa.expire(s, t1.completedAt + 60_000, 1000, G).state;
-    assert.deepEqual(
-      closed.held.find((p) => p.pairId === 't1')?.feedback.map((f) => f.feedbackId),
-      ['c'],
-    );
+    assert.deepEqual(feedbackIds(closed.held.find((p) => p.pairId === 't1')?.feedback), ['c']);
   });
 
   it('feedback naming no turn, read before any turn of its session, goes to the answer it was given after', () => {
@@ -535,7 +497,7 @@ describe('session assembler: feedback grace period (feedback read after the next
     ).state;
     for (const t of [t0, t1, t2]) s = sa.applyTurn(s, t, G).state;
     assert.deepEqual(
-      s.held.map((p) => [p.pairId, p.feedback.map((f) => f.feedbackId)]),
+      s.held.map((p) => [p.pairId, feedbackIds(p.feedback)]),
       [
         ['t0', []],
         ['t1', ['x']],
@@ -545,10 +507,7 @@ describe('session assembler: feedback grace period (feedback read after the next
     const r = sa.release(s, t2.completedAt + 10 + 2000, G);
     assert.deepEqual(r.expiredFeedback, []);
     const closed = sa.expire(r.state, t2.completedAt + 60_000, 1000, G).state;
-    assert.deepEqual(
-      closed.held.find((p) => p.pairId === 't2')?.feedback.map((f) => f.feedbackId),
-      ['y'],
-    );
+    assert.deepEqual(feedbackIds(closed.held.find((p) => p.pairId === 't2')?.feedback), ['y']);
   });
 
   it("endPolicy drop: a closed session's last pair is held; feedback in the grace period keeps it, else it is dropped", () => {
@@ -635,7 +594,7 @@ describe('session assembler: event time decides, not the order of reading (repla
     const step = sa.applyTurn(s, t1, G);
     assert.equal(step.closedIdle, true);
     assert.deepEqual(
-      step.state.held.map((p) => [p.pairId, p.endMarker, p.feedback.map((f) => f.feedbackId)]),
+      step.state.held.map((p) => [p.pairId, p.endMarker, feedbackIds(p.feedback)]),
       [['t0', 'IDLE_TIMEOUT', ['f']]],
     );
   });
@@ -651,10 +610,7 @@ describe('session assembler: event time decides, not the order of reading (repla
     const readAfter = (f: Feedback) => sa.applyFeedback(sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state, f, G);
     const readEarly = (f: Feedback) => sa.applyTurn(sa.applyTurn(sa.applyFeedback(undefined, f, G).state, t0, G).state, t1, G);
     for (const order of [readFirst, readAfter, readEarly]) {
-      assert.deepEqual(
-        order(inTime).state.held[0].feedback.map((f) => f.feedbackId),
-        ['ok'],
-      );
+      assert.deepEqual(feedbackIds(order(inTime).state.held[0].feedback), ['ok']);
       const l = order(late);
       assert.deepEqual(l.state.held[0].feedback, []);
       assert.ok(l.ignored === 'late-feedback' || l.lateFeedback === 1, 'counted as late');
@@ -689,10 +645,7 @@ describe('session assembler: event time decides, not the order of reading (repla
       ).state.held[0],
     ]);
     for (const pair of results) {
-      assert.deepEqual(
-        pair.feedback.map((f) => f.feedbackId),
-        ['a-anon', 'b-named', 'c-twin'],
-      );
+      assert.deepEqual(feedbackIds(pair.feedback), ['a-anon', 'b-named', 'c-twin']);
       assert.deepEqual(
         pair.nextState.map((i) => i.role),
         ['USER', 'FEEDBACK', 'FEEDBACK', 'FEEDBACK'],
@@ -732,10 +685,7 @@ describe('session assembler: event time decides, not the order of reading (repla
     const closed = sa.applyFeedback(sa.applyTurn(undefined, t0, o).state, fb('next', 'later-turn', T0 + 200), o).state;
     assert.equal(sa.forgettable(closed, t0.completedAt + 10 * 60_000, o), true);
     const fresh = sa.forget(closed)!;
-    assert.deepEqual(
-      [fresh.mainTurnCount, fresh.held.map((p) => p.pairId), fresh.earlyFeedback.map((f) => f.feedbackId)],
-      [0, ['t0'], ['next']],
-    );
+    assert.deepEqual([fresh.mainTurnCount, fresh.held.map((p) => p.pairId), feedbackIds(fresh.earlyFeedback)], [0, ['t0'], ['next']]);
     assert.equal(sa.expire(fresh, T0 + 99 * 60_000, G.idleTimeoutMs, o).state, fresh, 'no turn: not idle');
     const empty = sa.release(fresh, T0 + 99 * 60_000, o).state;
     assert.equal(sa.forgettable(empty, T0 + 99 * 60_000, o), true);

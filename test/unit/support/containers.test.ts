@@ -53,6 +53,21 @@ const withDir = async (fn: (dir: string) => Promise<void>): Promise<void> => {
 };
 const noProps = (dir: string): string => join(dir, 'absent.properties');
 
+/** Runs `fn` in a fresh folder; the fake engines it starts with `start` are closed after it, whatever happens. */
+const withFakeEngines = (fn: (dir: string, start: typeof fakeEngine) => Promise<void>): Promise<void> =>
+  withDir(async (dir) => {
+    const started: Array<ReturnType<typeof fakeEngine>> = [];
+    try {
+      await fn(dir, (listenOn, behaviour) => {
+        const engine = fakeEngine(listenOn, behaviour);
+        started.push(engine);
+        return engine;
+      });
+    } finally {
+      await Promise.all(started.map(async (engine) => (await engine).close()));
+    }
+  });
+
 test('no socket and nothing configured: no engine, found out without waiting', async () => {
   await withDir(async (dir) => {
     const t = Date.now();
@@ -69,120 +84,96 @@ test('no socket and nothing configured: no engine, found out without waiting', a
 });
 
 test('a socket that answers /_ping with OK is the engine', async () => {
-  await withDir(async (dir) => {
+  await withFakeEngines(async (dir, start) => {
     const sock = join(dir, 'docker.sock');
-    const engine = await fakeEngine(sock, 'ok');
-    try {
-      const probe = await detectDockerEngine({ env: {}, sockets: [join(dir, 'absent.sock'), sock], propertiesFile: noProps(dir) });
-      assert.deepEqual(probe.engine, { dockerHost: `unix://${sock}`, source: 'socket' });
-      assert.match(probe.tried[1], /: OK$/);
-    } finally {
-      await engine.close();
-    }
+    await start(sock, 'ok');
+    const probe = await detectDockerEngine({ env: {}, sockets: [join(dir, 'absent.sock'), sock], propertiesFile: noProps(dir) });
+    assert.deepEqual(probe.engine, { dockerHost: `unix://${sock}`, source: 'socket' });
+    assert.match(probe.tried[1], /: OK$/);
   });
 });
 
 test('a socket that accepts but never answers is no engine, within the bound', async () => {
-  await withDir(async (dir) => {
+  await withFakeEngines(async (dir, start) => {
     const sock = join(dir, 'docker.sock');
-    const engine = await fakeEngine(sock, 'hang');
-    try {
-      const t = Date.now();
-      const probe = await detectDockerEngine({ env: {}, sockets: [sock], propertiesFile: noProps(dir), timeoutMs: 300 });
-      const ms = Date.now() - t;
-      assert.equal(probe.engine, undefined);
-      assert.ok(ms >= 250 && ms < 1_000, `took ${ms} ms`);
-      assert.match(probe.tried[0], /no answer within 300 ms/);
-    } finally {
-      await engine.close();
-    }
+    await start(sock, 'hang');
+    const t = Date.now();
+    const probe = await detectDockerEngine({ env: {}, sockets: [sock], propertiesFile: noProps(dir), timeoutMs: 300 });
+    const ms = Date.now() - t;
+    assert.equal(probe.engine, undefined);
+    assert.ok(ms >= 250 && ms < 1_000, `took ${ms} ms`);
+    assert.match(probe.tried[0], /no answer within 300 ms/);
   });
 });
 
 test('an engine that answers with an error, or a socket file nobody listens on, is no engine', async () => {
-  await withDir(async (dir) => {
+  await withFakeEngines(async (dir, start) => {
     const broken = join(dir, 'broken.sock');
     const stale = join(dir, 'stale.sock');
     writeFileSync(stale, ''); // a leftover file: connecting to it fails at once
-    const engine = await fakeEngine(broken, 'error');
-    try {
-      const probe = await detectDockerEngine({ env: {}, sockets: [broken, stale], propertiesFile: noProps(dir) });
-      assert.equal(probe.engine, undefined);
-      assert.match(probe.tried[0], /HTTP 500/);
-      assert.doesNotMatch(probe.tried[1], /OK$/);
-    } finally {
-      await engine.close();
-    }
+    await start(broken, 'error');
+    const probe = await detectDockerEngine({ env: {}, sockets: [broken, stale], propertiesFile: noProps(dir) });
+    assert.equal(probe.engine, undefined);
+    assert.match(probe.tried[0], /HTTP 500/);
+    assert.doesNotMatch(probe.tried[1], /OK$/);
   });
 });
 
 test('the first answering socket in the list wins, though all are pinged at once', async () => {
-  await withDir(async (dir) => {
+  await withFakeEngines(async (dir, start) => {
     const slow = join(dir, 'a.sock');
     const fast = join(dir, 'b.sock');
-    const a = await fakeEngine(slow, 'ok');
-    const b = await fakeEngine(fast, 'ok');
-    try {
-      const probe = await detectDockerEngine({ env: {}, sockets: [slow, fast], propertiesFile: noProps(dir) });
-      assert.equal(probe.engine?.dockerHost, `unix://${slow}`);
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
+    await start(slow, 'ok');
+    await start(fast, 'ok');
+    const probe = await detectDockerEngine({ env: {}, sockets: [slow, fast], propertiesFile: noProps(dir) });
+    assert.equal(probe.engine?.dockerHost, `unix://${slow}`);
   });
 });
 
 test('DOCKER_HOST (unix:// or tcp://) is the only address tried when set', async () => {
-  await withDir(async (dir) => {
+  await withFakeEngines(async (dir, start) => {
     const sock = join(dir, 'docker.sock');
-    const unix = await fakeEngine(sock, 'ok');
-    const tcp = await fakeEngine(0, 'ok');
-    try {
-      const viaUnix = await detectDockerEngine({ env: { DOCKER_HOST: `unix://${sock}` }, sockets: [], propertiesFile: noProps(dir) });
-      assert.deepEqual(viaUnix.engine, { dockerHost: `unix://${sock}`, source: 'DOCKER_HOST' });
+    await start(sock, 'ok');
+    const tcp = await start(0, 'ok');
+    const viaUnix = await detectDockerEngine({ env: { DOCKER_HOST: `unix://${sock}` }, sockets: [], propertiesFile: noProps(dir) });
+    assert.deepEqual(viaUnix.engine, { dockerHost: `unix://${sock}`, source: 'DOCKER_HOST' });
 
-      const viaTcp = await detectDockerEngine({
-        env: { DOCKER_HOST: `tcp://127.0.0.1:${tcp.port}` },
-        sockets: [],
-        propertiesFile: noProps(dir),
-      });
-      assert.deepEqual(viaTcp.engine, { dockerHost: `tcp://127.0.0.1:${tcp.port}`, source: 'DOCKER_HOST' });
+    const viaTcp = await detectDockerEngine({
+      env: { DOCKER_HOST: `tcp://127.0.0.1:${tcp.port}` },
+      sockets: [],
+      propertiesFile: noProps(dir),
+    });
+    assert.deepEqual(viaTcp.engine, { dockerHost: `tcp://127.0.0.1:${tcp.port}`, source: 'DOCKER_HOST' });
 
-      // A dead DOCKER_HOST is not silently replaced by a socket testcontainers would not use.
-      const dead = await detectDockerEngine({
-        env: { DOCKER_HOST: `unix://${join(dir, 'gone.sock')}` },
-        sockets: [sock],
-        propertiesFile: noProps(dir),
-      });
-      assert.equal(dead.engine, undefined);
-      assert.equal(dead.tried.length, 1);
-      assert.match(dead.tried[0], /gone\.sock \(DOCKER_HOST\): no such socket/);
+    // A dead DOCKER_HOST is not silently replaced by a socket testcontainers would not use.
+    const dead = await detectDockerEngine({
+      env: { DOCKER_HOST: `unix://${join(dir, 'gone.sock')}` },
+      sockets: [sock],
+      propertiesFile: noProps(dir),
+    });
+    assert.equal(dead.engine, undefined);
+    assert.equal(dead.tried.length, 1);
+    assert.match(dead.tried[0], /gone\.sock \(DOCKER_HOST\): no such socket/);
 
-      const ssh = await detectDockerEngine({ env: { DOCKER_HOST: 'ssh://me@build-box' }, sockets: [sock], propertiesFile: noProps(dir) });
-      assert.equal(ssh.engine, undefined);
-      assert.match(ssh.tried[0], /ssh:\/\/ addresses are not probed/);
-    } finally {
-      await Promise.all([unix.close(), tcp.close()]);
-    }
+    const ssh = await detectDockerEngine({ env: { DOCKER_HOST: 'ssh://me@build-box' }, sockets: [sock], propertiesFile: noProps(dir) });
+    assert.equal(ssh.engine, undefined);
+    assert.match(ssh.tried[0], /ssh:\/\/ addresses are not probed/);
   });
 });
 
 test('~/.testcontainers.properties: tc.host comes first, docker.host when DOCKER_HOST is unset', async () => {
-  await withDir(async (dir) => {
+  await withFakeEngines(async (dir, start) => {
     const sock = join(dir, 'docker.sock');
-    const unix = await fakeEngine(sock, 'ok');
-    const cloud = await fakeEngine(0, 'ok');
+    await start(sock, 'ok');
+    const cloud = await start(0, 'ok');
     const props = join(dir, 'tc.properties');
-    try {
-      writeFileSync(props, `# testcontainers\ndocker.host=unix://${sock}\n`);
-      const viaProps = await detectDockerEngine({ env: {}, sockets: [], propertiesFile: props });
-      assert.deepEqual(viaProps.engine, { dockerHost: `unix://${sock}`, source: 'docker.host' });
+    writeFileSync(props, `# testcontainers\ndocker.host=unix://${sock}\n`);
+    const viaProps = await detectDockerEngine({ env: {}, sockets: [], propertiesFile: props });
+    assert.deepEqual(viaProps.engine, { dockerHost: `unix://${sock}`, source: 'docker.host' });
 
-      writeFileSync(props, `docker.host=unix://${sock}\ntc.host=tcp://127.0.0.1:${cloud.port}\n`);
-      const viaTc = await detectDockerEngine({ env: {}, sockets: [], propertiesFile: props });
-      assert.deepEqual(viaTc.engine, { dockerHost: `tcp://127.0.0.1:${cloud.port}`, source: 'tc.host' });
-    } finally {
-      await Promise.all([unix.close(), cloud.close()]);
-    }
+    writeFileSync(props, `docker.host=unix://${sock}\ntc.host=tcp://127.0.0.1:${cloud.port}\n`);
+    const viaTc = await detectDockerEngine({ env: {}, sockets: [], propertiesFile: props });
+    assert.deepEqual(viaTc.engine, { dockerHost: `tcp://127.0.0.1:${cloud.port}`, source: 'tc.host' });
   });
 });
 

@@ -8,27 +8,14 @@ import { renderPrompt } from '../../../policy/builtin/chat-template.ts';
 import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
 import { UserConsensus } from '../../../trainer/user-consensus.ts';
 import type { Sample } from '../../../schemas/index.ts';
-import { exampleSample } from '../../support/fixtures.ts';
+import { rlSample } from '../../support/rl-sample.ts';
 import { TINY } from '../../support/tfjs-helpers.ts';
 
 const tok = new ByteTokenizer();
 
 function sample(userId: string, ask: string, reply: string, reward: number): Sample {
   const prompt = [tok.bos, tok.user, ...tok.encode(ask), tok.end, tok.assistant];
-  const resp = [...tok.encode(reply), tok.end];
-  return exampleSample({
-    userId,
-    tokens: [...prompt, ...resp],
-    promptLength: prompt.length,
-    responseLength: resp.length,
-    lossMask: resp.map(() => 1),
-    rolloutLogprobs: resp.map(() => -5),
-    teacherLogprobs: null,
-    teacherTopK: null,
-    method: 'RL',
-    reward,
-    weight: 1,
-  });
+  return rlSample(prompt, [...tok.encode(reply), tok.end], -5, { userId, reward, weight: 1 });
 }
 
 test('lastUserMessage: the last user segment of a rendered multi-turn prompt', () => {

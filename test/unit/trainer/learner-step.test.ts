@@ -7,7 +7,7 @@ import { RewardBaseline } from '../../../trainer/reward-baseline.ts';
 import { TransformerModel } from '../../../policy/builtin/model.ts';
 import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
 import type { Sample } from '../../../schemas/index.ts';
-import { exampleSample } from '../../support/fixtures.ts';
+import { rlSample } from '../../support/rl-sample.ts';
 import { close, TINY } from '../../support/tfjs-helpers.ts';
 
 const tok = new ByteTokenizer();
@@ -15,18 +15,7 @@ const model = (seed = 1) => TransformerModel.init({ ...TINY, vocabSize: tok.voca
 
 function sample(text: string, over: Partial<Sample> = {}): Sample {
   const prompt = [tok.bos, tok.user, ...tok.encode('hi'), tok.end, tok.assistant];
-  const resp = [...tok.encode(text), tok.end];
-  return exampleSample({
-    tokens: [...prompt, ...resp],
-    promptLength: prompt.length,
-    responseLength: resp.length,
-    lossMask: resp.map(() => 1),
-    rolloutLogprobs: resp.map(() => -5),
-    teacherLogprobs: null,
-    teacherTopK: null,
-    method: 'RL',
-    ...over,
-  });
+  return rlSample(prompt, [...tok.encode(text), tok.end], -5, over);
 }
 
 async function meanLogprob(m: TransformerModel, s: Sample): Promise<number> {

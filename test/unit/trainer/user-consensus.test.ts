@@ -176,16 +176,20 @@ describe('UserConsensus: preference vectors (private chats)', () => {
   });
 });
 
+/** Five exact comparable turns: ann, bob and cid like the reply; eve, the adversary, dislikes the very same reply. */
+function eveAgainstTheOthers(c: UserConsensus): void {
+  const prompts = ['What is Kafka?', 'How do I sort a list?', 'Tell me a joke', 'Explain RL', 'Name a colour'];
+  for (const [i, p] of prompts.entries()) {
+    const good = `Here is an answer number ${i}. Does that help?`;
+    for (const u of ['ann', 'bob', 'cid']) c.observe({ userId: u, prompt: p, response: good, reward: 1 });
+    c.observe({ userId: 'eve', prompt: p, response: good, reward: -1 });
+  }
+}
+
 describe('UserConsensus: exact comparable turns (the stronger, additional signal)', () => {
   it('users who agree keep high weights; one who contradicts the consensus sinks (exact turns only: the former method)', () => {
     const c = new UserConsensus({ preferences: false });
-    const prompts = ['What is Kafka?', 'How do I sort a list?', 'Tell me a joke', 'Explain RL', 'Name a colour'];
-    for (const [i, p] of prompts.entries()) {
-      const good = `Here is an answer number ${i}. Does that help?`;
-      // Three users like the reply; the adversary dislikes the very same reply.
-      for (const u of ['ann', 'bob', 'cid']) c.observe({ userId: u, prompt: p, response: good, reward: 1 });
-      c.observe({ userId: 'eve', prompt: p, response: good, reward: -1 });
-    }
+    eveAgainstTheOthers(c);
     const s = byUser(c);
     assert.equal(s.eve.disagreements, 5);
     assert.equal(s.eve.agreements, 0);
@@ -199,12 +203,7 @@ describe('UserConsensus: exact comparable turns (the stronger, additional signal
 
   it('with preferences on, the same turns count both ways: eve sinks further', () => {
     const c = new UserConsensus();
-    const prompts = ['What is Kafka?', 'How do I sort a list?', 'Tell me a joke', 'Explain RL', 'Name a colour'];
-    for (const [i, p] of prompts.entries()) {
-      const good = `Here is an answer number ${i}. Does that help?`;
-      for (const u of ['ann', 'bob', 'cid']) c.observe({ userId: u, prompt: p, response: good, reward: 1 });
-      c.observe({ userId: 'eve', prompt: p, response: good, reward: -1 });
-    }
+    eveAgainstTheOthers(c);
     const s = byUser(c);
     // eve only punished what the others only rewarded: her preference is exactly opposed (cos −1, f 0),
     // evidence 0.5 × 5 decayed turns: (4 + 0 + 0) / (5 + 5 + 0.5·5·decay).

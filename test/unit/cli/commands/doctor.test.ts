@@ -1,26 +1,19 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { DoctorReport } from '../../../../cli/commands/doctor.ts';
+import { suiteTempDir } from '../../../support/temp-dir.ts';
 
 const BIN = new URL('../../../../bin/turnstream.js', import.meta.url).pathname;
 
 describe('turnstream doctor', () => {
-  let dir: string;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'ts-doctor-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = suiteTempDir('ts-doctor-');
 
   const doctor = async (args: string[], env: Record<string, string>): Promise<{ report: DoctorReport; stdout: string }> => {
     const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'doctor', ...args], {
-      env: { ...process.env, TURNSTREAM_HOME: dir, LOG_LEVEL: 'silent', ...env },
+      env: { ...process.env, TURNSTREAM_HOME: dir(), LOG_LEVEL: 'silent', ...env },
     });
     return { report: args.includes('--json') ? (JSON.parse(stdout) as DoctorReport) : (undefined as never), stdout };
   };
@@ -39,7 +32,7 @@ describe('turnstream doctor', () => {
   });
 
   it('without a native build (and --no-install) it says why the trainer would run on wasm', async () => {
-    const empty = join(dir, 'no-native');
+    const empty = join(dir(), 'no-native');
     const { report } = await doctor(['--json', '--no-install'], { TURNSTREAM_NATIVE_DIR: empty });
     assert.ok(!('error' in report.tfjs));
     if ('error' in report.tfjs) return;
@@ -49,7 +42,7 @@ describe('turnstream doctor', () => {
   });
 
   it('for people: a line each, the fallback named', async () => {
-    const { stdout } = await doctor(['--no-install'], { TURNSTREAM_NATIVE_DIR: join(dir, 'no-native') });
+    const { stdout } = await doctor(['--no-install'], { TURNSTREAM_NATIVE_DIR: join(dir(), 'no-native') });
     assert.match(stdout, /^node {8}v\d+/m);
     assert.match(stdout, /^tfjs {8}wasm: /m);
     assert.match(stdout, /not native because: tensorflow: no cpu build/);

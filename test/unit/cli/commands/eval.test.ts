@@ -40,6 +40,12 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       timeout: 240_000,
       env: { ...process.env, TURNSTREAM_HOME: join(dir, 'home'), TURNSTREAM_MODEL: model, LOG_LEVEL: 'warn', ...env },
     });
+  /** Runs a report-writing eval (`--out out --json` added), which must succeed: its JSON report, and its stderr. */
+  const runReport = <T>(out: string, args: string[], env: Record<string, string> = {}) => {
+    const r = run([...args, '--out', out, '--json'], env);
+    assert.equal(r.status, 0, r.stderr.slice(-2000));
+    return { report: JSON.parse(r.stdout) as T, stderr: r.stderr };
+  };
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ts-eval-cli-'));
@@ -67,27 +73,10 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       file,
       JSON.stringify({ personas: [persona('dotty-dee', { regex_count_at_least: ['\\.', 1] }), persona('ann', { max_words: 5 })] }),
     );
-    const r = run([
-      '--users',
-      '1',
-      '--personas',
-      file,
-      '--only',
-      'dotty-dee',
-      ...SMALL_RUN,
-      '--max-tokens',
-      '4',
-      '--out',
+    const { report: res } = runReport<{ persona: string; users: number; runs: Array<{ consensus: boolean; trained: number }>; lr: number }>(
       join(dir, 'out-users'),
-      '--json',
-    ]);
-    assert.equal(r.status, 0, r.stderr.slice(-2000));
-    const res = JSON.parse(r.stdout) as {
-      persona: string;
-      users: number;
-      runs: Array<{ consensus: boolean; trained: number }>;
-      lr: number;
-    };
+      ['--users', '1', '--personas', file, '--only', 'dotty-dee', ...SMALL_RUN, '--max-tokens', '4'],
+    );
     assert.equal(res.persona, 'dotty-dee');
     assert.equal(res.users, 1);
     assert.equal(res.lr, LORA_LR);
@@ -104,43 +93,22 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
   it('--workers 2: the (persona, seed) runs shared out over two processes, one report over all', async () => {
     const file = join(dir, 'workers.json');
     await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
-    const r = run([
-      '--workers',
-      '2',
-      '--personas',
-      file,
-      '--interactions',
-      '2',
-      '--seeds',
-      '2',
-      '--batch-size',
-      '2',
-      '--held-out',
-      '0.25',
-      '--held-out-samples',
-      '1',
-      '--max-tokens',
-      '4',
-      '--out',
-      join(dir, 'out-workers'),
-      '--json',
-    ]);
-    assert.equal(r.status, 0, r.stderr.slice(-2000));
-    const res = JSON.parse(r.stdout) as {
+    const args = ['--workers', '2', '--personas', file, '--interactions', '2', '--seeds', '2', '--batch-size', '2'];
+    const { report: res, stderr } = runReport<{
       personas: number;
       seeds: number;
       per_persona: object;
       runs: Array<{ persona: string; seed: number }>;
       p_value: number;
       step: unknown;
-    };
+    }>(join(dir, 'out-workers'), [...args, '--held-out', '0.25', '--held-out-samples', '1', '--max-tokens', '4']);
     assert.deepEqual(res.step, { ...LORA_STEP_DEFAULTS, opdOnBase: false }, 'the joined report says what the runs trained with');
     assert.equal(res.personas, 2);
     assert.equal(res.seeds, 2);
     assert.deepEqual(Object.keys(res.per_persona).sort(), ['ann', 'bob']);
     assert.deepEqual(res.runs.map((x) => `${x.persona}${x.seed}`).sort(), ['ann1', 'ann2', 'bob1', 'bob2']);
     assert.equal(typeof res.p_value, 'number');
-    for (const name of ['ann-seed1', 'ann-seed2', 'bob-seed1', 'bob-seed2']) assert.match(r.stderr, new RegExp(`eval: ${name}: `));
+    for (const name of ['ann-seed1', 'ann-seed2', 'bob-seed1', 'bob-seed2']) assert.match(stderr, new RegExp(`eval: ${name}: `));
     // Each run's own report is kept beside the joined one.
     assert.deepEqual((await readdir(join(dir, 'out-workers', 'runs'))).sort(), ['ann-s1', 'ann-s2', 'bob-s1', 'bob-s2']);
   });
@@ -203,27 +171,12 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
     const file = join(dir, 'quick.json');
     const names = ['first-fay', 'concise-carl', 'second-sam', 'twosentence-tia'];
     await writeFile(file, JSON.stringify({ personas: names.map((n) => persona(n, { max_words: 30 })) }));
-    const r = run([
-      '--quick',
-      '--max-tokens',
-      '8',
-      '--personas',
-      file,
-      '--interactions',
-      '2',
-      '--held-out',
-      '0.25',
-      '--out',
-      join(dir, 'out-quick'),
-      '--json',
-    ]);
-    assert.equal(r.status, 0, r.stderr.slice(-2000));
-    const result = JSON.parse(r.stdout) as {
+    const { report: result } = runReport<{
       seeds: number;
       interactions: number;
       per_persona: Record<string, unknown>;
       heldOut: { samplesPerPrompt: number };
-    };
+    }>(join(dir, 'out-quick'), ['--quick', '--max-tokens', '8', '--personas', file, '--interactions', '2', '--held-out', '0.25']);
     assert.deepEqual(Object.keys(result.per_persona).sort(), ['concise-carl', 'twosentence-tia']);
     assert.equal(result.seeds, 1);
     assert.equal(result.interactions, 2, 'a value given keeps its place');
@@ -232,13 +185,11 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
 
   it('on a GGUF model with the shipped file: the standard run (length and layout personas, 24 interactions, every 3rd version scored, 2 workers)', async () => {
     const out = join(dir, 'out-standard');
-    const r = run(['--max-tokens', '8', '--seeds', '1', '--held-out-samples', '1', '--out', out, '--json']);
-    assert.equal(r.status, 0, r.stderr.slice(-2000));
-    const result = JSON.parse(r.stdout) as {
+    const { report: result } = runReport<{
       interactions: number;
       per_persona: Record<string, unknown>;
       per_version: Array<{ interactions: number }>;
-    };
+    }>(out, ['--max-tokens', '8', '--seeds', '1', '--held-out-samples', '1']);
     assert.deepEqual(Object.keys(result.per_persona).sort(), ['concise-carl', 'oneparagraph-pia', 'twosentence-tia']);
     assert.equal(result.interactions, 24);
     assert.deepEqual(
@@ -267,25 +218,7 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
       );
       const out = join(dir, `out-${kind}`);
       // As small a run as the loop allows.
-      const r = run(
-        [
-          ...(kind === 'builtin' ? ['--model', 'builtin'] : ['--max-tokens', '8']),
-          '--personas',
-          file,
-          ...SMALL_RUN,
-          '--out',
-          out,
-          '--json',
-        ],
-        {
-          TRAIN_PLEASED_DAMPING: '0.5',
-          TRAIN_OPD_ADVANTAGE: 'distribution',
-          // The hint measured on the frozen base needs a reference model, which only LoRA runs have.
-          ...(kind === 'gguf' ? { TRAIN_OPD_ON_BASE: '1' } : {}),
-        },
-      );
-      assert.equal(r.status, 0, r.stderr.slice(-2000));
-      const result = JSON.parse(r.stdout) as {
+      const { report: result } = runReport<{
         personas: number;
         per_persona: Record<string, { preference: string; before: number; after: number }>;
         per_version: Array<{ interactions: number }>;
@@ -294,7 +227,12 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
         lr: number;
         step?: unknown;
         runs: Array<{ samples: number }>;
-      };
+      }>(out, [...(kind === 'builtin' ? ['--model', 'builtin'] : ['--max-tokens', '8']), '--personas', file, ...SMALL_RUN], {
+        TRAIN_PLEASED_DAMPING: '0.5',
+        TRAIN_OPD_ADVANTAGE: 'distribution',
+        // The hint measured on the frozen base needs a reference model, which only LoRA runs have.
+        ...(kind === 'gguf' ? { TRAIN_OPD_ON_BASE: '1' } : {}),
+      });
       assert.equal(result.lr, kind === 'builtin' ? LEARNER_LR : LORA_LR, 'the learning rate of the model kind');
       // TRAIN_* settings from the environment are in the report (the built-in model has no LoRA step settings).
       if (kind === 'gguf')

@@ -7,17 +7,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { baseRateShape, gymRunShape } from '../../../../cli/commands/gym.ts';
+import { refusal } from '../../../support/refusal.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
-
-const refusal = (f: () => unknown): { message: string; code: string; param?: string } => {
-  try {
-    f();
-  } catch (err) {
-    const e = err as Error & { code: string; param?: string };
-    return { message: e.message, code: e.code, param: e.param };
-  }
-  assert.fail('accepted');
-};
 
 describe('turnstream gym flags', () => {
   it('the standard run and --quick; a value given keeps its place', () => {

@@ -1,35 +1,33 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { progressReporter } from '../../../../cli/commands/model.ts';
 import { writeTinyModel } from '../../../../policy/gguf/tiny-model.ts';
 import { startFileServer, type FileServer } from '../../../support/file-server.ts';
+import { suiteTempDir } from '../../../support/temp-dir.ts';
 
 const BIN = new URL('../../../../bin/turnstream.js', import.meta.url).pathname;
 
 describe('turnstream model', () => {
-  let dir: string;
+  const dir = suiteTempDir('ts-model-cli-');
   let server: FileServer;
   let gguf: Buffer;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'ts-model-cli-'));
-    await writeTinyModel(join(dir, 'tiny.gguf'), { seed: 3 });
-    gguf = await readFile(join(dir, 'tiny.gguf'));
+    await writeTinyModel(join(dir(), 'tiny.gguf'), { seed: 3 });
+    gguf = await readFile(join(dir(), 'tiny.gguf'));
     server = await startFileServer();
     server.routes.set('/org/repo/resolve/main/tiny.gguf', { body: gguf });
   });
   after(async () => {
     await server.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   const run = (args: string[]) =>
     promisify(execFile)(process.execPath, [BIN, 'model', ...args], {
-      env: { ...process.env, TURNSTREAM_HOME: dir, HF_ENDPOINT: server.url, LOG_LEVEL: 'silent' },
+      env: { ...process.env, TURNSTREAM_HOME: dir(), HF_ENDPOINT: server.url, LOG_LEVEL: 'silent' },
     });
 
   it('pull --json prints exactly one JSON object on stdout, progress lines on stderr; list shows the file', async () => {
@@ -37,7 +35,7 @@ describe('turnstream model', () => {
     const lines = stdout.trim().split('\n');
     assert.equal(lines.length, 1);
     const pulled = JSON.parse(lines[0]) as Record<string, unknown>;
-    assert.equal(pulled.path, join(dir, 'models', 'hf', 'org', 'repo', 'main', 'tiny.gguf'));
+    assert.equal(pulled.path, join(dir(), 'models', 'hf', 'org', 'repo', 'main', 'tiny.gguf'));
     assert.equal(pulled.source, 'hf');
     assert.equal(pulled.downloaded, true);
     assert.equal(typeof pulled.ms, 'number');
@@ -47,7 +45,7 @@ describe('turnstream model', () => {
       cacheDir: string;
       models: Array<{ name: string; cached: boolean }>;
     };
-    assert.equal(listed.cacheDir, join(dir, 'models'));
+    assert.equal(listed.cacheDir, join(dir(), 'models'));
     assert.deepEqual(
       listed.models.map((m) => [m.name, m.cached]),
       [

@@ -5,21 +5,12 @@ import { loadConfig } from '../../../../cli/config.ts';
 import { TurnstreamError } from '../../../../core/errors.ts';
 
 const config = (env: Record<string, string> = {}) => loadConfig(env, '/tmp');
+/** The learner's settings in the environment, for the flags to keep or override. */
+const ENV = { TRAIN_BATCH_SIZE: '4', TRAIN_MAX_STALENESS: '100', TRAIN_MAX_USER_SHARE: '0.25', TRAIN_LR: '0.01', TURNSTREAM_MODEL_ID: 'm' };
 
 describe('turnstream train settings', () => {
   it('without flags, the learner gets the environment settings', () => {
-    const s = trainSettings(
-      config({
-        TRAIN_BATCH_SIZE: '4',
-        TRAIN_MAX_STALENESS: '100',
-        TRAIN_MAX_USER_SHARE: '0.25',
-        TRAIN_LR: '0.01',
-        TURNSTREAM_MODEL_ID: 'm',
-      }),
-      {
-        consensus: true,
-      },
-    );
+    const s = trainSettings(config(ENV), { consensus: true });
     assert.equal(s.batchSize, 4);
     assert.equal(s.maxStaleness, 100);
     assert.equal(s.maxUserShare, 0.25);
@@ -30,14 +21,7 @@ describe('turnstream train settings', () => {
   });
 
   it('flags override the environment', () => {
-    const env = {
-      TRAIN_BATCH_SIZE: '4',
-      TRAIN_MAX_STALENESS: '100',
-      TRAIN_MAX_USER_SHARE: '0.25',
-      TRAIN_LR: '0.01',
-      TURNSTREAM_MODEL_ID: 'm',
-    };
-    const s = trainSettings(config(env), {
+    const s = trainSettings(config(ENV), {
       batchSize: '32',
       maxStaleness: '0',
       maxUserShare: '1',

@@ -6,6 +6,7 @@
 import { mulberry32 } from '../../../../core/index.ts';
 import type { ChatMessage, Feedback, Turn } from '../../../../schemas/index.ts';
 import { partitioner } from '../../../../streams/index.ts';
+import { chatMessage as msg } from '../../../support/chat-message.ts';
 import { exampleTurn } from '../../../support/fixtures.ts';
 
 /** mulberry32: a small seeded PRNG (core's). */
@@ -147,15 +148,6 @@ export interface GatewayHistoryOptions {
 
 /** A record as the gateway writes it: visible to consumers at `at` (its event time plus the way to Kafka, under 1 s). */
 export type Written = { at: number } & ({ topicId: 'turns'; value: Turn } | { topicId: 'feedback'; value: Feedback });
-
-const msg = (role: string, content: string | null, over: Partial<ChatMessage> = {}): ChatMessage => ({
-  role,
-  content,
-  name: null,
-  toolCallId: null,
-  toolCalls: [],
-  ...over,
-});
 
 /**
  * Gateway traffic: sessions interleaved in time, 👍/👎 naming a turn or none, given before the

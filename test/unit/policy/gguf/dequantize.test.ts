@@ -11,6 +11,7 @@ import { TurnstreamError } from '../../../../core/errors.ts';
 const halfBytes = (...bits: number[]): number[] => bits.flatMap((h) => [h & 0xff, h >> 8]);
 const block = (...parts: Array<number | number[]>): Uint8Array => new Uint8Array(parts.flat());
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
+const fill = (n: number, value: number): number[] => range(n, () => value);
 const ONE = 0x3c00;
 const HALF = 0x3800;
 const QUARTER = 0x3400;
@@ -95,16 +96,8 @@ test('Q5_0: bit j of qh is element j’s fifth bit; d·(q − 16)', () => {
 
 test('Q5_1: d·q + m with the fifth bit from qh', () => {
   // qh = 0x0000ffff: elements 0..15 have the fifth bit. Low nibbles 1, high nibbles 2.
-  const v = dequantize(
-    GgmlType.Q5_1,
-    block(
-      halfBytes(HALF, TWO),
-      [0xff, 0xff, 0, 0],
-      range(16, () => 0x21),
-    ),
-    32,
-  );
-  assert.deepEqual([...v], [...range(16, () => 17 * 0.5 + 2), ...range(16, () => 2 * 0.5 + 2)]);
+  const v = dequantize(GgmlType.Q5_1, block(halfBytes(HALF, TWO), [0xff, 0xff, 0, 0], fill(16, 0x21)), 32);
+  assert.deepEqual([...v], [...fill(16, 17 * 0.5 + 2), ...fill(16, 2 * 0.5 + 2)]);
 });
 
 test('Q8_0: d·q with signed bytes', () => {
@@ -126,15 +119,7 @@ test('Q2_K: 16 sub-blocks of 16, 4-bit scale and min per sub-block', () => {
   // scales[k] = scale (k mod 4) + 1, min 2; every qs byte 0b11_10_01_00 so the quant taken with
   // shift 2j is j. Element 128h + 32j + 16g + l is in sub-block 8h + 2j + g: value = scale·j − 0.5·2.
   const scales = range(16, (k) => ((k % 4) + 1) | (2 << 4));
-  const v = dequantize(
-    GgmlType.Q2_K,
-    block(
-      scales,
-      range(64, () => 0xe4),
-      halfBytes(ONE, HALF),
-    ),
-    256,
-  );
+  const v = dequantize(GgmlType.Q2_K, block(scales, fill(64, 0xe4), halfBytes(ONE, HALF)), 256);
   assert.equal(v[0], -1);
   assert.equal(v[16], -1);
   assert.equal(v[32], 2); // sub-block 2: 3·1 − 1
@@ -148,15 +133,10 @@ test('Q2_K: 16 sub-blocks of 16, 4-bit scale and min per sub-block', () => {
 test('Q3_K: sixteen 6-bit scales (offset 32), 2 low bits in qs, the third bit in hmask', () => {
   // Scale bytes: 0x21 ×4, 0x43 ×4, 0xe4 ×4 unpack to scales −31 (0..3), −13 (4..7), 2 (8..11), 20 (12..15).
   // qs bytes 0xe4: the 2-bit quant is j. hmask all set except hmask[0]: its elements subtract 4.
-  const hmask = [0, ...range(31, () => 0xff)];
+  const hmask = [0, ...fill(31, 0xff)];
   const v = dequantize(
     GgmlType.Q3_K,
-    block(
-      hmask,
-      range(64, () => 0xe4),
-      [0x21, 0x21, 0x21, 0x21, 0x43, 0x43, 0x43, 0x43, 0xe4, 0xe4, 0xe4, 0xe4],
-      halfBytes(HALF),
-    ),
+    block(hmask, fill(64, 0xe4), [0x21, 0x21, 0x21, 0x21, 0x43, 0x43, 0x43, 0x43, 0xe4, 0xe4, 0xe4, 0xe4], halfBytes(HALF)),
     256,
   );
   assert.equal(v[0], 62); // 0.5·−31·(0 − 4)
@@ -170,47 +150,26 @@ test('Q3_K: sixteen 6-bit scales (offset 32), 2 low bits in qs, the third bit in
   assert.equal(v[255], 30); // sub-block 15: 0.5·20·3
 });
 
+/** Sub-block k of 32 values holds expected[k] throughout. */
+function subBlocksOf32(v: Float32Array, expected: number[]): void {
+  for (const [sub, value] of expected.entries())
+    assert.deepEqual([...v.subarray(32 * sub, 32 * sub + 32)], fill(32, value), `sub-block ${sub}`);
+}
+
 // Scale bytes for Q4_K/Q5_K: sub-blocks 0..3 get scale 1, min 2; 4..7 get scale 3 | 1<<4 = 19, min 5 | 2<<4 = 37.
 const K4_SCALES = [0x41, 0x41, 0x41, 0x41, 0x82, 0x82, 0x82, 0x82, 0x53, 0x53, 0x53, 0x53];
 
 test('Q4_K: 8 sub-blocks of 32, 6-bit scales and mins; chunk c holds sub-blocks 2c (low nibbles) and 2c + 1 (high)', () => {
-  const v = dequantize(
-    GgmlType.Q4_K,
-    block(
-      halfBytes(ONE, HALF),
-      K4_SCALES,
-      range(128, () => 0x7a),
-    ),
-    256,
-  );
+  const v = dequantize(GgmlType.Q4_K, block(halfBytes(ONE, HALF), K4_SCALES, fill(128, 0x7a)), 256);
   const expected = [9, 6, 9, 6, 171.5, 114.5, 171.5, 114.5]; // 1·10 − 0.5·2, 1·7 − 1, 19·10 − 0.5·37, 19·7 − 18.5
-  for (let sub = 0; sub < 8; sub++)
-    assert.deepEqual(
-      [...v.subarray(32 * sub, 32 * sub + 32)],
-      range(32, () => expected[sub]),
-      `sub-block ${sub}`,
-    );
+  subBlocksOf32(v, expected);
 });
 
 test('Q5_K: as Q4_K, plus a fifth bit per value from qh', () => {
   // qh bytes 0b0101: bit 0 (chunk 0, low) and bit 2 (chunk 1, low) are set.
-  const v = dequantize(
-    GgmlType.Q5_K,
-    block(
-      halfBytes(ONE, HALF),
-      K4_SCALES,
-      range(32, () => 5),
-      range(128, () => 0x7a),
-    ),
-    256,
-  );
+  const v = dequantize(GgmlType.Q5_K, block(halfBytes(ONE, HALF), K4_SCALES, fill(32, 5), fill(128, 0x7a)), 256);
   const expected = [25, 6, 25, 6, 171.5, 114.5, 171.5, 114.5]; // 1·(10 + 16) − 1, …
-  for (let sub = 0; sub < 8; sub++)
-    assert.deepEqual(
-      [...v.subarray(32 * sub, 32 * sub + 32)],
-      range(32, () => expected[sub]),
-      `sub-block ${sub}`,
-    );
+  subBlocksOf32(v, expected);
 });
 
 test('Q6_K: low 4 bits in ql, high 2 bits in qh, int8 scale per 16, d·sc·(q − 32)', () => {
@@ -219,8 +178,8 @@ test('Q6_K: low 4 bits in ql, high 2 bits in qh, int8 scale per 16, d·sc·(q �
   const v = dequantize(
     GgmlType.Q6_K,
     block(
-      range(128, () => 0x21),
-      range(64, () => 0xe4),
+      fill(128, 0x21),
+      fill(64, 0xe4),
       range(16, (k) => k + 1),
       halfBytes(HALF),
     ),
@@ -236,13 +195,8 @@ test('Q6_K: low 4 bits in ql, high 2 bits in qh, int8 scale per 16, d·sc·(q �
 });
 
 test('several blocks decode one after the other', () => {
-  const two = block(
-    halfBytes(ONE),
-    range(32, () => 1),
-    halfBytes(TWO),
-    range(32, () => 0xff),
-  );
-  assert.deepEqual([...dequantize(GgmlType.Q8_0, two, 64)], [...range(32, () => 1), ...range(32, () => -2)]);
+  const two = block(halfBytes(ONE), fill(32, 1), halfBytes(TWO), fill(32, 0xff));
+  assert.deepEqual([...dequantize(GgmlType.Q8_0, two, 64)], [...fill(32, 1), ...fill(32, -2)]);
 });
 
 test('unknown types, partial blocks and short data are refused with coded errors', () => {

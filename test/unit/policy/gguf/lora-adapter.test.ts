@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { openGguf, type GgufFile } from '../../../../policy/gguf/gguf-file.ts';
@@ -8,19 +6,18 @@ import { readLoraAdapter, writeLoraAdapter, type LoraPair } from '../../../../po
 import { writeTinyModel } from '../../../../policy/gguf/tiny-model.ts';
 import { TurnstreamError } from '../../../../core/errors.ts';
 import { llamaLogProbs, logProbDistance } from '../../../support/llama-logprobs.ts';
+import { suiteTempDir } from '../../../support/temp-dir.ts';
 
-let dir: string;
+const dir = suiteTempDir('ts-lora-');
 let basePath: string;
 let base: GgufFile;
 before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'ts-lora-'));
-  basePath = join(dir, 'base.gguf');
+  basePath = join(dir(), 'base.gguf');
   await writeTinyModel(basePath, { weightType: 'Q4_1', seed: 3 }); // quantized, as SmolLM2 is
   base = await openGguf(basePath);
 });
 after(async () => {
   await base.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 const TOKENS = [1, 120, 118, 263, 13, 90, 309, 326, 262, 2, 1, 50];
@@ -40,8 +37,8 @@ function pairs(rank: number, seed: number, zeroB = false): LoraPair[] {
 }
 
 test('an adapter llama.cpp loads changes the next-token distribution; a zero B changes nothing', async () => {
-  const adapter = join(dir, 'a.gguf');
-  const zero = join(dir, 'zero.gguf');
+  const adapter = join(dir(), 'a.gguf');
+  const zero = join(dir(), 'zero.gguf');
   await writeLoraAdapter(adapter, { architecture: 'llama', alpha: 16, pairs: pairs(4, 1), base });
   await writeLoraAdapter(zero, { architecture: 'llama', alpha: 16, pairs: pairs(4, 1, true), base, type: 'F16' });
   const plain = await llamaLogProbs(basePath, TOKENS);
@@ -55,7 +52,7 @@ test('an adapter llama.cpp loads changes the next-token distribution; a zero B c
 });
 
 test('the file holds what llama.cpp expects, and reads back', async () => {
-  const path = join(dir, 'b.gguf');
+  const path = join(dir(), 'b.gguf');
   const written = pairs(8, 2);
   await writeLoraAdapter(path, { architecture: 'llama', alpha: 16, pairs: written, name: 'v1' });
   const f = await openGguf(path);
@@ -83,7 +80,7 @@ test('the file holds what llama.cpp expects, and reads back', async () => {
 test('inconsistent pairs are refused before anything is written', async () => {
   const ok = pairs(4, 3)[0];
   const invalid = (e: unknown) => e instanceof TurnstreamError && e.code === 'TS_ERR_INVALID_INPUT';
-  const write = (p: LoraPair[]) => writeLoraAdapter(join(dir, 'bad.gguf'), { architecture: 'llama', alpha: 8, pairs: p, base });
+  const write = (p: LoraPair[]) => writeLoraAdapter(join(dir(), 'bad.gguf'), { architecture: 'llama', alpha: 8, pairs: p, base });
   await assert.rejects(write([]), invalid);
   await assert.rejects(write([{ ...ok, target: 'token_embd.weight' }]), invalid);
   await assert.rejects(write([{ ...ok, b: ok.b.subarray(1) }]), invalid);

@@ -1,0 +1,11 @@
+/** Personas for tests, as the persona file writes them: the hidden preference and its check, the rest filled in unless given. */
+import { parsePersonas, type Persona, type PersonaSpec } from '../../eval/persona.ts';
+import type { PersonaCheck } from '../../eval/persona-check.ts';
+
+/** A persona entry of the file: one thanks, one correction and four one-letter prompts unless `over` gives them. */
+export function personaSpec(name: string, preference: string, check: PersonaCheck, over: Partial<PersonaSpec> = {}): PersonaSpec {
+  return { name, preference, check, satisfied: ['Thanks!'], corrections: ['Shorter, please.'], prompts: ['a', 'b', 'c', 'd'], ...over };
+}
+
+/** The persona of a file that holds only `spec`, validated and its check compiled (`source` names it in errors). */
+export const parsedPersona = (spec: PersonaSpec, source = 'test'): Persona => parsePersonas({ personas: [spec] }, source)[0];
