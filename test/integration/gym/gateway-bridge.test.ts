@@ -50,10 +50,14 @@ describe('the gateway bridge', { timeout: 120_000 }, () => {
     await fake?.close();
   });
 
-  /** Runs the forwarder and then the client inside the sandbox; prints the client's lines. */
+  /**
+   * Runs the forwarder and then the client inside the sandbox; prints the client's lines. The
+   * sandbox's /tmp outlives one command, so the last call's ready file goes first: else the client
+   * could start before this call's forwarder listens.
+   */
   const inside = (url: string, body: string) =>
     sandbox.sh(
-      `node -e "$FWD" </dev/null & i=0; while [ ! -e /tmp/ready ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done; python3 -c "$CLIENT" "$URL" "$BODY"`,
+      `rm -f /tmp/ready; node -e "$FWD" </dev/null & i=0; while [ ! -e /tmp/ready ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done; python3 -c "$CLIENT" "$URL" "$BODY"`,
       {
         env: {
           FWD: FORWARDER_SOURCE,
