@@ -6,32 +6,24 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
-import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from '../integration/gateway/support.ts';
-import { ensureStack, uniquePrefix } from '../support/stack.ts';
+import { TopicCollector } from '../integration/gateway/support.ts';
+import { startKafkaGateway, type KafkaGateway } from '../support/kafka-gateway.ts';
 
-let home: Awaited<ReturnType<typeof tempHome>>;
-let k: TestKafka;
-let g: StartedGateway;
+let g: KafkaGateway;
 
 before(async () => {
-  const stack = await ensureStack();
-  home = await tempHome('e2e');
-  k = await testKafka(stack, uniquePrefix('gateway-e2e'));
-  g = await startGateway({
-    home: home.dir,
+  g = await startKafkaGateway('e2e', {
     apiKeys: ['sk-bob:bob'],
     // A service (an agent runner) names the user it talks for.
     serviceKeys: ['sk-service'],
-    kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
   });
 });
 after(async () => {
-  await g?.gw.stop();
-  await home?.cleanup();
+  await g?.stop();
 });
 
 test('N calls in two sessions (headers / inferred) → exactly N turns with the right fields', async () => {
-  const collector = await TopicCollector.start(k.kafka, k.codecs, 'turns');
+  const collector = await TopicCollector.start(g.k.kafka, g.k.codecs, 'turns');
   const withHeaders = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-service', maxRetries: 0 });
   const plain = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-bob', maxRetries: 0 });
   const TURNS = 4;
@@ -141,7 +133,7 @@ test('N calls in two sessions (headers / inferred) → exactly N turns with the 
   assert.equal(fb.status, 201);
   const { id, session_id } = (await fb.json()) as { id: string; session_id: string };
   assert.equal(session_id, sessionB);
-  const fbs = await TopicCollector.start(k.kafka, k.codecs, 'feedback');
+  const fbs = await TopicCollector.start(g.k.kafka, g.k.codecs, 'feedback');
   const [f] = await fbs.waitFor(1, 30_000, 0);
   await fbs.stop();
   assert.equal(f.value.feedbackId, id);

@@ -11,12 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../cli/config.ts';
-import { createGateway, type Gateway } from '../../gateway/index.ts';
+import type { Gateway } from '../../gateway/index.ts';
 import { runRollout } from '../../gym/agent/run-rollout.ts';
 import { parseTaskSuite } from '../../gym/tasks/parse-task-suite.ts';
 import { DEFAULT_TIMEOUT_SECONDS } from '../../integrations/openclaw/index.ts';
 import { resolveModel } from '../../policy/index.ts';
-import { createLogger } from '../../core/index.ts';
+import { createLlamaGateway } from '../support/llama-gateway.ts';
 
 const TASK = {
   id: 'oc-hello',
@@ -39,19 +39,13 @@ const seen: Array<{ session: string; turnType: string; metadata: unknown; turnId
 before(async () => {
   const model = await resolveModel('smollm2-135m', { cacheDir: loadConfig().model.cacheDir });
   tmp = await mkdtemp(join(tmpdir(), 'ts-e2e-gym-openclaw-'));
-  gw = createGateway({
-    port: 0,
-    home: tmp,
-    logger: createLogger('gateway-e2e', 'warn'),
-    llama: {
-      model: { name: 'smollm2-135m', modelId: 'smollm2-135m', path: model.path!, sha256: model.sha256! },
-      weightsDir: join(tmp, 'weights'),
-      threads: 1,
-      maxPinned: 0,
-    },
+  gw = createLlamaGateway(
+    tmp,
+    model,
+    { maxPinned: 0 },
     // As the gym's gateway for OpenClaw (gym/runner/gym-gateway.ts): OpenClaw's request timeout bounds the first turn, not the gateway's own 300 s.
-    generationTimeoutMs: DEFAULT_TIMEOUT_SECONDS * 1000,
-  });
+    { generationTimeoutMs: DEFAULT_TIMEOUT_SECONDS * 1000 },
+  );
   gw.app.addHook('preHandler', async (request, reply) => {
     if (!request.url.endsWith('/chat/completions')) return;
     const body = request.body as { metadata?: unknown; messages?: unknown[] };

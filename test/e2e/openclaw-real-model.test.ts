@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../../cli/config.ts';
-import { createGateway, type Gateway } from '../../gateway/index.ts';
+import type { Gateway } from '../../gateway/index.ts';
 import { DEFAULT_TIMEOUT_SECONDS, withPlugin } from '../../integrations/openclaw/index.ts';
 import { resolveModel } from '../../policy/index.ts';
 import type { Turn } from '../../schemas/index.ts';
-import { createLogger } from '../../core/index.ts';
 import { family, readAll, waitFor, type Family } from '../integration/processors/support.ts';
+import { createLlamaGateway } from '../support/llama-gateway.ts';
 import { ensureOpenClaw, openclaw, type OpenClawEnv } from '../support/openclaw.ts';
 import { ensureStack } from '../support/stack.ts';
 
@@ -29,20 +29,16 @@ before(async () => {
   const model = await resolveModel('smollm2-135m', { cacheDir: loadConfig().model.cacheDir });
   tmp = await mkdtemp(join(tmpdir(), 'ts-e2e-openclaw-real-'));
   f = await family('e2e-openclaw-real');
-  gw = createGateway({
-    port: 0,
-    home: tmp,
-    logger: createLogger('gateway-e2e', 'warn'),
-    llama: {
-      model: { name: 'smollm2-135m', modelId: 'smollm2-135m', path: model.path!, sha256: model.sha256! },
-      weightsDir: join(tmp, 'weights'),
-      systemPrompt: 'You are a helpful assistant.',
-      threads: 1,
+  gw = createLlamaGateway(
+    tmp,
+    model,
+    { systemPrompt: 'You are a helpful assistant.' },
+    {
+      // OpenClaw's request timeout (what install-plugin sets) bounds the first turn, not the gateway's own 300 s.
+      generationTimeoutMs: DEFAULT_TIMEOUT_SECONDS * 1000,
+      kafka: { brokers: [stack.brokers], registryUrl: stack.registryUrl, naming: { prefix: f.prefix } },
     },
-    // OpenClaw's request timeout (what install-plugin sets) bounds the first turn, not the gateway's own 300 s.
-    generationTimeoutMs: DEFAULT_TIMEOUT_SECONDS * 1000,
-    kafka: { brokers: [stack.brokers], registryUrl: stack.registryUrl, naming: { prefix: f.prefix } },
-  });
+  );
   url = await gw.start();
 });
 

@@ -15,45 +15,37 @@ import { createEmbeddedJudge, LlamaTeacher, startJudge, startSampleBuilder, star
 import { ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { LoraLineage, startLearner, type LearnerHandle } from '../../trainer/index.ts';
-import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from '../integration/gateway/support.ts';
+import { TopicCollector } from '../integration/gateway/support.ts';
+import { startKafkaGateway, type KafkaGateway } from '../support/kafka-gateway.ts';
 import { llamaLogProbs } from '../support/llama-logprobs.ts';
-import { ensureStack, uniquePrefix } from '../support/stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const SYSTEM = 'You are a helpful assistant.';
 let model: ResolvedModel;
-let home: Awaited<ReturnType<typeof tempHome>>;
-let k: TestKafka;
-let g: StartedGateway;
+let g: KafkaGateway;
 const services: ProcessorHandle[] = [];
 let learner: LearnerHandle | undefined;
 
 before(async () => {
   model = await resolveModel('smollm2-135m', { cacheDir: loadConfig().model.cacheDir });
-  const stack = await ensureStack();
-  home = await tempHome('real-model');
-  k = await testKafka(stack, uniquePrefix('real-model'));
-  await ensureTopics(k.kafka, { naming: k.naming, partitions: 3 });
-  g = await startGateway({
-    home: home.dir,
-    kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
+  g = await startKafkaGateway('real-model', (home) => ({
     builtin: undefined,
     llama: {
       model: { name: 'smollm2-135m', modelId: 'smollm2-135m', path: model.path!, sha256: model.sha256! },
-      weightsDir: `${home.dir}/weights`,
+      weightsDir: `${home}/weights`,
       systemPrompt: SYSTEM,
       contextSize: 1024,
       threads: 1,
       temperature: 0.7,
       defaultMaxTokens: 48,
     },
-  });
+  }));
+  await ensureTopics(g.k.kafka, { naming: g.k.naming, partitions: 3 });
 });
 after(async () => {
   await learner?.stop().catch(() => undefined);
   for (const s of services) await s.stop().catch(() => undefined);
-  await g?.gw.stop();
-  await home?.cleanup();
+  await g?.stop();
 });
 
 async function chat(messages: Array<{ role: string; content: string }>, session: string, done = false) {
@@ -106,30 +98,30 @@ test(
   { timeout: 900_000 },
   async () => {
     const logger = createLogger('e2e-real', 'warn');
-    const common = { kafka: k.kafka, codecs: k.codecs, logger };
+    const common = { kafka: g.k.kafka, codecs: g.k.codecs, logger };
     await selectBackend('wasm');
     services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 600_000, feedbackGraceMs: 0 }));
     services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: 'combined' }) }));
     const teacher = await LlamaTeacher.load({ model: { name: 'smollm2-135m', path: model.path! }, systemPrompt: SYSTEM });
     services.push(await startSampleBuilder({ ...common, method: 'combined', teacher }));
     const lineage = new LoraLineage({
-      weightsDir: `${home.dir}/weights`,
+      weightsDir: `${g.home.dir}/weights`,
       modelId: 'smollm2-135m',
       base: { name: 'smollm2-135m', path: model.path!, sha256: model.sha256! },
       lora: { rank: 8, alpha: 16, lastLayers: 8 },
     });
     learner = await startLearner({
       ...common,
-      weightsDir: `${home.dir}/weights`,
+      weightsDir: `${g.home.dir}/weights`,
       lineage,
       batch: { batchSize: 6, minSamples: 4, maxWaitMs: 3000 },
       optimizer: { lr: 2e-3 },
       step: { maxKl: 1 },
     });
     await learner.ready;
-    const turns = await TopicCollector.start(k.kafka, k.codecs, 'turns');
-    const samples = await TopicCollector.start(k.kafka, k.codecs, 'samples');
-    const weights = await TopicCollector.start(k.kafka, k.codecs, 'weights');
+    const turns = await TopicCollector.start(g.k.kafka, g.k.codecs, 'turns');
+    const samples = await TopicCollector.start(g.k.kafka, g.k.codecs, 'samples');
+    const weights = await TopicCollector.start(g.k.kafka, g.k.codecs, 'weights');
 
     // Four users thank the assistant, two correct it (with a hint the OPD teacher uses).
     const questions = [
@@ -199,7 +191,7 @@ test(
     const ids = rewarded.tokens;
     const positions = Array.from({ length: rewarded.responseLength }, (_, i) => rewarded.promptLength - 1 + i);
     const sum = (rows: Float64Array[]) => positions.reduce((a, p) => a + rows[p][ids[p + 1]], 0) / positions.length;
-    const ref = await new AdapterStore(`${home.dir}/weights`).ref('smollm2-135m', 1);
+    const ref = await new AdapterStore(`${g.home.dir}/weights`).ref('smollm2-135m', 1);
     const before = sum(await llamaLogProbs(model.path!, ids, { contextSize: 1024 }));
     const afterLp = sum(await llamaLogProbs(model.path!, ids, { contextSize: 1024, adapters: [{ filePath: ref.adapterPath!, scale: 1 }] }));
     process.stderr.write(

@@ -9,28 +9,22 @@ import { startJudge, startSampleBuilder, startSessionAssembler, createEmbeddedJu
 import { ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { startLearner, type LearnerHandle } from '../../trainer/index.ts';
-import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from '../integration/gateway/support.ts';
-import { ensureStack, uniquePrefix } from '../support/stack.ts';
+import { TopicCollector } from '../integration/gateway/support.ts';
+import { startKafkaGateway, type KafkaGateway } from '../support/kafka-gateway.ts';
 import { waitFor } from '../support/wait-for.ts';
 
-let home: Awaited<ReturnType<typeof tempHome>>;
-let k: TestKafka;
-let g: StartedGateway;
+let g: KafkaGateway;
 const services: ProcessorHandle[] = [];
 let learner: LearnerHandle | undefined;
 
 before(async () => {
-  const stack = await ensureStack();
-  home = await tempHome('trainer-e2e');
-  k = await testKafka(stack, uniquePrefix('trainer-e2e'));
-  await ensureTopics(k.kafka, { naming: k.naming, partitions: 3 });
-  g = await startGateway({ home: home.dir, kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming } });
+  g = await startKafkaGateway('trainer-e2e');
+  await ensureTopics(g.k.kafka, { naming: g.k.naming, partitions: 3 });
 });
 after(async () => {
   await learner?.stop().catch(() => undefined);
   for (const s of services) await s.stop().catch(() => undefined);
-  await g?.gw.stop();
-  await home?.cleanup();
+  await g?.stop();
 });
 
 async function chat(
@@ -48,15 +42,15 @@ async function chat(
 
 test('chat traffic → samples → WeightVersion → the gateway serves it, no request failing', { timeout: 400000 }, async () => {
   const logger = createLogger('e2e', 'warn');
-  const common = { kafka: k.kafka, codecs: k.codecs, logger };
+  const common = { kafka: g.k.kafka, codecs: g.k.codecs, logger };
   services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 600_000 }));
   services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: 'rl' }) }));
   services.push(await startSampleBuilder({ ...common, method: 'rl' }));
-  const weightsDir = `${home.dir}/weights`;
+  const weightsDir = `${g.home.dir}/weights`;
   learner = await startLearner({ ...common, weightsDir, batch: { batchSize: 4, maxWaitMs: 2000 } });
   await learner.ready;
-  const turns = await TopicCollector.start(k.kafka, k.codecs, 'turns');
-  const weights = await TopicCollector.start(k.kafka, k.codecs, 'weights');
+  const turns = await TopicCollector.start(g.k.kafka, g.k.codecs, 'turns');
+  const weights = await TopicCollector.start(g.k.kafka, g.k.codecs, 'weights');
 
   // Sessions of three main turns: the user's reply to turn t (thanks or a correction) is its next state.
   const statuses: number[] = [];

@@ -17,7 +17,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../../cli/config.ts';
+import { loadConfig, type TurnstreamConfig } from '../../cli/config.ts';
 import { clickhouseVersion, kafkaHealthy, registryHealthy, stackUp, type StackEndpoints } from '../../infra/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../core/errors.ts';
 import { detectDockerEngine, noDockerEngineError, startContainers, type DockerEngine, type DockerProbe } from './containers.ts';
@@ -76,20 +76,29 @@ export async function selectTestStack(
   return { provider: 'native', reason: 'no Docker engine answers (TURNSTREAM_TEST_STACK=auto)' };
 }
 
+/** The configuration, the endpoints it gives and the stack chosen for the rest, from the environment. */
+async function selectFromEnvironment(): Promise<{ config: TurnstreamConfig; given: GivenEndpoints; selection: StackSelection }> {
+  // loadConfig also loads `.env` into process.env, so the two switches below may come from there.
+  const config = loadConfig(process.env, REPO_ROOT);
+  const given: GivenEndpoints = {
+    kafkaBrokers: config.kafkaBrokers,
+    schemaRegistryUrl: config.schemaRegistryUrl,
+    clickhouseUrl: config.clickhouseUrl,
+  };
+  const selection = await selectTestStack(parseTestStackMode(process.env.TURNSTREAM_TEST_STACK), given);
+  return { config, given, selection };
+}
+
+/** Whether started containers are kept for the next run (`TESTCONTAINERS_REUSE_ENABLE=true`). */
+const reuseContainers = (): boolean => process.env.TESTCONTAINERS_REUSE_ENABLE === 'true';
+
 let stack: Promise<StackEndpoints> | undefined;
 
 /** Endpoints of a healthy Kafka, Schema Registry (ccompat URL) and ClickHouse. */
 export function ensureStack(): Promise<{ brokers: string; registryUrl: string; clickhouseUrl: string }> {
   stack ??= (async () => {
-    // loadConfig also loads `.env` into process.env, so the two switches below may come from there.
-    const config = loadConfig(process.env, REPO_ROOT);
-    const given: GivenEndpoints = {
-      kafkaBrokers: config.kafkaBrokers,
-      schemaRegistryUrl: config.schemaRegistryUrl,
-      clickhouseUrl: config.clickhouseUrl,
-    };
-    const selection = await selectTestStack(parseTestStackMode(process.env.TURNSTREAM_TEST_STACK), given);
-    if (selection.provider === 'containers') return containerStack(selection, given, process.env.TESTCONTAINERS_REUSE_ENABLE === 'true');
+    const { config, given, selection } = await selectFromEnvironment();
+    if (selection.provider === 'containers') return containerStack(selection, given, reuseContainers());
     const result = await stackUp({
       home: config.home,
       kafkaBrokers: config.kafkaBrokers,
@@ -115,15 +124,9 @@ export function ensureStack(): Promise<{ brokers: string; registryUrl: string; c
  * are shared already.
  */
 export async function startRunContainers(): Promise<{ env: Record<string, string>; stop: () => Promise<void> } | undefined> {
-  const config = loadConfig(process.env, REPO_ROOT);
-  const given: GivenEndpoints = {
-    kafkaBrokers: config.kafkaBrokers,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    clickhouseUrl: config.clickhouseUrl,
-  };
-  const selection = await selectTestStack(parseTestStackMode(process.env.TURNSTREAM_TEST_STACK), given);
+  const { given, selection } = await selectFromEnvironment();
   if (selection.provider !== 'containers') return undefined;
-  const started = await containerStack(selection, given, process.env.TESTCONTAINERS_REUSE_ENABLE === 'true');
+  const started = await containerStack(selection, given, reuseContainers());
   return {
     env: { KAFKA_BROKERS: started.brokers, SCHEMA_REGISTRY_URL: started.registryUrl, CLICKHOUSE_URL: started.clickhouseUrl },
     stop: started.stop,

@@ -8,28 +8,22 @@ import { after, before, test } from 'node:test';
 import { EventProducer } from '../../../streams/index.ts';
 import { ByteTokenizer, saveCheckpoint, TransformerModel } from '../../../policy/index.ts';
 import { exampleWeightVersion } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { startGateway, tempHome, testKafka, TINY, type StartedGateway, type TestKafka } from './support.ts';
+import { TINY } from './support.ts';
+import { startKafkaGateway, type KafkaGateway } from '../../support/kafka-gateway.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
-let home: Awaited<ReturnType<typeof tempHome>>;
-let k: TestKafka;
-let g: StartedGateway;
+let g: KafkaGateway;
 let producer: EventProducer;
 
 before(async () => {
-  const stack = await ensureStack();
-  home = await tempHome('swap');
-  k = await testKafka(stack, uniquePrefix('gateway-swap'));
-  g = await startGateway({ home: home.dir, kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming } });
-  producer = new EventProducer(k.kafka, k.codecs);
+  g = await startKafkaGateway('swap');
+  producer = new EventProducer(g.k.kafka, g.k.codecs);
   await producer.connect();
 });
 
 after(async () => {
   await producer?.disconnect();
-  await g?.gw.stop();
-  await home?.cleanup();
+  await g?.stop();
 });
 
 async function call(i: number): Promise<{ status: number; version: number | null }> {
@@ -48,7 +42,7 @@ async function call(i: number): Promise<{ status: number; version: number | null
 
 test('a published WeightVersion is hot-swapped in with no failed request, and a corrupt one is refused', async () => {
   assert.equal(g.gw.policies!.version, 0);
-  const weightsDir = `${home.dir}/weights`;
+  const weightsDir = `${g.home.dir}/weights`;
   const model = TransformerModel.init({ ...TINY, vocabSize: new ByteTokenizer().vocabSize }, 1);
   const saved = await saveCheckpoint(model, { weightsDir, modelId: 'turnstream-tiny', version: 1, parentVersion: 0 });
   model.dispose();

@@ -11,20 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs';
-import { createGateway, type Gateway } from '../../../gateway/index.ts';
-import {
-  AdapterStore,
-  baseModelRef,
-  llamaConfigOf,
-  LoraAdapter,
-  openGguf,
-  selectBackend,
-  writeLoraAdapter,
-  writeTinyModel,
-  type TinyModel,
-} from '../../../policy/index.ts';
+import type { Gateway } from '../../../gateway/index.ts';
+import { llamaConfigOf, LoraAdapter, openGguf, selectBackend, type TinyModel } from '../../../policy/index.ts';
 import type { WeightVersion } from '../../../schemas/index.ts';
-import { createLogger } from '../../../core/index.ts';
+import { startTinyLlamaGateway } from '../../support/llama-gateway.ts';
+import { storeLoraVersion } from '../../support/lora-version.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 let dir = '';
@@ -36,20 +27,7 @@ const base = () => ({ name: 'tiny', sha256: tiny.sha256 });
 before(async () => {
   await selectBackend('wasm');
   dir = await mkdtemp(join(tmpdir(), 'llama-swap-'));
-  tiny = await writeTinyModel(join(dir, 'tiny.gguf'), { architecture: 'llama', seed: 7 });
-  gw = createGateway({
-    port: 0,
-    home: dir,
-    logger: createLogger('gateway-test', 'warn'),
-    llama: {
-      model: { name: 'tiny', modelId: 'tiny', path: tiny.path, sha256: tiny.sha256 },
-      weightsDir: join(dir, 'weights'),
-      contextSize: 256,
-      parallel: 2,
-      threads: 1,
-    },
-  });
-  url = await gw.start();
+  ({ tiny, gw, url } = await startTinyLlamaGateway(dir, { architecture: 'llama', seed: 7 }, { contextSize: 256, parallel: 2 }));
 });
 after(async () => {
   await gw?.stop();
@@ -64,22 +42,13 @@ async function publish(v: number, seed: number, baseOverride?: { name: string; s
   const lora = LoraAdapter.init(config, { rank: 4, alpha: 8 }, seed);
   for (const x of lora.variables) x.assign(tf.randomNormal(x.shape, 0, 0.6, 'float32', seed));
   const pairs = await lora.toPairs();
-  const ref = await new AdapterStore(join(dir, 'weights')).write(
-    { modelId: 'tiny', version: v, parentVersion: v - 1, base: baseOverride ?? base(), lora: lora.config },
-    (path) => writeLoraAdapter(path, { architecture: 'llama', alpha: 8, pairs }).then(() => undefined),
+  const { wv } = await storeLoraVersion(
+    join(dir, 'weights'),
+    { modelId: 'tiny', version: v, base: baseOverride ?? base(), lora: lora.config },
+    pairs,
   );
   lora.dispose();
-  return {
-    modelId: 'tiny',
-    version: v,
-    parentVersion: v - 1,
-    uri: ref.uri,
-    sha256: ref.manifest.sha256,
-    format: 'gguf-lora-v1',
-    baseModel: baseModelRef(ref.manifest.base),
-    metrics: { loss: 0, meanReward: 0, kl: 0, clipFraction: 0, samples: 1, tokens: 1, logprobDrift: 0, droppedStale: 0, steps: v },
-    createdAt: Date.now(),
-  };
+  return wv;
 }
 
 async function ask(i: number, model = 'tiny', stream = false): Promise<{ status: number; version: string | null; text: string }> {

@@ -14,19 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
-import { createGateway, type Gateway } from '../../../gateway/index.ts';
+import type { Gateway } from '../../../gateway/index.ts';
 import { commonPrefix } from '../../../gateway/kv-states.ts';
-import {
-  AdapterStore,
-  baseModelRef,
-  llamaRuntime,
-  writeLoraAdapter,
-  writeTinyModel,
-  type LoraPair,
-  type TinyModel,
-} from '../../../policy/index.ts';
+import { llamaRuntime, type LoraPair, type TinyModel } from '../../../policy/index.ts';
 import type { ChatMessage, Turn, WeightVersion } from '../../../schemas/index.ts';
-import { createLogger } from '../../../core/index.ts';
+import { startTinyLlamaGateway } from '../../support/llama-gateway.ts';
+import { storeLoraVersion } from '../../support/lora-version.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 /** A chat message of role and text (the wire shape and ChatFormat's). */
@@ -46,21 +39,11 @@ const system = (name: string): string =>
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'llama-prefix-'));
-  tiny = await writeTinyModel(join(dir, 'tiny.gguf'), { architecture: 'llama', seed: 11, contextLength: CONTEXT });
-  gw = createGateway({
-    port: 0,
-    home: dir,
-    logger: createLogger('gateway-test', 'warn'),
-    llama: {
-      model: { name: 'tiny', modelId: 'tiny', path: tiny.path, sha256: tiny.sha256 },
-      weightsDir: join(dir, 'weights'),
-      contextSize: CONTEXT,
-      parallel: 1,
-      threads: 1,
-      kvCache: { dir: join(dir, 'kv'), minTokens: 16 },
-    },
-  });
-  url = await gw.start();
+  ({ tiny, gw, url } = await startTinyLlamaGateway(
+    dir,
+    { architecture: 'llama', seed: 11, contextLength: CONTEXT },
+    { contextSize: CONTEXT, parallel: 1, kvCache: { dir: join(dir, 'kv'), minTokens: 16 } },
+  ));
   // The Turns the gateway captures (no Kafka here: read them off its outbox).
   gw.outbox.setSender(async (records) => {
     for (const r of records) if (r.topic === 'turns') turns.set((r.value as Turn).turnId, r.value as Turn);
@@ -226,22 +209,16 @@ async function publish(v: number, targets: string[], layers: number[]): Promise<
       b: Float32Array.from({ length: outOf[t] * rank }, rnd),
     })),
   );
-  const base = { name: 'tiny', sha256: tiny.sha256 };
-  const ref = await new AdapterStore(join(dir, 'weights')).write(
-    { modelId: 'tiny', version: v, parentVersion: v - 1, base, lora: { rank, alpha: 8, targets: ['q'], lastLayers: 0 } as never },
-    (path) => writeLoraAdapter(path, { architecture: 'llama', alpha: 8, pairs }).then(() => undefined),
+  const { ref, wv } = await storeLoraVersion(
+    join(dir, 'weights'),
+    {
+      modelId: 'tiny',
+      version: v,
+      base: { name: 'tiny', sha256: tiny.sha256 },
+      lora: { rank, alpha: 8, targets: ['q'], lastLayers: 0 } as never,
+    },
+    pairs,
   );
-  const wv: WeightVersion = {
-    modelId: 'tiny',
-    version: v,
-    parentVersion: v - 1,
-    uri: ref.uri,
-    sha256: ref.manifest.sha256,
-    format: 'gguf-lora-v1',
-    baseModel: baseModelRef(base),
-    metrics: { loss: 0, meanReward: 0, kl: 0, clipFraction: 0, samples: 1, tokens: 1, logprobDrift: 0, droppedStale: 0, steps: v },
-    createdAt: Date.now(),
-  };
   return { wv, path: ref.adapterPath! };
 }
 

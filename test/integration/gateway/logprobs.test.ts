@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Turn } from '../../../schemas/index.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from './support.ts';
+import { startKafkaGateway, type KafkaGateway } from '../../support/kafka-gateway.ts';
+import { TopicCollector } from './support.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 interface Top {
@@ -31,23 +31,17 @@ interface Chunk {
   usage?: { completion_tokens: number } | null;
 }
 
-let home: Awaited<ReturnType<typeof tempHome>>;
-let k: TestKafka;
-let g: StartedGateway;
+let g: KafkaGateway;
 let turns: TopicCollector<'turns'>;
 
 before(async () => {
-  const stack = await ensureStack();
-  home = await tempHome('logprobs');
-  k = await testKafka(stack, uniquePrefix('gateway-logprobs'));
-  g = await startGateway({ home: home.dir, kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming } });
-  turns = await TopicCollector.start(k.kafka, k.codecs, 'turns');
+  g = await startKafkaGateway('logprobs');
+  turns = await TopicCollector.start(g.k.kafka, g.k.codecs, 'turns');
 });
 
 after(async () => {
   await turns?.stop();
-  await g?.gw.stop();
-  await home?.cleanup();
+  await g?.stop();
 });
 
 const messages = [{ role: 'user', content: 'Tell me about the sea' }];

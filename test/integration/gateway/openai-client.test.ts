@@ -5,32 +5,22 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { startGateway, tempHome, testKafka, TopicCollector, type StartedGateway, type TestKafka } from './support.ts';
+import { startKafkaGateway, type KafkaGateway } from '../../support/kafka-gateway.ts';
+import { TopicCollector } from './support.ts';
 
-let home: Awaited<ReturnType<typeof tempHome>>;
-let k: TestKafka;
-let g: StartedGateway;
+let g: KafkaGateway;
 let client: OpenAI;
 let turns: TopicCollector<'turns'>;
 
 before(async () => {
-  const stack = await ensureStack();
-  home = await tempHome('openai');
-  k = await testKafka(stack, uniquePrefix('gateway-openai'));
-  g = await startGateway({
-    home: home.dir,
-    apiKeys: ['sk-test:alice'],
-    kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
-  });
+  g = await startKafkaGateway('openai', { apiKeys: ['sk-test:alice'] });
   client = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
-  turns = await TopicCollector.start(k.kafka, k.codecs, 'turns');
+  turns = await TopicCollector.start(g.k.kafka, g.k.codecs, 'turns');
 });
 
 after(async () => {
   await turns?.stop();
-  await g?.gw.stop();
-  await home?.cleanup();
+  await g?.stop();
 });
 
 test('non-streaming completion: the id is the turn id, usage counts the tokens, X-Turn-Id is sent', async () => {
@@ -130,16 +120,15 @@ test('models, bad key, and a bad request through the client surface as OpenAI er
 });
 
 test('logprobs / top_logprobs: the client parses them, streamed and not, and they match the Turn', async () => {
-  const { data, response } = await client.chat.completions
-    .create({
-      model: 'turnstream-tiny',
-      messages: [{ role: 'user', content: 'How sure are you?' }],
-      max_tokens: 8,
-      seed: 11,
-      logprobs: true,
-      top_logprobs: 4,
-    })
-    .withResponse();
+  const request: OpenAI.ChatCompletionCreateParamsNonStreaming = {
+    model: 'turnstream-tiny',
+    messages: [{ role: 'user', content: 'How sure are you?' }],
+    max_tokens: 8,
+    seed: 11,
+    logprobs: true,
+    top_logprobs: 4,
+  };
+  const { data, response } = await client.chat.completions.create(request).withResponse();
   const content = data.choices[0].logprobs?.content;
   assert.ok(content, 'choices[0].logprobs.content');
   assert.equal(data.choices[0].logprobs!.refusal, null);
@@ -156,15 +145,7 @@ test('logprobs / top_logprobs: the client parses them, streamed and not, and the
     t.responseLogprobs,
   );
 
-  const stream = await client.chat.completions.create({
-    model: 'turnstream-tiny',
-    messages: [{ role: 'user', content: 'How sure are you?' }],
-    max_tokens: 8,
-    seed: 11,
-    logprobs: true,
-    top_logprobs: 4,
-    stream: true,
-  });
+  const stream = await client.chat.completions.create({ ...request, stream: true });
   const streamed: OpenAI.ChatCompletionTokenLogprob[] = [];
   for await (const c of stream) streamed.push(...(c.choices[0]?.logprobs?.content ?? []));
   assert.deepEqual(streamed, content, 'the same seed streams the same tokens and numbers');

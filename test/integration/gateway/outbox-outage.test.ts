@@ -6,21 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, test } from 'node:test';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { startGateway, tempHome, testKafka, TopicCollector, type TestKafka } from './support.ts';
+import { test } from 'node:test';
+import { suiteGatewayHomes } from '../../support/kafka-gateway.ts';
+import { startGateway, TopicCollector } from './support.ts';
 import { TcpProxy } from './tcp-proxy.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
-let stack: { brokers: string; registryUrl: string };
-const homes: Array<Awaited<ReturnType<typeof tempHome>>> = [];
-
-before(async () => {
-  stack = await ensureStack();
-});
-after(async () => {
-  for (const h of homes) await h.cleanup();
-});
+const gatewayHome = suiteGatewayHomes();
 
 async function chat(
   url: string,
@@ -47,10 +39,8 @@ async function closedPort(): Promise<number> {
 }
 
 test('Kafka cut mid-traffic: every request answered, every turn on the topic exactly once after it is back', async () => {
-  const home = await tempHome('outage');
-  homes.push(home);
-  const k: TestKafka = await testKafka(stack, uniquePrefix('gateway-outage'));
-  const [host, port] = stack.brokers.split(',')[0].split(':');
+  const { home, k } = await gatewayHome('outage');
+  const [host, port] = k.brokers[0].split(':');
   const proxy = new TcpProxy(host, Number(port));
   await proxy.start();
   const { gw, url } = await startGateway({
@@ -105,9 +95,7 @@ test('Kafka cut mid-traffic: every request answered, every turn on the topic exa
 });
 
 test('restart: turns kept in the outbox of a gateway that never reached Kafka are drained by the next run, exactly once', async () => {
-  const home = await tempHome('restart');
-  homes.push(home);
-  const k: TestKafka = await testKafka(stack, uniquePrefix('gateway-restart'));
+  const { home, k } = await gatewayHome('restart');
   const builtin = {
     weightsDir: `${home.dir}/weights`,
     initConfig: { contextLength: 128, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 },

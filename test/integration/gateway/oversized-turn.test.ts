@@ -10,21 +10,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import kafkajs from '../../../streams/kafkajs.ts';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { TOPICS, type Turn } from '../../../schemas/index.ts';
 import { ensureTopics } from '../../../streams/index.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { suiteGatewayHomes } from '../../support/kafka-gateway.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
-import { startGateway, tempHome, testKafka, TopicCollector, TINY } from './support.ts';
+import { startGateway, TopicCollector, TINY } from './support.ts';
 
-let stack: { brokers: string; registryUrl: string };
-const homes: Array<Awaited<ReturnType<typeof tempHome>>> = [];
-before(async () => {
-  stack = await ensureStack();
-});
-after(async () => {
-  for (const h of homes) await h.cleanup();
-});
+const gatewayHome = suiteGatewayHomes();
 
 async function chat(url: string, content: string, session: string): Promise<{ status: number; turnId: string; ms: number }> {
   const t0 = Date.now();
@@ -38,9 +31,7 @@ async function chat(url: string, content: string, session: string): Promise<{ st
 }
 
 test('a 3 MB message, then normal traffic: every turn reaches the topic within seconds; the large one shrunk, recorded and kept whole', async () => {
-  const home = await tempHome('oversized');
-  homes.push(home);
-  const k = await testKafka(stack, uniquePrefix('gateway-oversized'));
+  const { home, k } = await gatewayHome('oversized');
   const { gw, url } = await startGateway({
     home: home.dir,
     kafka: { brokers: k.brokers, registryUrl: k.registryUrl, naming: k.naming },
@@ -87,9 +78,7 @@ test('a 3 MB message, then normal traffic: every turn reaches the topic within s
 });
 
 test('an outbox holding a record Kafka refuses (left by an older gateway) is drained past it: dead-lettered, the rest delivered in order', async () => {
-  const home = await tempHome('refused');
-  homes.push(home);
-  const k = await testKafka(stack, uniquePrefix('gateway-refused'));
+  const { home, k } = await gatewayHome('refused');
   const builtin = { weightsDir: join(home.dir, 'weights'), initConfig: TINY, followWeights: false };
   // An offline gateway; the record goes straight into its outbox, as an older version put it there.
   const offline = await startGateway({ home: home.dir, builtin, drainOnStopMs: 0 });

@@ -11,11 +11,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createGateway, type Gateway } from '../../../gateway/index.ts';
+import type { Gateway } from '../../../gateway/index.ts';
 import { runRollout } from '../../../gym/agent/run-rollout.ts';
 import { loadTaskSuite } from '../../../gym/tasks/parse-task-suite.ts';
-import { writeTinyModel } from '../../../policy/index.ts';
-import { createLogger } from '../../../core/index.ts';
+import { startTinyLlamaGateway } from '../../support/llama-gateway.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -64,20 +63,7 @@ describe('runRollout through the real gateway', { timeout: 300_000 }, () => {
   let url = '';
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ts-gym-rollout-'));
-    const tiny = await writeTinyModel(join(dir, 'tiny.gguf'), { seed: 7 });
-    gw = createGateway({
-      port: 0,
-      home: dir,
-      logger: createLogger('gateway-test', 'warn'),
-      llama: {
-        model: { name: 'tiny', modelId: 'tiny', path: tiny.path, sha256: tiny.sha256 },
-        weightsDir: join(dir, 'weights'),
-        contextSize: 512,
-        parallel: 2,
-        threads: 1,
-      },
-    });
-    url = await gw.start();
+    ({ gw, url } = await startTinyLlamaGateway(dir, { seed: 7 }, { contextSize: 512, parallel: 2 }));
   });
   after(async () => {
     await gw?.stop();

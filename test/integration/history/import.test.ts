@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Feedback, Turn } from '../../../schemas/index.ts';
 import { importFile } from '../../../history/index.ts';
 import { readToEnd } from '../../../streams/index.ts';
-import { family, type Family } from '../processors/support.ts';
+import type { Family } from '../processors/support.ts';
+import { suiteFamily } from '../../support/suite-family.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/${name}`, import.meta.url));
 
@@ -30,15 +31,10 @@ async function read<K extends 'turns' | 'feedback'>(
 }
 
 describe('turnstream import on Kafka', { timeout: 180_000 }, () => {
-  let f: Family;
-  before(async () => {
-    f = await family('import');
-  });
-  after(async () => {
-    await f?.close();
-  });
+  const family = suiteFamily('import');
 
   it('imports the good lines, reports every bad line, and a second import adds nothing', async () => {
+    const f = family();
     const s1 = await importFile({ kafka: f.kafka, codecs: f.codecs, file: fixture('openclaw-records.jsonl'), format: 'openclaw-record' });
     assert.deepEqual(
       { read: s1.read, imported: s1.imported, duplicates: s1.duplicates, rejected: s1.rejected, fb: s1.feedbackImported },
@@ -70,6 +66,7 @@ describe('turnstream import on Kafka', { timeout: 180_000 }, () => {
   });
 
   it('imports OpenAI chat conversations as one turn per assistant message', async () => {
+    const f = family();
     const s = await importFile({ kafka: f.kafka, codecs: f.codecs, file: fixture('openai-chat.jsonl'), format: 'openai-chat' });
     assert.deepEqual(
       { read: s.read, imported: s.imported, rejected: s.rejected, lines: s.errors.map((e) => e.line), fb: s.feedbackImported },

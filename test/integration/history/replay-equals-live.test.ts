@@ -17,18 +17,10 @@ import type { Kafka } from 'kafkajs';
 import { importFile, parseBound, runReplay, type ReplaySummary } from '../../../history/index.ts';
 import { createEmbeddedJudge, startJudge, startSampleBuilder, startSessionAssembler } from '../../../processors/index.ts';
 import type { SessionState, TurnPair } from '../../../schemas/index.ts';
-import {
-  createEventCodecs,
-  createKafka,
-  ensureTopics,
-  EventProducer,
-  readToEnd,
-  type EventCodecs,
-  type ProcessorHandle,
-} from '../../../streams/index.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { createEventCodecs, readToEnd, type EventCodecs, type EventProducer, type ProcessorHandle } from '../../../streams/index.ts';
+import { ensureStack } from '../../support/stack.ts';
 import { gatewayHistory, importedHistory, reportedHistory } from '../../unit/history/support/generated-history.ts';
-import { waitFor } from '../processors/support.ts';
+import { family, waitFor } from '../processors/support.ts';
 
 const DAY = 24 * 3600_000;
 const PARTITIONS = 3;
@@ -78,14 +70,8 @@ describe('replay = live on Kafka: an imported file and gateway traffic, paired l
   const live: ProcessorHandle[] = [];
 
   before(async () => {
-    const stack = await ensureStack();
-    registryUrl = stack.registryUrl;
-    prefix = uniquePrefix('replay-live');
-    kafka = createKafka({ brokers: [stack.brokers], clientId: 'it-replay-live' });
-    await ensureTopics(kafka, { naming: { prefix }, partitions: PARTITIONS });
-    codecs = await createEventCodecs({ registryUrl, naming: { prefix } });
-    producer = new EventProducer(kafka, codecs);
-    await producer.connect();
+    registryUrl = (await ensureStack()).registryUrl;
+    ({ kafka, codecs, producer, prefix } = await family('replay-live', PARTITIONS));
     home = await mkdtemp(join(tmpdir(), 'replay-live-'));
 
     const file = join(home, 'history.jsonl');

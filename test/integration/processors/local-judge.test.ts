@@ -5,24 +5,20 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createEmbeddedJudge, startJudge, type Judge } from '../../../processors/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { metricsRegistry } from '../../../core/index.ts';
 import type { TurnPair } from '../../../schemas/index.ts';
 import { examplePair } from '../../support/fixtures.ts';
-import { family, readAll, waitFor, type Family } from './support.ts';
+import { suiteFamily } from '../../support/suite-family.ts';
+import { readAll, waitFor } from './support.ts';
 
 describe('judge: a local judge on fetched batches', { timeout: 120_000 }, () => {
-  let f: Family;
-  before(async () => {
-    f = await family('local-judge');
-  });
-  after(async () => {
-    await f?.close();
-  });
+  const family = suiteFamily('local-judge');
 
   it('one poison pair among 200: one dead letter, 199 judgements, the batch split to find it', async () => {
+    const f = family();
     const pairs = Array.from({ length: 200 }, (_, i) => {
       const p = examplePair({ pairId: randomUUID(), sessionId: `s-${i % 20}` });
       return { ...p, turn: { ...p.turn, turnId: p.pairId } };

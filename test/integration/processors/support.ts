@@ -3,7 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
-import type { ChatMessage, Turn } from '../../../schemas/index.ts';
+import { defaultGroupId } from '../../../processors/index.ts';
+import type { ChatMessage, TopicId, Turn } from '../../../schemas/index.ts';
 import {
   createEventCodecs,
   createKafka,
@@ -14,6 +15,7 @@ import {
   type OutgoingEvent,
   type TopicValues,
 } from '../../../streams/index.ts';
+import { caughtUp } from '../../support/caught-up.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 import { waitFor as waitForCondition } from '../../support/wait-for.ts';
@@ -26,11 +28,12 @@ export interface Family {
   close(): Promise<void>;
 }
 
-export async function family(name: string): Promise<Family> {
+/** Every topic under a fresh prefix made from `name`, with a client, codecs and a connected producer. */
+export async function family(name: string, partitions = 2): Promise<Family> {
   const stack = await ensureStack();
   const kafka = createKafka({ brokers: [stack.brokers], clientId: `it-${name}` });
   const prefix = uniquePrefix(name);
-  await ensureTopics(kafka, { naming: { prefix }, partitions: 2 });
+  await ensureTopics(kafka, { naming: { prefix }, partitions });
   const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
   const producer = new EventProducer(kafka, codecs);
   await producer.connect();
@@ -47,6 +50,25 @@ export async function readAll<K extends 'turns' | 'pairs' | 'judgements' | 'samp
     if (r.value) out.push(structuredClone(await f.codecs.of(id).decode(r.value)) as TopicValues[K]);
   });
   return out;
+}
+
+/**
+ * Waits until processor `service` (its default group on the family's topics) has committed every
+ * record now in `inputs`: what it wrote for them is final from then on (test/support/caught-up.ts).
+ */
+export async function caughtUpOn(f: Family, service: string, inputs: TopicId[]): Promise<void> {
+  await caughtUp(
+    f.kafka,
+    defaultGroupId(service, f.codecs.naming),
+    inputs.map((id) => f.codecs.topic(id)),
+  );
+}
+
+/** Waits until the assembler, the judge and the sample builder, in that order, have committed all their input. */
+export async function pipelineCaughtUp(f: Family): Promise<void> {
+  await caughtUpOn(f, 'session-assembler', ['turns', 'feedback']);
+  await caughtUpOn(f, 'judge', ['pairs']);
+  await caughtUpOn(f, 'sample-builder', ['judgements']);
 }
 
 /** The shared waitFor (test/support/wait-for.ts) with this folder's defaults: 90 s, a check every 500 ms. */
