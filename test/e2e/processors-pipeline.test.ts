@@ -10,7 +10,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { createGateway, type Gateway } from '../../gateway/index.ts';
 import {
@@ -25,7 +24,8 @@ import { HINT_SYSTEM_PROMPT } from '../../processors/judge/index.ts';
 import type { Sample } from '../../schemas/index.ts';
 import type { ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
-import { family, readAll, waitFor, type Family } from '../integration/processors/support.ts';
+import { caughtUpOn, family, readAll, waitFor, type Family } from '../integration/processors/support.ts';
+import { caughtUp } from '../support/caught-up.ts';
 import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../unit/processors/support/fake-openai.ts';
 import { ensureStack } from '../support/stack.ts';
 
@@ -196,7 +196,10 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
       async () => (await readAll(f, 'samples')).length >= 23 && (await readAll(f, 'dlq')).length >= 1,
       120_000,
     );
-    await sleep(2500); // absence window: anything extra or doubled would show up by now
+    await caughtUpOn(f, 'session-assembler', ['turns', 'feedback']);
+    await caughtUpOn(f, 'judge', ['pairs']);
+    for (const method of ['rl', 'opd', 'combined'])
+      await caughtUp(f.kafka, `${f.prefix}sample-builder.${method}`, [f.codecs.topic('judgements')]);
     const [pairs, judgements, samples, dlq] = await Promise.all([
       readAll(f, 'pairs'),
       readAll(f, 'judgements'),

@@ -17,6 +17,7 @@ import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../../processors/clickhouse-sink/index.ts';
 import type { Judgement } from '../../../schemas/index.ts';
 import { createKafka, ensureTopics, EventProducer, type EventCodecs, type OutgoingEvent } from '../../../streams/index.ts';
+import { caughtUp } from '../../support/caught-up.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { dropTables, family, tableCounts, topicCounts, waitFor } from './support.ts';
 
@@ -210,12 +211,14 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
 
       // Forced re-delivery of everything, replays included: still one row per event and tag.
       let records = 0;
+      const topics: string[] = [];
       for (const [codecs, ids] of [
         [f.codecs, ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq']],
         [await f.codecs.withNaming({ prefix, tag: 'judge-b' }), ['pairs', 'judgements', 'samples', 'dlq']],
         [await f.codecs.withNaming({ prefix, tag: 'judge-c' }), ['pairs', 'judgements', 'samples', 'dlq']],
       ] as const) {
         for (const c of Object.values(await topicCounts(kafka, codecs, ids))) records += c.all;
+        topics.push(...ids.map((id) => codecs.topic(id)));
       }
       await sink.stop();
       const admin = kafka.admin();
@@ -225,7 +228,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
       sink = start();
       await sink.ready;
       await waitFor('the second sink re-read everything', async () => sink.stats().consumed >= records && sink.stats().buffered === 0);
-      await new Promise((r) => setTimeout(r, 1500)); // absence window: a doubled row, if any, would land by now
+      await caughtUp(kafka, groupId, topics);
       // (Raw row counts prove little here: background merges collapse small tables quickly.)
       const again = Object.values(expected)
         .flatMap((byTag) => Object.values(byTag))

@@ -17,6 +17,7 @@ import { loadConfig } from '../../../cli/config.ts';
 import { clickhouseVersion, stackPids, stackUp } from '../../../infra/index.ts';
 import { createKafka } from '../../../streams/index.ts';
 import { createRegistryClient, TOPICS, topicName, valueSubject } from '../../../schemas/index.ts';
+import { caughtUp } from '../../support/caught-up.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 import { dropTables, family, tableCounts, topicCounts, waitFor, type Family } from './support.ts';
@@ -136,7 +137,11 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
       'the second sink re-read everything',
       async () => sink.stats().consumed >= total && sink.stats().buffered === 0 && sink.stats().rowsInserted > 0,
     );
-    await new Promise((r) => setTimeout(r, 1500)); // absence window: a doubled row, if any, would land by now
+    await caughtUp(
+      kafka,
+      groupId,
+      SINK_IDS.map((id) => f.codecs.topic(id)),
+    );
     const second = sink.stats();
     await sink.stop();
     const rows = await tableCounts(store);

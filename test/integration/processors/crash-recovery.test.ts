@@ -7,13 +7,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChildProcess } from 'node:child_process';
 import type { Judgement, TurnPair } from '../../../schemas/index.ts';
 import type { OutgoingEvent } from '../../../streams/index.ts';
 import { chat, startFakeOpenAI } from '../../unit/processors/support/fake-openai.ts';
 import { exampleFeedback, exampleJudgement, examplePair } from '../../support/fixtures.ts';
-import { conversation, family, kill9, produceSteadily, readAll, spawnProcessor, waitFor, type Family } from './support.ts';
+import { caughtUpOn, conversation, family, kill9, produceSteadily, readAll, spawnProcessor, waitFor, type Family } from './support.ts';
 
 const children: ChildProcess[] = [];
 const families: Family[] = [];
@@ -42,7 +41,7 @@ async function killAndRestart<K extends 'pairs' | 'judgements' | 'samples'>(
   children.push(second);
   await sending;
   await waitFor(`all ${expected} ${output}`, async () => (await readAll(f, output)).length >= expected, 120_000);
-  await sleep(2500); // absence window: a doubled output would show up by now
+  await caughtUpOn(f, name, [...new Set(events.map((e) => e.id))]);
   const outputs = await readAll(f, output);
   second.kill('SIGTERM');
   await new Promise((r) => second.once('exit', r));

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createEmbeddedJudge,
   createLlmJudge,
@@ -11,7 +10,7 @@ import {
 } from '../../../processors/index.ts';
 import { HINT_SYSTEM_PROMPT } from '../../../processors/judge/index.ts';
 import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
-import { conversation, family, readAll, waitFor, type Family } from './support.ts';
+import { conversation, family, pipelineCaughtUp, readAll, waitFor, type Family } from './support.ts';
 
 /**
  * The scripted judge: its reply depends on the marker in the pair's next state.
@@ -115,7 +114,7 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
         async () => (await readAll(f, 'samples')).length >= 5 && (await readAll(f, 'dlq')).length >= 1,
         120_000,
       );
-      await sleep(2000); // absence window: nothing extra or doubled
+      await pipelineCaughtUp(f);
       const [pairs, judgements, samples, dlq] = await Promise.all([
         readAll(f, 'pairs'),
         readAll(f, 'judgements'),
@@ -199,7 +198,7 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
       try {
         // t0 → 👍 thanks (1); t1 → correction (−1 + hint); t2 → "bye" (0, no sample); t3 → masked end.
         await waitFor('3 samples', async () => (await readAll(g, 'samples')).length >= 3);
-        await sleep(1500); // absence window: no fourth sample, no fifth judgement
+        await pipelineCaughtUp(g);
         const [judgements, samples] = await Promise.all([readAll(g, 'judgements'), readAll(g, 'samples')]);
         const j = (i: number) => judgements.find((x) => x.turnId === turns[i].turnId)!;
         assert.equal(judgements.length, 4);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startSessionAssembler } from '../../../processors/index.ts';
 import { exampleFeedback } from '../../support/fixtures.ts';
-import { conversation, family, readAll, waitFor, type Family } from './support.ts';
+import { caughtUpOn, conversation, family, readAll, waitFor, type Family } from './support.ts';
 
 describe('session assembler on Kafka', { timeout: 240_000 }, () => {
   let f: Family;
@@ -55,7 +54,7 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
         { id: 'turns' as const, key: 'A', value: a[1] }, // a duplicate delivery
       ]);
       await waitFor('5 pairs', async () => (await readAll(f, 'pairs')).length >= 5);
-      await sleep(2000); // absence window: nothing more may come
+      await caughtUpOn(f, 'session-assembler', ['turns', 'feedback']);
       const pairs = await readAll(f, 'pairs');
       assert.equal(pairs.length, 5);
       const bySession = (s: string) => pairs.filter((p) => p.sessionId === s).sort((x, y) => x.turn.mainTurnIndex - y.turn.mainTurnIndex);
@@ -116,7 +115,7 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       await h.ready;
       try {
         await waitFor('1200 pairs', async () => (await readAll(g, 'pairs')).length >= 1200, 90_000);
-        await sleep(1000); // absence window: no pair doubled
+        await caughtUpOn(g, 'session-assembler', ['turns', 'feedback']);
         const pairs = await readAll(g, 'pairs');
         assert.equal(pairs.length, 1200);
         assert.equal(new Set(pairs.map((p) => p.pairId)).size, 1200);
@@ -176,7 +175,7 @@ describe('session assembler on Kafka', { timeout: 240_000 }, () => {
       await h.ready;
       try {
         await waitFor('7 pairs', async () => (await readAll(g, 'pairs')).length >= 7, 60_000);
-        await sleep(1500); // absence window: no eighth pair
+        await caughtUpOn(g, 'session-assembler', ['turns', 'feedback']);
         const pairs = await readAll(g, 'pairs');
         assert.equal(pairs.length, 7);
         const of = (id: string) => pairs.find((p) => p.pairId === id)!;

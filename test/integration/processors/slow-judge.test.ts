@@ -6,11 +6,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createLlmJudge, startJudge } from '../../../processors/index.ts';
 import { chat, startFakeOpenAI, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
 import { examplePair } from '../../support/fixtures.ts';
-import { family, readAll, waitFor, type Family } from './support.ts';
+import { caughtUpOn, family, readAll, waitFor, type Family } from './support.ts';
 
 const VOTE_MS = 30_000;
 
@@ -41,7 +40,7 @@ describe('judge: 30 s per vote', { timeout: 180_000 }, () => {
     const watch = setInterval(() => void (sawPaused ||= h.stats().pausedPartitions > 0), 200);
     try {
       await waitFor('4 judgements', async () => (await readAll(f, 'judgements')).length >= 4, 150_000);
-      await sleep(1500); // absence window: no fifth judgement, no request re-delivered
+      await caughtUpOn(f, 'judge', ['pairs']);
       const stats = h.stats();
       const judgements = await readAll(f, 'judgements');
       assert.equal(stats.rebalances, 1, 'only the initial join');

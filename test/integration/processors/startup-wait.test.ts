@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { getFreePort } from '../../../infra/index.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';
@@ -43,7 +42,12 @@ test('a processor started before the registry waits for it and then runs', { tim
       intervalMs: 200,
     }).catch(() => assert.fail(`no word of waiting:\n${out}`));
     if (!waiting()) assert.fail(`the processor exited instead of waiting:\n${out}`);
-    await sleep(3000); // absence window: no exit within 3 s while the registry is away
+    // Each retry says so again: three of them, the process still there, is waiting rather than giving up.
+    const attempts = () => out.match(/waiting for the schema registry/g)?.length ?? 0;
+    await waitFor('three attempts to reach the registry (or an exit)', () => attempts() >= 3 || child.exitCode !== null, {
+      timeoutMs: 90_000,
+      intervalMs: 200,
+    });
     assert.equal(child.exitCode, null, 'still waiting, not exited');
     await proxy.start();
     const running = () => /is running/.test(out);

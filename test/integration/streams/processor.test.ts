@@ -19,6 +19,7 @@ import { CoPartitionedAssigner } from '../../../streams/co-partitioned-assigner.
 import { startCountingProcessor } from '../../support/counting-processor.ts';
 import { exampleFeedback, examplePair, exampleSessionState, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+import { caughtUp } from '../../support/caught-up.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 let kafka: Kafka;
@@ -180,7 +181,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
 
       const second = child();
       await waitFor('all 400 pairs', async () => (await readPairs(codecs)).length >= 400, { timeoutMs: 180000, intervalMs: 500 });
-      await sleep(1500); // absence window: anything doubled would show up by now
+      await caughtUp(kafka, `${prefix}counting`, [codecs.topic('turns')]);
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
       const pairs = await readPairs(codecs);

@@ -47,9 +47,10 @@ async function count(k: Kafka, topic: string): Promise<number> {
   return readToEnd(k, topic, () => undefined);
 }
 
-async function concurrentRetries(): Promise<number> {
+/** Transaction attempts retried so far in this process: for `reason`, or for any. */
+async function retriesSoFar(reason?: string): Promise<number> {
   const m = (await metricsRegistry.getSingleMetric('turnstream_transaction_retries_total')?.get())?.values ?? [];
-  return m.filter((v) => v.labels.reason === 'CONCURRENT_TRANSACTIONS').reduce((a, v) => a + v.value, 0);
+  return m.filter((v) => reason === undefined || v.labels.reason === reason).reduce((a, v) => a + v.value, 0);
 }
 
 describe('transactions: the retrying path of processors and learner (real Kafka)', { timeout: 300_000 }, () => {
@@ -77,11 +78,11 @@ describe('transactions: the retrying path of processors and learner (real Kafka)
     });
     const tx = new Transactions({ kafka, transactionalId: `${prefix}tx`, logger, retryBaseMs: 20 });
     await tx.connect();
-    const before = await concurrentRetries();
+    const before = await retriesSoFar('CONCURRENT_TRANSACTIONS');
     let rounds = 0;
     // A transaction over many partitions takes the coordinator a while to finish; the next one,
     // started at once, meets CONCURRENT_TRANSACTIONS. Go on until it happened a few times.
-    while (rounds < 60 && (await concurrentRetries()) - before < 3) {
+    while (rounds < 60 && (await retriesSoFar('CONCURRENT_TRANSACTIONS')) - before < 3) {
       const wide = Array.from({ length: 60 }, (_, k) => ({ topic: `${prefix}wide`, key: `k${rounds}-${k}`, value: Buffer.from('w') }));
       assert.ok(await tx.commit(() => ({ outputs: wide })));
       const offsets = {
@@ -92,7 +93,7 @@ describe('transactions: the retrying path of processors and learner (real Kafka)
       rounds++;
     }
     await tx.disconnect();
-    const seen = (await concurrentRetries()) - before;
+    const seen = (await retriesSoFar('CONCURRENT_TRANSACTIONS')) - before;
     assert.ok(seen >= 1, `the broker answered CONCURRENT_TRANSACTIONS ${seen} times in ${rounds} rounds, and each was retried`);
     assert.equal(await committed(`${prefix}g`, `${prefix}in`), String(rounds), 'every offset commit landed');
     assert.equal(await count(kafka, `${prefix}wide`), rounds * 60, 'every output once');
@@ -147,9 +148,14 @@ describe('transactions: the retrying path of processors and learner (real Kafka)
       });
       assert.ok(await tx.commit(() => content(1)));
       await proxy.stop();
+      const before = await retriesSoFar();
       let landed = false;
       const pending = tx.commit(() => content(2)).then((c) => (landed = c !== null));
-      await new Promise((r) => setTimeout(r, 8000)); // absence window: nothing lands during an 8 s outage
+      // Three failed attempts, each retried, and nothing landed: it goes on trying while Kafka is away.
+      await waitFor('three retries of the commit (or it landing)', async () => landed || (await retriesSoFar()) - before >= 3, {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
       assert.equal(landed, false, 'still retrying while Kafka is away');
       await proxy.start();
       await pending;

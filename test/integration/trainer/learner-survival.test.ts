@@ -20,6 +20,7 @@ import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';
+import { caughtUp } from '../../support/caught-up.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 const TINY = { contextLength: 48, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 };
@@ -109,7 +110,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
   });
 
   it('rides out a 60 s Kafka outage: keeps running, then trains what arrived, each sample once', async () => {
-    const { codecs, producer, weightsDir } = await family('learner-outage', 2);
+    const { codecs, producer, weightsDir, prefix } = await family('learner-outage', 2);
     const [host, port] = stack.brokers.split(',')[0].split(':');
     const proxy = new TcpProxy(host, Number(port));
     await proxy.start();
@@ -143,7 +144,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
         async () => (await versions(codecs)).reduce((a, v) => a + v.metrics.samples, 0) >= 16,
         { timeoutMs: 180_000, intervalMs: 500 },
       );
-      await sleep(3000); // absence window: anything trained twice would show up as more versions
+      await caughtUp(kafka, `${prefix}turnstream.learner.turnstream-tiny`, [codecs.topic('samples')]);
       assert.equal(isClosed(), false);
       assertExactlyOnce(await versions(codecs), 16);
     } finally {
@@ -154,7 +155,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
   });
 
   it('rides out bursts of back-to-back transactions (CONCURRENT_TRANSACTIONS): keeps running, each sample once', async () => {
-    const { codecs, producer, weightsDir } = await family('learner-burst', 2);
+    const { codecs, producer, weightsDir, prefix } = await family('learner-burst', 2);
     // Dead letters over many partitions make a transaction wide: the coordinator is still
     // finishing it when the next one, a backlog's stale samples with nothing to train (offsets
     // only), begins at once. This is what crashed the learner after every backlog.
@@ -196,7 +197,11 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
           await sleep((i * 7) % 60); // deliberate: sweeps the race window
           await producer.send('samples', `s${i % 5}`, sample(round * 40 + i));
           stale++;
-          await sleep(250); // deliberate: paces the rounds, one race per round
+          // One race at a time: the next begins once the learner has handled this one.
+          await waitFor('the race handled', () => h.stats().deadLettered >= junk && h.stats().droppedStale >= stale, {
+            timeoutMs: 120_000,
+            intervalMs: 20,
+          });
         }
         await waitFor(
           'every record handled',
@@ -205,7 +210,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
         );
         seen = (await concurrentRetries()) - retriesBefore;
       }
-      await sleep(2000); // absence window: no exit, nothing trained twice
+      await caughtUp(kafka, `${prefix}turnstream.learner.turnstream-tiny`, [codecs.topic('samples')]);
       assert.equal(isClosed(), false, 'the learner is still running');
       assertExactlyOnce(await versions(codecs), 1);
       assert.deepEqual([h.stats().deadLettered, h.stats().droppedStale, h.stats().trained], [junk, stale, 1]);

@@ -4,13 +4,13 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
 import type { Sample, WeightVersion } from '../../../schemas/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
 import { ByteTokenizer, initCheckpoint, loadCheckpoint, WeightStore } from '../../../policy/index.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+import { caughtUp } from '../../support/caught-up.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 const TINY = { contextLength: 48, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 };
@@ -113,7 +113,7 @@ describe('learner on real Kafka', { timeout: 400000 }, () => {
         timeoutMs: 120_000,
         intervalMs: 500,
       });
-      await sleep(3000); // absence window: anything re-trained would show up as extra versions
+      await caughtUp(kafka, `${prefix}turnstream.learner.turnstream-tiny`, [codecs.topic('samples')]);
     } finally {
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
