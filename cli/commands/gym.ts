@@ -49,6 +49,7 @@ interface GymFlags {
   temperature?: string;
   maxTokens?: string;
   lr?: string;
+  kl?: string;
   parallel?: string;
   out: string;
   json?: boolean;
@@ -86,6 +87,23 @@ export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' 
   };
 }
 
+/** The sampling and learning flags, checked before anything starts (`--kl 0` turns the KL term off). */
+export function gymTuning(f: Pick<GymFlags, 'temperature' | 'maxTokens' | 'lr' | 'kl' | 'parallel'>): {
+  temperature?: number;
+  maxTokens?: number;
+  lr?: number;
+  klCoef?: number;
+  parallel?: number;
+} {
+  return {
+    temperature: num(f.temperature, 'temperature'),
+    maxTokens: num(f.maxTokens, 'max-tokens'),
+    lr: num(f.lr, 'lr'),
+    klCoef: num(f.kl, 'kl', true),
+    parallel: num(f.parallel, 'parallel'),
+  };
+}
+
 /** The flags that shape training, which `--base-rates` (no training) refuses. */
 const TRAINING_FLAGS = [
   ['quick', '--quick'],
@@ -96,6 +114,7 @@ const TRAINING_FLAGS = [
   ['evalEvery', '--eval-every'],
   ['evalSamples', '--eval-samples'],
   ['lr', '--lr'],
+  ['kl', '--kl'],
   ['keepInfra', '--keep-infra'],
 ] as const;
 
@@ -110,10 +129,11 @@ export function baseRateShape(f: Partial<Omit<GymFlags, 'agent' | 'out'>>): { n:
   return { n: int(f.n, 'n', DEFAULT_BASE_RATE_N) };
 }
 
-const num = (v: string | undefined, name: string): number | undefined => {
+const num = (v: string | undefined, name: string, zeroAllowed = false): number | undefined => {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw invalidInput(`--${name} must be a positive number (got ${v})`, `--${name}`);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !zeroAllowed))
+    throw invalidInput(`--${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number (got ${v})`, `--${name}`);
   return n;
 };
 
@@ -204,6 +224,10 @@ function printSummary(r: GymResult, dir: string): void {
     `  time: ${r.wall_s.toFixed(0)} s (rollouts ${r.time.rollouts.toFixed(0)} s, training ${r.time.training.toFixed(0)} s, eval ${r.time.eval.toFixed(0)} s; verifiers ${r.time.verifier.toFixed(1)} s summed)`,
   );
   say(`  groups: ${r.groups.trained} trained, ${r.groups.allEqual} all-equal (skipped), in ${r.groups.batches} batches`);
+  for (const run of r.runs.filter((x) => x.stalled))
+    say(
+      `  seed ${run.seed} stopped early: ${run.stalled!.idleBatches} batches in a row without a signal, after ${run.stalled!.afterBatches}`,
+    );
   say(`  reports: ${dir}`);
 }
 
@@ -223,7 +247,8 @@ export function register(program: Command): void {
     .option('--eval-samples <n>', 'samples per held-out task (default 4)')
     .option('--temperature <t>', 'rollout temperature (default 0.7)')
     .option('--max-tokens <n>', 'most tokens of one reply (default 192)')
-    .option('--lr <x>', 'learning rate of the LoRA adapter')
+    .option('--lr <x>', 'learning rate of the LoRA adapter (default 1e-3)')
+    .option('--kl <coef>', 'weight of the KL penalty to the base model in each step (default 0.05; 0: none)')
     .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')
     .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
     .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))
@@ -239,6 +264,7 @@ export function register(program: Command): void {
       const suite = basename(file).replace(/\.jsonl$/, '');
       if (f.baseRates) return baseRatesAction(f, config, tasks, suite);
       const shape = gymRunShape(f);
+      const tuning = gymTuning(f);
       const onlySeed = f.seed === undefined ? undefined : Number(f.seed);
       if (onlySeed !== undefined && !(Number.isInteger(onlySeed) && onlySeed >= 1 && onlySeed <= shape.seeds)) {
         throw invalidInput(`--seed must be between 1 and --seeds (${shape.seeds})`, '--seed');
@@ -267,10 +293,7 @@ export function register(program: Command): void {
           systemPrompt: served.systemPrompt,
           ...shape,
           onlySeed,
-          temperature: num(f.temperature, 'temperature'),
-          maxTokens: num(f.maxTokens, 'max-tokens'),
-          lr: num(f.lr, 'lr'),
-          parallel: num(f.parallel, 'parallel'),
+          ...tuning,
           threads: config.llama.threads,
           normalizeStd: config.grpo.normalizeStd,
           clickhouse: { url: stack.clickhouseUrl, database: config.clickhouse.database },

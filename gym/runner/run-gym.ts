@@ -12,7 +12,6 @@ import { startClickhouseSink, startGroupBuilder, startTrajectoryAssembler, type 
 import { loadTfLlama, selectBackend } from '../../policy/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
-import { LORA_LR } from '../../trainer/index.ts';
 import { pairedPermutationTest } from '../../eval/index.ts';
 import { splitTasks } from '../tasks/split-tasks.ts';
 import { gymSettings, type GymRunOptions, type GymSettings } from './gym-options.ts';
@@ -46,12 +45,12 @@ export interface GymResult {
   time: SeedResult['time'];
   groups: { trained: number; allEqual: number; batches: number };
   runs: SeedResult[];
-  settings: Pick<GymSettings, 'temperature' | 'maxTokens' | 'lr' | 'evalEvery' | 'evalSamples' | 'parallel' | 'normalizeStd'>;
+  settings: Pick<GymSettings, 'temperature' | 'maxTokens' | 'lr' | 'klCoef' | 'evalEvery' | 'evalSamples' | 'parallel' | 'normalizeStd'>;
 }
 
 export async function runGym(options: GymRunOptions): Promise<GymResult> {
   const t0 = Date.now();
-  const s = gymSettings(options, { lr: LORA_LR });
+  const s = gymSettings(options);
   const { train, eval: held } = splitTasks(s.tasks, { heldOut: s.heldOut });
   if (train.length === 0 || held.length === 0)
     throw new Error(`the suite needs train and held-out tasks (has ${train.length} and ${held.length})`);
@@ -159,6 +158,7 @@ export function summarize(
       temperature: s.temperature,
       maxTokens: s.maxTokens,
       lr: s.lr,
+      klCoef: s.klCoef,
       evalEvery: s.evalEvery,
       evalSamples: s.evalSamples,
       parallel: s.parallel,

@@ -53,6 +53,8 @@ export interface SeedResult {
   evals: EvalPoint[];
   steps: StepRecord[];
   batches: number;
+  /** Set when the seed stopped early: after how many batches, the last `idleBatches` of them without a signal. */
+  stalled?: { afterBatches: number; idleBatches: number };
   /**
    * Seconds spent, by phase: the train rollouts' wall time (their verifiers included), the
    * verifiers' own time summed over rollouts (they run side by side), the wait from a batch's
@@ -134,6 +136,7 @@ async function startSeedServices(ctx: SeedContext, modelId: string): Promise<See
     batch: { batchSize: 1, maxWaitMs: s.stepTimeoutMs, maxUserShare: 1, maxStaleness: 1000 },
     optimizer: { lr: s.lr },
     step: { maxKl: LORA_MAX_KL, mismatchTis: true },
+    grpoStep: { klCoef: s.klCoef },
     consensus: false,
     logger: ctx.logger,
   });
@@ -289,10 +292,17 @@ class SeedRun {
     this.result.steps.push(record);
     this.result.batches++;
     const made = record.step ? ` → step ${record.step}, v${record.madeVersion} (${record.trainSeconds.toFixed(0)} s)` : ': no step';
+    const rssGb = (process.memoryUsage().rss / 2 ** 30).toFixed(2);
     this.say(
-      `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}`,
+      `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}; RSS ${rssGb} GiB`,
     );
     return record;
+  }
+
+  /** The seed stops early: `idle` batches in a row gave no group with a signal. */
+  stalled(idle: number, trainPass: number): void {
+    this.result.stalled = { afterBatches: this.result.batches, idleBatches: idle };
+    this.say(`${idle} batches in a row without a signal (train pass ${trainPass.toFixed(2)} in the last): the seed stops here`);
   }
 
   /** Waits until the learner has published past `version` and the gateway serves it. */
@@ -329,9 +339,15 @@ export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResul
     await run.evaluate(0, version);
     const schedule = new TaskSchedule(ctx.train, seed);
     let steps = 0;
+    let idle = 0;
     for (let b = 0; steps < s.steps && b < s.maxBatches && !s.signal?.aborted; b++) {
       const record = await run.batch(b, schedule.next(Math.min(s.tasksPerStep, ctx.train.length)), version, steps);
-      if (record.step === null || record.madeVersion === null) continue;
+      if (record.step === null || record.madeVersion === null) {
+        if (++idle < s.maxIdleBatches) continue;
+        run.stalled(idle, record.trainPass);
+        break;
+      }
+      idle = 0;
       steps = record.step;
       version = record.madeVersion;
       if (steps % s.evalEvery === 0 || steps === s.steps) await run.evaluate(steps, version);

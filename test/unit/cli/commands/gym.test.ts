@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { baseRateShape, gymRunShape } from '../../../../cli/commands/gym.ts';
+import { baseRateShape, gymRunShape, gymTuning } from '../../../../cli/commands/gym.ts';
 import { refusal } from '../../../support/refusal.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
 
@@ -34,6 +34,26 @@ describe('turnstream gym flags', () => {
       refusal(() => gymRunShape({ n: '1' })),
       { message: '--n must be an integer ≥ 2 (got 1)', code: 'TS_ERR_INVALID_INPUT', param: '--n' },
     );
+  });
+
+  it('--lr and --kl: numbers, checked before anything starts; --kl 0 turns the KL term off', () => {
+    assert.deepEqual(gymTuning({ lr: '5e-4', kl: '0' }), {
+      temperature: undefined,
+      maxTokens: undefined,
+      lr: 5e-4,
+      klCoef: 0,
+      parallel: undefined,
+    });
+    assert.equal(gymTuning({}).klCoef, undefined, 'unset: the run’s default');
+    assert.deepEqual(
+      refusal(() => gymTuning({ kl: '-0.1' })),
+      {
+        message: '--kl must be a non-negative number (got -0.1)',
+        code: 'TS_ERR_INVALID_INPUT',
+        param: '--kl',
+      },
+    );
+    assert.equal(refusal(() => gymTuning({ lr: '0' })).message, '--lr must be a positive number (got 0)');
   });
 
   it('--base-rates: 4 rollouts per task unless --n says; one is enough to measure', () => {
