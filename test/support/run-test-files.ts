@@ -30,14 +30,28 @@ const interrupt = new AbortController();
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => interrupt.abort());
 
 const tally = new RunTally();
+/** Runs of a file after the first, when its report came up short. */
+const MAX_RERUNS = 2;
+/** A line of the runner's own, in order with the reporter's output. */
+const note = (message: string): void =>
+  void reporter.write({ type: 'test:diagnostic', data: { message, nesting: 0, file: undefined } } as unknown as TestEvent);
 const t0 = Date.now();
 for (const file of files) {
   if (interrupt.signal.aborted) break;
-  const fileTally = tally.file(file);
-  const events = run({ files: [file], concurrency: 1, forceExit: true, signal: interrupt.signal });
-  for await (const event of events as AsyncIterable<TestEvent>) {
-    fileTally.add(event);
-    if (!isRunSummary(event)) reporter.write(event);
+  let fileTally = tally.file(file);
+  for (let attempt = 0; ; attempt++) {
+    const events = run({ files: [file], concurrency: 1, forceExit: true, signal: interrupt.signal });
+    for await (const event of events as AsyncIterable<TestEvent>) {
+      fileTally.add(event);
+      if (!isRunSummary(event)) reporter.write(event);
+    }
+    // --test-force-exit can end a file's process with its last results still in the pipe to
+    // this one (nodejs/node#64833). A file that failed nothing but came up short runs again, at
+    // most twice; the tally kept is the last run's, so a file counts only when it reported whole.
+    const short = fileTally.difference();
+    if (short === undefined || fileTally.failed || attempt >= MAX_RERUNS || interrupt.signal.aborted) break;
+    note(`${short}; running it again (--test-force-exit drops results at times: nodejs/node#64833)`);
+    fileTally = tally.rerun(fileTally);
   }
 }
 reporter.end();

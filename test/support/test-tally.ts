@@ -103,10 +103,20 @@ export class FileTally {
 /** The tallies of a run's files. */
 export class RunTally {
   readonly files: FileTally[] = [];
+  /** Files run again because their first report came up short (their last tally is the one kept). */
+  readonly rerunFiles = new Set<string>();
 
   file(path: string): FileTally {
     const tally = new FileTally(path);
     this.files.push(tally);
+    return tally;
+  }
+
+  /** A fresh tally for running `old`'s file again; it takes `old`'s place in the run. */
+  rerun(old: FileTally): FileTally {
+    const tally = new FileTally(old.file);
+    this.files[this.files.indexOf(old)] = tally;
+    this.rerunFiles.add(old.file);
     return tally;
   }
 
@@ -136,12 +146,13 @@ export class RunTally {
   /** `N tests, N passed, N failed, N files`, then what else there is to say. */
   summary(): string {
     const t = this.totals();
+    const n = (count: number, what: string): string => `${count} ${what}${count === 1 ? '' : 's'}`;
     const extra = [
       t.skipped && `${t.skipped} skipped`,
       t.todo && `${t.todo} todo`,
       t.suitesFailed && `${t.suitesFailed} ${t.suitesFailed === 1 ? 'suite' : 'suites'} failed`,
+      this.rerunFiles.size && `${n(this.rerunFiles.size, 'file')} run again after a report cut short`,
     ].filter(Boolean);
-    const n = (count: number, what: string): string => `${count} ${what}${count === 1 ? '' : 's'}`;
     return `${n(t.tests, 'test')}, ${t.passed} passed, ${t.failed} failed, ${n(t.files, 'file')}${extra.length ? ` (${extra.join(', ')})` : ''}`;
   }
 }

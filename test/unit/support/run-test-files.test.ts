@@ -1,13 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { REPO_ROOT } from '../../support/stack.ts';
 
 const fixture = (name: string): string => `test/fixtures/test-runner/${name}.ts`;
 
 /** `node --import tsx ARGS` from the repository root, outside this test's own runner. */
-function node(args: string[]): { status: number | null; out: string } {
-  const env = { ...process.env };
+function node(args: string[], extraEnv: Record<string, string> = {}): { status: number | null; out: string } {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv };
   delete env.NODE_TEST_CONTEXT; // else node:test in the child thinks it is a test file of ours
   const r = spawnSync(process.execPath, ['--import', 'tsx', ...args], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 60_000 });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
@@ -44,12 +47,30 @@ test('a file that loses tests mid-run: node:test alone passes with fewer tests; 
 
   const r = runFiles('clean', 'exits-mid-run');
   assert.equal(r.status, 1, r.out);
-  const lines = r.out.split('\n').filter((l) => l.includes('declared'));
+  const lines = r.out.split('\n').filter((l) => l.includes('declared') && !l.includes('running it again'));
   assert.deepEqual(lines, [
     '✖ test/fixtures/test-runner/exits-mid-run.ts: 1 of 3 declared tests reported; missing "exits mid-run", "never runs"',
     '✖ 1 of 2 files did not report every test they declared',
   ]);
-  assert.equal(summary(r.out), '6 tests, 5 passed, 0 failed, 2 files (1 skipped)', r.out);
+  // Run again twice, short each time: the file still fails the run.
+  assert.equal(r.out.split('\n').filter((l) => l.includes('running it again')).length, 2, r.out);
+  assert.equal(summary(r.out), '6 tests, 5 passed, 0 failed, 2 files (1 skipped, 1 file run again after a report cut short)', r.out);
+});
+
+test('a file whose report came up short once is run again, and counts when the rerun reports every test', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'exits-once-'));
+  try {
+    const r = node(['test/support/run-test-files.ts', fixture('exits-once'), fixture('clean')], { TS_EXITS_ONCE_MARK: join(dir, 'mark') });
+    assert.equal(r.status, 0, r.out);
+    assert.match(
+      r.out,
+      /exits-once\.ts: 1 of 3 declared tests reported; missing "cut short the first time", "reported once run again"; running it again \(--test-force-exit drops results at times: nodejs\/node#64833\)/,
+    );
+    assert.equal(summary(r.out), '8 tests, 7 passed, 0 failed, 2 files (1 skipped, 1 file run again after a report cut short)', r.out);
+    assert.doesNotMatch(r.out, /did not report every test/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a file that exits before any result leaves it: node:test counts the file as one passing test; the check fails the run', () => {
@@ -63,5 +84,5 @@ test('a file that exits before any result leaves it: node:test counts the file a
     /^✖ test\/fixtures\/test-runner\/exits-before-reporting\.ts: no test reported \(it exited before its results reached the runner, or declares none\)$/m,
   );
   assert.match(r.out, /^✖ 1 of 2 files did not report every test they declared$/m);
-  assert.equal(summary(r.out), '5 tests, 4 passed, 0 failed, 2 files (1 skipped)', r.out);
+  assert.equal(summary(r.out), '5 tests, 4 passed, 0 failed, 2 files (1 skipped, 1 file run again after a report cut short)', r.out);
 });
