@@ -229,39 +229,32 @@ export function rewardRow(e: Reward): Row {
   };
 }
 
-/** Which table each topic lands in (session state, a changelog, is not stored). */
-export const TABLE_OF: Partial<Record<TopicId, TableId>> = {
-  turns: 'turns',
-  feedback: 'feedback',
-  pairs: 'pairs',
-  judgements: 'judgements',
-  samples: 'samples',
-  weights: 'weights',
-  dlq: 'dlq',
-  rewards: 'rewards',
+/** Each stored topic: the table it lands in and how its event becomes a row (session state, a changelog, is not stored). */
+const STORED: Partial<Record<TopicId, { table: TableId; row: (value: unknown) => Row }>> = {
+  turns: { table: 'turns', row: (v) => turnRow(v as Turn) },
+  feedback: { table: 'feedback', row: (v) => feedbackRow(v as Feedback) },
+  pairs: { table: 'pairs', row: (v) => pairRow(v as TurnPair) },
+  judgements: { table: 'judgements', row: (v) => judgementRow(v as Judgement) },
+  samples: { table: 'samples', row: (v) => sampleRow(v as Sample) },
+  weights: { table: 'weights', row: (v) => weightRow(v as WeightVersion) },
+  dlq: { table: 'dlq', row: (v) => deadLetterRow(v as DeadLetter) },
+  rewards: { table: 'rewards', row: (v) => rewardRow(v as Reward) },
 };
 
-/** How each stored topic's event becomes its row. */
-const ROW_OF: Partial<Record<TopicId, (value: unknown) => Row>> = {
-  turns: (v) => turnRow(v as Turn),
-  feedback: (v) => feedbackRow(v as Feedback),
-  pairs: (v) => pairRow(v as TurnPair),
-  judgements: (v) => judgementRow(v as Judgement),
-  samples: (v) => sampleRow(v as Sample),
-  weights: (v) => weightRow(v as WeightVersion),
-  dlq: (v) => deadLetterRow(v as DeadLetter),
-  rewards: (v) => rewardRow(v as Reward),
-};
+/** Which table each stored topic lands in. */
+export const TABLE_OF: Partial<Record<TopicId, TableId>> = Object.fromEntries(
+  Object.entries(STORED).map(([id, stored]) => [id, stored.table]),
+);
 
 /** Tables whose rows carry `replay_tag` (migration 2): what a replay re-derives. */
 export const REPLAY_TABLES: ReadonlySet<TableId> = new Set(REPLAY_KEYS.map(([table]) => table));
 
 /** Maps one decoded event of topic `id` to its row; throws TS_ERR_INVALID_INPUT when it cannot. */
 export function toRow(id: TopicId, value: unknown, at: SourcePosition, now = Date.now()): MappedRow {
-  const table = TABLE_OF[id];
-  const mapRow = ROW_OF[id];
-  if (!table || !mapRow) throw invalidInput(`topic ${id} is not stored in analytics`);
-  const row = mapRow(value);
+  const stored = STORED[id];
+  if (!stored) throw invalidInput(`topic ${id} is not stored in analytics`);
+  const { table } = stored;
+  const row = stored.row(value);
   if (REPLAY_TABLES.has(table)) row.replay_tag = at.replayTag ?? '';
   return { table, row: addSource(row, at, now) };
 }

@@ -224,10 +224,9 @@ function printSummary(r: GymResult, dir: string): void {
     `  time: ${r.wall_s.toFixed(0)} s (rollouts ${r.time.rollouts.toFixed(0)} s, training ${r.time.training.toFixed(0)} s, eval ${r.time.eval.toFixed(0)} s; verifiers ${r.time.verifier.toFixed(1)} s summed)`,
   );
   say(`  groups: ${r.groups.trained} trained, ${r.groups.allEqual} all-equal (skipped), in ${r.groups.batches} batches`);
-  for (const run of r.runs.filter((x) => x.stalled))
-    say(
-      `  seed ${run.seed} stopped early: ${run.stalled!.idleBatches} batches in a row without a signal, after ${run.stalled!.afterBatches}`,
-    );
+  for (const { seed, stalled } of r.runs)
+    if (stalled)
+      say(`  seed ${seed} stopped early: ${stalled.idleBatches} batches in a row without a signal, after ${stalled.afterBatches}`);
   say(`  reports: ${dir}`);
 }
 
