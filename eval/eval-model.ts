@@ -33,6 +33,9 @@ export interface EvalReply {
   ids: number[];
   logprobs: number[];
   exactLogprobs: boolean;
+  /** The temperature and top-p the reply was drawn with (the trainer scores the same distribution). */
+  temperature: number;
+  topP: number;
   /** The version that answered. */
   version: number;
 }
@@ -181,6 +184,8 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
               ids: res.responseTokenIds,
               logprobs: res.responseLogprobs,
               exactLogprobs: res.exactLogprobs,
+              temperature: res.sampling.temperature ?? sampling.temperature,
+              topP: res.sampling.topP ?? sampling.topP,
               version: res.policyVersion,
             });
           }
@@ -256,7 +261,16 @@ export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
             maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4),
           }).ids;
           const replies = await sampleMany(model, ids, r.n ?? 1, { seed: r.seed, temperature, maxTokens });
-          return replies.map((x) => ({ text: x.text, promptIds: ids, ids: x.ids, logprobs: x.logprobs, exactLogprobs: true, version }));
+          return replies.map((x) => ({
+            text: x.text,
+            promptIds: ids,
+            ids: x.ids,
+            logprobs: x.logprobs,
+            exactLogprobs: true,
+            temperature,
+            topP: 1,
+            version,
+          }));
         },
         async step(samples) {
           const m = await learnerStep(

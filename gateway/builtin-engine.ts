@@ -4,11 +4,12 @@
  * every generated id (the final `<|end|>` included) and its log-prob, so the trainer never
  * re-tokenizes. Tools are accepted but not rendered: this small model answers in text.
  *
- * With `logprobs: true` the client gets those same numbers: each token's log-prob under the
- * policy's own distribution (temperature 1, before temperature and top-p reshape it for
- * sampling; vLLM's default `raw_logprobs` reports the same kind), equal to the Turn's
- * `responseLogprobs`: a confidence of the model itself, meaningful also at temperature 0, where
- * the distribution sampled from would give every token log-prob 0. `top_logprobs` lists the N most
+ * The Turn's `responseLogprobs` are each token's log-prob under the distribution it was drawn
+ * from (top-p, then temperature, as llama.cpp; the trainer scores the same). With
+ * `logprobs: true` the client gets each token's log-prob under the policy's own distribution
+ * (temperature 1, before temperature and top-p reshape it for sampling; vLLM's default
+ * `raw_logprobs` reports the same kind): a confidence of the model itself, meaningful also at
+ * temperature 0, where the distribution sampled from would give every token log-prob 0. `top_logprobs` lists the N most
  * likely tokens of that same distribution at each step. Every generated token is reported, so
  * `logprobs.content` has `usage.completion_tokens` entries, including the tokens of a stop string
  * and the final `<|end|>`, which are not in the text. Streaming then sends one chunk per token.
@@ -73,7 +74,7 @@ export class BuiltinEngine implements Engine {
       let finish: string = 'length';
       for await (const tok of policy.generate(promptIds, { ...sampling, topLogprobs, signal: call.signal })) {
         ids.push(tok.id);
-        logprobs.push(tok.logprob);
+        logprobs.push(tok.drawnLogprob);
         text += tok.text;
         if (content) {
           const entry = tokenLogprob(policy.tokenizer, tok.id, tok.logprob, tok.top);

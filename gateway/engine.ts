@@ -45,7 +45,7 @@ export interface EngineResult {
   logprobs: ChoiceLogprobs | null;
   /** The engine gave token ids (false: not trainable by token-level methods). */
   tokenized: boolean;
-  /** `responseLogprobs` are the model's own (temperature 1, untruncated, or greedy); see Turn.exactLogprobs. */
+  /** `responseLogprobs` are the engine's under the recorded sampling distribution; see Turn.exactLogprobs. */
   exactLogprobs: boolean;
   promptTruncatedTokens: number;
   promptTokens: number;

@@ -5,13 +5,15 @@
  * - Prompts are rendered with the model's own chat template (tools too) and fitted to the
  *   context by ChatFormat's policy, never refused; the Turn records the token ids actually used.
  * - Sampling: `temperature` and `top_p` as asked (the configured defaults otherwise), no top-k
- *   or min-p, seeded (the seed used is recorded). Each sampled token's probability comes from
- *   llama.cpp's sampler; it is the model's own when sampling at temperature 1 with top_p 1, or
- *   greedily (`exactLogprobs`), otherwise the probability it was drawn with.
+ *   or min-p, seeded (the seed used is recorded). The Turn keeps each sampled token's log-prob
+ *   under the distribution it was drawn from (llama.cpp's chain: the top-p nucleus of the
+ *   model's distribution, then logits ÷ temperature, renormalised; the greedy token's own
+ *   log-prob at temperature 0), marked exact: the trainer scores the same distribution
+ *   (docs/design/algorithms.md §10), so what differs is the engines alone.
  * - With `logprobs: true` llama.cpp hands over the whole distribution at each step: the client
  *   gets each token's own log-prob (temperature 1) and the `top_logprobs` of that distribution,
- *   the gateway draws the token itself (same chain: top-p, then temperature), and the Turn keeps
- *   the model's own log-probs.
+ *   as OpenAI reports them, the gateway draws the token itself (same chain: top-p, then
+ *   temperature), and the Turn keeps the log-prob it was drawn with, as above.
  * - `stop` strings end the answer (the text stops before them; their tokens stay in the Turn),
  *   the end-of-generation token ends it too and is recorded as the last response token.
  * - Tool calls are parsed in the template's syntax; streamed text never shows them.
@@ -267,7 +269,7 @@ export class LlamaEngine implements Engine {
       responseTokenIds: ids,
       responseLogprobs: logprobs,
       logprobs: entries ? { content: entries, refusal: null } : null,
-      exactLogprobs: full || g.temperature === 0 || (g.temperature === 1 && g.topP === 1),
+      exactLogprobs: true,
     };
   }
 
@@ -330,14 +332,16 @@ function tokenOf(
   if (!probs) return { token: value.token, lp: Math.log(Math.max(value.confidence ?? 0, 1e-30)), entry: null, drawn: false };
   const topN = g.req.topLogprobs ?? 0;
   const d = drawToken(probs, { temperature: g.temperature, topP: g.topP }, random);
-  const lp = Math.log(d.probability);
+  // The Turn keeps the probability the token was drawn with; the client gets the model's own.
+  const lp = Math.log(g.temperature > 0 ? d.drawnProbability : d.probability);
+  const own = Math.log(d.probability);
   const top: Array<{ id: number; lp: number }> = [];
   for (const [id, p] of probs) {
     if (top.length >= topN) break;
     top.push({ id, lp: Math.log(p) });
   }
   const render = (id: number, logprob: number) => ({ token: l.format.tokenText(id), logprob, bytes: l.bytes.bytes(id) });
-  const entry = { ...render(d.token, lp), top_logprobs: top.map((t) => render(t.id, t.lp)) };
+  const entry = { ...render(d.token, own), top_logprobs: top.map((t) => render(t.id, t.lp)) };
   return { token: d.token as Token, lp, entry, drawn: true };
 }
 

@@ -3,4 +3,5 @@ export { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming, type T
 export { createRegistryClient, registerSchemas, registryReady, type RegistryOptions, type SchemaIds } from './registry.ts';
 export { AvroCodec, avroTypeOf, encodedSize, invalidPaths, type Codec } from './codec.ts';
 export { ROLLOUT_METADATA, isRolloutStep } from './rollout-metadata.ts';
+export { samplingOf } from './sampling-of.ts';
 export { deterministicId, importedTurnId, importedFeedbackId } from './deterministic-id.ts';

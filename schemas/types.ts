@@ -76,9 +76,12 @@ export interface Turn {
   /** False when the engine gave no token ids: not trainable by token-level methods. */
   tokenized: boolean;
   /**
-   * True when `responseLogprobs` are the served model's own log-probs (temperature 1, no
-   * truncation, or the greedy token's); false when they are the sampler's (temperature, top-p
-   * applied), i.e. the probabilities the tokens were actually drawn with.
+   * True when `responseLogprobs` are the engine's log-probs of the sampled tokens under the
+   * distribution they were drawn from: the model's logits ÷ `sampling.temperature`, renormalised
+   * over the `sampling.topP` nucleus (the greedy token's own log-prob at temperature 0). The
+   * trainer scores the same distribution, so the two differ only by the engines (quantization).
+   * False when the engine could not say (an upstream without them, a grammar or penalties shaped
+   * the draw): such turns train without the importance correction.
    */
   exactLogprobs: boolean;
   /** Prompt tokens dropped by the truncation policy (0 when none). */
@@ -153,6 +156,10 @@ export interface PairTurn {
   tokenized: boolean;
   /** As the Turn's. */
   exactLogprobs: boolean;
+  /** The turn's sampling temperature (Sample.samplingTemperature). @default 1 */
+  samplingTemperature?: number;
+  /** The turn's top-p (Sample.samplingTopP). @default 1 */
+  samplingTopP?: number;
   /** The request's `tools`, as JSON (a teacher renders them as the engine did), or null. */
   toolsJson: string | null;
   requestedAt: number;
@@ -258,8 +265,15 @@ export interface Sample {
   lossMask: number[];
   /** One per response token. */
   rolloutLogprobs: number[];
-  /** As the Turn's `exactLogprobs`: whether `rolloutLogprobs` are the model's own (comparable with the trainer's). */
+  /** As the Turn's `exactLogprobs`: whether `rolloutLogprobs` are the engine's under the sampling distribution below. */
   exactLogprobs: boolean;
+  /**
+   * The temperature the response was sampled at: the trainer scores its tokens under logits ÷ T
+   * (0, greedy, is scored at 1). @default 1
+   */
+  samplingTemperature?: number;
+  /** The top-p nucleus the response was drawn from: the trainer renormalises over the same set. @default 1 */
+  samplingTopP?: number;
   reward: number;
   /** One per response token, or null (RL-only: the teacher term is exactly 0). */
   teacherLogprobs: number[] | null;
@@ -343,6 +357,10 @@ export interface TrajectoryStep {
   responseTokenIds: number[];
   responseLogprobs: number[];
   exactLogprobs: boolean;
+  /** The turn's sampling temperature (Sample.samplingTemperature). @default 1 */
+  samplingTemperature?: number;
+  /** The turn's top-p (Sample.samplingTopP). @default 1 */
+  samplingTopP?: number;
   tokenized: boolean;
   completedAt: number;
 }
@@ -387,9 +405,18 @@ export interface TrainMetrics {
   clipFraction: number;
   samples: number;
   tokens: number;
+  /** Mean |engine − trainer| log-prob of the sampled tokens (exact samples), the rollout/trainer mismatch. */
   logprobDrift: number;
   droppedStale: number;
   steps: number;
+  /** k3 estimate of KL(π_rollout ‖ π_trainer) over the same tokens. @default 0 */
+  mismatchKl?: number;
+  /** Mean truncated importance weight min(π_trainer/π_rollout, cap) over those tokens (1: none applied). @default 1 */
+  tisMean?: number;
+  /** Share of those tokens whose importance weight hit the cap. @default 0 */
+  tisTruncated?: number;
+  /** Wall time of the learner's step, seconds. @default 0 */
+  stepSeconds?: number;
 }
 
 /** A published checkpoint. Key: modelId. */

@@ -53,6 +53,11 @@ export interface GeneratedToken {
    */
   logprob: number;
   /**
+   * log-prob of `id` under the distribution it was drawn from (top-p, then temperature; see
+   * {@link drawFrom}): what a Turn records, and the trainer scores.
+   */
+  drawnLogprob: number;
+  /**
    * Text released by this token: '' while a UTF-8 character is incomplete or the text could be
    * the start of a stop string. The concatenation of all `text` is the answer, without the stop
    * string and without special tokens.
@@ -79,29 +84,38 @@ export function logSoftmaxRow(logits: ArrayLike<number>): Float64Array {
   return out;
 }
 
-/** Picks a token from log-probs with temperature and top-p; temperature 0 is argmax. */
+/** Picks a token from log-probs with top-p and temperature; temperature 0 is argmax. */
 export function sampleToken(logp: Float64Array, temperature: number, topP: number, rand: () => number): number {
+  return drawFrom(logp, temperature, topP, rand).id;
+}
+
+/**
+ * Draws a token as llama.cpp's chain does (the engines share one convention, which the trainer
+ * scores): the top-p nucleus of the model's own distribution, then its log-probs ÷ temperature,
+ * renormalised over the nucleus. Returns the id and its log-prob under that distribution
+ * (temperature 0: the argmax and its own log-prob).
+ */
+export function drawFrom(logp: Float64Array, temperature: number, topP: number, rand: () => number): { id: number; logprob: number } {
   if (temperature <= 0) {
     let best = 0;
     for (let i = 1; i < logp.length; i++) if (logp[i] > logp[best]) best = i;
-    return best;
+    return { id: best, logprob: logp[best] };
   }
-  const scaled = Array.from(logp, (v) => v / temperature);
-  const p = Array.from(logSoftmaxRow(scaled), Math.exp);
-  const order = p.map((_, i) => i).sort((a, b) => p[b] - p[a] || a - b);
+  const order = Array.from(logp, (_, i) => i).sort((a, b) => logp[b] - logp[a] || a - b);
   const keep: number[] = [];
   let cum = 0;
   for (const i of order) {
     keep.push(i);
-    cum += p[i];
+    cum += Math.exp(logp[i]);
     if (cum >= topP) break;
   }
-  let r = rand() * cum;
-  for (const i of keep) {
-    r -= p[i];
-    if (r < 0) return i;
+  const scaled = logSoftmaxRow(keep.map((i) => logp[i] / temperature));
+  let r = rand();
+  for (let k = 0; k < keep.length; k++) {
+    r -= Math.exp(scaled[k]);
+    if (r < 0) return { id: keep[k], logprob: scaled[k] };
   }
-  return keep[keep.length - 1];
+  return { id: keep[keep.length - 1], logprob: scaled[keep.length - 1] };
 }
 
 /** The `k` largest entries of `logp`, largest first (ties: lower id first); O(V·k), no sort of V. */
@@ -203,8 +217,8 @@ export async function* generate(
       checkAbort();
 
       const logp = logSoftmaxRow(logits);
-      const id = sampleToken(logp, temperature, topP, rand);
-      const token: GeneratedToken = { id, logprob: logp[id], text: '' };
+      const { id, logprob: drawnLogprob } = drawFrom(logp, temperature, topP, rand);
+      const token: GeneratedToken = { id, logprob: logp[id], drawnLogprob, text: '' };
       if (topLogprobs > 0) token.top = topK(logp, topLogprobs);
       if (id === tokenizer.end || id === tokenizer.eos) {
         token.text = pending + decoder.flush();

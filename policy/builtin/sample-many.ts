@@ -1,13 +1,13 @@
 import * as tf from '@tensorflow/tfjs';
 import { mulberry32 } from '../../core/index.ts';
-import { logSoftmaxRow, sampleToken } from './generate.ts';
+import { logSoftmaxRow, drawFrom } from './generate.ts';
 import { disposeCache, type KvCache, type TransformerModel } from './model.ts';
 import { ByteTokenizer } from './tokenizer.ts';
 
 export interface SampledReply {
   /** Generated ids, the final `<|end|>` included when the reply ended. */
   ids: number[];
-  /** log π of each id at temperature 1 (what the gateway records). */
+  /** log-prob of each id under the distribution it was drawn from (what the gateway records). */
   logprobs: number[];
   /** The reply text (special tokens left out). */
   text: string;
@@ -68,9 +68,9 @@ export async function sampleMany(
           continue;
         }
         const logp = logSoftmaxRow(data.subarray(b * V, (b + 1) * V));
-        const id = sampleToken(logp, temperature, 1, rand);
+        const { id, logprob } = drawFrom(logp, temperature, 1, rand);
         r.ids.push(id);
-        r.logprobs.push(logp[id]);
+        r.logprobs.push(logprob);
         if (id === tok.end || id === tok.eos) r.done = true;
         next.push([id]);
       }

@@ -90,6 +90,8 @@ export function batchSamples(
           lossMask: new Array<number>(n).fill(1),
           rolloutLogprobs: step.responseLogprobs,
           exactLogprobs: step.exactLogprobs,
+          samplingTemperature: step.samplingTemperature ?? 1,
+          samplingTopP: step.samplingTopP ?? 1,
           reward: adv[i],
           teacherLogprobs: null,
           teacherTopK: null,

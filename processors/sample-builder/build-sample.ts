@@ -137,6 +137,8 @@ export async function buildSample(
       lossMask: new Array<number>(n).fill(mask),
       rolloutLogprobs: turn.responseLogprobs,
       exactLogprobs: turn.exactLogprobs,
+      samplingTemperature: turn.samplingTemperature ?? 1,
+      samplingTopP: turn.samplingTopP ?? 1,
       reward,
       teacherLogprobs,
       teacherTopK,

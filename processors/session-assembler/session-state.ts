@@ -1,5 +1,5 @@
 /** Small helpers over the assembler's per-session state (the `SessionState` schema). */
-import type { PairTurn, SessionState, Turn } from '../../schemas/index.ts';
+import { samplingOf, type PairTurn, type SessionState, type Turn } from '../../schemas/index.ts';
 
 export function emptySession(sessionId: string, userId: string | null): SessionState {
   return {
@@ -38,6 +38,7 @@ export function toPairTurn(turn: Turn, mainTurnIndex: number): PairTurn {
     responseLogprobs: turn.responseLogprobs,
     tokenized: turn.tokenized,
     exactLogprobs: turn.exactLogprobs,
+    ...samplingOf(turn),
     toolsJson: turn.toolsJson,
     requestedAt: turn.requestedAt,
     completedAt: turn.completedAt,

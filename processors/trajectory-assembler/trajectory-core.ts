@@ -8,7 +8,7 @@
  * turns do not all come within `settleMs` goes out with what came, `missingTurns` saying how many
  * did not. EVAL rollouts score a version and are never trained: their outcome is not joined.
  */
-import { isRolloutStep, type Reward, type Trajectory, type TrajectoryState, type TrajectoryStep, type Turn } from '../../schemas/index.ts';
+import { isRolloutStep, samplingOf, type Reward, type Trajectory, type TrajectoryState, type TrajectoryStep, type Turn } from '../../schemas/index.ts';
 
 export interface TrajectoryAssemblerOptions {
   /** How long an outcome waits for the turns it lists (or, listing none, for the session's), ms. @default 30000 */
@@ -46,6 +46,7 @@ export function stepOf(turn: Turn): TrajectoryStep {
     responseTokenIds: turn.responseTokenIds,
     responseLogprobs: turn.responseLogprobs,
     exactLogprobs: turn.exactLogprobs,
+    ...samplingOf(turn),
     tokenized: turn.tokenized,
     completedAt: turn.completedAt,
   };
