@@ -98,6 +98,7 @@ function buildTurn(r: Resolved, result: EngineResult, deps: ChatRouteDeps): Turn
     tokenized: result.tokenized,
     exactLogprobs: result.exactLogprobs,
     promptTruncatedTokens: result.promptTruncatedTokens,
+    promptHeadTokens: result.promptHeadTokens ?? 0,
     sampling: result.sampling,
     usage: {
       promptTokens: result.promptTokens,

@@ -48,6 +48,8 @@ export interface EngineResult {
   /** `responseLogprobs` are the engine's under the recorded sampling distribution; see Turn.exactLogprobs. */
   exactLogprobs: boolean;
   promptTruncatedTokens: number;
+  /** Prompt tokens of the task (system message and first user message), when the engine knows (Turn.promptHeadTokens). */
+  promptHeadTokens?: number;
   promptTokens: number;
   /** Leading prompt tokens whose evaluation was reused (prefix cache), when the engine knows. */
   cachedPromptTokens?: number;

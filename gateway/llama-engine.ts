@@ -209,6 +209,7 @@ export class LlamaEngine implements Engine {
         promptTokenIds: prompt,
         tokenized: true,
         promptTruncatedTokens: truncatedTokens,
+        promptHeadTokens: promptHead(l.format, req.messages, tools, prompt),
         promptTokens: prompt.length,
         cachedPromptTokens: lease.reused,
         completionTokens: out.responseTokenIds.length,
@@ -364,6 +365,21 @@ function finishAnswer(text: AnswerText, format: ChatFormat, g: Generation): Pick
     });
   }
   return parsed;
+}
+
+/**
+ * How many of `prompt`'s tokens hold the system message and the first user message (the task):
+ * the head rendered alone, as far as it agrees with the prompt (the fitting policy may have cut
+ * it). A prompt with nothing after its first user message is all head.
+ */
+export function promptHead(format: ChatFormat, messages: ChatRequest['messages'], tools: OpenAITool[] | null, prompt: number[]): number {
+  const firstUser = messages.findIndex((m) => m.role === 'user');
+  if (firstUser < 0) return 0;
+  if (firstUser === messages.length - 1) return prompt.length;
+  const head = format.tokenize(messages.slice(0, firstUser + 1), tools);
+  let n = 0;
+  while (n < head.length && n < prompt.length && head[n] === prompt[n]) n++;
+  return n;
 }
 
 function abortError(signal: AbortSignal): TurnstreamError {

@@ -71,6 +71,7 @@ const pairTurn = (ctx: Ctx) =>
       field('exactLogprobs', 'boolean', { default: true }),
       field('samplingTemperature', 'double', { default: 1 }),
       field('samplingTopP', 'double', { default: 1 }),
+      field('promptHeadTokens', 'int', { default: 0 }),
       optField('toolsJson', 'string'),
       field('requestedAt', millis),
       field('completedAt', millis),
@@ -135,6 +136,7 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
       field('tokenized', 'boolean'),
       field('exactLogprobs', 'boolean', { default: true }),
       field('promptTruncatedTokens', 'int', { default: 0 }),
+      field('promptHeadTokens', 'int', { default: 0 }),
       field(
         'sampling',
         once(ctx, 'SamplingParams', () => ({
@@ -278,6 +280,7 @@ export function sampleSchema(ctx: Ctx = new Set()): Schema {
       field('exactLogprobs', 'boolean', { default: true }),
       field('samplingTemperature', 'double', { default: 1 }),
       field('samplingTopP', 'double', { default: 1 }),
+      field('promptHeadTokens', 'int', { default: 0 }),
       field('reward', 'float'),
       optField('teacherLogprobs', arr('float')),
       optField(
@@ -360,6 +363,7 @@ const trajectoryStep = (ctx: Ctx) =>
       field('exactLogprobs', 'boolean'),
       field('samplingTemperature', 'double', { default: 1 }),
       field('samplingTopP', 'double', { default: 1 }),
+      field('promptHeadTokens', 'int', { default: 0 }),
       field('tokenized', 'boolean'),
       field('completedAt', millis),
     ],

@@ -86,6 +86,11 @@ export interface Turn {
   exactLogprobs: boolean;
   /** Prompt tokens dropped by the truncation policy (0 when none). */
   promptTruncatedTokens: number;
+  /**
+   * Prompt tokens up to the end of the first user message (the system message and the task): a
+   * trainer that must shorten a long prompt cuts its middle and keeps these. 0 when unknown. @default 0
+   */
+  promptHeadTokens?: number;
   sampling: SamplingParams;
   usage: Usage;
   latencyMs: number;
@@ -160,6 +165,8 @@ export interface PairTurn {
   samplingTemperature?: number;
   /** The turn's top-p (Sample.samplingTopP). @default 1 */
   samplingTopP?: number;
+  /** As the Turn's. @default 0 */
+  promptHeadTokens?: number;
   /** The request's `tools`, as JSON (a teacher renders them as the engine did), or null. */
   toolsJson: string | null;
   requestedAt: number;
@@ -274,6 +281,8 @@ export interface Sample {
   samplingTemperature?: number;
   /** The top-p nucleus the response was drawn from: the trainer renormalises over the same set. @default 1 */
   samplingTopP?: number;
+  /** Prompt tokens of the task (system message and first user message), kept when a long prompt is cut (Turn.promptHeadTokens). @default 0 */
+  promptHeadTokens?: number;
   reward: number;
   /** One per response token, or null (RL-only: the teacher term is exactly 0). */
   teacherLogprobs: number[] | null;
@@ -361,6 +370,8 @@ export interface TrajectoryStep {
   samplingTemperature?: number;
   /** The turn's top-p (Sample.samplingTopP). @default 1 */
   samplingTopP?: number;
+  /** As the Turn's. @default 0 */
+  promptHeadTokens?: number;
   tokenized: boolean;
   completedAt: number;
 }

@@ -10,14 +10,16 @@
  *    same weights as π_old, so the term holds only the hint's effect. A sample with teacher top-k
  *    gets the top-k reverse KL (weighted by w_opd) instead. Advantages are scaled by the sample's
  *    `weight` and by a truncated importance weight `min(tisCap, π_old/π_rollout)` per token: for
- *    stale samples kept under `staleness: 'tis'`, and (`mismatchTis`) for every exact sample,
- *    which corrects the serving engine's quantized log-probs as slime does;
+ *    stale samples kept under `staleness: 'tis'`, and (`mismatchTis`, on unless `tisCap` is 0) for
+ *    every exact sample, which corrects the serving engine's quantized log-probs as slime does.
+ *    Every log-prob is taken under the distribution the sample was drawn from (its temperature
+ *    and top-p; step/sampled-logits.ts);
  * 3. PPO-clipped surrogate (token-mean per sample, mean over samples) + klCoef·KL(π‖π_ref)
  *    − entropyCoef·H, global-norm gradient clipping, one AdamW update;
  * 4. the update's KL(π_old‖π_new) is measured; beyond `maxKl` the update is halved (twice at
  *    most), and undone if it still moves the policy too far (`rejected` says why).
  *
- * Samples longer than the policy's pass are cut from the prompt's left (`cutTokens`); the batch
+ * Samples longer than the policy's pass lose the middle of their prompt, never its task (`cutTokens`); the batch
  * is walked in micro-batches of at most `microBatchTokens` tokens, gradients summed. The stages
  * are in trainer/step/: the plan, each micro-batch's inputs and gradient, the update.
  */
@@ -47,7 +49,7 @@ export async function learnerStep(
   const surrogate = surrogateOf(opts);
   const micros: Micro[] = [];
   const gradSum: tf.Tensor[] = policy.variables.map((v) => tf.zerosLike(v));
-  const rollout: RolloutStats = { drift: 0, driftTokens: 0, tisSum: 0, tisTokens: 0, tisCapped: 0 };
+  const rollout: RolloutStats = { drift: 0, k3: 0, driftTokens: 0, tisSum: 0, tisTokens: 0, tisCapped: 0 };
   let loss = 0;
   let clipTokens = 0;
   let entropy = 0;
@@ -82,6 +84,7 @@ export async function learnerStep(
       klRef: u.klRef,
       clipFraction: clipTokens / Math.max(1, plan.tokens),
       logprobDrift: rollout.driftTokens > 0 ? rollout.drift / rollout.driftTokens : 0,
+      mismatchKl: rollout.driftTokens > 0 ? rollout.k3 / rollout.driftTokens : 0,
       entropy,
       gradNorm: u.gradNorm,
       samples: plan.N,

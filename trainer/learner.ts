@@ -122,6 +122,10 @@ export interface LearnerStats {
   consensusRestored: number;
   buffered: number;
   transactions: number;
+  /** Batches taken (each a step published, a step undone by the KL guard, or nothing to train). */
+  batches: number;
+  /** Steps undone by the KL guard: their batch was consumed, no version was published. */
+  rejected: number;
 }
 
 export interface LearnerHandle {
@@ -152,6 +156,10 @@ const metrics = {
   buffered: gauge('turnstream_trainer_buffered_samples', 'Samples waiting for a batch', ['model']),
   rejected: counter('turnstream_trainer_steps_rejected_total', 'Steps undone by the KL guard (no version published)', ['model']),
   tis: gauge('turnstream_trainer_tis_mean', 'Mean truncated importance weight of the last step (1: none applied)', ['model']),
+  mismatchKl: gauge('turnstream_trainer_mismatch_kl', 'k3 KL(π_rollout ‖ π_trainer) of the last step (engine/trainer mismatch)', ['model']),
+  tisTruncated: gauge('turnstream_trainer_tis_truncated', 'Share of tokens whose importance weight hit the cap in the last step', [
+    'model',
+  ]),
   stepSeconds: histogram('turnstream_trainer_step_seconds', 'Training step time', ['model'], [0.1, 0.5, 1, 2, 5, 10, 30, 60]),
 };
 
@@ -208,6 +216,8 @@ class Learner {
     otherModel: 0,
     transactions: 0,
     consensusRestored: 0,
+    batches: 0,
+    rejected: 0,
   };
   private readyResolve!: () => void;
   private readonly ready = new Promise<void>((r) => (this.readyResolve = r));
@@ -356,9 +366,10 @@ class Learner {
       m = await learnerStep(this.policy!, this.optimizer, items, grpo ? { ...this.o.step, ...GRPO_STEP, ...this.o.grpoStep } : this.o.step);
       end();
       if (m.rejected) {
+        this.counts.rejected++;
         metrics.rejected.inc({ model: this.modelId });
         this.log.warn({ reason: m.rejected, samples: m.samples, gradNorm: m.gradNorm }, 'step rejected; no version published');
-      } else if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length);
+      } else if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length, (Date.now() - stepStarted) / 1000);
     }
     for (const p of [...batch, ...dropped]) this.kafka.done(p.meta.partition, p.meta.offset);
     try {
@@ -369,6 +380,8 @@ class Learner {
       throw err;
     }
     this.counts.trained += batch.length;
+    // Counted once the batch is committed: a waiter that sees it can tell a step not taken.
+    this.counts.batches++;
     for (const b of batch) metrics.trained.inc({ model: this.modelId, method: b.sample.method });
     if (published && m) {
       this.version = published.version;
@@ -382,6 +395,8 @@ class Learner {
       metrics.kl.set({ model: this.modelId }, m.kl);
       metrics.clip.set({ model: this.modelId }, m.clipFraction);
       metrics.tis.set({ model: this.modelId }, m.tisMean);
+      metrics.mismatchKl.set({ model: this.modelId }, m.mismatchKl);
+      metrics.tisTruncated.set({ model: this.modelId }, m.tisTruncated);
       this.log.info(
         {
           version: published.version,
@@ -449,7 +464,7 @@ class Learner {
     return weighed;
   }
 
-  private async writeCheckpoint(m: StepMetrics, droppedStale: number): Promise<WeightVersion> {
+  private async writeCheckpoint(m: StepMetrics, droppedStale: number, stepSeconds: number): Promise<WeightVersion> {
     const version = this.nextVersion;
     // A folder with this number can only be an unpublished leftover: versions are published in order.
     await rm(this.lineage.path(version), { recursive: true, force: true });
@@ -463,6 +478,10 @@ class Learner {
       logprobDrift: m.logprobDrift,
       droppedStale,
       steps: this.steps + 1,
+      mismatchKl: m.mismatchKl,
+      tisMean: m.tisMean,
+      tisTruncated: m.tisTruncated,
+      stepSeconds,
     };
     const saved = await this.lineage.save(version, this.version, trainMetrics);
     return {

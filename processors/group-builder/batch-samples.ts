@@ -92,6 +92,7 @@ export function batchSamples(
           exactLogprobs: step.exactLogprobs,
           samplingTemperature: step.samplingTemperature ?? 1,
           samplingTopP: step.samplingTopP ?? 1,
+          promptHeadTokens: step.promptHeadTokens ?? 0,
           reward: adv[i],
           teacherLogprobs: null,
           teacherTopK: null,

@@ -139,6 +139,7 @@ export async function buildSample(
       exactLogprobs: turn.exactLogprobs,
       samplingTemperature: turn.samplingTemperature ?? 1,
       samplingTopP: turn.samplingTopP ?? 1,
+      promptHeadTokens: turn.promptHeadTokens ?? 0,
       reward,
       teacherLogprobs,
       teacherTopK,

@@ -2,7 +2,11 @@
 import type { Sample } from '../../schemas/index.ts';
 import { exampleSample } from './fixtures.ts';
 
-/** `prompt` then `response` as one RL sample, each response token sampled with log-prob `logprob`, no teacher; `over` sets the rest. */
+/**
+ * `prompt` then `response` as one RL sample, each response token recorded with log-prob `logprob`,
+ * no teacher; `over` sets the rest. Made-up log-probs are no engine's: the sample is not exact
+ * (no mismatch correction, no drift) unless `over` says so.
+ */
 export function rlSample(prompt: number[], response: number[], logprob: number, over: Partial<Sample> = {}): Sample {
   return exampleSample({
     tokens: [...prompt, ...response],
@@ -13,6 +17,7 @@ export function rlSample(prompt: number[], response: number[], logprob: number, 
     teacherLogprobs: null,
     teacherTopK: null,
     method: 'RL',
+    exactLogprobs: false,
     ...over,
   });
 }

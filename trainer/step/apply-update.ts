@@ -10,6 +10,7 @@ import { klLowVar } from '../losses/regularizers.ts';
 import type { TrainablePolicy } from '../trainable-policy.ts';
 import type { Micro } from './micro-batch.ts';
 import type { Surrogate } from './micro-gradient.ts';
+import { sampledRows } from './sampled-logits.ts';
 import { padLogits, pick } from './step-rows.ts';
 import type { LearnerStepOptions } from './step-types.ts';
 
@@ -78,7 +79,7 @@ async function measure(
     const R = m.targets.shape[1];
     const logits = policy.logits(m.rows.map((r) => r.seq));
     const t = tf.tidy(() => {
-      const padded = padLogits(logits, R);
+      const padded = padLogits(sampledRows(logits, m.rows), R);
       const logp = pick(padded, m.targets, m.mask);
       const n = tf.sum(m.mask);
       return tf.stack([

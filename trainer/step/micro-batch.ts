@@ -9,8 +9,9 @@ import * as tf from '@tensorflow/tfjs';
 import { combinedAdvantages } from '../losses/advantages.ts';
 import type { TrainablePolicy, TrainPass } from '../trainable-policy.ts';
 import type { StepPlan } from './step-plan.ts';
+import { sampledLogits, sampledRows, type Sampling } from './sampled-logits.ts';
 import { padLogits, padRow, pick, topKOk, topKRows, type Row, type TopKEntries } from './step-rows.ts';
-import type { LearnerStepOptions } from './step-types.ts';
+import { mismatchTisOn, tisCapOf, type LearnerStepOptions } from './step-types.ts';
 
 export interface Micro {
   rows: Row[];
@@ -27,6 +28,8 @@ export interface Micro {
 /** Sums over a micro-batch of what the step reports about the rollout log-probs. */
 export interface RolloutStats {
   drift: number;
+  /** Sum of k3 = exp(r) − 1 − r, r = log π_old − log π_rollout: KL(π_rollout ‖ π_old) on the rollout's tokens. */
+  k3: number;
   driftTokens: number;
   tisSum: number;
   tisTokens: number;
@@ -43,15 +46,18 @@ async function teacherLogprobs(
   response: number[],
   reference: boolean,
   topK: number,
+  sampling: Sampling,
 ): Promise<{ lps: number[]; topK: TopKEntries | null }> {
   const all = [...prompt, ...response];
   const budget = Math.min(policy.microBatchTokens, policy.contextLength);
   const cut = Math.max(0, all.length - 1 - budget);
   const ids = all.slice(cut, -1);
   const P = prompt.length - cut;
-  const [logits] = policy.logits([{ ids, positions: response.map((_, i) => P - 1 + i) }], { reference });
+  const [raw] = policy.logits([{ ids, positions: response.map((_, i) => P - 1 + i) }], { reference });
+  // The teacher is scored under the distribution the student's tokens were drawn from, as π_old is.
+  const logits = sampledLogits(raw, sampling, response);
   const logp = tf.logSoftmax(logits);
-  logits.dispose();
+  tf.dispose([raw, logits]);
   const lp = tf.tidy(() => tf.sum(tf.mul(logp, tf.oneHot(tf.tensor1d(response, 'int32'), policy.vocabSize)), -1));
   const out = Array.from(await lp.data());
   lp.dispose();
@@ -76,7 +82,7 @@ function teachersOf(policy: TrainablePolicy, group: Row[], plan: StepPlan, opts:
       if (s.teacherLogprobs) return { lps: s.teacherLogprobs, topK: null };
       if (!s.teacherPromptTokens) return null;
       const k = opts.opdAdvantage === 'distribution' ? plan.K : 0;
-      return teacherLogprobs(policy, s.teacherPromptTokens, r.targets, opts.opdOnReference ?? false, k);
+      return teacherLogprobs(policy, s.teacherPromptTokens, r.targets, opts.opdOnReference ?? false, k, s);
     }),
   );
 }
@@ -92,19 +98,22 @@ async function rolloutStats(
   const stats = tf.tidy(() => {
     const exactMask = tf.mul(m.mask, tf.reshape(tf.tensor1d(exact, 'float32'), [-1, 1]));
     const drift = tf.sum(tf.mul(tf.abs(tf.sub(rollout, m.oldLp)), exactMask));
-    const ratio = tf.exp(tf.sub(m.oldLp, rollout));
+    const r = tf.sub(m.oldLp, rollout);
+    const ratio = tf.exp(r);
+    const k3 = tf.sum(tf.mul(tf.sub(tf.sub(ratio, 1), r), exactMask));
     const tisMask = tf.mul(m.mask, tf.reshape(tf.tensor1d(tisOn, 'float32'), [-1, 1]));
     return tf.stack([
       drift,
+      k3,
       tf.sum(exactMask),
       tf.sum(tf.mul(tf.minimum(ratio, cap), tisMask)),
       tf.sum(tisMask),
       tf.sum(tf.mul(tf.cast(tf.greater(ratio, cap), 'float32'), tisMask)),
     ]);
   });
-  const [drift, driftTokens, tisSum, tisTokens, tisCapped] = Array.from(await stats.data());
+  const [drift, k3, driftTokens, tisSum, tisTokens, tisCapped] = Array.from(await stats.data());
   stats.dispose();
-  return { drift, driftTokens, tisSum, tisTokens, tisCapped };
+  return { drift, k3, driftTokens, tisSum, tisTokens, tisCapped };
 }
 
 /** Per-token advantages [rows, R]: combined RL and OPD terms, times each sample's weight and, where on, its truncated importance weight. */
@@ -120,7 +129,7 @@ function advantagesOf(
   opts: LearnerStepOptions,
 ): tf.Tensor2D {
   const R = m.mask.shape[1];
-  const cap = opts.tisCap ?? 2;
+  const cap = tisCapOf(opts);
   return tf.tidy(() => {
     const teacherLp = hasTeacher.some((h) => h === 1)
       ? tf.tensor2d(
@@ -171,7 +180,7 @@ export async function prepareMicro(
       group.map((r) => padRow(r.mask, R)),
       [group.length, R],
     );
-    return { targets, mask, oldLp: pick(padLogits(pass.logits, R), targets, mask) };
+    return { targets, mask, oldLp: pick(padLogits(sampledRows(pass.logits, group), R), targets, mask) };
   });
   const teachers = await teachersOf(policy, group, plan, opts);
   const teacherRows = teachers.map((t) => t?.lps ?? null);
@@ -183,9 +192,12 @@ export async function prepareMicro(
     ? tf.tidy(() =>
         pick(
           padLogits(
-            policy.logits(
-              group.map((r) => r.seq),
-              { reference: true },
+            sampledRows(
+              policy.logits(
+                group.map((r) => r.seq),
+                { reference: true },
+              ),
+              group,
             ),
             R,
           ),
@@ -199,8 +211,8 @@ export async function prepareMicro(
     [group.length, R],
   );
   const exact = group.map((r) => (r.sample.exactLogprobs ? 1 : 0));
-  const tisOn = group.map((r, i) => (exact[i] === 1 && (r.stale || opts.mismatchTis === true) ? 1 : 0));
-  const stats = await rolloutStats(m, rollout, exact, tisOn, opts.tisCap ?? 2);
+  const tisOn = group.map((r, i) => (exact[i] === 1 && (r.stale || mismatchTisOn(opts)) ? 1 : 0));
+  const stats = await rolloutStats(m, rollout, exact, tisOn, tisCapOf(opts));
   const adv = advantagesOf(group, m, teacherRows, hasTeacher, refLp, rollout, tisOn, plan, opts);
   rollout.dispose();
   const K = plan.K;

@@ -10,6 +10,7 @@ import { klLowVar, tokenEntropy } from '../losses/regularizers.ts';
 import { topKReverseKl } from '../losses/top-k-reverse-kl.ts';
 import type { TrainPass } from '../trainable-policy.ts';
 import type { Micro } from './micro-batch.ts';
+import { nucleiOf, sampledRows } from './sampled-logits.ts';
 import { padLogits, pick } from './step-rows.ts';
 import type { LearnerStepOptions } from './step-types.ts';
 
@@ -52,10 +53,12 @@ export function microGradient(pass: TrainPass, micro: Micro, surrogate: Surrogat
   let clip = 0;
   let entropy = 0;
   let loss = 0;
+  // The nucleus (top-p) has no gradient: it is taken before the tape.
+  const nuclei = nucleiOf(pass.logits, micro.rows);
   // tf.grads leaves the loss it differentiated alive: the tidy frees it and keeps the gradients.
   const dl = tf.tidy(() =>
     tf.grads((...ls: tf.Tensor[]) => {
-      const logits = padLogits(ls as tf.Tensor2D[], R);
+      const logits = padLogits(sampledRows(ls as tf.Tensor2D[], micro.rows, nuclei), R);
       const logp = pick(logits, micro.targets, micro.mask);
       const s = surrogate(micro, logits, logp);
       let total = s.total;
@@ -69,6 +72,7 @@ export function microGradient(pass: TrainPass, micro: Micro, surrogate: Surrogat
       return scaled;
     })(pass.logits),
   );
+  tf.dispose(nuclei.filter((n): n is tf.Tensor2D => n !== null));
   const grads = pass.backward(dl as tf.Tensor2D[]);
   tf.dispose(dl);
   return { grads, loss, clipFraction: clip, entropy };

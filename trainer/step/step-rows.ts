@@ -105,9 +105,9 @@ export interface Row {
 }
 
 export function toRow({ sample: s, stale }: StepSample, maxTokens: number): Row {
-  // Keep the whole response and as much of the prompt's end as fits one pass.
   const cut = Math.max(0, s.tokens.length - 1 - maxTokens);
-  const ids = s.tokens.slice(cut, -1);
+  const head = keptHead(s, cut, maxTokens);
+  const ids = [...s.tokens.slice(0, head), ...s.tokens.slice(head + cut, -1)];
   const P = s.promptLength - cut;
   const R = s.responseLength;
   return {
@@ -118,6 +118,20 @@ export function toRow({ sample: s, stale }: StepSample, maxTokens: number): Row 
     mask: Array.from({ length: R }, (_, i) => s.lossMask[i] ?? 0),
     cut,
   };
+}
+
+/**
+ * Where a sample longer than one pass is cut (docs/design/algorithms.md §10): the whole response
+ * is kept, and of the prompt its head (the system message and the first user message: the task,
+ * `promptHeadTokens`) and as much of its end as fits; `cut` tokens go from the middle. Without a
+ * known head, the first quarter of the pass is kept. A prompt too short to keep its head loses
+ * its left instead.
+ */
+export function keptHead(s: Pick<Sample, 'promptLength' | 'promptHeadTokens'>, cut: number, maxTokens: number): number {
+  if (cut === 0) return 0;
+  const wanted = s.promptHeadTokens && s.promptHeadTokens > 0 ? s.promptHeadTokens : Math.floor(maxTokens / 4);
+  // The last prompt token stays: its logits score the response's first token.
+  return Math.max(0, Math.min(wanted, s.promptLength - 1 - cut));
 }
 
 /** Per-row [R_i, V] logits → [b, R, V] padded with zero rows, and the picked log-probs [b, R]. */

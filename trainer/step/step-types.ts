@@ -19,9 +19,13 @@ export interface LearnerStepOptions {
   entropyCoef?: number;
   /** The built-in model's frozen reference (needed when klCoef ≠ 0 with a TransformerModel). */
   reference?: TransformerModel;
-  /** Cap of the truncated importance weights. @default 2 */
+  /**
+   * Cap C of the truncated importance weights `min(π_old/π_rollout, C)` (token level, as verl and
+   * slime apply them against the engine's log-probs); 0 turns the mismatch correction off (stale
+   * samples kept under `staleness: 'tis'` are then capped at 2). @default 2
+   */
   tisCap?: number;
-  /** Truncated importance weights on every exact sample (engine/trainer mismatch). @default false */
+  /** Truncated importance weights on every exact sample (the engine/trainer mismatch). @default true */
   mismatchTis?: boolean;
   /** Learning rate of this step (default: the optimizer's). */
   lr?: number;
@@ -64,6 +68,12 @@ export interface LearnerStepOptions {
   tokenMean?: 'sample' | 'batch';
 }
 
+/** The cap of the truncated importance weights (see `tisCap`). */
+export const tisCapOf = (o: Pick<LearnerStepOptions, 'tisCap'>): number => (o.tisCap !== undefined && o.tisCap > 0 ? o.tisCap : 2);
+
+/** Whether exact samples get the mismatch correction (see `mismatchTis`, `tisCap`). */
+export const mismatchTisOn = (o: Pick<LearnerStepOptions, 'tisCap' | 'mismatchTis'>): boolean => o.mismatchTis !== false && o.tisCap !== 0;
+
 /** Ids per position of a deferred teacher's distribution under `opdAdvantage: 'distribution'`. */
 export const DISTRIBUTION_TOP_K = 32;
 
@@ -87,6 +97,8 @@ export interface StepMetrics {
   clipFraction: number;
   /** Mean |rollout − recomputed π_old| log-prob over trained tokens of exact samples. */
   logprobDrift: number;
+  /** k3 estimate of KL(π_rollout ‖ π_old) over the same tokens. */
+  mismatchKl: number;
   entropy: number;
   gradNorm: number;
   /** Samples that had at least one trained token. */
@@ -99,7 +111,7 @@ export interface StepMetrics {
   tisMean: number;
   /** Share of those tokens whose weight hit the cap. */
   tisTruncated: number;
-  /** Prompt tokens cut from the left of samples longer than a pass. */
+  /** Prompt tokens cut from the middle of samples longer than a pass (trainer/step/step-rows.ts `keptHead`). */
   cutTokens: number;
   /** How often the update was halved to respect `maxKl`. */
   halvings: number;
@@ -118,6 +130,7 @@ export const EMPTY_METRICS: Omit<StepMetrics, 'skipped'> = {
   klRef: 0,
   clipFraction: 0,
   logprobDrift: 0,
+  mismatchKl: 0,
   entropy: 0,
   gradNorm: 0,
   samples: 0,

@@ -64,11 +64,12 @@ onEachBackend(() => {
     const { model, lora, policy, opt, dispose } = await loraRig({ rank: 2, alpha: 4 }, 2);
     const response = [40, 41];
     // A "hint" prompt that is the same as the rollout prompt: teacher − π_old = 0, so no gradient.
-    const same = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: prompt });
+    // Made-up rollout log-probs (not exact): no mismatch correction weighs the advantage.
+    const same = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: prompt, exactLogprobs: false });
     const m0 = await learnerStep(policy, opt, [{ sample: same }]);
     assert.ok(Math.abs(m0.loss) < 1e-6 && m0.gradNorm < 1e-6, JSON.stringify(m0));
     // A different prompt: a non-zero advantage, and the step follows it.
-    const hinted = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: [1, 7, 9, 11, 13, 15, 2] });
+    const hinted = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: [1, 7, 9, 11, 13, 15, 2], exactLogprobs: false });
     const teacher = await model.tokenLogprobs([1, 7, 9, 11, 13, 15, 2, 40, 41], [6, 7], lora);
     const old = await model.tokenLogprobs([...prompt, 40, 41], [4, 5], lora);
     const m1 = await learnerStep(policy, opt, [{ sample: hinted }]);
@@ -82,7 +83,8 @@ onEachBackend(() => {
     const response = [40, 41, 42];
     const distribution = { opdAdvantage: 'distribution' as const, measureAfter: true };
     // The hint changes nothing: teacher and student distributions agree, so the KL and its gradient are 0.
-    const same = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: prompt });
+    // Made-up rollout log-probs (not exact): no mismatch correction weighs the advantage.
+    const same = sample(response, { reward: 0, method: 'OPD', teacherPromptTokens: prompt, exactLogprobs: false });
     const m0 = await learnerStep(policy, opt, [{ sample: same }], distribution);
     assert.ok(Math.abs(m0.loss) < 1e-5 && m0.gradNorm < 1e-5, JSON.stringify(m0));
     // A real hint: the loss is the reverse KL over the teacher's top 32 ids and a tail bin, by hand.
@@ -157,10 +159,64 @@ onEachBackend(() => {
       measureAfter: false,
     });
     assert.ok(Math.abs(m.logprobDrift - 2) < 1e-4, `drift over the exact sample only: ${m.logprobDrift}`);
+    // k3 of KL(π_rollout ‖ π_old) with r = log π_old − log π_rollout = 2 on every token: e² − 1 − 2.
+    assert.ok(Math.abs(m.mismatchKl - (Math.exp(2) - 3)) < 1e-3, `k3 ${m.mismatchKl}`);
     assert.equal(m.tisMean, 2);
     assert.equal(m.tisTruncated, 1);
     // Loss: −mean over samples of (A · weight): exact sample A = 1·2, tempered A = 1.
     assert.ok(Math.abs(m.loss - -(2 + 1) / 2) < 1e-4, `loss ${m.loss}`);
+    // Below the cap the weight is the ratio itself; tisCap 0 turns the correction off (the drift is still reported).
+    const now = await model.tokenLogprobs([...prompt, ...response], [4, 5, 6], lora);
+    const near = sample(response, { reward: 1, rolloutLogprobs: now.map((x) => x - 0.5) });
+    const under = await learnerStep(policy, new AdamW({ lr: 0 }), [{ sample: near }], { measureAfter: false });
+    assert.ok(Math.abs(under.tisMean - Math.exp(0.5)) < 1e-4 && under.tisTruncated === 0, JSON.stringify(under));
+    assert.ok(Math.abs(under.loss - -Math.exp(0.5)) < 1e-4, `loss ${under.loss} = −e^0.5 (a mismatch of 0.5 nats weighs A by e^0.5)`);
+    const off = await learnerStep(policy, new AdamW({ lr: 0 }), [{ sample: near }], { measureAfter: false, tisCap: 0 });
+    assert.ok(off.tisMean === 1 && Math.abs(off.loss - -1) < 1e-4 && Math.abs(off.logprobDrift - 0.5) < 1e-4, JSON.stringify(off));
+    dispose();
+  });
+
+  test('every log-prob is taken under the distribution the sample was drawn from: logits ÷ temperature, renormalised over the top-p nucleus', async () => {
+    const { model, lora, policy, dispose } = await loraRig({ rank: 2, alpha: 4 }, 5);
+    const response = [46, 47, 48];
+    const positions = [4, 5, 6];
+    const logits = model.logitsAt([...prompt, ...response], positions, lora);
+    const rows = (await logits.array()) as number[][];
+    logits.dispose();
+    const logSoftmax = (v: number[]): number[] => {
+      const m = Math.max(...v);
+      const z = Math.log(v.reduce((a, x) => a + Math.exp(x - m), 0)) + m;
+      return v.map((x) => x - z);
+    };
+    // At temperature 0.5 over the whole vocabulary.
+    const atT = rows.map((r, i) => logSoftmax(r.map((x) => x / 0.5))[response[i]]);
+    const cold = sample(response, { reward: 1, rolloutLogprobs: atT, samplingTemperature: 0.5 });
+    const m1 = await learnerStep(policy, new AdamW({ lr: 0 }), [{ sample: cold }], { measureAfter: false });
+    assert.ok(m1.logprobDrift < 1e-4, `scored at T = 0.5, the engine's log-probs match: drift ${m1.logprobDrift}`);
+    // The same at temperature 1 would be scored against the wrong distribution.
+    const asIfT1 = await learnerStep(policy, new AdamW({ lr: 0 }), [{ sample: { ...cold, samplingTemperature: 1 } }], {
+      measureAfter: false,
+    });
+    assert.ok(asIfT1.logprobDrift > 0.01, `drift ${asIfT1.logprobDrift}`);
+    // Top-p 0.5, then T 0.5: the nucleus of the model's own distribution (the sampled token kept), renormalised.
+    const nucleus = rows.map((r, i) => {
+      const p = logSoftmax(r).map(Math.exp);
+      const order = p.map((_, k) => k).sort((a, b) => p[b] - p[a]);
+      const keep = new Set<number>();
+      let cum = 0;
+      for (const k of order) {
+        keep.add(k);
+        cum += p[k];
+        if (cum >= 0.5) break;
+      }
+      keep.add(response[i]);
+      const ids = [...keep];
+      const lp = logSoftmax(ids.map((k) => r[k] / 0.5));
+      return lp[ids.indexOf(response[i])];
+    });
+    const nucleusSample = sample(response, { reward: 1, rolloutLogprobs: nucleus, samplingTemperature: 0.5, samplingTopP: 0.5 });
+    const m2 = await learnerStep(policy, new AdamW({ lr: 0 }), [{ sample: nucleusSample }], { measureAfter: false });
+    assert.ok(m2.logprobDrift < 1e-4, `top-p 0.5 at T 0.5: drift ${m2.logprobDrift}`);
     dispose();
   });
 });

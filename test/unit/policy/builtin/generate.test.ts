@@ -97,7 +97,7 @@ test('<|end|> stops generation and is yielded with no text', async () => {
   const m = scriptedModel(bias);
   const out = await collect({ maxTokens: 10, seed: 1 }, prompt, m);
   assert.equal(out.length, 1);
-  assert.deepEqual(out[0], { id: tok.end, logprob: out[0].logprob, text: '', finishReason: 'stop' });
+  assert.deepEqual(out[0], { id: tok.end, logprob: out[0].logprob, drawnLogprob: out[0].drawnLogprob, text: '', finishReason: 'stop' });
   m.dispose();
 });
 
