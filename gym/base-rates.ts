@@ -42,6 +42,8 @@ export interface TaskBaseRate {
   passes: number;
   /** passes / n. */
   rate: number;
+  /** Pass rate of each named part of the verdict. */
+  parts: Record<string, number>;
   /** Within the band: solved sometimes, not always. */
   learnable: boolean;
   /** Mean model calls per rollout. */
@@ -59,6 +61,8 @@ export interface SplitRate {
   tasks: number;
   rate: number;
   learnable: number;
+  /** Each named part's rate (mean of the per-task rates). */
+  parts: Record<string, number>;
 }
 
 /** What {@link measureBaseRates} returns. */
@@ -69,18 +73,25 @@ export interface BaseRates {
   temperature: number;
   maxTokens: number;
   band: readonly [number, number];
+  topP: number;
   train: SplitRate;
-  eval: SplitRate;
+  dev: SplitRate;
+  test: SplitRate;
   all: SplitRate;
   tasks: TaskBaseRate[];
   wallS: number;
 }
 
-const summary = (rates: TaskBaseRate[]): SplitRate => ({
-  tasks: rates.length,
-  rate: rates.length ? round(rates.reduce((s, r) => s + r.rate, 0) / rates.length) : 0,
-  learnable: rates.filter((r) => r.learnable).length,
-});
+const summary = (rates: TaskBaseRate[]): SplitRate => {
+  const names = [...new Set(rates.flatMap((r) => Object.keys(r.parts)))];
+  const avg = (xs: number[]) => (xs.length ? round(xs.reduce((s, x) => s + x, 0) / xs.length) : 0);
+  return {
+    tasks: rates.length,
+    rate: avg(rates.map((r) => r.rate)),
+    learnable: rates.filter((r) => r.learnable).length,
+    parts: Object.fromEntries(names.map((p) => [p, avg(rates.map((r) => r.parts[p] ?? 0))])),
+  };
+};
 
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
@@ -101,7 +112,8 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
   const splits = splitTasks(tasks);
   const splitOf = new Map<Task, TaskSplit>([
     ...splits.train.map((t) => [t, 'train'] as const),
-    ...splits.eval.map((t) => [t, 'eval'] as const),
+    ...splits.dev.map((t) => [t, 'dev'] as const),
+    ...splits.test.map((t) => [t, 'test'] as const),
   ]);
   const jobs = Array.from({ length: n }, (_, k) => tasks.map((task) => ({ task, k }))).flat();
   const results = new Map<Task, RolloutResult[]>(tasks.map((t) => [t, []]));
@@ -143,6 +155,8 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
     const rs = results.get(task)!;
     const passes = rs.filter((r) => r.verdict.passed).length;
     const rate = round(passes / rs.length);
+    const names = [...new Set(rs.flatMap((r) => Object.keys(r.verdict.parts)))];
+    const parts = Object.fromEntries(names.map((p) => [p, round(rs.filter((r) => r.verdict.parts[p]).length / rs.length)]));
     const stoppedBy: Record<StoppedBy, number> = { answer: 0, max_turns: 0, timeout: 0, error: 0 };
     for (const r of rs) stoppedBy[r.stoppedBy]++;
     return {
@@ -151,6 +165,7 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
       n: rs.length,
       passes,
       rate,
+      parts,
       learnable: rate >= band[0] && rate <= band[1],
       meanSteps: round(rs.reduce((s, r) => s + r.steps, 0) / rs.length),
       stoppedBy,
@@ -164,10 +179,12 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
     agent: options.rollout.agent ?? 'builtin',
     n,
     temperature: sampling.temperature,
+    topP: sampling.topP ?? 1,
     maxTokens: sampling.maxTokens,
     band,
     train: summary(rates.filter((r) => r.split === 'train')),
-    eval: summary(rates.filter((r) => r.split === 'eval')),
+    dev: summary(rates.filter((r) => r.split === 'dev')),
+    test: summary(rates.filter((r) => r.split === 'test')),
     all: summary(rates),
     tasks: rates,
     wallS: Math.round((performance.now() - started) / 100) / 10,

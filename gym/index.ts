@@ -16,13 +16,23 @@ export {
 export { confinePath } from './sandbox/workspace.ts';
 export { loadTaskSuite, parseTaskSuite } from './tasks/parse-task-suite.ts';
 export { DEFAULT_HELD_OUT, splitTasks, type SplitTasksOptions, type TaskSplits } from './tasks/split-tasks.ts';
-export { TOOL_NAMES, type Task, type TaskSpec, type TaskSplit, type TaskVerify, type ToolName } from './tasks/task.ts';
+export {
+  TOOL_NAMES,
+  verifyParts,
+  type Task,
+  type TaskSpec,
+  type TaskSplit,
+  type TaskVerify,
+  type ToolName,
+  type VerifyPart,
+} from './tasks/task.ts';
 export { explainCheck, verifyRollout, VERIFY_LIMITS, type Verdict, type VerifyOptions } from './verify/verify-rollout.ts';
 export { runRollout } from './agent/run-rollout.ts';
 export type { AgentKind, RolloutMetadata, RolloutOptions, RolloutResult, SamplingOptions, StoppedBy } from './agent/rollout-types.ts';
 export type { OpenClawAgentOptions } from './agent/openclaw-agent.ts';
 export { LEARNABLE_BAND, measureBaseRates, type BaseRateOptions, type BaseRates, type TaskBaseRate } from './base-rates.ts';
-export { runGym, summarize, type GymResult } from './runner/run-gym.ts';
+export { runGym, splitFigures, summarize, type GymResult, type SplitFigures } from './runner/run-gym.ts';
+export { signalProbability, TaskSchedule, type TaskSampling, type TaskScheduleOptions } from './runner/task-schedule.ts';
 export { gymSettings, type GymRunOptions, type GymSettings } from './runner/gym-options.ts';
 export { DEFAULT_BASE_RATE_N, runBaseRates, type BaseRateReport, type BaseRateRunOptions } from './runner/run-base-rates.ts';
 export { writeGymReports, gymSvg, gymCsv } from './runner/gym-report.ts';

@@ -324,7 +324,7 @@ const rolloutInfo = (ctx: Ctx) =>
       field('index', 'int'),
       field('groupSize', 'int'),
       field('batchGroups', 'int'),
-      field('split', enumOf(ctx, 'RolloutSplit', ['TRAIN', 'EVAL'])),
+      field('split', enumOf(ctx, 'RolloutSplit', ['TRAIN', 'EVAL', 'DEV', 'TEST'])),
     ],
   }));
 
@@ -346,6 +346,7 @@ export function rewardSchema(ctx: Ctx = new Set()): Schema {
       optField('policyVersion', 'long'),
       optField('rollout', rolloutInfo(ctx)),
       field('createdAt', millis),
+      field('parts', { type: 'map', values: 'boolean' }, { default: {} }),
     ],
   }));
 }

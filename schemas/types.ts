@@ -318,7 +318,8 @@ export interface SampleGroup {
   advantage: number;
 }
 
-export type RolloutSplit = 'TRAIN' | 'EVAL';
+/** Trained on; held out to choose settings (dev); held out to report (test); EVAL: held out, from before dev and test. */
+export type RolloutSplit = 'TRAIN' | 'EVAL' | 'DEV' | 'TEST';
 
 /** Where a gym rollout belongs. */
 export interface RolloutInfo {
@@ -355,6 +356,8 @@ export interface Reward {
   policyVersion: number | null;
   rollout: RolloutInfo | null;
   createdAt: number;
+  /** The verdict's named parts (e.g. content, format), each passed or not; the reward needs them all. @default {} */
+  parts?: Record<string, boolean>;
 }
 
 /** What the learner needs of one model call of a rollout. */

@@ -202,7 +202,7 @@ export function dashboardPage(o: PageOptions): string {
     });
   }
   function renderGym(rows) {
-    const held = (rows || []).filter((r) => r.split === 'EVAL' && r.pass_rate !== null);
+    const held = (rows || []).filter((r) => (r.split === 'EVAL' || r.split === 'TEST') && r.pass_rate !== null);
     if (held.length === 0) return;
     document.getElementById('gym-section').hidden = false;
     const models = [...new Set(held.map((r) => r.policy_model_id))];

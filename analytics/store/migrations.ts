@@ -100,7 +100,33 @@ export const MIGRATIONS: readonly Migration[] = [
       }
     },
   },
+  {
+    version: 4,
+    name: 'the rollout/trainer mismatch and step time of each version; the verdict parts of each reward',
+    statements: () => [],
+    apply: async (store) => {
+      await addColumns(store, 'weights', [
+        ['mismatch_kl', 'Float64'],
+        ['tis_mean', 'Float64 DEFAULT 1'],
+        ['tis_truncated', 'Float64'],
+        ['step_seconds', 'Float64'],
+      ]);
+      await addColumns(store, 'rewards', [['parts', 'String']]);
+    },
+  },
 ];
+
+/** Adds the columns a table lacks (no IF NOT EXISTS on 18.16; another service may add them first). */
+async function addColumns(store: AnalyticsStore, table: TableId, columns: ReadonlyArray<readonly [string, string]>): Promise<void> {
+  for (const [name, type] of columns) {
+    if ((await columnsOf(store, table)).includes(name)) continue;
+    try {
+      await store.command(`ALTER TABLE ${store.tables[table]} ADD COLUMN ${name} ${type}`);
+    } catch (err) {
+      if (!(await columnsOf(store, table)).includes(name)) throw err;
+    }
+  }
+}
 
 /**
  * The tables a replay writes to, with their event id. Their rows carry `replay_tag` (the tag

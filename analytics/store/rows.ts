@@ -181,6 +181,10 @@ export function weightRow(e: WeightVersion): Row {
     logprob_drift: finite(m.logprobDrift, 'metrics.logprobDrift'),
     dropped_stale: uint(m.droppedStale, 'metrics.droppedStale'),
     steps: uint(m.steps, 'metrics.steps'),
+    mismatch_kl: finite(m.mismatchKl ?? 0, 'metrics.mismatchKl'),
+    tis_mean: finite(m.tisMean ?? 1, 'metrics.tisMean'),
+    tis_truncated: finite(m.tisTruncated ?? 0, 'metrics.tisTruncated'),
+    step_seconds: finite(m.stepSeconds ?? 0, 'metrics.stepSeconds'),
     created_at_ms: uint(e.createdAt, 'createdAt'),
     event: JSON.stringify(e),
   };
@@ -225,6 +229,7 @@ export function rewardRow(e: Reward): Row {
     rollout_index: r?.index ?? -1,
     group_size: r?.groupSize ?? 0,
     split: r?.split ?? '',
+    parts: e.parts && Object.keys(e.parts).length > 0 ? JSON.stringify(e.parts) : '',
     created_at_ms: uint(e.createdAt, 'createdAt'),
   };
 }

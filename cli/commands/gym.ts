@@ -26,6 +26,7 @@ import {
   type GymResult,
   type GymRunOptions,
   type Task,
+  type TaskSampling,
 } from '../../gym/index.ts';
 import { stackDown, stackUp } from '../../infra/index.ts';
 import { parseBrokers } from '../../streams/index.ts';
@@ -46,10 +47,14 @@ interface GymFlags {
   batch?: string;
   evalEvery?: string;
   evalSamples?: string;
+  testSamples?: string;
   temperature?: string;
+  topP?: string;
   maxTokens?: string;
   lr?: string;
   kl?: string;
+  tisCap?: string;
+  taskSampling?: string;
   parallel?: string;
   out: string;
   json?: boolean;
@@ -66,17 +71,18 @@ const int = (v: string | undefined, name: string, fallback: number, min = 1): nu
 };
 
 /** The run's shape: `--quick` (≤ 10 min here) or the standard run; a value given keeps its place. */
-export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' | 'batch' | 'evalEvery' | 'evalSamples'>): {
+export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' | 'batch' | 'evalEvery' | 'evalSamples' | 'testSamples'>): {
   steps: number;
   seeds: number;
   rolloutsPerTask: number;
   tasksPerStep: number;
   evalEvery: number;
   evalSamples: number;
+  testSamples: number;
 } {
   const d = f.quick
-    ? { steps: 6, seeds: 1, rolloutsPerTask: 4, tasksPerStep: 4, evalEvery: 3, evalSamples: 2 }
-    : { steps: 30, seeds: 3, rolloutsPerTask: 8, tasksPerStep: 4, evalEvery: 5, evalSamples: 4 };
+    ? { steps: 6, seeds: 1, rolloutsPerTask: 4, tasksPerStep: 4, evalEvery: 3, evalSamples: 2, testSamples: 2 }
+    : { steps: 30, seeds: 3, rolloutsPerTask: 8, tasksPerStep: 4, evalEvery: 5, evalSamples: 4, testSamples: 8 };
   return {
     steps: int(f.steps, 'steps', d.steps),
     seeds: int(f.seeds, 'seeds', d.seeds),
@@ -84,22 +90,33 @@ export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' 
     tasksPerStep: int(f.batch, 'batch', d.tasksPerStep),
     evalEvery: int(f.evalEvery, 'eval-every', d.evalEvery),
     evalSamples: int(f.evalSamples, 'eval-samples', d.evalSamples),
+    testSamples: int(f.testSamples, 'test-samples', d.testSamples),
   };
 }
 
-/** The sampling and learning flags, checked before anything starts (`--kl 0` turns the KL term off). */
-export function gymTuning(f: Pick<GymFlags, 'temperature' | 'maxTokens' | 'lr' | 'kl' | 'parallel'>): {
+/** The sampling and learning flags, checked before anything starts (`--kl 0` and `--tis-cap 0` turn their terms off). */
+export function gymTuning(f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens' | 'lr' | 'kl' | 'tisCap' | 'taskSampling' | 'parallel'>): {
   temperature?: number;
+  topP?: number;
   maxTokens?: number;
   lr?: number;
   klCoef?: number;
+  tisCap?: number;
+  taskSampling?: TaskSampling;
   parallel?: number;
 } {
+  const topP = num(f.topP, 'top-p');
+  if (topP !== undefined && topP > 1) throw invalidInput(`--top-p must be in (0, 1] (got ${f.topP})`, '--top-p');
+  if (f.taskSampling !== undefined && f.taskSampling !== 'uniform' && f.taskSampling !== 'signal')
+    throw invalidInput(`--task-sampling must be uniform or signal (got ${f.taskSampling})`, '--task-sampling');
   return {
     temperature: num(f.temperature, 'temperature'),
+    topP,
     maxTokens: num(f.maxTokens, 'max-tokens'),
     lr: num(f.lr, 'lr'),
     klCoef: num(f.kl, 'kl', true),
+    tisCap: num(f.tisCap, 'tis-cap', true),
+    taskSampling: f.taskSampling as TaskSampling | undefined,
     parallel: num(f.parallel, 'parallel'),
   };
 }
@@ -113,8 +130,11 @@ const TRAINING_FLAGS = [
   ['batch', '--batch'],
   ['evalEvery', '--eval-every'],
   ['evalSamples', '--eval-samples'],
+  ['testSamples', '--test-samples'],
   ['lr', '--lr'],
   ['kl', '--kl'],
+  ['tisCap', '--tis-cap'],
+  ['taskSampling', '--task-sampling'],
   ['keepInfra', '--keep-infra'],
 ] as const;
 
@@ -158,9 +178,15 @@ function stopOnSignals(progress: (line: string) => void): { signal: AbortSignal;
 
 function printBaseRates(r: BaseRateReport, file: string): void {
   const say = (s: string) => process.stdout.write(`${s}\n`);
-  const split = (x: BaseRateReport['all']) => `${x.rate.toFixed(2)} (${x.learnable}/${x.tasks} in the learnable band)`;
+  const parts = (x: BaseRateReport['all']) =>
+    Object.keys(x.parts).length > 1
+      ? `; ${Object.entries(x.parts)
+          .map(([p, v]) => `${p} ${v.toFixed(2)}`)
+          .join(', ')}`
+      : '';
+  const split = (x: BaseRateReport['all']) => `${x.rate.toFixed(2)} (${x.learnable}/${x.tasks} in the learnable band${parts(x)})`;
   say(
-    `gym base rates of ${r.suite} on ${r.model} (${r.agent} agent, ${r.n} rollouts per task, temperature ${r.temperature}): train ${split(r.train)}, eval ${split(r.eval)}`,
+    `gym base rates of ${r.suite} on ${r.model} (${r.agent} agent, ${r.n} rollouts per task, temperature ${r.temperature}, top-p ${r.topP}): train ${split(r.train)}, dev ${split(r.dev)}, test ${split(r.test)}`,
   );
   const ids = (pick: (rate: number) => boolean) =>
     r.tasks
@@ -177,6 +203,7 @@ async function baseRatesAction(f: GymFlags, config: TurnstreamConfig, tasks: Tas
   const { n } = baseRateShape(f);
   const sampling = {
     temperature: num(f.temperature, 'temperature'),
+    topP: gymTuning({ topP: f.topP }).topP,
     maxTokens: num(f.maxTokens, 'max-tokens'),
     parallel: num(f.parallel, 'parallel'),
   };
@@ -216,14 +243,27 @@ async function baseRatesAction(f: GymFlags, config: TurnstreamConfig, tasks: Tas
 
 function printSummary(r: GymResult, dir: string): void {
   const say = (s: string) => process.stdout.write(`${s}\n`);
+  const partsOf = (x: GymResult['test_split']) =>
+    Object.entries(x.parts)
+      .map(([p, v]) => `${p} ${v.before.toFixed(2)} → ${v.after.toFixed(2)} (p ${v.p_value.toPrecision(2)})`)
+      .join(', ');
   say(
-    `gym ${r.suite} on ${r.model} (${r.agent} agent): held-out pass@1 ${r.before.toFixed(2)} → ${r.after.toFixed(2)} over ${r.seeds} seed(s), ${r.steps} GRPO steps, p ${r.p_value.toPrecision(2)}`,
+    `gym ${r.suite} on ${r.model} (${r.agent} agent): test pass@1 ${r.before.toFixed(2)} → ${r.after.toFixed(2)} over ${r.seeds} seed(s), ${r.steps} GRPO steps, p ${r.p_value.toPrecision(2)}`,
   );
-  say(`  curve: ${r.curve.map((c) => `${c.step}:${c.passAt1.toFixed(2)}`).join('  ')}`);
+  if (Object.keys(r.test_split.parts).length > 1) say(`  test parts: ${partsOf(r.test_split)}`);
+  say(`  per seed (test): ${r.per_seed.map((x) => `${x.seed}: ${x.test.before.toFixed(2)} → ${x.test.after.toFixed(2)}`).join(', ')}`);
+  say(
+    `  dev: ${r.dev_split.before.toFixed(2)} → ${r.dev_split.after.toFixed(2)}; curve ${r.dev_split.curve.map((c) => `${c.step}:${c.passAt1.toFixed(2)}`).join('  ')}`,
+  );
   say(
     `  time: ${r.wall_s.toFixed(0)} s (rollouts ${r.time.rollouts.toFixed(0)} s, training ${r.time.training.toFixed(0)} s, eval ${r.time.eval.toFixed(0)} s; verifiers ${r.time.verifier.toFixed(1)} s summed)`,
   );
-  say(`  groups: ${r.groups.trained} trained, ${r.groups.allEqual} all-equal (skipped), in ${r.groups.batches} batches`);
+  say(
+    `  groups: ${r.groups.trained} with a signal, ${r.groups.allEqual} all-equal (skipped), in ${r.groups.batches} batches; ${r.groups.rejectedSteps} steps undone by the KL guard`,
+  );
+  say(
+    `  rollout/trainer mismatch: |Δ log p| ${r.mismatch.absLogprob.toFixed(3)}, k3 KL ${r.mismatch.kl.toFixed(4)}, ${(100 * r.mismatch.truncated).toFixed(1)}% of tokens at the importance cap (mean over ${r.mismatch.steps} steps)`,
+  );
   for (const { seed, stalled } of r.runs)
     if (stalled)
       say(`  seed ${seed} stopped early: ${stalled.idleBatches} batches in a row without a signal, after ${stalled.afterBatches}`);
@@ -242,12 +282,16 @@ export function register(program: Command): void {
     .option('--seed <k>', 'run only seed k')
     .option('--n <n>', 'rollouts per task (default 8; 4 with --quick or --base-rates)')
     .option('--batch <n>', 'tasks per step (default 4)')
-    .option('--eval-every <k>', 'held-out pass@1 every k steps (default 5)')
-    .option('--eval-samples <n>', 'samples per held-out task (default 4)')
+    .option('--eval-every <k>', 'dev pass@1 every k steps (default 5)')
+    .option('--eval-samples <n>', 'samples per dev task (default 4)')
+    .option('--test-samples <n>', 'samples per test task, before the first step and after the last (default 8; 2 with --quick)')
     .option('--temperature <t>', 'rollout temperature (default 0.7)')
+    .option('--top-p <p>', 'rollout top-p (default 1: the whole distribution; the trainer scores the same nucleus)')
     .option('--max-tokens <n>', 'most tokens of one reply (default 192)')
     .option('--lr <x>', 'learning rate of the LoRA adapter (default 1e-3)')
     .option('--kl <coef>', 'weight of the KL penalty to the base model in each step (default 0.05; 0: none)')
+    .option('--tis-cap <c>', 'cap of the truncated importance weights against the engine’s log-probs (default 2; 0: off)')
+    .option('--task-sampling <how>', 'uniform (each train task in turn) or signal (tasks likelier to give a group with a signal)')
     .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')
     .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
     .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))

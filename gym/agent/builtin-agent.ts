@@ -19,8 +19,12 @@ import { callModel } from './gateway-client.ts';
 import type { Episode, RolloutMetadata, SamplingOptions } from './rollout-types.ts';
 import { DEFAULT_TOOL_OUTPUT_CHARS, describeExec, runTool, toolDefinitions } from './tools.ts';
 
-/** Sampling where the options say nothing. */
-export const DEFAULT_SAMPLING = Object.freeze({ temperature: 0.7, maxTokens: 256 });
+/** Sampling where the options say nothing: the reference's temperature over the whole distribution (top-p 1). */
+export const DEFAULT_SAMPLING: Readonly<{ temperature: number; topP: number; maxTokens: number }> = Object.freeze({
+  temperature: 0.7,
+  topP: 1,
+  maxTokens: 256,
+});
 
 /** A code block, as the system prompt shows one. */
 const block = (language: string, code: string): string => `\`\`\`${language}\n${code}\n\`\`\``;

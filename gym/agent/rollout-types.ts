@@ -32,7 +32,7 @@ export interface SamplingOptions {
   temperature?: number;
   /** Most tokens of one reply. @default 256 */
   maxTokens?: number;
-  /** Nucleus sampling. @default the gateway's */
+  /** Nucleus sampling. @default 1 (the whole distribution) */
   topP?: number;
   /** Seed of the first call; call k (from 0) gets seed + k. @default none (the engine's own randomness) */
   seed?: number;

@@ -6,6 +6,7 @@
  */
 import type { AgentKind } from '../agent/rollout-types.ts';
 import type { Task } from '../tasks/task.ts';
+import type { TaskSampling } from './task-schedule.ts';
 
 export interface GymRunOptions {
   /** The suite's tasks (gym/tasks/parse-task-suite.ts). */
@@ -29,12 +30,23 @@ export interface GymRunOptions {
   tasksPerStep?: number;
   /** Rollouts per task (n). @default 8 */
   rolloutsPerTask?: number;
-  /** Held-out pass@1 every k steps (and before the first, and after the last). @default 5 */
+  /** Dev pass@1 every k steps (and before the first, and after the last). @default 5 */
   evalEvery?: number;
-  /** Samples per held-out task for pass@1. @default 4 */
+  /** Samples per dev task for pass@1. @default 4 */
   evalSamples?: number;
+  /** Samples per test task for pass@1, measured before the first step and after the last only. @default 8 */
+  testSamples?: number;
   /** Rollout temperature. @default 0.7 */
   temperature?: number;
+  /**
+   * Rollout top-p: 1, the whole distribution, as the reference samples; the trainer scores the
+   * same nucleus either way (trainer/step/sampled-logits.ts). @default 1
+   */
+  topP?: number;
+  /** How a batch's train tasks are drawn (gym/runner/task-schedule.ts). @default 'uniform' */
+  taskSampling?: TaskSampling;
+  /** Cap of the truncated importance weights against the engine's log-probs; 0: off. @default 2 */
+  tisCap?: number;
   /** Most tokens of one reply. @default 192 */
   maxTokens?: number;
   /** Learning rate of the LoRA adapter. @default GYM_LR */
@@ -76,8 +88,15 @@ export interface GymRunOptions {
 export const GYM_LR = 1e-3;
 export const GYM_KL_COEF = 0.05;
 
-/** Rollout sampling where a run says nothing: the reference's temperature, replies short enough for a CPU. */
-export const GYM_SAMPLING: Readonly<{ temperature: number; maxTokens: number }> = Object.freeze({ temperature: 0.7, maxTokens: 192 });
+/**
+ * Rollout sampling where a run says nothing: the reference's temperature and top-p 1 (the whole
+ * distribution: the trainer scores what was sampled), replies short enough for a CPU.
+ */
+export const GYM_SAMPLING: Readonly<{ temperature: number; topP: number; maxTokens: number }> = Object.freeze({
+  temperature: 0.7,
+  topP: 1,
+  maxTokens: 192,
+});
 
 /** The defaults filled in. */
 export type GymSettings = Required<Omit<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>> &
@@ -95,7 +114,11 @@ export function gymSettings(o: GymRunOptions): GymSettings {
     rolloutsPerTask: n,
     evalEvery: o.evalEvery ?? 5,
     evalSamples: o.evalSamples ?? 4,
+    testSamples: o.testSamples ?? 8,
     temperature: o.temperature ?? GYM_SAMPLING.temperature,
+    topP: o.topP ?? GYM_SAMPLING.topP,
+    taskSampling: o.taskSampling ?? 'uniform',
+    tisCap: o.tisCap ?? 2,
     maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens,
     lr: o.lr ?? GYM_LR,
     klCoef: o.klCoef ?? GYM_KL_COEF,

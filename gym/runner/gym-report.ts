@@ -9,36 +9,60 @@ import { lineChart, seedSeries, svgToPng } from '../../eval/index.ts';
 import type { GymResult } from './run-gym.ts';
 
 export function gymCsv(r: GymResult): string {
-  const lines = ['seed,step,version,task,pass_at_1'];
+  const lines = ['seed,step,version,split,task,part,pass_at_1'];
   for (const run of r.runs) {
     for (const e of run.evals) {
-      lines.push(`${run.seed},${e.step},${e.version},all,${e.passAt1}`);
-      for (const [task, p] of Object.entries(e.perTask)) lines.push(`${run.seed},${e.step},${e.version},${task},${p}`);
+      const at = `${run.seed},${e.step},${e.version},${e.split}`;
+      lines.push(`${at},all,all,${e.passAt1}`);
+      for (const [part, p] of Object.entries(e.parts)) lines.push(`${at},all,${part},${p}`);
+      for (const [task, p] of Object.entries(e.perTask)) {
+        lines.push(`${at},${task},all,${p}`);
+        for (const [part, q] of Object.entries(e.perTaskParts[task] ?? {})) lines.push(`${at},${task},${part},${q}`);
+      }
     }
   }
   return lines.join('\n') + '\n';
 }
 
+/** The dev curve (every few steps: one thin line per seed, the mean in bold) and the test split's mean before and after. */
 export function gymSvg(r: GymResult): string {
-  const xs = r.curve.map((c) => c.step);
-  const series = seedSeries(
-    r.runs.map((run) => ({ seed: run.seed, points: run.evals.map((e) => [e.step, e.passAt1] as [number, number]) })),
-    { label: `mean of ${r.seeds}`, points: r.curve.map((c) => [c.step, c.passAt1] as [number, number]) },
-  );
+  const dev = r.dev_split.curve;
+  const xs = [...new Set([...dev.map((c) => c.step), ...r.test_split.curve.map((c) => c.step)])].sort((a, b) => a - b);
+  const series = [
+    ...seedSeries(
+      r.runs.map((run) => ({
+        seed: run.seed,
+        points: run.evals.filter((e) => e.split === 'dev').map((e) => [e.step, e.passAt1] as [number, number]),
+      })),
+      { label: `dev, mean of ${r.seeds}`, points: dev.map((c) => [c.step, c.passAt1] as [number, number]) },
+    ),
+    {
+      label: `test, mean of ${r.seeds}`,
+      points: r.test_split.curve.map((c) => [c.step, c.passAt1] as [number, number]),
+      color: '#c0392b',
+      width: 3,
+      dash: '8 4',
+      ends: true,
+    },
+  ];
+  const parts = Object.entries(r.test_split.parts)
+    .map(([name, x]) => `${name} ${x.before.toFixed(2)} → ${x.after.toFixed(2)}`)
+    .join(', ');
   return lineChart(
     `turnstream gym: ${r.suite} on ${r.model}`,
     [
-      `held-out pass@1 (${r.tasks.eval.length} tasks × ${r.settings.evalSamples} samples), ${r.seeds} seeds, ${r.batch} tasks × ${r.n} rollouts a step, p ${Number.isFinite(r.p_value) ? `= ${r.p_value.toPrecision(2)}` : 'n/a'}`,
+      `test pass@1 ${r.before.toFixed(2)} → ${r.after.toFixed(2)} (${r.tasks.test.length} tasks × ${r.settings.testSamples} samples, p ${Number.isFinite(r.p_value) ? `= ${r.p_value.toPrecision(2)}` : 'n/a'})${parts ? `; ${parts}` : ''}`,
+      `dev (${r.tasks.dev.length} tasks × ${r.settings.evalSamples}) every ${r.settings.evalEvery} steps; ${r.seeds} seeds, ${r.batch} tasks × ${r.n} rollouts a step`,
     ],
     'GRPO steps',
     xs,
     series,
-    'held-out pass@1',
+    'pass@1',
   );
 }
 
 export function gymRepliesMarkdown(r: GymResult): string {
-  const out = [`# ${r.suite}: held-out answers before and after (${r.model})`, ''];
+  const out = [`# ${r.suite}: test answers before and after (${r.model})`, ''];
   for (const run of r.runs) {
     out.push(`## seed ${run.seed}`, '');
     for (const [label, list] of [

@@ -30,6 +30,8 @@ export interface BaseRateRunOptions {
   n?: number;
   /** Rollout temperature. @default the gym's (0.7) */
   temperature?: number;
+  /** Rollout top-p. @default the gym's (1) */
+  topP?: number;
   /** Most tokens of one reply. @default the gym's (192) */
   maxTokens?: number;
   /** Rollouts decoded side by side (llama.cpp sequences), and run at once. @default min(8, n) */
@@ -69,7 +71,11 @@ export async function runBaseRates(o: BaseRateRunOptions): Promise<BaseRateRepor
           baseURL: gw.url,
           model: o.model.name,
           agent,
-          sampling: { temperature: o.temperature ?? GYM_SAMPLING.temperature, maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens },
+          sampling: {
+            temperature: o.temperature ?? GYM_SAMPLING.temperature,
+            topP: o.topP ?? GYM_SAMPLING.topP,
+            maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens,
+          },
         },
         signal: o.signal,
         // A line every round's worth of rollouts (rollout k of every task runs before rollout k + 1 of any).

@@ -8,7 +8,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import { groupAdvantages } from '../../processors/index.ts';
-import type { RolloutInfo } from '../../schemas/index.ts';
+import type { RolloutInfo, RolloutSplit, WeightVersion } from '../../schemas/index.ts';
 import { EventProducer, type EventCodecs } from '../../streams/index.ts';
 import type { Logger } from '../../core/index.ts';
 import { LORA_MAX_KL, LoraLineage, startLearner, type LearnerHandle } from '../../trainer/index.ts';
@@ -21,12 +21,30 @@ import { startGymGateway } from './gym-gateway.ts';
 import { rolloutReward } from './rollout-reward.ts';
 import { seededRandom, TaskSchedule } from './task-schedule.ts';
 
-/** Held-out pass@1 of one version. */
+/** Held-out pass@1 of one version on one split. */
 export interface EvalPoint {
   step: number;
   version: number;
+  /** `dev` (every few steps) or `test` (before the first step and after the last). */
+  split: 'dev' | 'test';
   passAt1: number;
   perTask: Record<string, number>;
+  /** Pass rate of each named part of the verdict (content, format, …), over the same rollouts. */
+  parts: Record<string, number>;
+  /** Each task's pass rate per part. */
+  perTaskParts: Record<string, Record<string, number>>;
+}
+
+/** The rollout/trainer mismatch of one step, from the version it published. */
+export interface StepMismatch {
+  /** Mean |engine − trainer| log-prob of the sampled tokens. */
+  absLogprob: number;
+  /** k3 KL(π_rollout ‖ π_trainer). */
+  kl: number;
+  /** Share of tokens whose importance weight hit the cap. */
+  truncated: number;
+  /** Mean truncated importance weight. */
+  tisMean: number;
 }
 
 /** One GRPO step (a rollout batch that made a version), or a batch that made none. */
@@ -45,6 +63,10 @@ export interface StepRecord {
   groupsEqual: number;
   rolloutSeconds: number;
   trainSeconds: number;
+  /** The learner's step was undone by its KL guard: the batch was consumed, no version made. */
+  rejected?: boolean;
+  /** The step's rollout/trainer mismatch (null when it made no version). */
+  mismatch?: StepMismatch | null;
 }
 
 export interface SeedResult {
@@ -55,6 +77,8 @@ export interface SeedResult {
   batches: number;
   /** Set when the seed stopped early: after how many batches, the last `idleBatches` of them without a signal. */
   stalled?: { afterBatches: number; idleBatches: number };
+  /** Steps the learner's KL guard undid (each a step not taken; the run went on). */
+  rejectedSteps: number;
   /**
    * Seconds spent, by phase: the train rollouts' wall time (their verifiers included), the
    * verifiers' own time summed over rollouts (they run side by side), the wait from a batch's
@@ -78,7 +102,8 @@ export interface SeedContext {
   weightsDir: string;
   baseTf: { model: TfLlamaModel; config: LlamaConfig; architecture: string };
   train: Task[];
-  held: Task[];
+  dev: Task[];
+  test: Task[];
   logger: Logger;
 }
 
@@ -104,8 +129,17 @@ interface SeedServices {
   url: string;
   learner: LearnerHandle;
   producer: EventProducer;
+  /** Each published version's mismatch figures. */
+  mismatches: Map<number, StepMismatch>;
   stop(): Promise<void>;
 }
+
+const mismatchOf = (wv: WeightVersion): StepMismatch => ({
+  absLogprob: wv.metrics.logprobDrift,
+  kl: wv.metrics.mismatchKl ?? 0,
+  truncated: wv.metrics.tisTruncated ?? 0,
+  tisMean: wv.metrics.tisMean ?? 1,
+});
 
 /** A gateway serving the seed's LoRA lineage (rollouts decoded side by side) and a learner training it. */
 async function startSeedServices(ctx: SeedContext, modelId: string): Promise<SeedServices> {
@@ -135,11 +169,13 @@ async function startSeedServices(ctx: SeedContext, modelId: string): Promise<See
     // A rollout batch is one step (the batcher takes it whole); it comes in one transaction.
     batch: { batchSize: 1, maxWaitMs: s.stepTimeoutMs, maxUserShare: 1, maxStaleness: 1000 },
     optimizer: { lr: s.lr },
-    step: { maxKl: LORA_MAX_KL, mismatchTis: true },
+    step: { maxKl: LORA_MAX_KL, mismatchTis: true, tisCap: s.tisCap },
     grpoStep: { klCoef: s.klCoef },
     consensus: false,
     logger: ctx.logger,
+    onVersion: (wv) => mismatches.set(wv.version, mismatchOf(wv)),
   });
+  const mismatches = new Map<number, StepMismatch>();
   await learner.ready;
   const producer = new EventProducer(ctx.kafka, ctx.codecs);
   await producer.connect();
@@ -148,6 +184,7 @@ async function startSeedServices(ctx: SeedContext, modelId: string): Promise<See
     url,
     learner,
     producer,
+    mismatches,
     stop: async () => {
       await producer.disconnect().catch(() => undefined);
       await learner.stop().catch(() => undefined);
@@ -164,7 +201,7 @@ function rolloutInfo(
   index: number,
   groupSize: number,
   batchGroups: number,
-  split: 'TRAIN' | 'EVAL',
+  split: RolloutSplit,
 ): RolloutInfo {
   return { suite: s.suite, taskId: task.id, groupId: `${batchId}-${task.id}`, batchId, index, groupSize, batchGroups, split };
 }
@@ -174,11 +211,15 @@ class SeedRun {
   readonly result: SeedResult;
   private readonly sampleSeed: () => number;
 
+  readonly schedule: TaskSchedule;
+
   constructor(
     private readonly ctx: SeedContext,
     private readonly svc: SeedServices,
     seed: number,
   ) {
+    const s = ctx.settings;
+    this.schedule = new TaskSchedule(ctx.train, seed, { sampling: s.taskSampling, n: s.rolloutsPerTask });
     this.result = {
       seed,
       modelId: svc.modelId,
@@ -187,6 +228,7 @@ class SeedRun {
       batches: 0,
       time: { rollouts: 0, verifier: 0, training: 0, eval: 0 },
       replies: { before: [], after: [] },
+      rejectedSteps: 0,
     };
     const rand = seededRandom(seed);
     this.sampleSeed = () => Math.floor(rand() * 2 ** 31);
@@ -212,7 +254,7 @@ class SeedRun {
               model: s.model.name,
               sessionId: `${info.groupId}-r${info.index}`,
               metadata: { gym_task: task.id, gym_group: info.groupId, gym_rollout: String(info.index) },
-              sampling: { temperature: s.temperature, maxTokens: s.maxTokens, seed: this.sampleSeed() },
+              sampling: { temperature: s.temperature, topP: s.topP, maxTokens: s.maxTokens, seed: this.sampleSeed() },
               agent: s.agent,
               turnType,
               signal: s.signal,
@@ -227,30 +269,40 @@ class SeedRun {
     return results;
   }
 
-  /** Held-out pass@1 of the version now served: every held-out task, `evalSamples` times, as side turns. */
-  async evaluate(step: number, version: number): Promise<void> {
+  /** Held-out pass@1 of the version now served on one split (its tasks, each so many times, as side turns). */
+  async evaluate(step: number, version: number, split: 'dev' | 'test'): Promise<void> {
     const t0 = Date.now();
-    const { held } = this.ctx;
-    const batchId = `${this.svc.modelId}-eval${step}`;
+    const held = split === 'dev' ? this.ctx.dev : this.ctx.test;
+    if (held.length === 0) return;
+    const samples = split === 'dev' ? this.s.evalSamples : this.s.testSamples;
+    const batchId = `${this.svc.modelId}-${split}${step}`;
     const jobs = held.flatMap((task) =>
-      Array.from({ length: this.s.evalSamples }, (_, i) => ({
+      Array.from({ length: samples }, (_, i) => ({
         task,
-        info: rolloutInfo(this.s, batchId, task, i, this.s.evalSamples, held.length, 'EVAL'),
+        info: rolloutInfo(this.s, batchId, task, i, samples, held.length, split === 'dev' ? 'DEV' : 'TEST'),
       })),
     );
     const results = await this.rollouts(jobs, 'side');
+    const rate = (rs: RolloutResult[], pass: (r: RolloutResult) => boolean) => rs.filter(pass).length / Math.max(1, rs.length);
+    const partNames = [...new Set(results.flatMap((r) => Object.keys(r.verdict.parts)))];
     const perTask: Record<string, number> = {};
+    const perTaskParts: Record<string, Record<string, number>> = {};
     for (const task of held) {
       const mine = results.filter((r) => r.taskId === task.id);
-      perTask[task.id] = mine.filter((r) => r.verdict.passed).length / mine.length;
+      perTask[task.id] = rate(mine, (r) => r.verdict.passed);
+      perTaskParts[task.id] = Object.fromEntries(partNames.map((p) => [p, rate(mine, (r) => r.verdict.parts[p] === true)]));
     }
-    const passAt1 = results.filter((r) => r.verdict.passed).length / Math.max(1, results.length);
-    this.result.evals.push({ step, version, passAt1, perTask });
-    const replies = results.map((r) => ({ task: r.taskId, passed: r.verdict.passed, answer: r.finalAnswer }));
-    if (step === 0) this.result.replies.before = replies;
-    else this.result.replies.after = replies;
+    const passAt1 = rate(results, (r) => r.verdict.passed);
+    const parts = Object.fromEntries(partNames.map((p) => [p, rate(results, (r) => r.verdict.parts[p] === true)]));
+    this.result.evals.push({ step, version, split, passAt1, perTask, parts, perTaskParts });
+    if (split === 'test') {
+      const replies = results.map((r) => ({ task: r.taskId, passed: r.verdict.passed, answer: r.finalAnswer }));
+      if (step === 0) this.result.replies.before = replies;
+      else this.result.replies.after = replies;
+    }
     this.result.time.eval += (Date.now() - t0) / 1000;
-    this.say(`step ${step}, v${version}: held-out pass@1 ${passAt1.toFixed(2)}`);
+    const partLine = partNames.length > 1 ? ` (${partNames.map((p) => `${p} ${parts[p].toFixed(2)}`).join(', ')})` : '';
+    this.say(`step ${step}, v${version}: ${split} pass@1 ${passAt1.toFixed(2)}${partLine}`);
   }
 
   /** One rollout batch on `version`; a step when a group has a signal (then the version it made is served). */
@@ -264,6 +316,7 @@ class SeedRun {
       })),
     );
     const r0 = Date.now();
+    const batchesBefore = this.svc.learner.stats().batches;
     const results = await this.rollouts(jobs, 'main');
     const published = Date.now();
     const rolloutSeconds = (published - r0) / 1000;
@@ -271,6 +324,10 @@ class SeedRun {
     this.result.time.verifier += results.reduce((a, r) => a + r.timings.verifyMs, 0) / 1000;
     // The same rule the group builder applies: a batch whose groups are all-equal makes no step.
     const signal = tasks.map((t) => groupAdvantages(results.filter((r) => r.taskId === t.id).map((r) => r.verdict.reward)) !== null);
+    for (const t of tasks) {
+      const mine = results.filter((r) => r.taskId === t.id);
+      this.schedule.observe(t.id, mine.filter((r) => r.verdict.passed).length, mine.length);
+    }
     const record: StepRecord = {
       batch: b,
       step: null,
@@ -284,14 +341,28 @@ class SeedRun {
       trainSeconds: 0,
     };
     if (record.groupsTrained > 0) {
-      record.madeVersion = await this.nextVersion(version);
-      record.step = steps + 1;
+      const made = await this.nextVersion(version, batchesBefore);
       record.trainSeconds = (Date.now() - published) / 1000;
       this.result.time.training += record.trainSeconds;
+      if (made === null) {
+        record.rejected = true;
+        this.result.rejectedSteps++;
+      } else {
+        record.madeVersion = made;
+        record.step = steps + 1;
+        record.mismatch = this.svc.mismatches.get(made) ?? null;
+      }
     }
     this.result.steps.push(record);
     this.result.batches++;
-    const made = record.step ? ` → step ${record.step}, v${record.madeVersion} (${record.trainSeconds.toFixed(0)} s)` : ': no step';
+    const mm = record.mismatch
+      ? `; mismatch |Δlog p| ${record.mismatch.absLogprob.toFixed(3)}, k3 ${record.mismatch.kl.toFixed(4)}, truncated ${(100 * record.mismatch.truncated).toFixed(1)}%`
+      : '';
+    const made = record.step
+      ? ` → step ${record.step}, v${record.madeVersion} (${record.trainSeconds.toFixed(0)} s${mm})`
+      : record.rejected
+        ? ': the learner’s KL guard undid the step (no version; the run goes on)'
+        : ': no step';
     const rssGb = (process.memoryUsage().rss / 2 ** 30).toFixed(2);
     this.say(
       `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}; RSS ${rssGb} GiB`,
@@ -305,17 +376,23 @@ class SeedRun {
     this.say(`${idle} batches in a row without a signal (train pass ${trainPass.toFixed(2)} in the last): the seed stops here`);
   }
 
-  /** Waits until the learner has published past `version` and the gateway serves it. */
-  private async nextVersion(version: number): Promise<number> {
+  /**
+   * Waits until the learner has taken the batch (its batch count passes `batchesBefore`) and, when
+   * that published past `version`, until the gateway serves it. Null: the KL guard undid the step,
+   * a step not taken (counted in the learner's stats), and the same version goes on serving.
+   */
+  private async nextVersion(version: number, batchesBefore: number): Promise<number | null> {
     const { learner, url, modelId } = this.svc;
     const deadline = Date.now() + this.s.stepTimeoutMs;
-    while (learner.stats().version <= version && Date.now() < deadline) {
+    while (learner.stats().version <= version && learner.stats().batches <= batchesBefore && Date.now() < deadline) {
       if (this.s.signal?.aborted) throw new Error('aborted');
       await sleep(200);
     }
     const want = learner.stats().version;
-    if (want <= version)
+    if (want <= version) {
+      if (learner.stats().batches > batchesBefore) return null;
       throw new Error(`no version after v${version} within ${this.s.stepTimeoutMs} ms (${JSON.stringify(learner.stats())})`);
+    }
     while (Date.now() < deadline) {
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: 'POST',
@@ -336,13 +413,15 @@ export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResul
   const run = new SeedRun(ctx, svc, seed);
   try {
     let version = svc.learner.stats().version;
-    await run.evaluate(0, version);
-    const schedule = new TaskSchedule(ctx.train, seed);
+    await run.evaluate(0, version, 'test');
+    await run.evaluate(0, version, 'dev');
     let steps = 0;
     let idle = 0;
     for (let b = 0; steps < s.steps && b < s.maxBatches && !s.signal?.aborted; b++) {
-      const record = await run.batch(b, schedule.next(Math.min(s.tasksPerStep, ctx.train.length)), version, steps);
+      const record = await run.batch(b, run.schedule.next(Math.min(s.tasksPerStep, ctx.train.length)), version, steps);
       if (record.step === null || record.madeVersion === null) {
+        // A step the KL guard undid had a signal: the run goes on, and does not count it as idle.
+        if (record.rejected) continue;
         if (++idle < s.maxIdleBatches) continue;
         run.stalled(idle, record.trainPass);
         break;
@@ -350,10 +429,11 @@ export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResul
       idle = 0;
       steps = record.step;
       version = record.madeVersion;
-      if (steps % s.evalEvery === 0 || steps === s.steps) await run.evaluate(steps, version);
+      if (steps % s.evalEvery === 0 && steps !== s.steps) await run.evaluate(steps, version, 'dev');
     }
-    const evals = run.result.evals;
-    if (evals[evals.length - 1].step !== steps) await run.evaluate(steps, version);
+    const lastDev = run.result.evals.filter((e) => e.split === 'dev').at(-1);
+    if (lastDev?.step !== steps) await run.evaluate(steps, version, 'dev');
+    await run.evaluate(steps, version, 'test');
     return run.result;
   } finally {
     await svc.stop();

@@ -18,6 +18,7 @@ import {
   type TaskSpec,
   type TaskVerify,
   type ToolName,
+  type VerifyPart,
 } from './task.ts';
 
 const FIELDS: readonly (keyof TaskSpec)[] = ['id', 'instruction', 'files', 'tools', 'verify', 'max_turns', 'timeout_s', 'split'];
@@ -65,20 +66,38 @@ function tools(v: unknown): ToolName[] {
   return v as ToolName[];
 }
 
-function verify(v: unknown): TaskVerify {
-  const how = 'verify must be {"command": "…"} (run with sh -c in the workspace; exit 0 passes) or {"answer": CHECK}';
-  if (!isObject(v)) throw invalidInput(how, 'verify');
+const HOW =
+  'verify must be {"command": "…"} (run with sh -c in the workspace; exit 0 passes), {"answer": CHECK} or {"parts": {NAME: {"command": …} | {"answer": …}, …}}';
+
+function verifyPart(v: unknown, at: string): VerifyPart {
+  if (!isObject(v)) throw invalidInput(HOW, at);
   const keys = Object.keys(v);
   const unknown = keys.find((k) => k !== 'command' && k !== 'answer');
-  if (unknown !== undefined) throw invalidInput(`verify has an unknown field "${unknown}" (${how})`, `verify.${unknown}`);
-  if (keys.length !== 1) throw invalidInput(`verify needs exactly one of "command" and "answer" (has ${keys.length})`, 'verify');
+  if (unknown !== undefined) throw invalidInput(`${at} has an unknown field "${unknown}" (${HOW})`, `${at}.${unknown}`);
+  if (keys.length !== 1) throw invalidInput(`${at} needs exactly one of "command" and "answer" (has ${keys.length})`, at);
   if ('command' in v) {
     if (typeof v.command !== 'string' || v.command.trim() === '' || v.command.includes('\0'))
-      throw invalidInput('verify.command must be a non-empty shell command', 'verify.command');
+      throw invalidInput(`${at}.command must be a non-empty shell command`, `${at}.command`);
     return { command: v.command };
   }
-  compileCheck(v.answer, 'verify.answer'); // throws naming the offending part of the check
-  return { answer: v.answer as Extract<TaskVerify, { answer: unknown }>['answer'] };
+  compileCheck(v.answer, `${at}.answer`); // throws naming the offending part of the check
+  return { answer: v.answer as Extract<VerifyPart, { answer: unknown }>['answer'] };
+}
+
+function verify(v: unknown): TaskVerify {
+  if (isObject(v) && 'parts' in v) {
+    if (Object.keys(v).length !== 1) throw invalidInput(`verify with "parts" has nothing else (${HOW})`, 'verify');
+    if (!isObject(v.parts) || Object.keys(v.parts).length === 0)
+      throw invalidInput('verify.parts must name at least one part', 'verify.parts');
+    const parts: Record<string, VerifyPart> = {};
+    for (const [name, part] of Object.entries(v.parts)) {
+      if (!/^[A-Za-z0-9_-]{1,32}$/.test(name))
+        throw invalidInput(`verify.parts: "${name}" is no part name (letters, digits, - and _, at most 32)`, 'verify.parts');
+      parts[name] = verifyPart(part, `verify.parts.${name}`);
+    }
+    return { parts };
+  }
+  return verifyPart(v, 'verify');
 }
 
 function positive(v: unknown, field: string, max: number, integer: boolean): number {
@@ -104,9 +123,9 @@ function parseTask(raw: Record<string, unknown>): Task {
     timeoutS: raw.timeout_s === undefined ? DEFAULT_TIMEOUT_S : positive(raw.timeout_s, 'timeout_s', TIMEOUT_S_LIMIT, false),
   };
   if (raw.split !== undefined) {
-    if (raw.split !== 'train' && raw.split !== 'eval')
-      throw invalidInput(`split must be "train" or "eval", got ${JSON.stringify(raw.split)}`, 'split');
-    task.split = raw.split;
+    if (raw.split !== 'train' && raw.split !== 'dev' && raw.split !== 'test' && raw.split !== 'eval')
+      throw invalidInput(`split must be "train", "dev" or "test" ("eval" is read as "test"), got ${JSON.stringify(raw.split)}`, 'split');
+    task.split = raw.split === 'eval' ? 'test' : raw.split;
   }
   return task;
 }

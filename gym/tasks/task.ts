@@ -17,16 +17,27 @@ export const TOOL_NAMES = ['bash', 'read_file', 'write_file', 'python'] as const
 /** One tool's name. */
 export type ToolName = (typeof TOOL_NAMES)[number];
 
-/** Which side of the split a task is on: trained on, or held out for eval. */
-export type TaskSplit = 'train' | 'eval';
+/**
+ * Which side of the split a task is on: trained on (`train`), held out to choose settings and
+ * stop early (`dev`), held out to report (`test`). `eval`, the older name of a held-out task, is
+ * read as `test`.
+ */
+export type TaskSplit = 'train' | 'dev' | 'test';
 
 /**
- * How a rollout is judged once its episode is over.
+ * One verifier.
  * - `command`: run with `sh -c` in the sandboxed workspace; exit 0 passes.
  * - `answer`: a check in the persona check language (eval/persona-check.ts), applied to the
  *   final assistant message.
  */
-export type TaskVerify = { command: string } | { answer: PersonaCheck };
+export type VerifyPart = { command: string } | { answer: PersonaCheck };
+
+/**
+ * How a rollout is judged once its episode is over: one verifier, or named parts (e.g.
+ * `{"parts": {"content": {"answer": …}, "format": {"answer": …}}}`) that must all pass, each
+ * reported on its own so that a rise in one (brevity) is not read as a rise in another (knowledge).
+ */
+export type TaskVerify = VerifyPart | { parts: Readonly<Record<string, VerifyPart>> };
 
 /** A task as a suite file writes it: one JSON object per line. */
 export interface TaskSpec {
@@ -44,8 +55,8 @@ export interface TaskSpec {
   max_turns?: number;
   /** Wall-clock bound of one episode, in seconds: everything is aborted past it. @default 60 */
   timeout_s?: number;
-  /** Train or held out; where no task of the file says, {@link splitTasks} holds out 3 in 8. @default none (decided by the split) */
-  split?: TaskSplit;
+  /** Train, dev or test (`eval`: test); where no task of the file says, {@link splitTasks} holds out 3 in 8. @default none (decided by the split) */
+  split?: TaskSplit | 'eval';
 }
 
 /** A validated task, its defaults filled in. */
@@ -76,5 +87,14 @@ export const DEFAULT_TIMEOUT_S = 60;
 export const MAX_TURNS_LIMIT = 100;
 export const TIMEOUT_S_LIMIT = 3600;
 
-/** Whether a task is judged by a command (else by its answer). */
-export const isCommandVerify = (v: TaskVerify): v is { command: string } => 'command' in v;
+/** Whether a verifier is a command (else an answer check). */
+export const isCommandVerify = (v: VerifyPart): v is { command: string } => 'command' in v;
+
+/** A task's verifiers by name: its parts, or its one verifier (named after its kind). */
+export function verifyParts(v: TaskVerify): Array<[string, VerifyPart]> {
+  if ('parts' in v) return Object.entries(v.parts);
+  return [[isCommandVerify(v) ? 'command' : 'answer', v]];
+}
+
+/** Whether any verifier of the task runs a command (it needs the rollout's sandbox). */
+export const runsCommand = (v: TaskVerify): boolean => verifyParts(v).some(([, p]) => isCommandVerify(p));

@@ -9,17 +9,19 @@
 import { invalidInput } from '../../core/index.ts';
 import { compileCheck, type PersonaCheck } from '../../eval/index.ts';
 import type { ExecResult, Sandbox, SandboxLimits } from '../sandbox/sandbox.ts';
-import { isCommandVerify, type Task } from '../tasks/task.ts';
+import { isCommandVerify, verifyParts, type Task, type VerifyPart } from '../tasks/task.ts';
 
 /** A rollout's outcome. */
 export interface Verdict {
-  /** The task was done. */
+  /** The task was done (every part passed). */
   passed: boolean;
   /** 1 when passed, else 0. */
   reward: number;
-  /** Which kind of verifier judged it. */
-  kind: 'command' | 'answer';
-  /** For people: the command's exit and its last output lines, or which check failed. */
+  /** Which kind of verifier judged it (`parts`: several named ones). */
+  kind: 'command' | 'answer' | 'parts';
+  /** Each named part, passed or not (a task with one verifier: that one, named after its kind). */
+  parts: Record<string, boolean>;
+  /** For people: the command's exit and its last output lines, or which check failed (per part). */
   detail: string;
 }
 
@@ -76,21 +78,36 @@ export function explainCheck(check: PersonaCheck, reply: string, path = 'verify.
 }
 
 /**
- * Judges a rollout.
- * @throws TurnstreamError TS_ERR_ABORTED when `signal` aborts the verify command; TS_ERR_INVALID_INPUT
- * for a `command` task without a sandbox
+ * Judges a rollout: every part of its verifier, in order (each command in the sandbox as the
+ * episode left it; a command does not see what an earlier one changed, as each runs on the
+ * workspace itself, so a part's command should only read).
+ * @throws TurnstreamError TS_ERR_ABORTED when `signal` aborts a verify command; TS_ERR_INVALID_INPUT
+ * for a `command` part without a sandbox
  */
 export async function verifyRollout(task: Pick<Task, 'verify'>, options: VerifyOptions): Promise<Verdict> {
-  const verdict = (kind: Verdict['kind'], passed: boolean, detail: string): Verdict => ({ passed, reward: passed ? 1 : 0, kind, detail });
   const v = task.verify;
-  if (isCommandVerify(v)) {
+  const named = verifyParts(v);
+  const parts: Record<string, boolean> = {};
+  const details: string[] = [];
+  for (const [name, part] of named) {
+    const r = await verifyPart(part, options, 'parts' in v ? `verify.parts.${name}` : 'verify');
+    parts[name] = r.passed;
+    details.push('parts' in v ? `${name}: ${r.passed ? 'passed' : 'failed'}; ${r.detail}` : r.detail);
+  }
+  const passed = Object.values(parts).every(Boolean);
+  const kind: Verdict['kind'] = 'parts' in v ? 'parts' : isCommandVerify(v) ? 'command' : 'answer';
+  return { passed, reward: passed ? 1 : 0, kind, parts, detail: details.join('\n') };
+}
+
+async function verifyPart(part: VerifyPart, options: VerifyOptions, path: string): Promise<{ passed: boolean; detail: string }> {
+  if (isCommandVerify(part)) {
     if (!options.sandbox) throw invalidInput('a command verifier needs the rollout’s sandbox', 'sandbox');
-    const r = await options.sandbox.sh(v.command, { limits: { ...VERIFY_LIMITS, ...options.limits }, signal: options.signal });
+    const r = await options.sandbox.sh(part.command, { limits: { ...VERIFY_LIMITS, ...options.limits }, signal: options.signal });
     const passed = r.exitCode === 0 && !r.timedOut;
     const out = lastLines(r);
-    return verdict('command', passed, `${endOf(r)}${out ? `; last output:\n${out}` : ''}`);
+    return { passed, detail: `${endOf(r)}${out ? `; last output:\n${out}` : ''}` };
   }
-  if (options.finalAnswer === null) return verdict('answer', false, 'no final answer');
-  const why = explainCheck(v.answer, options.finalAnswer);
-  return verdict('answer', why === null, why ?? 'the final answer passes the check');
+  if (options.finalAnswer === null) return { passed: false, detail: 'no final answer' };
+  const why = explainCheck(part.answer, options.finalAnswer, `${path}.answer`);
+  return { passed: why === null, detail: why ?? 'the final answer passes the check' };
 }

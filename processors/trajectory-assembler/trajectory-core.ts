@@ -8,7 +8,15 @@
  * turns do not all come within `settleMs` goes out with what came, `missingTurns` saying how many
  * did not. EVAL rollouts score a version and are never trained: their outcome is not joined.
  */
-import { isRolloutStep, samplingOf, type Reward, type Trajectory, type TrajectoryState, type TrajectoryStep, type Turn } from '../../schemas/index.ts';
+import {
+  isRolloutStep,
+  samplingOf,
+  type Reward,
+  type Trajectory,
+  type TrajectoryState,
+  type TrajectoryStep,
+  type Turn,
+} from '../../schemas/index.ts';
 
 export interface TrajectoryAssemblerOptions {
   /** How long an outcome waits for the turns it lists (or, listing none, for the session's), ms. @default 30000 */
@@ -96,7 +104,7 @@ export class TrajectoryCore {
 
   private onReward(reward: Reward, store: TrajectoryStore, now: number, emit: (t: Trajectory) => void): void {
     if (!reward.rollout) return this.events.ignored?.('reward', 'not a rollout');
-    if (reward.rollout.split === 'EVAL') return; // scores a version; analytics read it from the rewards topic
+    if (reward.rollout.split !== 'TRAIN') return; // scores a version (dev, test); analytics read it from the rewards topic
     const st = store.get(reward.sessionId) ?? fresh(reward.sessionId, reward.userId, now);
     if (st.done || st.reward) return this.events.ignored?.('reward', st.done ? 'late' : 'duplicate');
     st.reward = reward;

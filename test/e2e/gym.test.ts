@@ -100,7 +100,7 @@ test('one GRPO step: a new version served, held-out pass@1 before and after', { 
     run.evals[run.evals.length - 1].version >= 1,
     'the last eval ran on a version the learner published and the gateway swapped in',
   );
-  assert.deepEqual(result.tasks.eval, ['ice-cold', 'touch-file']);
+  assert.deepEqual(result.tasks.test, ['ice-cold', 'touch-file'], 'the suite’s eval split, read as test');
   for (const k of ['before', 'after', 'p_value', 'wall_s'] as const) assert.equal(typeof result[k], 'number');
   assert.ok(result.time.rollouts > 0 && result.time.training > 0 && result.time.eval > 0);
 });
@@ -112,7 +112,7 @@ test('the turns, rewards and samples are on Kafka: metadata, outcomes, group adv
   const train = rewards.filter((r) => r.rollout?.split === 'TRAIN');
   assert.equal(train.length, result.groups.batches * 3 * 4, 'a reward per train rollout');
   assert.ok(
-    rewards.some((r) => r.rollout?.split === 'EVAL'),
+    rewards.some((r) => r.rollout?.split === 'TEST'),
     'held-out rollouts are scored too',
   );
   const mainTurns = turns.filter((t) => t.turnType === 'MAIN');
@@ -156,11 +156,11 @@ test('ClickHouse holds the rollouts: a row per reward, pass rate by version', { 
     );
     assert.deepEqual(
       rows.map((r) => r.split),
-      ['EVAL', 'TRAIN'],
+      ['TEST', 'TRAIN'],
     );
-    assert.ok(Number(rows.find((r) => r.split === 'EVAL')!.v) >= 1, 'held-out rollouts of a trained version');
+    assert.ok(Number(rows.find((r) => r.split === 'TEST')!.v) >= 1, 'held-out rollouts of a trained version');
     // The dashboard's panel: pass rate by version, held-out, for this run's model.
-    const mine = (await passRateByVersion(store)).filter((r) => r.policy_model_id === modelId && r.split === 'EVAL');
+    const mine = (await passRateByVersion(store)).filter((r) => r.policy_model_id === modelId && r.split === 'TEST');
     assert.deepEqual(
       mine.map((r) => r.policy_version),
       result.runs[0].evals.map((e) => e.version),

@@ -62,12 +62,12 @@ describe('runBaseRates through the gym’s gateway', { timeout: 300_000 }, () =>
       [
         ['kept', 'train', 2, 2, 1, false],
         ['never', 'train', 2, 0, 0, false],
-        ['held', 'eval', 2, 2, 1, false],
+        ['held', 'test', 2, 2, 1, false],
       ],
     );
     for (const t of r.tasks) assert.equal(t.stoppedBy.error, 0, `${t.id}: ${t.errors.join('; ')}`);
-    assert.deepEqual(r.train, { tasks: 2, rate: 0.5, learnable: 0 });
-    assert.deepEqual(r.eval, { tasks: 1, rate: 1, learnable: 0 });
+    assert.deepEqual(r.train, { tasks: 2, rate: 0.5, learnable: 0, parts: r.train.parts });
+    assert.deepEqual(r.test, { tasks: 1, rate: 1, learnable: 0, parts: r.test.parts });
     // A line every round's worth of rollouts (which ones ended first varies with two at a time).
     assert.equal(progress.length, 2);
     assert.match(progress[0], /^gym base rates: 3\/6 rollouts, [23] passed$/);

@@ -22,6 +22,22 @@ const ok = {
 const suiteRefusal = (text: string) => refusal(() => parseTaskSuite(text, 'suite.jsonl'), 'the suite was accepted');
 
 describe('parseTaskSuite', () => {
+  it('reads a verdict of named parts, each a command or an answer check, and the dev and test splits', () => {
+    const [t, u] = parseTaskSuite(
+      [
+        line({
+          id: 'p',
+          instruction: 'x',
+          split: 'dev',
+          verify: { parts: { content: { answer: { regex_present: '42' } }, exists: { command: 'test -f a' } } },
+        }),
+        line({ id: 'q', instruction: 'y', split: 'test', verify: { answer: { max_words: 1 } } }),
+      ].join('\n'),
+    );
+    assert.deepEqual(t.verify, { parts: { content: { answer: { regex_present: '42' } }, exists: { command: 'test -f a' } } });
+    assert.deepEqual([t.split, u.split], ['dev', 'test']);
+  });
+
   it('fills the defaults: all tools, 6 turns, 60 s, no files, no split', () => {
     const [t] = parseTaskSuite(line(ok));
     assert.deepEqual(t, { ...ok, files: {}, tools: [...TOOL_NAMES], maxTurns: 6, timeoutS: 60, verify: ok.verify });
@@ -53,7 +69,7 @@ describe('parseTaskSuite', () => {
     assert.deepEqual(a.tools, ['bash', 'read_file']);
     assert.equal(a.maxTurns, 3);
     assert.equal(a.timeoutS, 2.5);
-    assert.equal(a.split, 'eval');
+    assert.equal(a.split, 'test', 'eval, the older name of a held-out task, is read as test');
     assert.deepEqual(b.tools, []);
     assert.deepEqual(b.verify, { answer: { all: [{ regex_present: { regex: '^hi', flags: 'i' } }, { max_words: 5 }] } });
   });
@@ -119,6 +135,36 @@ describe('parseTaskSuite', () => {
       `${TASK}verify.answer has an unknown operator "has_word"`,
       'verify.answer',
     ],
+    [
+      'parts with nothing in them',
+      line({ ...ok, verify: { parts: {} } }),
+      `${TASK}verify.parts must name at least one part`,
+      'verify.parts',
+    ],
+    [
+      'parts beside another verifier',
+      line({ ...ok, verify: { parts: { a: { command: 'true' } }, command: 'true' } }),
+      `${TASK}verify with "parts" has nothing else`,
+      'verify',
+    ],
+    [
+      'a bad part name',
+      line({ ...ok, verify: { parts: { 'no spaces': { command: 'true' } } } }),
+      `${TASK}verify.parts: "no spaces" is no part name`,
+      'verify.parts',
+    ],
+    [
+      'a part with a bad check',
+      line({ ...ok, verify: { parts: { format: { answer: { max_words: 0 } } } } }),
+      `${TASK}verify.parts.format.answer.max_words must be a positive integer`,
+      'verify.parts.format.answer.max_words',
+    ],
+    [
+      'a part with an unknown field',
+      line({ ...ok, verify: { parts: { content: { script: 'x' } } } }),
+      `${TASK}verify.parts.content has an unknown field "script"`,
+      'verify.parts.content.script',
+    ],
     ['max_turns 0', line({ ...ok, max_turns: 0 }), `${TASK}max_turns must be a positive integer of at most 100, got 0`, 'max_turns'],
     ['max_turns 1.5', line({ ...ok, max_turns: 1.5 }), `${TASK}max_turns must be a positive integer`, 'max_turns'],
     [
@@ -127,7 +173,12 @@ describe('parseTaskSuite', () => {
       `${TASK}timeout_s must be a positive number of at most 3600, got "60"`,
       'timeout_s',
     ],
-    ['a bad split', line({ ...ok, split: 'test' }), `${TASK}split must be "train" or "eval", got "test"`, 'split'],
+    [
+      'a bad split',
+      line({ ...ok, split: 'held' }),
+      `${TASK}split must be "train", "dev" or "test" ("eval" is read as "test"), got "held"`,
+      'split',
+    ],
     ['a file path with ..', line({ ...ok, files: { '../x': 'a' } }), `${TASK}files["../x"]: a file path must be relative`, 'files["../x"]'],
     [
       'an absolute file path',

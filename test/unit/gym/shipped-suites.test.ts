@@ -1,6 +1,6 @@
 /**
  * The suites turnstream ships (gym/suites/*.jsonl), as the gym reads them: each parses, its ids
- * are unique, 16 tasks are trained on and 8 held out. Every verifier tells a done task from an
+ * are unique, every task names its split (train, dev, test). Every verifier tells a done task from an
  * undone one: a command fails on the untouched workspace and passes once the task is done (run
  * with sh in a folder holding the task's files, no model); an answer check passes a right answer,
  * in the words a model uses and as Python prints it, and fails a wrong one, one too long and the
@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadTaskSuite } from '../../../gym/tasks/parse-task-suite.ts';
 import { splitTasks } from '../../../gym/tasks/split-tasks.ts';
-import { isCommandVerify, type Task } from '../../../gym/tasks/task.ts';
+import { isCommandVerify, verifyParts, type Task } from '../../../gym/tasks/task.ts';
 import { explainCheck } from '../../../gym/verify/verify-rollout.ts';
 
 const SUITES = fileURLToPath(new URL('../../../gym/suites/', import.meta.url));
@@ -89,22 +89,76 @@ function pythonAnswer(instruction: string): string {
   throw new Error(`no operation in ${JSON.stringify(instruction)}`);
 }
 
-const passes = (task: Task, reply: string): boolean => {
-  assert.ok(!isCommandVerify(task.verify));
-  return explainCheck(task.verify.answer, reply) === null;
+/** Each part of an answer task's verdict on `reply` (a task with one verifier: that one). */
+const partsOf = (task: Task, reply: string): Record<string, boolean> =>
+  Object.fromEntries(
+    verifyParts(task.verify).map(([name, part]) => {
+      assert.ok(!isCommandVerify(part), `${task.id}: an answer task`);
+      return [name, explainCheck(part.answer, reply) === null];
+    }),
+  );
+const passes = (task: Task, reply: string): boolean => Object.values(partsOf(task, reply)).every(Boolean);
+
+/** A command's exit status in a fresh folder under `root` with the task's files, after `setup`. */
+async function runIn(root: string, task: Task, setup: string | null, command: string): Promise<number | null> {
+  const dir = await mkdtemp(join(root, `${task.id}-`));
+  for (const [path, content] of Object.entries(task.files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), content);
+  }
+  if (setup !== null) assert.equal(spawnSync('sh', ['-c', setup], { cwd: dir }).status, 0, setup);
+  return spawnSync('sh', ['-c', command], { cwd: dir, timeout: 10_000 }).status;
+}
+
+/** formats-and-files: the exact answer of each answer task, and one with the right content in a sentence (fails the format). */
+const STRICT_ANSWERS: Record<string, [exact: string, inASentence: string]> = {
+  'legs-spider': ['8', 'A spider has 8 legs.'],
+  'days-week': ['7', 'There are 7 days in a week.'],
+  'sum-9-6': ['15', '9 plus 6 is 15.'],
+  'months-year': ['12', 'There are 12 months in a year.'],
+  'sides-triangle': ['3', 'A triangle has 3 sides.'],
+  'hours-day': ['24.', 'A day has 24 hours.'],
+  'color-sky': ['Blue', 'The sky is blue.'],
+  'capital-spain': ['Madrid.', 'The capital of Spain is Madrid.'],
+  'opposite-hot': ['cold', 'The opposite of hot is cold.'],
+  'capital-japan': ['Tokyo', 'Tokyo is the capital.'],
+  'animal-bark': ['Dog', 'A dog barks.'],
+  'caps-hello': ['HELLO', 'Hello'],
+  'caps-good-morning': ['GOOD MORNING', 'Good morning'],
+  'yesno-fish': ['Yes.', 'Yes, fish can swim.'],
+  'yesno-sun-cold': ['No', 'No, the sun is hot.'],
+  'yesno-ice': ['yes', 'Yes, ice is frozen water.'],
+  'list-colors': ['red\nblue\ngreen', 'Red, blue and green.'],
+  'list-fruits': ['- apple\n- banana\n- cherry', 'Apples, bananas and cherries.'],
+  'read-code': ['4721', 'The number is 4721.'],
+  'read-pet': ['Rabbit', 'The animal is a rabbit.'],
+  'read-pin': ['3905', 'It says 3905.'],
+};
+
+/** formats-and-files: what a correct agent runs for each file task, and what gets the content right but not the form. */
+const FILE_SOLUTIONS: Record<string, [exact: string, contentOnly: string]> = {
+  'create-hello': ['echo hello > hello.txt', 'echo "hello world" > hello.txt'],
+  'create-name': ['echo Alice > name.txt', 'echo "name: Alice" > name.txt'],
+  'create-date': ['echo 2024 > year.txt', 'echo "The year 2024" > year.txt'],
+  'append-list': ['echo cherry >> fruits.txt', 'echo cherry > fruits.txt'],
+  'append-todo': ["echo 'call mom' >> todo.txt", "echo 'call mom' > todo.txt"],
+  'upper-copy': ['tr a-z A-Z < low.txt > up.txt', 'cp low.txt up.txt'],
+  'lower-copy': ['tr A-Z a-z < loud.txt > soft.txt', 'cp loud.txt soft.txt'],
+  'delete-old': ['rm old.txt', 'rm old.txt keep.txt'],
+  'delete-tmp': ['rm temp.log', 'rm temp.log notes.txt'],
 };
 
 describe('the shipped task suites', () => {
   for (const name of ['answer-format', 'terminal', 'tool-math']) {
-    it(`${name}: parses, unique ids, 16 trained on and 8 held out (each task names its split)`, async () => {
+    it(`${name}: parses, unique ids, 16 trained on, 3 dev and 5 test (each task names its split)`, async () => {
       const tasks = await suite(name);
       assert.equal(new Set(tasks.map((t) => t.id)).size, tasks.length);
       assert.ok(
         tasks.every((t) => t.split !== undefined),
         'every task names its split',
       );
-      const { train, eval: held } = splitTasks(tasks);
-      assert.deepEqual([train.length, held.length], [16, 8]);
+      const { train, dev, test } = splitTasks(tasks);
+      assert.deepEqual([train.length, dev.length, test.length], [16, 3, 5]);
     });
   }
 
@@ -117,14 +171,8 @@ describe('the shipped task suites', () => {
 
     /** The verifier's exit status in a fresh folder with the task's files, after `setup`. */
     const verify = async (task: Task, setup: string | null): Promise<number | null> => {
-      assert.ok(isCommandVerify(task.verify));
-      const dir = await mkdtemp(join(root, `${task.id}-`));
-      for (const [path, content] of Object.entries(task.files)) {
-        await mkdir(dirname(join(dir, path)), { recursive: true });
-        await writeFile(join(dir, path), content);
-      }
-      if (setup !== null) assert.equal(spawnSync('sh', ['-c', setup], { cwd: dir }).status, 0, setup);
-      return spawnSync('sh', ['-c', task.verify.command], { cwd: dir, timeout: 10_000 }).status;
+      assert.ok('command' in task.verify);
+      return runIn(root, task, setup, task.verify.command);
     };
 
     it('all 24', async () => {
@@ -145,19 +193,69 @@ describe('the shipped task suites', () => {
     });
   });
 
-  it('answer-format: each check passes a right answer and fails the question read back, a wrong one and one too long', async () => {
+  it('answer-format: each check passes a right answer and fails the question read back, a wrong one and one too long; content and format are parts of their own', async () => {
     const tasks = await suite('answer-format');
     assert.deepEqual(tasks.map((t) => t.id).sort(), Object.keys(RIGHT_ANSWERS).sort());
     for (const task of tasks) {
-      assert.ok(passes(task, RIGHT_ANSWERS[task.id]), `${task.id}: ${RIGHT_ANSWERS[task.id]}`);
+      assert.deepEqual(partsOf(task, RIGHT_ANSWERS[task.id]), { content: true, format: true }, `${task.id}: ${RIGHT_ANSWERS[task.id]}`);
       const question = `${task.instruction.split('?')[0]}?`;
       assert.ok(!passes(task, question), `${task.id}: the question passes`);
-      assert.ok(!passes(task, 'I do not know.'), task.id);
-      assert.ok(
-        !passes(task, `${RIGHT_ANSWERS[task.id]} And that is really all there is to say about it, I think.`),
+      assert.deepEqual(partsOf(task, 'I do not know.'), { content: false, format: true }, task.id);
+      assert.deepEqual(
+        partsOf(task, `${RIGHT_ANSWERS[task.id]} And that is really all there is to say about it, I think.`),
+        { content: true, format: false },
         `${task.id}: too long`,
       );
     }
+  });
+
+  describe('formats-and-files: 15 train, 5 dev, 10 test; every part tells the content from the form', () => {
+    let root = '';
+    before(async () => {
+      root = await mkdtemp(join(tmpdir(), 'ts-formats-files-'));
+    });
+    after(() => rm(root, { recursive: true, force: true }));
+
+    it('splits and kinds', async () => {
+      const tasks = await suite('formats-and-files');
+      const { train, dev, test } = splitTasks(tasks);
+      assert.deepEqual([train.length, dev.length, test.length], [15, 5, 10]);
+      assert.deepEqual(tasks.map((t) => t.id).sort(), [...Object.keys(STRICT_ANSWERS), ...Object.keys(FILE_SOLUTIONS)].sort());
+      for (const t of tasks)
+        assert.deepEqual(
+          verifyParts(t.verify).map(([n]) => n),
+          ['content', 'format'],
+          t.id,
+        );
+    });
+
+    it('answer tasks: the exact answer passes both parts; the same in a sentence passes the content only; a wrong bare answer the format only', async () => {
+      for (const task of (await suite('formats-and-files')).filter((t) => t.id in STRICT_ANSWERS)) {
+        const [exact, sentence] = STRICT_ANSWERS[task.id];
+        assert.deepEqual(partsOf(task, exact), { content: true, format: true }, `${task.id}: ${exact}`);
+        assert.deepEqual(partsOf(task, sentence), { content: true, format: false }, `${task.id}: ${sentence}`);
+        assert.ok(!passes(task, `${task.instruction}`), `${task.id}: the question read back`);
+      }
+      const byId = new Map((await suite('formats-and-files')).map((t) => [t.id, t]));
+      assert.deepEqual(partsOf(byId.get('legs-spider')!, '6'), { content: false, format: true });
+      assert.deepEqual(partsOf(byId.get('color-sky')!, 'Green'), { content: false, format: true });
+      assert.deepEqual(partsOf(byId.get('yesno-fish')!, 'No.'), { content: false, format: true });
+      assert.deepEqual(partsOf(byId.get('caps-hello')!, 'GOODBYE'), { content: false, format: true });
+    });
+
+    it('file tasks: each part fails on the untouched workspace; the exact solution passes both; a near one the content only', async () => {
+      for (const task of (await suite('formats-and-files')).filter((t) => t.id in FILE_SOLUTIONS)) {
+        const [exact, contentOnly] = FILE_SOLUTIONS[task.id];
+        for (const [name, part] of verifyParts(task.verify)) {
+          assert.ok(isCommandVerify(part));
+          assert.notEqual(await runIn(root, task, null, part.command), 0, `${task.id}.${name}: passes untouched`);
+          assert.equal(await runIn(root, task, exact, part.command), 0, `${task.id}.${name}: fails after ${exact}`);
+          const near = await runIn(root, task, contentOnly, part.command);
+          if (name === 'content') assert.equal(near, 0, `${task.id}.content: fails after ${contentOnly}`);
+          else assert.notEqual(near, 0, `${task.id}.format: passes after ${contentOnly}`);
+        }
+      }
+    });
   });
 
   it('tool-math: each check passes the answer in words, as Python prints it and with a thousands separator; never a near miss or the question', async () => {

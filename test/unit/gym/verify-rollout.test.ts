@@ -12,6 +12,7 @@ describe('verifyRollout with an answer check', () => {
       passed: true,
       reward: 1,
       kind: 'answer',
+      parts: { answer: true },
       detail: 'the final answer passes the check',
     });
   });
@@ -30,9 +31,26 @@ describe('verifyRollout with an answer check', () => {
       passed: false,
       reward: 0,
       kind: 'answer',
+      parts: { answer: false },
       detail: 'no final answer',
     });
     assert.equal((await verifyRollout(task, { finalAnswer: '  \n' })).detail, 'the final answer is empty');
+  });
+
+  it('a verdict of named parts: each reported, the reward needs them all, the detail names each', async () => {
+    const parted: Pick<Task, 'verify'> = {
+      verify: { parts: { content: { answer: { regex_present: '\\b42\\b' } }, format: { answer: { regex_present: '^\\d+$' } } } },
+    };
+    const exact = await verifyRollout(parted, { finalAnswer: '42' });
+    assert.deepEqual([exact.passed, exact.reward, exact.kind, exact.parts], [true, 1, 'parts', { content: true, format: true }]);
+    const sentence = await verifyRollout(parted, { finalAnswer: 'The answer is 42.' });
+    assert.deepEqual([sentence.passed, sentence.reward, sentence.parts], [false, 0, { content: true, format: false }]);
+    assert.equal(
+      sentence.detail,
+      'content: passed; the final answer passes the check\nformat: failed; verify.parts.format.answer failed: {"regex_present":"^\\\\d+$"}',
+    );
+    const none = await verifyRollout(parted, { finalAnswer: null });
+    assert.deepEqual(none.parts, { content: false, format: false });
   });
 
   it('a command task without a sandbox is a caller’s mistake', async () => {
