@@ -3,7 +3,7 @@
  * people. Progress and logs go to stderr, so stdout carries only this.
  */
 import type { MultiUserEvalResult } from './multi-user.ts';
-import { toResultJson, type WrittenReports } from './report.ts';
+import { stability, toResultJson, type WrittenReports } from './report.ts';
 import type { EvalResult } from './run-eval.ts';
 
 /** `--users`: the summary, each run with its number of conflicts instead of the list (and without its users). */
@@ -24,6 +24,15 @@ export function usersOutput(res: MultiUserEvalResult, json: boolean | undefined,
     `consensus off: held-out ${b.before.toFixed(3)} → ${b.after.toFixed(3)}, adversary share ${b.adversary_share.toFixed(3)}, weight ${b.adversary_weight.toFixed(3)}, loss-weight share ${b.adversary_weight_share.toFixed(3)}\n` +
     `wrote ${file} (${Math.round(res.seconds)} s)\n`
   );
+}
+
+/** How many runs ended more than one eval step's noise below their own peak, and which. */
+function stabilityLine(result: EvalResult): string {
+  const st = stability(result);
+  const below = st.runs
+    .filter((x) => x.endsBelowPeak)
+    .map((x) => `${x.persona}-seed${x.seed} ${x.peak.toFixed(2)} → ${x.final.toFixed(2)}`);
+  return `runs ending more than one eval step's noise below their own peak: ${st.endsBelowPeak} of ${st.runs.length}${below.length ? ` (${below.join(', ')})` : ''}\n`;
 }
 
 /** The personas' result: the summary with each run's scores, or the before/after, the test and each version's scores. */
@@ -48,6 +57,7 @@ export function evalOutput(result: EvalResult, written: WrittenReports, json: bo
     `held-out satisfaction ${result.before.toFixed(3)} → ${result.after.toFixed(3)} over ${result.personas} personas × ${result.seeds} seeds, ${result.interactions} interactions each (${result.method}, ${result.mode})\n` +
     `held-out replies that answer the prompt at all: ${result.answered.before.toFixed(3)} → ${result.answered.after.toFixed(3)}\n` +
     `${result.statistic.test}: mean diff ${result.statistic.meanDiff.toFixed(3)}, t = ${result.statistic.t.toFixed(2)}, p = ${result.statistic.p.toPrecision(3)} (n = ${result.statistic.n})\n` +
+    stabilityLine(result) +
     result.per_version
       .map(
         (v) =>

@@ -86,17 +86,57 @@ export function perPersona(r: Pick<ReportInput, 'runs'>): Record<string, Persona
   return out;
 }
 
+/** Whether a run held what it learned: its last score against its best. */
+export interface RunStability {
+  persona: string;
+  seed: number;
+  peak: number;
+  final: number;
+  /**
+   * One eval step's noise at the peak: the standard error of a share of n held-out replies, with
+   * Agresti–Coull's two successes and two failures added (so a peak of 1 still has a width:
+   * about one reply in n).
+   */
+  noise: number;
+  /** The last score is more than `noise` below the peak. */
+  endsBelowPeak: boolean;
+}
+
+/** Each run's peak, last score and noise (see {@link RunStability}); n = the replies of the peak's score (12 when unknown). */
+export function stability(r: Pick<ReportInput, 'runs'>): { runs: RunStability[]; endsBelowPeak: number } {
+  const runs = r.runs
+    .filter((x) => x.scores.length > 0)
+    .map((x) => {
+      const best = x.scores.reduce((a, b) => (b.satisfaction > a.satisfaction ? b : a));
+      const final = x.scores[x.scores.length - 1].satisfaction;
+      const n = best.replies ?? 12;
+      const p = (best.satisfaction * n + 2) / (n + 4);
+      const noise = Math.sqrt((p * (1 - p)) / (n + 4));
+      return {
+        persona: x.persona,
+        seed: x.seed,
+        peak: best.satisfaction,
+        final,
+        noise,
+        endsBelowPeak: final < best.satisfaction - noise - 1e-12,
+      };
+    });
+  return { runs, endsBelowPeak: runs.filter((x) => x.endsBelowPeak).length };
+}
+
 /** The JSON result: the whole result plus the per-persona summary, the p-value and the wall time. */
 export type EvalJson<R extends ReportInput = ReportInput> = R & {
   per_persona: Record<string, PersonaSummary>;
   p_value: number;
+  /** Runs that ended more than one eval step's noise below their own peak. */
+  stability: ReturnType<typeof stability>;
   wall_s: number;
   /** When the report was written (ms since the epoch). */
   finished_at: number;
 };
 
 export function toResultJson<R extends ReportInput>(r: R, now = Date.now()): EvalJson<R> {
-  return { ...r, per_persona: perPersona(r), p_value: r.statistic.p, wall_s: r.seconds, finished_at: now };
+  return { ...r, per_persona: perPersona(r), p_value: r.statistic.p, stability: stability(r), wall_s: r.seconds, finished_at: now };
 }
 
 /** Every run's held-out replies, before and after, and its interactions, as a page to read: a score can be met by replies no user would want. */

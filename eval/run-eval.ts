@@ -62,6 +62,8 @@ export interface HeldOutScore {
   interactions: number;
   satisfaction: number;
   answered: number;
+  /** Held-out replies scored (prompts × samples): what the score's noise depends on. */
+  replies?: number;
 }
 
 /** One interaction: the training prompt, the reply of `version`, and the persona's reaction. */
@@ -208,7 +210,7 @@ export async function scoreModel(
   samples: number,
   seed: number,
   replies: HeldOutReply[] = [],
-): Promise<{ satisfaction: number; answered: number }> {
+): Promise<{ satisfaction: number; answered: number; replies: number }> {
   const scored: HeldOutReply[] = [];
   for (const [j, prompt] of heldOut.entries()) {
     for (const r of await m.reply(eventMessages(openingMessages(persona, prompt)), { seed: heldOutSeed(seed, j), n: samples }))
@@ -223,9 +225,13 @@ export function heldOutReply(persona: Pick<Persona, 'accepts'>, prompt: string, 
 }
 
 /** Shares of satisfied and of answering replies. */
-export function shares(replies: readonly HeldOutReply[]): { satisfaction: number; answered: number } {
+export function shares(replies: readonly HeldOutReply[]): { satisfaction: number; answered: number; replies: number } {
   const n = Math.max(1, replies.length);
-  return { satisfaction: replies.filter((r) => r.satisfied).length / n, answered: replies.filter((r) => r.answered).length / n };
+  return {
+    satisfaction: replies.filter((r) => r.satisfied).length / n,
+    answered: replies.filter((r) => r.answered).length / n,
+    replies: replies.length,
+  };
 }
 
 export const eventMessages = (messages: ChatMessage[]): EventMessage[] => messages.map(toEvent);

@@ -54,6 +54,8 @@ export interface TaskBaseRate {
   meanMs: number;
   /** A few of the errors of rollouts that ended in one. */
   errors: string[];
+  /** The first few final answers, with their verdicts (what the model does with the task). */
+  replies: Array<{ answer: string | null; passed: boolean; parts: Record<string, boolean> }>;
 }
 
 /** Rates over a set of tasks (mean of the per-task rates). */
@@ -171,6 +173,9 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
       stoppedBy,
       meanMs: Math.round(rs.reduce((s, r) => s + r.timings.totalMs, 0) / rs.length),
       errors: [...new Set(rs.flatMap((r) => (r.error ? [r.error] : [])))].slice(0, 3),
+      replies: rs
+        .slice(0, 3)
+        .map((r) => ({ answer: r.finalAnswer?.slice(0, 400) ?? null, passed: r.verdict.passed, parts: r.verdict.parts })),
     };
   });
   const sampling = { ...DEFAULT_SAMPLING, ...options.rollout.sampling };

@@ -33,6 +33,6 @@ export type { OpenClawAgentOptions } from './agent/openclaw-agent.ts';
 export { LEARNABLE_BAND, measureBaseRates, type BaseRateOptions, type BaseRates, type TaskBaseRate } from './base-rates.ts';
 export { runGym, splitFigures, summarize, type GymResult, type SplitFigures } from './runner/run-gym.ts';
 export { signalProbability, TaskSchedule, type TaskSampling, type TaskScheduleOptions } from './runner/task-schedule.ts';
-export { gymSettings, type GymRunOptions, type GymSettings } from './runner/gym-options.ts';
+export { gymSettings, trainingReward, type GymReward, type GymRunOptions, type GymSettings } from './runner/gym-options.ts';
 export { DEFAULT_BASE_RATE_N, runBaseRates, type BaseRateReport, type BaseRateRunOptions } from './runner/run-base-rates.ts';
 export { writeGymReports, gymSvg, gymCsv } from './runner/gym-report.ts';

@@ -27,6 +27,7 @@ import {
   type GymRunOptions,
   type Task,
   type TaskSampling,
+  type GymReward,
 } from '../../gym/index.ts';
 import { stackDown, stackUp } from '../../infra/index.ts';
 import { parseBrokers } from '../../streams/index.ts';
@@ -55,6 +56,7 @@ interface GymFlags {
   kl?: string;
   tisCap?: string;
   taskSampling?: string;
+  reward?: string;
   parallel?: string;
   out: string;
   json?: boolean;
@@ -95,7 +97,9 @@ export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' 
 }
 
 /** The sampling and learning flags, checked before anything starts (`--kl 0` and `--tis-cap 0` turn their terms off). */
-export function gymTuning(f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens' | 'lr' | 'kl' | 'tisCap' | 'taskSampling' | 'parallel'>): {
+export function gymTuning(
+  f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens' | 'lr' | 'kl' | 'tisCap' | 'taskSampling' | 'reward' | 'parallel'>,
+): {
   temperature?: number;
   topP?: number;
   maxTokens?: number;
@@ -103,12 +107,15 @@ export function gymTuning(f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens'
   klCoef?: number;
   tisCap?: number;
   taskSampling?: TaskSampling;
+  reward?: GymReward;
   parallel?: number;
 } {
   const topP = num(f.topP, 'top-p');
   if (topP !== undefined && topP > 1) throw invalidInput(`--top-p must be in (0, 1] (got ${f.topP})`, '--top-p');
   if (f.taskSampling !== undefined && f.taskSampling !== 'uniform' && f.taskSampling !== 'signal')
     throw invalidInput(`--task-sampling must be uniform or signal (got ${f.taskSampling})`, '--task-sampling');
+  if (f.reward !== undefined && f.reward !== 'pass' && f.reward !== 'partial')
+    throw invalidInput(`--reward must be pass or partial (got ${f.reward})`, '--reward');
   return {
     temperature: num(f.temperature, 'temperature'),
     topP,
@@ -117,6 +124,7 @@ export function gymTuning(f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens'
     klCoef: num(f.kl, 'kl', true),
     tisCap: num(f.tisCap, 'tis-cap', true),
     taskSampling: f.taskSampling as TaskSampling | undefined,
+    reward: f.reward as GymReward | undefined,
     parallel: num(f.parallel, 'parallel'),
   };
 }
@@ -135,6 +143,7 @@ const TRAINING_FLAGS = [
   ['kl', '--kl'],
   ['tisCap', '--tis-cap'],
   ['taskSampling', '--task-sampling'],
+  ['reward', '--reward'],
   ['keepInfra', '--keep-infra'],
 ] as const;
 
@@ -292,6 +301,7 @@ export function register(program: Command): void {
     .option('--kl <coef>', 'weight of the KL penalty to the base model in each step (default 0.05; 0: none)')
     .option('--tis-cap <c>', 'cap of the truncated importance weights against the engine’s log-probs (default 2; 0: off)')
     .option('--task-sampling <how>', 'uniform (each train task in turn) or signal (tasks likelier to give a group with a signal)')
+    .option('--reward <what>', 'pass (1 when the whole verdict passes) or partial (the share of its parts and checks that held)')
     .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')
     .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
     .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))

@@ -45,6 +45,13 @@ export interface GymRunOptions {
   topP?: number;
   /** How a batch's train tasks are drawn (gym/runner/task-schedule.ts). @default 'uniform' */
   taskSampling?: TaskSampling;
+  /**
+   * What a rollout is trained on: `pass`, 1 when the whole verdict passed, else 0; `partial`, the
+   * verdict's score (the share of its parts, and of a conjunction's checks, that held), which
+   * gives a group a signal when its rollouts differ in any part. Pass@1 is reported either way.
+   * @default 'pass'
+   */
+  reward?: GymReward;
   /** Cap of the truncated importance weights against the engine's log-probs; 0: off. @default 2 */
   tisCap?: number;
   /** Most tokens of one reply. @default 192 */
@@ -86,6 +93,13 @@ export interface GymRunOptions {
  * the runs at both settings.
  */
 export const GYM_LR = 1e-3;
+
+/** What a rollout is trained on (see `GymRunOptions.reward`). */
+export type GymReward = 'pass' | 'partial';
+
+/** A rollout's training reward under `reward`. */
+export const trainingReward = (verdict: { reward: number; score: number }, reward: GymReward): number =>
+  reward === 'partial' ? verdict.score : verdict.reward;
 export const GYM_KL_COEF = 0.05;
 
 /**
@@ -118,6 +132,7 @@ export function gymSettings(o: GymRunOptions): GymSettings {
     temperature: o.temperature ?? GYM_SAMPLING.temperature,
     topP: o.topP ?? GYM_SAMPLING.topP,
     taskSampling: o.taskSampling ?? 'uniform',
+    reward: o.reward ?? 'pass',
     tisCap: o.tisCap ?? 2,
     maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens,
     lr: o.lr ?? GYM_LR,

@@ -79,6 +79,7 @@ export interface GymResult {
     | 'klCoef'
     | 'tisCap'
     | 'taskSampling'
+    | 'reward'
     | 'evalEvery'
     | 'evalSamples'
     | 'testSamples'
@@ -251,6 +252,7 @@ export function summarize(
       klCoef: s.klCoef,
       tisCap: s.tisCap,
       taskSampling: s.taskSampling,
+      reward: s.reward,
       evalEvery: s.evalEvery,
       evalSamples: s.evalSamples,
       testSamples: s.testSamples,

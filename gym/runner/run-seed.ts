@@ -16,7 +16,7 @@ import type { LlamaConfig, TfLlamaModel } from '../../policy/index.ts';
 import { runRollout } from '../agent/run-rollout.ts';
 import type { RolloutResult } from '../agent/rollout-types.ts';
 import type { Task } from '../tasks/task.ts';
-import type { GymSettings } from './gym-options.ts';
+import { trainingReward, type GymSettings } from './gym-options.ts';
 import { startGymGateway } from './gym-gateway.ts';
 import { rolloutReward } from './rollout-reward.ts';
 import { seededRandom, TaskSchedule } from './task-schedule.ts';
@@ -264,7 +264,11 @@ class SeedRun {
     );
     const served = { userId: null, policyModelId: this.svc.modelId };
     await this.svc.producer.sendAll(
-      results.map((r, i) => ({ id: 'rewards' as const, key: r.sessionId, value: rolloutReward(r, jobs[i].info, served) })),
+      results.map((r, i) => ({
+        id: 'rewards' as const,
+        key: r.sessionId,
+        value: rolloutReward(r, jobs[i].info, served, Date.now(), s.reward),
+      })),
     );
     return results;
   }
@@ -323,7 +327,9 @@ class SeedRun {
     this.result.time.rollouts += rolloutSeconds;
     this.result.time.verifier += results.reduce((a, r) => a + r.timings.verifyMs, 0) / 1000;
     // The same rule the group builder applies: a batch whose groups are all-equal makes no step.
-    const signal = tasks.map((t) => groupAdvantages(results.filter((r) => r.taskId === t.id).map((r) => r.verdict.reward)) !== null);
+    const signal = tasks.map(
+      (t) => groupAdvantages(results.filter((r) => r.taskId === t.id).map((r) => trainingReward(r.verdict, s.reward))) !== null,
+    );
     for (const t of tasks) {
       const mine = results.filter((r) => r.taskId === t.id);
       this.schedule.observe(t.id, mine.filter((r) => r.verdict.passed).length, mine.length);

@@ -17,6 +17,12 @@ export interface Verdict {
   passed: boolean;
   /** 1 when passed, else 0. */
   reward: number;
+  /**
+   * Partial credit in [0, 1]: the mean over parts of each part's score, a part scoring 1 when it
+   * passes, and otherwise, for an answer check that is a conjunction (`all`), the share of its
+   * conjuncts that hold (else 0). What a run trains on under `reward: 'partial'`.
+   */
+  score: number;
   /** Which kind of verifier judged it (`parts`: several named ones). */
   kind: 'command' | 'answer' | 'parts';
   /** Each named part, passed or not (a task with one verifier: that one, named after its kind). */
@@ -89,14 +95,23 @@ export async function verifyRollout(task: Pick<Task, 'verify'>, options: VerifyO
   const named = verifyParts(v);
   const parts: Record<string, boolean> = {};
   const details: string[] = [];
+  let score = 0;
   for (const [name, part] of named) {
     const r = await verifyPart(part, options, 'parts' in v ? `verify.parts.${name}` : 'verify');
     parts[name] = r.passed;
+    score += r.passed ? 1 : partialCredit(part, options.finalAnswer);
     details.push('parts' in v ? `${name}: ${r.passed ? 'passed' : 'failed'}; ${r.detail}` : r.detail);
   }
   const passed = Object.values(parts).every(Boolean);
   const kind: Verdict['kind'] = 'parts' in v ? 'parts' : isCommandVerify(v) ? 'command' : 'answer';
-  return { passed, reward: passed ? 1 : 0, kind, parts, detail: details.join('\n') };
+  return { passed, reward: passed ? 1 : 0, score: score / named.length, kind, parts, detail: details.join('\n') };
+}
+
+/** A failed part's credit: the share of a conjunction's checks that hold on the answer (0 for anything else). */
+function partialCredit(part: VerifyPart, answer: string | null): number {
+  if (isCommandVerify(part) || !('all' in part.answer) || answer === null || answer.trim() === '') return 0;
+  const checks = part.answer.all;
+  return checks.filter((c) => compileCheck(c, 'verify.answer')(answer)).length / Math.max(1, checks.length);
 }
 
 async function verifyPart(part: VerifyPart, options: VerifyOptions, path: string): Promise<{ passed: boolean; detail: string }> {

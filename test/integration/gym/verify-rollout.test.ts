@@ -15,7 +15,14 @@ describe('verifyRollout with a command', { timeout: 60_000 }, () => {
 
   it('runs it with sh -c in the workspace: exit 0 passes with reward 1', async () => {
     const v = await verifyRollout({ verify: { command: "grep -qx 'QUIET WORDS' up.txt && pwd" } }, { sandbox, finalAnswer: null });
-    assert.deepEqual(v, { passed: true, reward: 1, kind: 'command', parts: { command: true }, detail: 'exit 0; last output:\n/workspace' });
+    assert.deepEqual(v, {
+      passed: true,
+      reward: 1,
+      score: 1,
+      kind: 'command',
+      parts: { command: true },
+      detail: 'exit 0; last output:\n/workspace',
+    });
   });
 
   it('a failing command gives reward 0, its exit and its last five output lines', async () => {

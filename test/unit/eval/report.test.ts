@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import {
   CSV_HEADER,
   perPersona,
+  stability,
   svgToPng,
   toCsv,
   toPersonaSvg,
@@ -156,6 +157,27 @@ describe('eval reports', () => {
         [8, 0.6875],
       ],
     );
+  });
+
+  it('stability: a run that ends more than one eval step’s noise below its own peak is counted', () => {
+    const run = (seed: number, sat: number[]) => ({
+      persona: 'p',
+      preference: 'x',
+      seed,
+      scores: sat.map((satisfaction, i) => ({ version: i, interactions: i * 4, satisfaction, answered: 1, replies: 12 })),
+      trainSatisfaction: 0,
+      samples: 0,
+      steps: [],
+    });
+    const st = stability({ runs: [run(1, [0, 0.75, 0.5]), run(2, [0, 0.75, 0.67]), run(3, [0, 1, 1])] });
+    // Peak 0.75 of 12: p̃ = (9 + 2)/16, noise = √(p̃(1 − p̃)/16) ≈ 0.116; 0.5 is below 0.75 − 0.116, 0.67 is not.
+    assert.ok(Math.abs(st.runs[0].noise - Math.sqrt(((11 / 16) * (5 / 16)) / 16)) < 1e-12);
+    assert.deepEqual(
+      st.runs.map((x) => x.endsBelowPeak),
+      [true, false, false],
+    );
+    assert.equal(st.endsBelowPeak, 1);
+    assert.equal(toResultJson(result(), 1).stability.runs.length, 4);
   });
 
   it('the curve has one point per checkpoint of interactions, also when runs reached it at different versions (the pipeline)', () => {

@@ -11,6 +11,7 @@ describe('verifyRollout with an answer check', () => {
     assert.deepEqual(await verifyRollout(task, { finalAnswer: '  The answer is 42.  ' }), {
       passed: true,
       reward: 1,
+      score: 1,
       kind: 'answer',
       parts: { answer: true },
       detail: 'the final answer passes the check',
@@ -30,6 +31,7 @@ describe('verifyRollout with an answer check', () => {
     assert.deepEqual(await verifyRollout(task, { finalAnswer: null }), {
       passed: false,
       reward: 0,
+      score: 0,
       kind: 'answer',
       parts: { answer: false },
       detail: 'no final answer',
@@ -51,6 +53,17 @@ describe('verifyRollout with an answer check', () => {
     );
     const none = await verifyRollout(parted, { finalAnswer: null });
     assert.deepEqual(none.parts, { content: false, format: false });
+    assert.deepEqual([exact.score, sentence.score, none.score], [1, 0.5, 0], 'partial credit: the share of parts that held');
+  });
+
+  it('partial credit of a conjunction: the share of its checks that hold; anything else that fails scores 0', async () => {
+    // task: the right number (all[0]) in at most 8 words (all[1])
+    assert.equal((await verifyRollout(task, { finalAnswer: 'The answer, after a long and careful thought, is 42.' })).score, 0.5);
+    assert.equal((await verifyRollout(task, { finalAnswer: 'It is 41.' })).score, 0.5);
+    assert.equal((await verifyRollout(task, { finalAnswer: 'It is 41 and that is all I can say, I am afraid.' })).score, 0);
+    assert.equal((await verifyRollout(task, { finalAnswer: null })).score, 0);
+    const single: Pick<Task, 'verify'> = { verify: { answer: { regex_present: '42' } } };
+    assert.equal((await verifyRollout(single, { finalAnswer: 'no' })).score, 0);
   });
 
   it('a command task without a sandbox is a caller’s mistake', async () => {
