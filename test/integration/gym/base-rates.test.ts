@@ -54,7 +54,7 @@ describe('measureBaseRates', { timeout: 120_000 }, () => {
     assert.equal(byId.always.meanSteps, 2);
     assert.deepEqual(byId.always.stoppedBy, { answer: 4, max_turns: 0, timeout: 0, error: 0 });
     assert.deepEqual(r.train, { tasks: 2, rate: 0.125, learnable: 1, parts: { answer: 0.125 } });
-    assert.deepEqual(r.test, { tasks: 1, rate: 1, learnable: 0, parts: { answer: 1 } });
+    assert.deepEqual(r.test, { tasks: 1, rate: 1, learnable: 0, parts: { command: 1 } });
     assert.equal(r.n, n);
     assert.equal(r.temperature, 0.7);
     // Each rollout its own session and group, tagged in the metadata.
