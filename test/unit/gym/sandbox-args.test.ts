@@ -168,6 +168,7 @@ describe('installing bubblewrap, and where no sandbox can be made', () => {
         bwrapFound: false,
         canApt: false,
         fix: 'sudo apt-get install bubblewrap',
+        caps: { by: 'per-process', detail: 'no cgroup v2 hierarchy is mounted; no cgroup v1 memory hierarchy is mounted' },
       },
       'auto',
     );
