@@ -2,7 +2,9 @@
  * Which sandbox this machine can make, and why not where it cannot: each way is tried for real
  * (a `true` run through the whole set-up, limits included), so a kernel without user
  * namespaces, an AppArmor rule against them or an unreachable temporary folder show up here,
- * with the sandbox's own message, rather than at the first rollout. `turnstream doctor` reads
+ * with the sandbox's own message, rather than at the first rollout. So is the cgroup each
+ * sandbox gets (v2, else v1): made, a process moved into it, removed; where none works, the
+ * report says why and the per-process limits hold alone. `turnstream doctor` reads
  * {@link detectSandbox}; {@link createSandbox} uses the same probes.
  */
 import { tmpdir } from 'node:os';

@@ -3,8 +3,10 @@
  * namespaces (bubblewrap, or util-linux `unshare` where bubblewrap cannot run). Inside, the
  * system is read-only, the workspace (and a private /tmp) the only writable paths, the network
  * and the host's processes out of sight, and every command runs under limits on CPU time,
- * memory, processes, file size, output and wall time. Each command runs in namespaces of its
- * own, which die with it: nothing it started outlives it. Where no sandbox can be made,
+ * memory, processes, file size, output and wall time, and the sandbox as a whole (all its
+ * processes together) under caps on memory and processes, a cgroup's, where the host allows
+ * one. Each command runs in namespaces of its own, which die with it: nothing it started
+ * outlives it. Where no sandbox can be made,
  * creating one fails with TS_ERR_PREREQUISITE; nothing ever runs on the host instead.
  */
 import type { Logger } from '../../core/index.ts';
