@@ -11,7 +11,7 @@
  * Cgroups are named after their parent (`turnstream-rollout-<pid>-<n>`); a live parent's are
  * never touched.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
@@ -46,8 +46,11 @@ for d in "$@"; do
   done
 done`;
 
-/** The janitor of each site this process makes cgroups at. */
-const janitors = new Map<string, number | undefined>();
+/**
+ * The janitor of each site this process makes cgroups at, held here for as long as this
+ * process lives: its pipe must close only when this process dies.
+ */
+const janitors = new Map<string, ChildProcess | undefined>();
 
 /** Starts the janitor of `site` for this process, once. */
 export function watchCgroups(site: CgroupSite): void {
@@ -68,11 +71,11 @@ export function watchCgroups(site: CgroupSite): void {
   child.unref();
   (child.stdin as unknown as Socket | null)?.unref();
   child.stdin?.on('error', () => undefined);
-  janitors.set(key, child.pid);
+  janitors.set(key, child);
 }
 
 /** The pid of this process's janitor for `site`, where one runs. */
-export const janitorOf = (site: CgroupSite): number | undefined => janitors.get([...new Set([site.memory, site.pids])].join('\0'));
+export const janitorOf = (site: Pick<CgroupSite, 'memory' | 'pids'>): number | undefined => janitors.get([...new Set([site.memory, site.pids])].join('\0'))?.pid;
 
 /** Folders below `dir` (cgroups), depth first, at most `depth` levels down. */
 function* cgroupsBelow(dir: string, depth: number): Generator<string> {

@@ -1,17 +1,25 @@
 /**
- * Where this process may make its rollouts' cgroups: below its own cgroup, in the hierarchy that
- * has the memory and pids controllers. cgroup v2 first (one unified hierarchy: `memory.max`,
- * `pids.max`), else cgroup v1 (a hierarchy per controller: `memory.limit_in_bytes`, `pids.max`),
- * read from /proc/self/mountinfo and /proc/self/cgroup. A hybrid host (v1 controllers with an
- * empty v2 hierarchy beside them, as this project's machines) gets v1. Whether a cgroup can
- * really be made there, and a process moved into it, is tried by the probe (rollout-cgroup.ts).
+ * Where this process may make its rollouts' cgroups, in the hierarchy that has the memory and
+ * pids controllers, read from /proc/self/mountinfo and /proc/self/cgroup:
+ * - cgroup v2 (one unified hierarchy: `memory.max`, `pids.max`): below this process's own
+ *   cgroup where it gives its children those controllers; v2 gives them only to the children of
+ *   a cgroup without processes of its own (the hierarchy's root aside), so where this process's
+ *   cgroup cannot, beside it, below its parent, where the parent already gives them (a systemd
+ *   slice does) and this process may write there (root);
+ * - else cgroup v1 (a hierarchy per controller: `memory.limit_in_bytes`, `pids.max`), below this
+ *   process's own cgroups.
+ * A hybrid host (v1 controllers with an empty v2 hierarchy beside them, as this project's
+ * machines) gets v1. Whether a cgroup can really be made at a site, and a process moved into it,
+ * is tried by the probe (rollout-cgroup.ts).
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** Where rollout cgroups are made. */
 export interface CgroupSite {
   version: 1 | 2;
+  /** v2: the folder is this process's own cgroup (`own`), or its parent's (`parent`): the probe may enable the controllers in its own only. */
+  below?: 'own' | 'parent';
   /** The folder rollout cgroups get their memory cgroup in (this process's own cgroup). */
   memory: string;
   /** The folder of their pids cgroup (the same folder as `memory` on v2). */
@@ -93,28 +101,44 @@ export const hostCgroupFiles = (): CgroupHostFiles => ({
   },
 });
 
-/** The cgroup v2 site, then the v1 site, each with why not where it cannot be (pure but for `files.controllers`). */
-export function cgroupCandidates(files: CgroupHostFiles): { v2: SiteCandidate; v1: SiteCandidate } {
+/**
+ * The sites to try, best first: cgroup v2 below this process's cgroup, then below its parent's
+ * (none where this process's cgroup is the hierarchy's root), then v1; each with why not where
+ * it cannot be (pure but for `files.controllers`).
+ */
+export function cgroupCandidates(files: CgroupHostFiles): { v2: SiteCandidate; v2Parent?: SiteCandidate; v1: SiteCandidate } {
   const mounts = cgroupMounts(files.mountinfo);
   const own = ownCgroups(files.procCgroup);
-  return { v2: v2Candidate(mounts, own, files), v1: v1Candidate(mounts, own) };
+  return { ...v2Candidates(mounts, own, files), v1: v1Candidate(mounts, own) };
 }
 
-function v2Candidate(mounts: CgroupMount[], own: Map<string, string>, files: CgroupHostFiles): SiteCandidate {
+function v2Candidates(
+  mounts: CgroupMount[],
+  own: Map<string, string>,
+  files: CgroupHostFiles,
+): { v2: SiteCandidate; v2Parent?: SiteCandidate } {
   const mount = mounts.find((m) => m.version === 2);
-  if (!mount) return { reason: 'no cgroup v2 hierarchy is mounted' };
+  if (!mount) return { v2: { reason: 'no cgroup v2 hierarchy is mounted' } };
   const path = own.get('');
   const dir = path === undefined ? undefined : folderOf(mount, path);
-  if (!dir) return { reason: `this process's cgroup v2 is not under ${mount.at}` };
+  if (!dir) return { v2: { reason: `this process's cgroup v2 is not under ${mount.at}` } };
   const have = (files.controllers(dir) ?? '').split(/\s+/).filter(Boolean);
   const missing = ['memory', 'pids'].filter((c) => !have.includes(c));
   if (missing.length) {
     const v1 = mounts.filter((m) => m.version === 1 && missing.some((c) => m.controllers.includes(c)));
     return {
-      reason: `cgroup v2 at ${mount.at} has no ${missing.join(' or ')} controller${v1.length ? ' (cgroup v1 has it)' : ''}`,
+      v2: { reason: `cgroup v2 at ${mount.at} has no ${missing.join(' or ')} controller${v1.length ? ' (cgroup v1 has it)' : ''}` },
     };
   }
-  return { site: { version: 2, memory: dir, pids: dir, mounts: [mount.at] } };
+  const site = (folder: string, below: 'own' | 'parent'): CgroupSite => ({
+    version: 2,
+    below,
+    memory: folder,
+    pids: folder,
+    mounts: [mount.at],
+  });
+  if (dir === mount.at) return { v2: { site: site(dir, 'own') } };
+  return { v2: { site: site(dir, 'own') }, v2Parent: { site: site(dirname(dir), 'parent') } };
 }
 
 function v1Candidate(mounts: CgroupMount[], own: Map<string, string>): SiteCandidate {

@@ -180,7 +180,7 @@ async function findCgroupSite(mode: 'auto' | 'off', sh: string | undefined): Pro
     return { caps: { by: 'per-process', detail: `cannot read this process's cgroups (${(err as Error).message})` } };
   }
   const reasons: string[] = [];
-  for (const c of [candidates.v2, candidates.v1]) {
+  for (const c of [candidates.v2, ...(candidates.v2Parent ? [candidates.v2Parent] : []), candidates.v1]) {
     if (!c.site) {
       reasons.push(c.reason);
       continue;
@@ -196,7 +196,11 @@ async function findCgroupSite(mode: 'auto' | 'off', sh: string | undefined): Pro
       await reapCgroups(c.site);
     }
     const where = c.site.memory === c.site.pids ? c.site.memory : `${c.site.memory} and ${c.site.pids}`;
-    return { caps: { by: c.site.version === 2 ? 'cgroup-v2' : 'cgroup-v1', detail: `a cgroup per sandbox in ${where}` }, site: c.site };
+    const by = c.site.version === 2 ? 'cgroup-v2' : 'cgroup-v1';
+    return {
+      caps: { by, detail: `a cgroup per sandbox in ${where}`, folders: { memory: c.site.memory, pids: c.site.pids } },
+      site: c.site,
+    };
   }
   return { caps: { by: 'per-process', detail: reasons.join('; ') } };
 }

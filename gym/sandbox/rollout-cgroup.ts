@@ -155,7 +155,8 @@ export class RolloutCgroup {
  * Whether rollout cgroups work at `site`: one is made with small caps, a process moved into it
  * (as commands are, at their gate) reads its own cgroup there, and the cgroup is removed.
  * On v2 the memory and pids controllers are first enabled for the children of this process's
- * cgroup where they are not. Resolves with the reason where they do not work.
+ * cgroup where they are not (a parent's are never changed). Resolves with the reason where they
+ * do not work.
  */
 export async function probeCgroupSite(site: CgroupSite, sh: string): Promise<string | undefined> {
   if (site.version === 2) {
@@ -163,11 +164,13 @@ export async function probeCgroupSite(site: CgroupSite, sh: string): Promise<str
     try {
       const enabled = readFileSync(control, 'utf8').split(/\s+/);
       const want = ['memory', 'pids'].filter((c) => !enabled.includes(c));
+      if (want.length && site.below === 'parent')
+        return `cgroup v2: ${site.memory} (this process's parent cgroup) does not give ${want.join(' and ')} to its children`;
       if (want.length) write(site.memory, 'cgroup.subtree_control', want.map((c) => `+${c}`).join(' '));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       return code === 'EBUSY'
-        ? `cgroup v2: ${site.memory} has processes of its own, so its children cannot have the memory and pids controllers (run turnstream in a cgroup of its own, e.g. systemd-run --scope -p Delegate=yes)`
+        ? `cgroup v2: ${site.memory} holds processes, and cgroup v2 gives the memory and pids controllers only to the children of a cgroup without processes`
         : `cgroup v2: cannot enable the memory and pids controllers in ${control} (${code ?? (err as Error).message})`;
     }
   }
@@ -190,6 +193,7 @@ export async function probeCgroupSite(site: CgroupSite, sh: string): Promise<str
       await closed;
       return `cgroup v${site.version}: cannot move a process into a cgroup (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
     }
+    child.stdin.on('error', () => undefined); // a shell that died at once is reported below
     child.stdin.end('\n');
     await closed;
     const name = cg.memoryDir.split('/').at(-1) as string;

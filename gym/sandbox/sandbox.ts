@@ -63,6 +63,8 @@ export interface CapsReport {
   by: 'cgroup-v2' | 'cgroup-v1' | 'per-process';
   /** Where the rollout cgroups are made, or why there are none. */
   detail: string;
+  /** The folders the sandboxes' cgroups are made in (one for both controllers on v2); absent where per-process. */
+  folders?: { memory: string; pids: string };
 }
 
 /** A sandbox's caps and how they are kept. */

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { capsLine } from '../../../cli/commands/doctor.ts';
 import { findExecutable } from '../../../core/index.ts';
-import { createSandbox, detectSandbox, prepareSandbox, type Sandbox, type SandboxOptions } from '../../../gym/index.ts';
+import { createSandbox, detectSandbox, prepareSandbox, type CapsReport, type Sandbox, type SandboxOptions } from '../../../gym/index.ts';
 import { janitorOf, reapCgroups } from '../../../gym/sandbox/cgroup-reaper.ts';
 import { cgroupCandidates, hostCgroupFiles, type CgroupSite } from '../../../gym/sandbox/cgroup-site.ts';
 import { reapOrphans } from '../../../gym/sandbox/reap-orphans.ts';
@@ -55,11 +55,11 @@ const memAvailable = (): number => Number(/^MemAvailable:\s+(\d+) kB/m.exec(read
  */
 const KAFKA_FLOOR = 2 * 1024 ** 3;
 
-/** Where the sandboxes' cgroups are made here (the site of the kind the sandbox reports). */
-function siteOf(by: Sandbox['caps']['by']): CgroupSite {
-  const { v1, v2 } = cgroupCandidates(hostCgroupFiles());
-  const site = by === 'cgroup-v2' ? v2.site : v1.site;
-  assert.ok(site, `a ${by} site`);
+/** Where the sandboxes' cgroups are made here: the site whose folders the caps report names. */
+function siteOf(caps: CapsReport): CgroupSite {
+  const { v2, v2Parent, v1 } = cgroupCandidates(hostCgroupFiles());
+  const site = [v2.site, v2Parent?.site, v1.site].find((c) => c && c.memory === caps.folders?.memory && c.pids === caps.folders?.pids);
+  assert.ok(site, `the site of ${JSON.stringify(caps)}`);
   return site;
 }
 
@@ -593,7 +593,7 @@ describe('a rollout’s cgroup', () => {
     const report = await detectSandbox();
     const sb = await createSandbox({ install: false });
     open.push(sb);
-    assert.equal(sb.caps.by, report.caps.by);
+    assert.deepEqual([sb.caps.by, sb.caps.folders], [report.caps.by, report.caps.folders]);
     assert.match(report.caps.detail, /\S/);
     if (report.caps.by === 'per-process') {
       assert.equal(sb.usage(), undefined);
@@ -605,7 +605,7 @@ describe('a rollout’s cgroup', () => {
       /^per rollout by cgroup v[12]: 1 GiB and 64 processes for all its processes together \(a cgroup per sandbox in \//,
     );
     assert.deepEqual([sb.caps.memoryBytes, sb.caps.processes], [1024 ** 3, 64]);
-    const site = siteOf(report.caps.by);
+    const site = siteOf(report.caps);
     // this host (cgroup v1 memory and pids, an empty v2 beside them) is the hybrid the code expects
     if (report.caps.by === 'cgroup-v1') assert.ok(statSync(join(site.memory, 'memory.limit_in_bytes')).isFile());
   });
@@ -636,7 +636,7 @@ describe('a rollout’s cgroup', () => {
       assert.deepEqual([sb.caps.by, sb.usage()], ['per-process', undefined]);
       return;
     }
-    const site = siteOf(probe.caps.by);
+    const site = siteOf(probe.caps);
     const before = new Set(rolloutCgroups(site, process.pid));
     const sb = await createSandbox({ install: false });
     const made = rolloutCgroups(site, process.pid).filter((d) => !before.has(d));
@@ -670,17 +670,15 @@ describe('a rollout’s cgroup', () => {
         assert.match(probe.caps.detail, /\S/); // nothing to remove where no cgroup is made
         return;
       }
-      const site = siteOf(probe.caps.by);
+      const site = siteOf(probe.caps);
       const tmpRoot = await mkdtemp('/tmp/turnstream-test-');
       await chmod(tmpRoot, 0o755);
       const run = (m: string) => {
         const code = [
           `import { createSandbox } from ${JSON.stringify(join(REPO, 'gym/index.ts'))};`,
           `import { janitorOf } from ${JSON.stringify(join(REPO, 'gym/sandbox/cgroup-reaper.ts'))};`,
-          `import { cgroupCandidates, hostCgroupFiles } from ${JSON.stringify(join(REPO, 'gym/sandbox/cgroup-site.ts'))};`,
           `const sbs = await Promise.all([1, 2].map(() => createSandbox({ install: false, tmpRoot: ${JSON.stringify(tmpRoot)} })));`,
-          `const { v1, v2 } = cgroupCandidates(hostCgroupFiles());`,
-          `console.log(janitorOf(${JSON.stringify(probe.caps.by)} === 'cgroup-v2' ? v2.site : v1.site));`,
+          `console.log(janitorOf(${JSON.stringify(probe.caps.folders)}));`,
           `for (const sb of sbs) void sb.sh('sleep 600 # ' + '${m}');`,
         ].join('\n');
         const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {

@@ -66,10 +66,12 @@ describe('where rollout cgroups are made', () => {
     });
   });
 
-  it('a v2 host with the memory and pids controllers gets v2 in this process’s cgroup', () => {
+  it('a v2 host with the memory and pids controllers: v2 below this process’s cgroup, else below its parent’s', () => {
     const dir = '/sys/fs/cgroup/system.slice/turnstream.service';
-    const { v2, v1 } = cgroupCandidates(files(V2_MOUNTS, V2_SELF, { [dir]: 'cpuset cpu io memory hugetlb pids rdma misc\n' }));
-    assert.deepEqual(v2.site, { version: 2, memory: dir, pids: dir, mounts: ['/sys/fs/cgroup'] });
+    const { v2, v2Parent, v1 } = cgroupCandidates(files(V2_MOUNTS, V2_SELF, { [dir]: 'cpuset cpu io memory hugetlb pids rdma misc\n' }));
+    assert.deepEqual(v2.site, { version: 2, below: 'own', memory: dir, pids: dir, mounts: ['/sys/fs/cgroup'] });
+    const slice = '/sys/fs/cgroup/system.slice';
+    assert.deepEqual(v2Parent?.site, { version: 2, below: 'parent', memory: slice, pids: slice, mounts: ['/sys/fs/cgroup'] });
     assert.equal(v1.reason, 'no cgroup v1 memory hierarchy is mounted');
     const without = cgroupCandidates(files(V2_MOUNTS, V2_SELF, { [dir]: 'cpu io\n' }));
     assert.equal(without.v2.reason, 'cgroup v2 at /sys/fs/cgroup has no memory or pids controller');
@@ -81,6 +83,7 @@ describe('where rollout cgroups are made', () => {
     assert.equal(inside.v2.site?.memory, '/sys/fs/cgroup/app');
     const root = cgroupCandidates(files(mounts, '0::/docker/abc\n', { '/sys/fs/cgroup': 'memory pids' }));
     assert.equal(root.v2.site?.memory, '/sys/fs/cgroup');
+    assert.equal(root.v2Parent, undefined, 'nothing above the root of what the container sees');
     const outside = cgroupCandidates(files(mounts, '0::/elsewhere\n'));
     assert.equal(outside.v2.reason, "this process's cgroup v2 is not under /sys/fs/cgroup");
   });
