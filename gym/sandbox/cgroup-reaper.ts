@@ -75,7 +75,8 @@ export function watchCgroups(site: CgroupSite): void {
 }
 
 /** The pid of this process's janitor for `site`, where one runs. */
-export const janitorOf = (site: Pick<CgroupSite, 'memory' | 'pids'>): number | undefined => janitors.get([...new Set([site.memory, site.pids])].join('\0'))?.pid;
+export const janitorOf = (site: Pick<CgroupSite, 'memory' | 'pids'>): number | undefined =>
+  janitors.get([...new Set([site.memory, site.pids])].join('\0'))?.pid;
 
 /** Folders below `dir` (cgroups), depth first, at most `depth` levels down. */
 function* cgroupsBelow(dir: string, depth: number): Generator<string> {
