@@ -4,3 +4,4 @@ export { registry as metricsRegistry, counter, gauge, histogram, type Counter, t
 export { mulberry32 } from './random.ts';
 export { retry, type RetryOptions } from './retry.ts';
 export { aptInstall, canUseApt, findExecutable, runCommand, type Runner } from './system-packages.ts';
+export { withFileLock, type FileLockOptions } from './file-lock.ts';

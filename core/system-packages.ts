@@ -44,17 +44,20 @@ export const runCommand: Runner = (command, args) =>
     child.once('close', (code) => resolve({ code: code ?? -1, output }));
   });
 
+/** How long apt-get waits for another apt or dpkg (an unattended upgrade on a fresh machine) to release its lock. */
+const APT_LOCK_WAIT = ['-o', 'DPkg::Lock::Timeout=300'];
+
 /**
  * `apt-get install` of Debian packages; the package lists are updated once when the install
- * fails without them.
+ * fails without them. apt-get waits up to 5 minutes where another apt holds dpkg's lock.
  * @param why what the packages are for, in the error (`… install ClickHouse, or …`)
  * @throws TurnstreamError TS_ERR_PREREQUISITE with apt-get's last line
  */
 export async function aptInstall(packages: readonly string[], why: string, runner: Runner = runCommand): Promise<void> {
-  const install = () => runner('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages]);
+  const install = () => runner('apt-get', [...APT_LOCK_WAIT, 'install', '-y', '-qq', '--no-install-recommends', ...packages]);
   let r = await install();
   if (r.code !== 0) {
-    const update = await runner('apt-get', ['update', '-qq']);
+    const update = await runner('apt-get', [...APT_LOCK_WAIT, 'update', '-qq']);
     if (update.code === 0) r = await install();
   }
   if (r.code !== 0) {

@@ -1,17 +1,22 @@
 // The gym's public surface: what other folders may use.
-export { createSandbox, noSandboxMessage } from './sandbox/create-sandbox.ts';
+export { createSandbox, noSandboxMessage, prepareSandbox } from './sandbox/create-sandbox.ts';
 export { INSTALL_BUBBLEWRAP } from './sandbox/install-bubblewrap.ts';
 export { detectSandbox, type BackendReport, type SandboxDetection, type SandboxReport } from './sandbox/detect-sandbox.ts';
 export {
+  DEFAULT_CAPS,
   DEFAULT_LIMITS,
   SANDBOX_WORKSPACE,
+  type CapsReport,
   type ExecOptions,
   type ExecResult,
   type KilledBy,
   type Sandbox,
+  type SandboxCaps,
+  type SandboxCapsInForce,
   type SandboxKind,
   type SandboxLimits,
   type SandboxOptions,
+  type SandboxUsage,
 } from './sandbox/sandbox.ts';
 export { confinePath } from './sandbox/workspace.ts';
 export { loadTaskSuite, parseTaskSuite } from './tasks/parse-task-suite.ts';

@@ -9,7 +9,7 @@ export interface ServiceOptions {
   codecs: EventCodecs;
   /** Consumer group. @default `<prefix>turnstream.<service>` (+ `.<tag>` for a replay) */
   groupId?: string;
-  /** Stable per instance (part of the transactional id). @default '0' */
+  /** Names the instance in logs and its Kafka client id (transactional ids are per partition). @default '0' */
   instanceId?: string;
   /** Records in flight before partitions pause. @default the runtime's (64 per record, 4096 for a batch handler) */
   concurrency?: number;

@@ -11,8 +11,14 @@
  *   together. read_committed consumers downstream see each output exactly once.
  * - A record that cannot be decoded, or whose handler fails for good, becomes a DeadLetter
  *   committed with its offset: the stage moves on and nothing is lost.
- * - The transactional id is `<groupId>.<instanceId>`: a restarted instance fences its dead
- *   predecessor and aborts whatever it left open.
+ * - Fenced by partition, as Kafka Streams' tasks before KIP-447: one transactional producer per
+ *   partition NUMBER owned (the co-partitioned inputs' records of that number, its state and the
+ *   outputs and dead letters they make share it), transactional id `<groupId>.partition-<n>`.
+ *   A new owner claims the id before it reads the partition's committed offsets and state: the
+ *   coordinator aborts the transaction the old owner still had open, and fences it, so nothing
+ *   of the old owner commits after the new one has read where to start (kafkajs sends no group
+ *   generation with the offsets, so KIP-447's fencing is not there). A restarted instance is the
+ *   same case.
  */
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { TopicId } from '../schemas/index.ts';
@@ -23,7 +29,7 @@ import type { EventCodecs, TopicValues } from './event-codecs.ts';
 import { OffsetTracker } from './offset-tracker.ts';
 import { maxValueBytes } from './producer.ts';
 import { StateStore } from './state-store.ts';
-import { Transactions, type TransactionContent } from './transactions.ts';
+import { Transactions, wasFenced, type TransactionContent } from './transactions.ts';
 import { KeyedWorkPool } from './work-pool.ts';
 
 export interface InputRecord<V = unknown> {
@@ -74,7 +80,7 @@ export interface ProcessorOptions<S = never> {
   codecs: EventCodecs;
   /** Consumer group; instances with the same group share the partitions. */
   groupId: string;
-  /** Stable per instance; part of the transactional id. @default '0' */
+  /** Names this instance in logs (the transactional ids are per partition, not per instance). @default '0' */
   instanceId?: string;
   /** Topics to consume; they must be co-partitioned when `state` is used. */
   inputs: TopicId[];
@@ -93,8 +99,9 @@ export interface ProcessorOptions<S = never> {
   /** How long finished work waits to be batched into one transaction. @default 20 */
   commitIntervalMs?: number;
   /**
-   * Input records in one transaction at most, shared out over the partitions; the rest goes in
-   * the next one, right after. A backlog then commits in steps that each become visible
+   * Input records in one transaction at most (one partition's: each has its own), shared out over
+   * its input topics; the rest goes in the next one, right after. A backlog then commits in steps
+   * that each become visible
    * downstream, not in one long transaction. 4000 cost no throughput in `bench streams` and cut
    * the longest output stall from 558–830 ms (unbounded) to 475–514 ms; 1000 cut it to
    * 268–302 ms but cost about a third of the throughput. @default 4000
@@ -133,6 +140,10 @@ export interface ProcessorStats {
   inFlight: number;
   pausedPartitions: number;
   rebalances: number;
+  /** Transactional producers held now: one per partition owned. */
+  producers: number;
+  /** Transactions of a partition that moved away, fenced by its new owner (their records are the new owner's). */
+  fencedTransactions: number;
 }
 
 export interface ProcessorHandle {
@@ -153,10 +164,17 @@ interface Output {
 
 type Slot = { topic: string; partition: number; tracker: OffsetTracker<Output> };
 
+/** A partition number owned: its transactional producer and its punctuations' outputs waiting to commit. */
+interface Task {
+  partition: number;
+  tx: Transactions;
+  free: Output[];
+}
+
 /** One transaction's content, with what to release once it committed. */
 interface Collected extends TransactionContent {
   parts: Array<{ slot: Slot; count: number }>;
-  /** How many of `freeOutputs` (from the front) it carries. */
+  /** How many of its task's `free` outputs (from the front) it carries. */
   free: number;
 }
 
@@ -172,6 +190,11 @@ const metrics = {
   produced: counter('turnstream_processor_records_out_total', 'Records produced', ['processor', 'topic']),
   dlq: counter('turnstream_processor_dead_letters_total', 'Records sent to the DLQ', ['processor', 'code']),
   commits: counter('turnstream_processor_transactions_total', 'Committed transactions', ['processor']),
+  fenced: counter(
+    'turnstream_processor_fenced_transactions_total',
+    'Transactions refused because another instance claimed their partition',
+    ['processor'],
+  ),
   inFlight: gauge('turnstream_processor_in_flight', 'Records in flight', ['processor']),
   paused: gauge('turnstream_processor_paused_partitions', 'Partitions paused for backpressure', ['processor']),
   lag: gauge('turnstream_processor_lag', 'Offset lag at the last fetch', ['processor', 'topic', 'partition']),
@@ -194,14 +217,17 @@ class ProcessorRuntime<S> {
   private readonly o: ProcessorOptions<S>;
   private readonly log: Logger;
   private readonly consumer: Consumer;
-  private readonly tx: Transactions;
   private readonly pool: KeyedWorkPool;
   private readonly store: StateStore<S> | undefined;
   private readonly trackers = new Map<string, { topic: string; partition: number; tracker: OffsetTracker<Output> }>();
   private readonly paused = new Map<string, { topic: string; partition: number }>();
-  private readonly restoring = new Map<number, Promise<void>>();
+  /** Per partition number owned, its producer; a partition is ready once claimed, restored and positioned (`acquiring`). */
+  private readonly tasks = new Map<number, Task>();
+  /** Partitions being claimed, restored and positioned; their batches wait. */
+  private readonly acquiring = new Map<number, Promise<void>>();
+  /** Producers of partitions that moved away, closed once the commit in flight is done. */
+  private retired: Transactions[] = [];
   private assigned = new Set<number>();
-  private freeOutputs: Output[] = [];
   private readonly abort = new AbortController();
   /** Stops a commit that keeps failing (Kafka away) when the processor stops. */
   private readonly commitAbort = new AbortController();
@@ -211,7 +237,15 @@ class ProcessorRuntime<S> {
   private commitChain: Promise<void> = Promise.resolve();
   private rebalancing = false;
   private stopping = false;
-  private readonly counts = { consumed: 0, produced: 0, deadLettered: 0, committedTransactions: 0, largestTransaction: 0, rebalances: 0 };
+  private readonly counts = {
+    consumed: 0,
+    produced: 0,
+    deadLettered: 0,
+    committedTransactions: 0,
+    largestTransaction: 0,
+    rebalances: 0,
+    fencedTransactions: 0,
+  };
   /** This processor's child of the handler-time histogram (a child skips the label lookup per record). */
   private readonly handleTimer: { startTimer(): () => void };
   private readyResolve!: () => void;
@@ -224,7 +258,7 @@ class ProcessorRuntime<S> {
     if (!options.handle === !options.handleBatch)
       throw new TurnstreamError(ErrorCodes.INTERNAL, `processor ${options.name}: give either handle or handleBatch`);
     this.o = options;
-    this.log = options.logger ?? createLogger(options.name);
+    this.log = (options.logger ?? createLogger(options.name)).child({ instance: options.instanceId ?? '0' });
     this.pool = new KeyedWorkPool(options.concurrency ?? (options.handleBatch ? 4096 : 64));
     this.handleTimer = metrics.handleSeconds.labels({ processor: options.name });
     this.store = options.state ? new StateStore<S>(options.codecs.of(options.state.topic) as never) : undefined;
@@ -243,18 +277,13 @@ class ProcessorRuntime<S> {
       allowAutoTopicCreation: false,
       partitionAssigners: [CoPartitionedAssigner],
     });
-    this.tx = new Transactions({
-      kafka: options.kafka,
-      transactionalId: `${options.groupId}.${options.instanceId ?? '0'}`,
-      logger: this.log,
-    });
   }
 
   handle(): ProcessorHandle {
     return {
       ready: this.readyPromise,
       closed: this.closedPromise,
-      stats: () => ({ ...this.counts, inFlight: this.pool.inFlight, pausedPartitions: this.paused.size }),
+      stats: () => ({ ...this.counts, inFlight: this.pool.inFlight, pausedPartitions: this.paused.size, producers: this.tasks.size }),
       stop: (graceMs?: number) => this.stop(graceMs),
     };
   }
@@ -269,7 +298,6 @@ class ProcessorRuntime<S> {
       // kafkajs restarts the consumer itself on retriable crashes; a non-retriable one ends us.
       if (!e.payload.restart) void this.fail(e.payload.error);
     });
-    await this.tx.connect();
     await consumer.connect();
     for (const id of this.o.inputs)
       await consumer.subscribe({ topic: this.o.codecs.topic(id), fromBeginning: this.o.fromBeginning ?? true });
@@ -304,42 +332,118 @@ class ProcessorRuntime<S> {
     const revoked = new Set([...this.assigned].filter((p) => !parts.has(p)));
     const added = new Set([...parts].filter((p) => !this.assigned.has(p)));
     this.assigned = parts;
-    if (this.store) {
-      this.store.dropPartitions(revoked);
-      if (added.size > 0) {
-        const store = this.store;
-        const t0 = Date.now();
-        const restore = store.restore(this.o.kafka, added).then(
-          (n) => this.log.info({ partitions: [...added], records: n, ms: Date.now() - t0 }, 'state restored'),
-          (err) => void this.fail(err),
-        );
-        for (const p of added) this.restoring.set(p, restore);
-        void restore.finally(() => {
-          for (const p of added) if (this.restoring.get(p) === restore) this.restoring.delete(p);
-        });
-      }
-    }
+    this.store?.dropPartitions(revoked);
+    for (const p of revoked) this.retire(p);
+    if (added.size > 0) this.acquire(added, false);
     this.rebalancing = false;
+    // Closes the producers of the partitions that moved away, once no commit uses them.
+    if (revoked.size > 0) this.scheduleCommit();
     const partitions = [...parts].sort((a, b) => a - b);
     this.log.info({ partitions }, 'assigned');
     this.o.onAssigned?.(partitions);
-    void Promise.all([...this.restoring.values()]).then(() => this.readyResolve());
+    void Promise.all([...this.acquiring.values()]).then(() => this.readyResolve());
+  }
+
+  /**
+   * Takes partitions over: a producer each, which claims its transactional id (the previous
+   * owner's open transaction is aborted and fenced), then their state from the changelog, then
+   * the consumer set to their committed offsets, read only now. Their batches wait till then.
+   * `lost`: partitions we held all along but whose producer was fenced (the group moved them
+   * away and back while we were not looking); the consumer is past their committed offsets.
+   */
+  private acquire(partitions: ReadonlySet<number>, lost: boolean): void {
+    const t0 = Date.now();
+    const tasks = [...partitions].map((partition) => {
+      const task: Task = {
+        partition,
+        tx: new Transactions({ kafka: this.o.kafka, transactionalId: `${this.o.groupId}.partition-${partition}`, logger: this.log }),
+        free: [],
+      };
+      this.tasks.set(partition, task);
+      return task;
+    });
+    const work = (async () => {
+      await Promise.all(
+        tasks.map(async (t) => {
+          await t.tx.connect();
+          await t.tx.claim();
+        }),
+      );
+      const restored = this.store ? await this.store.restore(this.o.kafka, partitions) : 0;
+      await this.seekCommitted(partitions, lost);
+      this.log.info({ partitions: [...partitions], restored, ms: Date.now() - t0 }, 'partitions claimed');
+    })().catch((err) => void this.fail(err));
+    for (const p of partitions) this.acquiring.set(p, work);
+    void work.finally(() => {
+      for (const p of partitions) if (this.acquiring.get(p) === work) this.acquiring.delete(p);
+    });
+  }
+
+  /**
+   * Sets the consumer to the committed offsets of `partitions` of every input. kafkajs read them
+   * when it joined, maybe before the claim; an old owner's transaction may have committed
+   * since. A batch fetched before is stale (`isStale`) and dropped. Where the group has committed
+   * nothing yet, only a `lost` partition needs a position: the start of the topic (or its end).
+   */
+  private async seekCommitted(partitions: ReadonlySet<number>, lost: boolean): Promise<void> {
+    const topics = this.o.inputs.map((id) => this.o.codecs.topic(id));
+    const admin = this.o.kafka.admin();
+    await admin.connect();
+    try {
+      const committed = await admin.fetchOffsets({ groupId: this.o.groupId, topics });
+      for (const { topic, partitions: ps } of committed) {
+        const ends = lost ? await admin.fetchTopicOffsets(topic) : [];
+        for (const { partition, offset } of ps) {
+          if (!partitions.has(partition)) continue;
+          let at = BigInt(offset) >= 0n ? offset : undefined;
+          if (at === undefined && lost) {
+            const end = ends.find((e) => e.partition === partition);
+            at = (this.o.fromBeginning ?? true) ? end?.low : end?.high;
+          }
+          if (at !== undefined && this.assigned.has(partition)) this.consumer.seek({ topic, partition, offset: at });
+        }
+      }
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** A partition moved away: its producer is closed once the commit in flight, if any, is done. */
+  private retire(partition: number): void {
+    const task = this.tasks.get(partition);
+    if (!task) return;
+    this.tasks.delete(partition);
+    this.retired.push(task.tx);
+    for (const [k, slot] of this.trackers) if (slot.partition === partition) this.trackers.delete(k);
+  }
+
+  /**
+   * Another instance claimed the transactional id of a partition we own: the group gave it the
+   * partition in a generation we missed (our session had expired) and gave it back. What we hold
+   * of it is stale; it is taken over again from its committed offsets and state.
+   */
+  private reacquire(partition: number): void {
+    this.log.warn({ partition }, 'fenced on a partition still assigned to us; taking it over again from its committed offsets');
+    this.retire(partition);
+    this.store?.dropPartitions(new Set([partition]));
+    this.acquire(new Set([partition]), true);
   }
 
   private async onBatch({ batch, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition } = batch;
     const topicId = this.o.codecs.idOf(topic);
     if (!topicId) throw new TurnstreamError(ErrorCodes.INTERNAL, `no codec for topic ${topic}`);
-    const restoring = this.restoring.get(partition);
-    if (restoring) {
-      // Heartbeat while the partition's state is restored, so the wait costs no rebalance.
+    const acquiring = this.acquiring.get(partition);
+    if (acquiring) {
+      // Heartbeat while the partition is claimed and its state restored, so the wait costs no rebalance.
       const beat = setInterval(() => void heartbeat().catch(() => undefined), 1000);
       try {
-        await restoring;
+        await acquiring;
       } finally {
         clearInterval(beat);
       }
     }
+    if (!this.tasks.has(partition)) return; // moved away meanwhile
     const k = tpKey(topic, partition);
     let slot = this.trackers.get(k);
     if (!slot) {
@@ -595,14 +699,14 @@ class ProcessorRuntime<S> {
     }, this.o.commitIntervalMs ?? 20);
   }
 
-  /** Every finished prefix's outputs and offsets, and the outputs of punctuations. */
-  private collect(): Collected | null {
-    if (this.rebalancing) return null;
+  /** A partition's finished prefixes (of each input topic) with their outputs and offsets, and its punctuations' outputs. */
+  private collect(task: Task): Collected | null {
+    if (this.rebalancing || this.tasks.get(task.partition) !== task) return null;
     const parts: Collected['parts'] = [];
     const outputs: Output[] = [];
-    const offsets = new Map<string, Array<{ partition: number; offset: string }>>();
-    const ready = [...this.trackers.values()].filter((s) => s.tracker.committable);
-    // The budget shared out fairly; what one partition leaves unused goes to the next.
+    const offsets: Array<{ topic: string; partitions: Array<{ partition: number; offset: string }> }> = [];
+    const ready = [...this.trackers.values()].filter((s) => s.partition === task.partition && s.tracker.committable);
+    // The budget shared out fairly; what one topic leaves unused goes to the next.
     let budget = this.o.maxTransactionRecords ?? 4000;
     for (const [i, slot] of ready.entries()) {
       const c = budget > 0 ? slot.tracker.peekCommittable(Math.ceil(budget / (ready.length - i))) : null;
@@ -610,48 +714,72 @@ class ProcessorRuntime<S> {
       budget -= c.count;
       parts.push({ slot, count: c.count });
       outputs.push(...c.outputs);
-      const list = offsets.get(slot.topic) ?? [];
-      list.push({ partition: slot.partition, offset: c.nextOffset.toString() });
-      offsets.set(slot.topic, list);
+      offsets.push({ topic: slot.topic, partitions: [{ partition: slot.partition, offset: c.nextOffset.toString() }] });
     }
-    const free = this.freeOutputs.length;
-    outputs.push(...this.freeOutputs);
+    const free = task.free.length;
+    outputs.push(...task.free);
     if (parts.length === 0 && free === 0) return null;
-    return {
-      outputs,
-      offsets: { groupId: this.o.groupId, topics: [...offsets].map(([topic, partitions]) => ({ topic, partitions })) },
-      parts,
-      free,
-    };
+    return { outputs, offsets: { groupId: this.o.groupId, topics: offsets }, parts, free };
   }
 
-  /** One transaction with every finished prefix's outputs and offsets, retried until it commits (streams/transactions.ts). */
+  /** Whether a partition has something to commit. */
+  private pending(task: Task): boolean {
+    return task.free.length > 0 || [...this.trackers.values()].some((s) => s.partition === task.partition && s.tracker.committable);
+  }
+
+  /**
+   * One transaction per partition with something to commit, side by side, each retried until it
+   * commits (streams/transactions.ts).
+   */
   private async commit(opts: { attempts?: number } = {}): Promise<void> {
     if (this.rebalancing) {
       this.scheduleCommit();
       return;
     }
+    try {
+      await Promise.all([...this.tasks.values()].filter((t) => this.pending(t)).map((t) => this.commitTask(t, opts)));
+    } finally {
+      await this.closeRetired();
+    }
+    // More may have finished while these transactions ran (or a rebalance held them back).
+    if (this.rebalancing || [...this.tasks.values()].some((t) => this.pending(t))) this.scheduleCommit();
+  }
+
+  private async commitTask(task: Task, opts: { attempts?: number }): Promise<void> {
     const end = metrics.commitSeconds.startTimer({ processor: this.o.name });
     let done: Collected | null;
     try {
-      done = await this.tx.commit(() => this.collect(), {
+      done = await task.tx.commit(() => this.collect(task), {
         signal: opts.attempts ? undefined : this.commitAbort.signal,
         attempts: opts.attempts,
       });
+    } catch (err) {
+      if (this.tasks.get(task.partition) !== task) {
+        // The partition moved while its transaction ran: its records are the new owner's.
+        if (wasFenced(err)) this.countFenced();
+        this.log.info(
+          { partition: task.partition, err: (err as Error).message },
+          'transaction of a partition that moved away not committed',
+        );
+        return;
+      }
+      if (wasFenced(err) && !this.stopping) {
+        this.countFenced();
+        this.reacquire(task.partition);
+        return;
+      }
+      throw err;
     } finally {
       end();
     }
-    if (!done) {
-      if (this.rebalancing) this.scheduleCommit();
-      return;
-    }
+    if (!done) return;
     let records = 0;
     for (const p of done.parts) {
       p.slot.tracker.drop(p.count);
       records += p.count;
     }
     this.counts.largestTransaction = Math.max(this.counts.largestTransaction, records);
-    this.freeOutputs = this.freeOutputs.slice(done.free);
+    task.free = task.free.slice(done.free);
     const perTopic = new Map<string, number>();
     for (const o of done.outputs) perTopic.set(o.topic, (perTopic.get(o.topic) ?? 0) + 1);
     for (const [topic, n] of perTopic) metrics.produced.inc({ processor: this.o.name, topic }, n);
@@ -659,43 +787,59 @@ class ProcessorRuntime<S> {
     this.counts.produced += done.outputs.length;
     this.counts.committedTransactions++;
     metrics.commits.inc({ processor: this.o.name });
-    // More may have finished while this transaction ran.
-    if (this.freeOutputs.length > 0 || [...this.trackers.values()].some((s) => s.tracker.committable)) this.scheduleCommit();
   }
 
+  private countFenced(): void {
+    this.counts.fencedTransactions++;
+    metrics.fenced.inc({ processor: this.o.name });
+  }
+
+  /** Closes the producers of partitions that moved away (called between commits: none is in use). */
+  private async closeRetired(): Promise<void> {
+    const retired = this.retired;
+    this.retired = [];
+    await Promise.all(retired.map((tx) => tx.disconnect()));
+  }
+
+  /** The punctuation, once per partition owned: its outputs go in that partition's next transaction. */
   private async runPunctuate(): Promise<void> {
     const p = this.o.punctuate;
-    if (!p || !this.store || this.stopping || this.rebalancing || this.restoring.size > 0) return;
+    if (!p || !this.store || this.stopping || this.rebalancing || this.acquiring.size > 0) return;
     const store = this.store;
-    const owned = new Set(this.assigned);
-    const staged = new Map<string, S | undefined>();
-    const outs: Output[] = [];
-    const access = this.stateAccess(staged);
-    try {
-      await p.run({
-        emit: (id, k, v) => void outs.push(this.encode(id, k, v)),
-        state: {
-          ...access,
-          entries: function* () {
-            for (const [k, v] of store.entriesOf(owned)) yield [k, staged.has(k) ? (staged.get(k) as S) : v] as [string, S];
+    let any = false;
+    for (const task of [...this.tasks.values()]) {
+      const mine = new Set([task.partition]);
+      const staged = new Map<string, S | undefined>();
+      const outs: Output[] = [];
+      const access = this.stateAccess(staged);
+      try {
+        await p.run({
+          emit: (id, k, v) => void outs.push(this.encode(id, k, v)),
+          state: {
+            ...access,
+            entries: function* () {
+              for (const [k, v] of store.entriesOf(mine)) yield [k, staged.has(k) ? (staged.get(k) as S) : v] as [string, S];
+            },
           },
-        },
-        now: Date.now(),
-        logger: this.log,
-      });
-      for (const [k, v] of staged) {
-        const partition = store.partitionOf(k);
-        if (partition === undefined || !this.assigned.has(partition)) continue;
-        outs.push({ topic: store.topic, key: k, value: v === undefined ? null : await store.encode(v) });
-        store.set(k, partition, v);
+          now: Date.now(),
+          logger: this.log,
+        });
+        // Moved away meanwhile: the new owner punctuates its state.
+        if (this.tasks.get(task.partition) !== task) continue;
+        for (const [k, v] of staged) {
+          if (store.partitionOf(k) !== task.partition) continue;
+          outs.push({ topic: store.topic, key: k, value: v === undefined ? null : await store.encode(v) });
+          store.set(k, task.partition, v);
+        }
+        if (outs.length > 0) {
+          task.free.push(...outs);
+          any = true;
+        }
+      } catch (err) {
+        this.log.error({ err: (err as Error).message, partition: task.partition }, 'punctuate failed');
       }
-      if (outs.length > 0) {
-        this.freeOutputs.push(...outs);
-        this.scheduleCommit();
-      }
-    } catch (err) {
-      this.log.error({ err: (err as Error).message }, 'punctuate failed');
     }
+    if (any) this.scheduleCommit();
   }
 
   private async fail(err: unknown): Promise<void> {
@@ -734,6 +878,8 @@ class ProcessorRuntime<S> {
       await this.commit({ attempts: 3 }).catch((err) => this.log.warn({ err: (err as Error).message }, 'final commit failed'));
     }
     await this.consumer.disconnect().catch(() => undefined);
-    await this.tx.disconnect();
+    if (this.commitTimer) clearTimeout(this.commitTimer);
+    for (const p of [...this.tasks.keys()]) this.retire(p);
+    await this.closeRetired();
   }
 }

@@ -8,7 +8,11 @@
  * record still pending, and the records above it already used travel as the commit's metadata;
  * after a restart or a rebalance they are skipped, as is anything fetched again.
  *
- * The transactional id is `<groupId>.<instanceId>`: a restarted instance fences its predecessor.
+ * The group has ONE member (the learner of a model): its one transaction spans every partition,
+ * so it cannot be fenced by partition as the processor runtime is. The transactional id is the
+ * group's, `<groupId>`, and is claimed before the group's offsets are read: a second member,
+ * or a restart on another host under another instance id, aborts and fences the first one's
+ * open transaction, and whatever the first one then tries to commit fails.
  */
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Logger } from '../core/index.ts';
@@ -17,7 +21,7 @@ import { Transactions, type TransactionOutput } from './transactions.ts';
 export interface PublishConsumerOptions {
   kafka: Kafka;
   groupId: string;
-  /** Stable per instance; part of the transactional id. @default '0' */
+  /** Names this member in logs; not part of the transactional id (the group's one member takes the group's). @default '0' */
   instanceId?: string;
   topic: string;
   logger: Logger;
@@ -53,8 +57,8 @@ export class PublishConsumer {
   private paused = false;
 
   constructor(o: PublishConsumerOptions) {
-    this.o = o;
-    this.tx = new Transactions({ kafka: o.kafka, transactionalId: `${o.groupId}.${o.instanceId ?? '0'}`, logger: o.logger });
+    this.o = { ...o, logger: o.logger.child({ instance: o.instanceId ?? '0' }) };
+    this.tx = new Transactions({ kafka: o.kafka, transactionalId: o.groupId, logger: this.o.logger });
   }
 
   /** True when the last commit failed without knowing whether it committed. */
@@ -63,7 +67,9 @@ export class PublishConsumer {
   }
 
   async start(): Promise<void> {
-    await this.tx.connect(); // the first transaction fences a predecessor and aborts what it left open
+    await this.tx.connect();
+    // Before the group's offsets are read: a predecessor's open transaction is aborted and it is fenced.
+    await this.tx.claim();
     const c = this.o.kafka.consumer({
       groupId: this.o.groupId,
       readUncommitted: false,

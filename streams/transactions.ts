@@ -12,7 +12,11 @@
  *   did (they moved to the attempt's offsets). If it did, the content counts as committed; if
  *   that cannot be told, the error is fatal, and a restart resumes from the committed offsets,
  *   which is exact either way.
- * - Fencing (another instance took the transactional id) is fatal: never retried.
+ * - Fencing (another instance took the transactional id) is never retried: the caller decides
+ *   (`wasFenced`); a processor whose partition moved drops that partition's work.
+ * - `claim` takes the transactional id before the caller reads a group's committed offsets:
+ *   kafkajs would take it only at the first transaction, and a predecessor's transaction could
+ *   still commit in between.
  */
 import type { Kafka, Message, Producer, RecordMetadata } from 'kafkajs';
 import { ErrorCodes, TurnstreamError, type Logger, counter, retry } from '../core/index.ts';
@@ -62,6 +66,11 @@ export function isFenced(err: unknown): boolean {
   return (type !== undefined && FENCED.has(type)) || /ProducerFenced/i.test(name);
 }
 
+/** A commit failed because another producer took our transactional id (the error `commit` throws then). */
+export function wasFenced(err: unknown): boolean {
+  return isFenced(err) || isFenced((err as { cause?: unknown } | undefined)?.cause);
+}
+
 const sameOffsets = (a: string | undefined, b: string): boolean => a !== undefined && BigInt(a) === BigInt(b);
 
 export class Transactions {
@@ -91,9 +100,26 @@ export class Transactions {
     });
   }
 
-  /** Connects (the first transaction fences a dead predecessor and aborts what it left open). */
+  /** Connects (the id is taken by `claim` or the first transaction). */
   async connect(): Promise<void> {
     await this.producer.connect();
+  }
+
+  get transactionalId(): string {
+    return this.o.transactionalId;
+  }
+
+  /**
+   * Takes the transactional id now: the coordinator aborts the transaction an earlier holder of
+   * the id left open (or finishes the one it was committing) and fences that holder; kafkajs's
+   * InitProducerId waits until that is done. Committed offsets read after this are final: nothing
+   * of the earlier holder can commit any more.
+   */
+  async claim(): Promise<void> {
+    // kafkajs initialises the transactional producer id at its first transaction; one that sent
+    // nothing ends without an EndTxn.
+    const t = await this.producer.transaction();
+    await t.abort();
   }
 
   /** A commit got no answer and is not settled yet (its outputs may or may not be in the log). */

@@ -13,8 +13,8 @@
  *   The committed offset stops at the oldest buffered sample, and the offsets above it that are
  *   already trained travel as the commit's metadata; on restart they are skipped.
  *
- * There is one learner per model (and samples tag): a second instance with the same
- * transactional id fences the first.
+ * There is one learner per model (and samples tag): its transactional id is its group's, so a
+ * second learner of the model, whatever its instance id, fences the first.
  */
 import { rm } from 'node:fs/promises';
 import type { Kafka } from 'kafkajs';
@@ -79,7 +79,7 @@ export interface LearnerOptions {
   fromVersion?: number;
   /** @default `<prefix>turnstream.learner.<modelId>` (+ `.<tag>`) */
   groupId?: string;
-  /** Part of the transactional id. @default '0' */
+  /** Names this learner in logs (the transactional id is the group's). @default '0' */
   instanceId?: string;
   /** Batch size, staleness and per-user cap. */
   batch?: BatcherOptions;

@@ -2,7 +2,8 @@
  * `turnstream doctor [--json] [--no-install]`: what this machine gives turnstream, and why: the
  * Node version, the tfjs backend a training service gets (native TensorFlow, built on first use,
  * or the fallback with the reason and the fix), the CUDA device, the native build in the cache,
- * llama.cpp's runtime, and the gym's sandbox. One JSON object with --json.
+ * llama.cpp's runtime, and the gym's sandbox with how its caps are kept (a cgroup per rollout,
+ * v2 or v1, or per-process limits only, and why). One JSON object with --json.
  */
 import type { Command } from 'commander';
 import {
@@ -14,7 +15,7 @@ import {
   selectBackendStatus,
   type BackendStatus,
 } from '../../policy/index.ts';
-import { detectSandbox, type SandboxReport } from '../../gym/index.ts';
+import { DEFAULT_CAPS, DEFAULT_LIMITS, detectSandbox, type SandboxReport } from '../../gym/index.ts';
 import { loadConfig } from '../config.ts';
 import { progressReporter } from './model.ts';
 
@@ -27,7 +28,7 @@ export interface DoctorReport {
   native: { dir: string; cpuBuild: boolean; gpuBuild: boolean };
   cuda: { present: boolean; detail: string };
   llamaCpp: { backend: string } | { error: string };
-  /** The gym's sandbox (Linux namespaces): which kind, and why not where none. */
+  /** The gym's sandbox (Linux namespaces): which kind, and why not where none; `caps`: how each rollout's memory and processes are capped. */
   sandbox: SandboxReport | { error: string };
 }
 
@@ -83,6 +84,16 @@ function print(r: DoctorReport): void {
       `sandbox     ${sb.kind}${sb.runAs ? ` (as uid ${sb.runAs.uid})` : ''}; python3 ${sb.python.available ? sb.python.version : `no: ${sb.python.reason}`}`,
     );
   else say(`sandbox     none: ${sb.backends.map((b) => `${b.kind}: ${b.reason}`).join('; ')}${sb.fix ? `. Fix: ${sb.fix}` : ''}`);
+  if (!('error' in sb)) say(`limits      ${capsLine(sb.caps)}`);
+}
+
+const gib = (bytes: number): string => `${+(bytes / 1024 ** 3).toFixed(2)} GiB`;
+
+/** How a rollout's memory and processes are capped, in one line (pure). */
+export function capsLine(caps: SandboxReport['caps']): string {
+  const perProcess = `${gib(DEFAULT_LIMITS.memoryBytes)} of address space and ${DEFAULT_LIMITS.processes} processes per command`;
+  if (caps.by === 'per-process') return `per process only (${perProcess}): ${caps.detail}`;
+  return `per rollout by cgroup ${caps.by.slice('cgroup-'.length)}: ${gib(DEFAULT_CAPS.memoryBytes)} and ${DEFAULT_CAPS.processes} processes for all its processes together (${caps.detail}); inside it ${perProcess}`;
 }
 
 export function register(program: Command): void {

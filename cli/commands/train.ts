@@ -87,7 +87,7 @@ export function register(program: Command): void {
     .option('--max-user-share <x>', "cap of one user's share of a batch (TRAIN_MAX_USER_SHARE, default 0.5)")
     .option('--lr <x>', `learning rate (TRAIN_LR, default ${LEARNER_LR})`)
     .option('--no-consensus', "don't weight users' feedback by their agreement with the others (TRAIN_CONSENSUS=0)")
-    .option('--instance <id>', 'instance id (part of the transactional id)', '0')
+    .option('--instance <id>', "instance id (logs and client id; the transactional id is the group's)", '0')
     .option('--model <spec>', 'the model to train: builtin, a catalog name, a .gguf path or hf:ORG/REPO/FILE.gguf (TURNSTREAM_MODEL)')
     .action(runTrain);
 }

@@ -20,7 +20,7 @@ import { access, constants, stat } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { ensureOpenClaw, type OpenClawInstall } from '../../integrations/index.ts';
-import { DEFAULT_SYSTEM_PATHS, type Sandbox, type SandboxOptions } from '../sandbox/sandbox.ts';
+import { DEFAULT_SYSTEM_PATHS, type Sandbox, type SandboxCaps, type SandboxOptions } from '../sandbox/sandbox.ts';
 import type { Task } from '../tasks/task.ts';
 import { FORWARDER_SOURCE } from './bridge-forwarder.ts';
 import { aborted, episodeClock } from './episode-clock.ts';
@@ -85,14 +85,23 @@ export async function resolveOpenClaw(o: OpenClawAgentOptions = {}): Promise<Ope
   return install;
 }
 
-/** The sandbox options with OpenClaw's install (and its Node) mounted read-only at the same paths. */
+/**
+ * The caps of an OpenClaw rollout's sandbox: room for Node's 2 GiB heap (`maxOldSpaceMiB`), its
+ * code and buffers and the forwarder, and for the 512 processes and threads its command may have.
+ */
+export const OPENCLAW_CAPS: Readonly<SandboxCaps> = Object.freeze({ memoryBytes: 4 * 1024 ** 3, processes: 640 });
+
+/**
+ * The sandbox options with OpenClaw's install (and its Node) mounted read-only at the same paths,
+ * and {@link OPENCLAW_CAPS} under the caps `base` sets.
+ */
 export function openClawSandboxOptions(base: Omit<SandboxOptions, 'files'>, install: OpenClawInstall): Omit<SandboxOptions, 'files'> {
   let paths = [...(base.systemPaths ?? DEFAULT_SYSTEM_PATHS)];
   for (const p of mountsOf(install)) {
     if (paths.some((q) => below(p, q))) continue;
     paths = [...paths.filter((q) => !below(q, p)), p];
   }
-  return { ...base, systemPaths: paths };
+  return { ...base, systemPaths: paths, caps: { ...OPENCLAW_CAPS, ...base.caps } };
 }
 
 /** OpenClaw's config: the `turnstream` provider at the forwarder, the workspace as its workspace. */

@@ -10,6 +10,7 @@ import { createLogger } from '../../core/index.ts';
 import type { AgentKind } from '../agent/rollout-types.ts';
 import { measureBaseRates, type BaseRates } from '../base-rates.ts';
 import type { Task } from '../tasks/task.ts';
+import { prepareSandbox, sandboxLine } from '../sandbox/create-sandbox.ts';
 import { startGymGateway } from './gym-gateway.ts';
 import { GYM_SAMPLING, type GymRunOptions } from './gym-options.ts';
 
@@ -52,6 +53,8 @@ export async function runBaseRates(o: BaseRateRunOptions): Promise<BaseRateRepor
   const n = o.n ?? DEFAULT_BASE_RATE_N;
   const agent = o.agent ?? 'builtin';
   const parallel = o.parallel ?? Math.min(8, n);
+  // the sandbox readied before the rollouts start: bubblewrap installed once here, not by each of the first rollouts
+  o.onProgress?.(sandboxLine(await prepareSandbox()));
   const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-gym-base-'));
   try {

@@ -13,6 +13,7 @@ import { loadTfLlama, selectBackend } from '../../policy/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { pairedPermutationTest } from '../../eval/index.ts';
+import { prepareSandbox, sandboxLine } from '../sandbox/create-sandbox.ts';
 import { splitTasks } from '../tasks/split-tasks.ts';
 import { gymSettings, type GymRunOptions, type GymSettings } from './gym-options.ts';
 import { runSeed, type SeedResult } from './run-seed.ts';
@@ -95,6 +96,8 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
   if (train.length === 0 || test.length === 0)
     throw new Error(`the suite needs train and test tasks (has ${train.length} and ${test.length})`);
   const logger = createLogger('gym', 'warn');
+  // the sandbox readied before anything starts: bubblewrap installed once here, not by each of the first rollouts
+  s.onProgress?.(sandboxLine(await prepareSandbox()));
   const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const naming = { prefix: `gym-${runId}.` };
   const kafka = createKafka({ brokers: s.brokers, clientId: 'turnstream-gym', logger: createLogger('kafka', 'error') });

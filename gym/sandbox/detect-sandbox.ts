@@ -2,22 +2,28 @@
  * Which sandbox this machine can make, and why not where it cannot: each way is tried for real
  * (a `true` run through the whole set-up, limits included), so a kernel without user
  * namespaces, an AppArmor rule against them or an unreachable temporary folder show up here,
- * with the sandbox's own message, rather than at the first rollout. `turnstream doctor` reads
+ * with the sandbox's own message, rather than at the first rollout. So is the cgroup each
+ * sandbox gets (v2, else v1): made, a process moved into it, removed; where none works, the
+ * report says why and the per-process limits hold alone. `turnstream doctor` reads
  * {@link detectSandbox}; {@link createSandbox} uses the same probes.
  */
 import { tmpdir } from 'node:os';
 import { canUseApt, findExecutable, invalidInput } from '../../core/index.ts';
 import { bwrapBackend } from './bwrap-sandbox.ts';
+import { reapCgroups } from './cgroup-reaper.ts';
+import { cgroupCandidates, hostCgroupFiles, type CgroupSite } from './cgroup-site.ts';
 import { INSTALL_BUBBLEWRAP } from './install-bubblewrap.ts';
 import type { SandboxBackend } from './launch.ts';
 import { lifelineArgv } from './lifeline.ts';
 import { prlimitArgv, resolveLimits } from './limits.ts';
+import { probeCgroupSite } from './rollout-cgroup.ts';
 import { runSandboxed } from './run-sandboxed.ts';
 import {
   BASE_ENV,
   DEFAULT_RUN_AS,
   DEFAULT_SYSTEM_PATHS,
   SANDBOX_WORKSPACE,
+  type CapsReport,
   type ExecResult,
   type SandboxKind,
   type SandboxOptions,
@@ -27,7 +33,7 @@ import { unshareBackend } from './unshare-sandbox.ts';
 import { Workspace, type Owner } from './workspace.ts';
 
 /** The options detection depends on. */
-export type DetectOptions = Pick<SandboxOptions, 'tmpRoot' | 'runAs' | 'systemPaths' | 'bwrapPath' | 'python'>;
+export type DetectOptions = Pick<SandboxOptions, 'tmpRoot' | 'runAs' | 'systemPaths' | 'bwrapPath' | 'python' | 'cgroup'>;
 
 /** One way of making a sandbox, as found here. */
 export interface BackendReport {
@@ -54,6 +60,8 @@ export interface SandboxDetection {
   canApt: boolean;
   /** What installs the missing bubblewrap, where it is missing. */
   fix?: string;
+  /** How each sandbox's caps on memory and processes are kept: a cgroup (v2, v1) or per process only, and why. */
+  caps: CapsReport;
 }
 
 /** What {@link detectSandbox} adds for a doctor: the code tool's interpreter. */
@@ -70,6 +78,10 @@ export interface SandboxHost {
   runAs?: Owner;
   system: readonly SystemMount[];
   tmpRoot: string;
+  /** Where each sandbox's cgroup is made; undefined: per-process limits only. */
+  cgroup?: CgroupSite;
+  /** `sh` on the host: the gate a command waits at until it is in its cgroup. */
+  sh?: string;
 }
 
 /** The user sandboxes run as: `runAs` (default {@link DEFAULT_RUN_AS}) for root, none otherwise. */
@@ -136,6 +148,8 @@ export async function probeSandboxes(
     backends.push({ kind: c.kind, available: !reason, program: c.program, ...(reason ? { reason } : {}) });
     if (!reason) hosts[c.kind] = host;
   }
+  const { caps, site } = await findCgroupSite(options.cgroup ?? 'auto', sh);
+  if (site) for (const h of Object.values(hosts)) Object.assign(h, { cgroup: site, sh });
   const kind = backends.find((b) => b.available)?.kind;
   const detection: SandboxDetection = {
     kind,
@@ -144,8 +158,51 @@ export async function probeSandboxes(
     bwrapFound: bwrap !== undefined,
     canApt: canUseApt(),
     ...(!bwrap ? { fix: INSTALL_BUBBLEWRAP } : {}),
+    caps,
   };
   return { detection, hosts };
+}
+
+/** The sites whose leftovers this process has cleared (once each). */
+const reaped = new Set<string>();
+
+/**
+ * Where rollout cgroups are made (cgroup v2, else v1), each tried for real, or why neither: the
+ * report says which. Clears, once, what killed runs left at the site found.
+ */
+async function findCgroupSite(mode: 'auto' | 'off', sh: string | undefined): Promise<{ caps: CapsReport; site?: CgroupSite }> {
+  if (mode === 'off') return { caps: { by: 'per-process', detail: 'cgroups turned off (SandboxOptions.cgroup)' } };
+  if (!sh) return { caps: { by: 'per-process', detail: 'sh not found (a command waits in sh until it is in its cgroup)' } };
+  let candidates;
+  try {
+    candidates = cgroupCandidates(hostCgroupFiles());
+  } catch (err) {
+    return { caps: { by: 'per-process', detail: `cannot read this process's cgroups (${(err as Error).message})` } };
+  }
+  const reasons: string[] = [];
+  for (const c of [candidates.v2, ...(candidates.v2Parent ? [candidates.v2Parent] : []), candidates.v1]) {
+    if (!c.site) {
+      reasons.push(c.reason);
+      continue;
+    }
+    const why = await probeCgroupSite(c.site, sh);
+    if (why) {
+      reasons.push(why);
+      continue;
+    }
+    const key = JSON.stringify(c.site);
+    if (!reaped.has(key)) {
+      reaped.add(key);
+      await reapCgroups(c.site);
+    }
+    const where = c.site.memory === c.site.pids ? c.site.memory : `${c.site.memory} and ${c.site.pids}`;
+    const by = c.site.version === 2 ? 'cgroup-v2' : 'cgroup-v1';
+    return {
+      caps: { by, detail: `a cgroup per sandbox in ${where}`, folders: { memory: c.site.memory, pids: c.site.pids } },
+      site: c.site,
+    };
+  }
+  return { caps: { by: 'per-process', detail: reasons.join('; ') } };
 }
 
 /** Which sandbox this machine can make and why, with the code tool's python3; makes no sandbox to keep. */

@@ -7,7 +7,10 @@
  * this process holds. When this process dies, by any means, the kernel closes that end, the
  * read returns, and the watchdog kills every process in the sandbox's PID namespace
  * (`kill -9 -1`); the init then follows its command. The command itself runs without fd 3.
- * The watchdog is one of the sandbox's processes (it counts toward the process limit).
+ * The watchdog is one of the sandbox's processes (it counts toward the process limit). It is
+ * started from a subshell that exits at once, so it is the init's child, not the command's: a
+ * command that waits for all its children (`os.wait()` until ECHILD, a supervisor's
+ * `waitpid(-1)`) would otherwise wait for the watchdog for ever.
  */
 
 /** The fd the lifeline has in the sandbox. */
@@ -17,6 +20,6 @@ export const LIFELINE_FD = 3;
 export const lifelineArgv = (): string[] => [
   'sh',
   '-c',
-  `{ read _ <&${LIFELINE_FD}; kill -9 -1; } & exec "$@" ${LIFELINE_FD}<&-`,
+  `( { read _ <&${LIFELINE_FD}; kill -9 -1; } & ); exec "$@" ${LIFELINE_FD}<&-`,
   'sandbox',
 ];

@@ -1,5 +1,7 @@
 /**
- * How a sandbox's limits are applied, and how a command's end is read against them.
+ * How a sandbox's limits are applied, and how a command's end is read against them. These hold
+ * per process (or per command); the caps on a sandbox as a whole, its memory and processes all
+ * together, are its cgroup's (rollout-cgroup.ts), with these limits inside them.
  *
  * - CPU seconds, address space, processes and file size: rlimits set by util-linux `prlimit`
  *   inside the sandbox, on the command before it starts (soft and hard alike, so the command
@@ -9,8 +11,7 @@
  *   even when several run as the same uid. The kernel ignores RLIMIT_NPROC for uid 0 (and for
  *   CAP_SYS_ADMIN/CAP_SYS_RESOURCE in the host namespace), so a root process runs its sandboxes
  *   as an unprivileged uid (`runAs`); mapping a non-root uid inside a namespace made by root
- *   would not do, since the kernel checks the host uid, still 0. cgroups are not used: this
- *   machine has cgroup v1 controllers writable only by root, a non-root user usually none.
+ *   would not do, since the kernel checks the host uid, still 0.
  * - Output: kept up to the limit while it streams ({@link OutputCap}); the command is killed
  *   when it writes more, so neither its output nor the parent's memory grows past the limit.
  * - Wall clock: the sandbox's outer process is killed (SIGKILL); the namespace's init dies with
@@ -19,7 +20,7 @@
  */
 import { constants } from 'node:os';
 import { invalidInput } from '../../core/index.ts';
-import { DEFAULT_LIMITS, type KilledBy, type SandboxLimits } from './sandbox.ts';
+import { DEFAULT_CAPS, DEFAULT_LIMITS, type KilledBy, type SandboxCaps, type SandboxLimits } from './sandbox.ts';
 
 /** Limits over defaults, each checked to be a positive integer (TS_ERR_INVALID_INPUT naming the field). */
 export function resolveLimits(base: Readonly<SandboxLimits> = DEFAULT_LIMITS, over: Partial<SandboxLimits> = {}): SandboxLimits {
@@ -32,6 +33,19 @@ export function resolveLimits(base: Readonly<SandboxLimits> = DEFAULT_LIMITS, ov
     limits[key] = value;
   }
   return limits;
+}
+
+/** Caps over defaults, each checked to be a positive integer (TS_ERR_INVALID_INPUT naming the field). */
+export function resolveCaps(over: Partial<SandboxCaps> = {}): SandboxCaps {
+  const caps = { ...DEFAULT_CAPS };
+  for (const key of Object.keys(DEFAULT_CAPS) as (keyof SandboxCaps)[]) {
+    const value = over[key];
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value <= 0)
+      throw invalidInput(`sandbox cap ${key} must be a positive integer, got ${String(value)}`, key);
+    caps[key] = value;
+  }
+  return caps;
 }
 
 /** `prlimit` and its arguments, to put before the command inside the sandbox. */

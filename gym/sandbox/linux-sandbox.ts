@@ -1,14 +1,25 @@
 /**
  * A sandbox over one workspace: each command a fresh set of namespaces (bubblewrap's or
  * unshare's) over the same workspace, so nothing a command starts outlives it and only files
- * carry from one command to the next.
+ * carry from one command to the next. Every command's processes join the sandbox's cgroup,
+ * where it has one, so its caps hold for all of them together.
  */
-import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
+import { createLogger, ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
 import type { SandboxHost } from './detect-sandbox.ts';
 import { lifelineArgv } from './lifeline.ts';
 import { prlimitArgv, resolveLimits } from './limits.ts';
+import type { RolloutCgroup } from './rollout-cgroup.ts';
 import { runSandboxed } from './run-sandboxed.ts';
-import { SANDBOX_WORKSPACE, type ExecOptions, type ExecResult, type Sandbox, type SandboxKind, type SandboxLimits } from './sandbox.ts';
+import {
+  SANDBOX_WORKSPACE,
+  type ExecOptions,
+  type ExecResult,
+  type Sandbox,
+  type SandboxCapsInForce,
+  type SandboxKind,
+  type SandboxLimits,
+  type SandboxUsage,
+} from './sandbox.ts';
 import type { Workspace } from './workspace.ts';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -31,8 +42,14 @@ export class LinuxSandbox implements Sandbox {
     readonly limits: Readonly<SandboxLimits>,
     private readonly env: Readonly<Record<string, string>>,
     private readonly pythonProgram: string,
+    readonly caps: Readonly<SandboxCapsInForce>,
+    private readonly cgroup?: RolloutCgroup,
   ) {
     checkEnv(env);
+  }
+
+  usage(): SandboxUsage | undefined {
+    return this.cgroup?.usage();
   }
 
   get kind(): SandboxKind {
@@ -75,7 +92,15 @@ export class LinuxSandbox implements Sandbox {
     this.disposed = true;
     for (const ac of this.running) ac.abort();
     await Promise.allSettled([...this.pending]);
-    await this.workspace.dispose();
+    try {
+      if (this.cgroup && !(await this.cgroup.remove()))
+        createLogger('gym-sandbox').warn(
+          { cgroup: this.cgroup.memoryDir, pids: this.cgroup.pids() },
+          "a sandbox's cgroup still has processes after 5 s; its janitor or the next run removes it",
+        );
+    } finally {
+      await this.workspace.dispose();
+    }
   }
 
   private async run(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
@@ -100,10 +125,21 @@ export class LinuxSandbox implements Sandbox {
         cwd,
         command: [...lifelineArgv(), ...prlimitArgv(this.host.prlimit, limits), ...argv],
       };
-      return await runSandboxed(
-        { argv: this.host.backend.argv(launch), env: this.host.backend.hostEnv, setpriv: this.host.setpriv, runAs: this.host.runAs },
+      const cg = this.cgroup;
+      const oomBefore = cg?.usage()?.oomKills ?? 0;
+      const r = await runSandboxed(
+        {
+          argv: this.host.backend.argv(launch),
+          env: this.host.backend.hostEnv,
+          setpriv: this.host.setpriv,
+          runAs: this.host.runAs,
+          ...(cg && this.host.sh ? { gate: { sh: this.host.sh, join: (pid: number) => cg.join(pid) } } : {}),
+        },
         { limits, stdin: options.stdin, signal: ac.signal },
       );
+      // a failed command that ran into the sandbox's memory cap: the kernel killed one of its processes (SIGKILL, counted by the cgroup)
+      if (cg && !r.killedBy && r.exitCode !== 0 && (cg.usage()?.oomKills ?? 0) > oomBefore) return { ...r, killedBy: 'memory' };
+      return r;
     } finally {
       this.running.delete(ac);
       options.signal?.removeEventListener('abort', forward);

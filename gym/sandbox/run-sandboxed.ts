@@ -4,10 +4,12 @@
  * with this process (Ctrl-C, a crash, kill -9): each sandbox's init dies with it in turn, and
  * the kernel kills everything left in the sandbox's PID namespace. A kill that the init
  * survives (see pipe-holders.ts) is finished by killing whatever still holds the pipes. When this process is root the
- * program runs as the unprivileged `runAs` user (see limits.ts for why).
+ * program runs as the unprivileged `runAs` user (see limits.ts for why). Where the sandbox has a
+ * cgroup, the program first waits at a gate (a shell reading fd 4) while this process moves it
+ * into the cgroup, and only then execs the sandbox: nothing of the sandbox runs outside it.
  */
 import { spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { classifyEnd, commandEnd } from './limits.ts';
 import { OutputCap } from './output-cap.ts';
@@ -25,7 +27,13 @@ export interface Sandboxed {
   setpriv: string;
   /** The user to run as (when this process is root). */
   runAs?: Owner;
+  /** The cgroup the program joins before it starts the sandbox: `sh` on the host, and the move. */
+  gate?: { sh: string; join(pid: number): void };
 }
+
+/** The gate's fd, and the shell that waits on it: a line means "you are in the cgroup", EOF (this process died) means stop. */
+const GATE_FD = 4;
+const GATE = `read _ <&${GATE_FD} || exit 125; exec "$@" ${GATE_FD}<&-`;
 
 /** How to watch it. */
 export interface Watch {
@@ -43,15 +51,17 @@ export function runSandboxed(s: Sandboxed, w: Watch): Promise<ExecResult> {
   if (w.signal?.aborted) return Promise.reject(aborted());
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(s.setpriv, ['--pdeathsig', 'KILL', '--', ...s.argv], {
-      // fd 3: the lifeline (lifeline.ts), held open here for as long as this process lives
-      stdio: [w.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe'],
+    const argv = s.gate ? [s.gate.sh, '-c', GATE, 'turnstream-gate', ...s.argv] : s.argv;
+    const child = spawn(s.setpriv, ['--pdeathsig', 'KILL', '--', ...argv], {
+      // fd 3: the lifeline (lifeline.ts), held open here for as long as this process lives; fd 4: the gate
+      stdio: [w.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe', ...(s.gate ? (['pipe'] as const) : [])],
       env: { ...s.env },
       cwd: '/',
       ...(s.runAs ? { uid: s.runAs.uid, gid: s.runAs.gid } : {}),
     });
     const cap = new OutputCap(w.limits.outputBytes);
     const ended = { wall: false, output: false, aborted: false };
+    let unjoined: unknown;
     let settled = false;
     const pipes = child.pid === undefined ? new Set<string>() : stdioPipes(child.pid);
     let sweep: NodeJS.Timeout | undefined;
@@ -74,6 +84,18 @@ export function runSandboxed(s: Sandboxed, w: Watch): Promise<ExecResult> {
     if (child.stdin) {
       child.stdin.on('error', () => undefined); // a command that does not read its stdin closes the pipe early
       child.stdin.end(w.stdin);
+    }
+    if (s.gate && child.pid !== undefined) {
+      const gate = child.stdio[GATE_FD] as Writable;
+      gate.on('error', () => undefined); // a program killed at the gate closes it
+      try {
+        s.gate.join(child.pid);
+        gate.end('\n');
+      } catch (err) {
+        unjoined = err;
+        gate.destroy();
+        kill();
+      }
     }
     const timer = setTimeout(() => {
       if (!ended.output && !ended.aborted) ended.wall = true;
@@ -99,6 +121,19 @@ export function runSandboxed(s: Sandboxed, w: Watch): Promise<ExecResult> {
     });
     child.once('close', (code, sig) => {
       if (!settle()) return;
+      if (unjoined !== undefined) {
+        const why = (unjoined as NodeJS.ErrnoException).code ?? (unjoined as Error).message;
+        reject(
+          new TurnstreamError(
+            ErrorCodes.PREREQUISITE,
+            `the sandbox's command could not join the sandbox's cgroup (${why}), so it was not run`,
+            {
+              cause: unjoined,
+            },
+          ),
+        );
+        return;
+      }
       if (ended.aborted) {
         reject(aborted());
         return;

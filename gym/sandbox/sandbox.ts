@@ -3,8 +3,10 @@
  * namespaces (bubblewrap, or util-linux `unshare` where bubblewrap cannot run). Inside, the
  * system is read-only, the workspace (and a private /tmp) the only writable paths, the network
  * and the host's processes out of sight, and every command runs under limits on CPU time,
- * memory, processes, file size, output and wall time. Each command runs in namespaces of its
- * own, which die with it: nothing it started outlives it. Where no sandbox can be made,
+ * memory, processes, file size, output and wall time, and the sandbox as a whole (all its
+ * processes together) under caps on memory and processes, a cgroup's, where the host allows
+ * one. Each command runs in namespaces of its own, which die with it: nothing it started
+ * outlives it. Where no sandbox can be made,
  * creating one fails with TS_ERR_PREREQUISITE; nothing ever runs on the host instead.
  */
 import type { Logger } from '../../core/index.ts';
@@ -24,9 +26,9 @@ export interface SandboxLimits {
   wallMs: number;
   /** CPU seconds per process (RLIMIT_CPU): SIGXCPU at the limit, SIGKILL one second later. @default 10 */
   cpuSeconds: number;
-  /** Address space per process, in bytes (RLIMIT_AS): allocations beyond it fail. @default 1073741824 (1 GiB) */
+  /** Address space per process, in bytes (RLIMIT_AS): allocations beyond it fail. Inside the sandbox's memory cap ({@link SandboxCaps}). @default 1073741824 (1 GiB) */
   memoryBytes: number;
-  /** Processes and threads alive at once in the sandbox (RLIMIT_NPROC, counted in its own user namespace). @default 64 */
+  /** Processes and threads alive at once in one command's sandbox (RLIMIT_NPROC, counted in its own user namespace). Inside the sandbox's process cap ({@link SandboxCaps}). @default 64 */
   processes: number;
   /** The largest file a command may write, in bytes (RLIMIT_FSIZE): SIGXFSZ beyond it. @default 67108864 (64 MiB) */
   fileBytes: number;
@@ -34,10 +36,62 @@ export interface SandboxLimits {
   outputBytes: number;
 }
 
+/**
+ * Caps on a whole sandbox (a rollout): every process of every command together, concurrent
+ * commands included, held by a cgroup of the sandbox's own where the host allows one
+ * (rollout-cgroup.ts). Where it does not, only each process's {@link SandboxLimits} hold, and
+ * {@link Sandbox.caps} says so.
+ */
+export interface SandboxCaps {
+  /**
+   * Memory of all the sandbox's processes together (RAM, and swap where the kernel accounts it),
+   * in bytes: cgroup v2 `memory.max`, v1 `memory.limit_in_bytes`. Past it the kernel reclaims,
+   * then kills a process of the sandbox (the command ends with `killedBy: 'memory'`), never one
+   * of the host's. @default 1073741824 (1 GiB)
+   */
+  memoryBytes: number;
+  /** Processes and threads of the sandbox alive at once, its own included (3 a command): `pids.max`. Forks past it fail. @default 64 */
+  processes: number;
+}
+
+/** How a sandbox's caps are kept on this host. */
+export interface CapsReport {
+  /**
+   * `cgroup-v2` or `cgroup-v1`: the sandbox's processes share a cgroup that holds
+   * {@link SandboxCaps}; `per-process`: no cgroup, only each process's {@link SandboxLimits} hold.
+   */
+  by: 'cgroup-v2' | 'cgroup-v1' | 'per-process';
+  /** Where the rollout cgroups are made, or why there are none. */
+  detail: string;
+  /** The folders the sandboxes' cgroups are made in (one for both controllers on v2); absent where per-process. */
+  folders?: { memory: string; pids: string };
+}
+
+/** A sandbox's caps and how they are kept. */
+export type SandboxCapsInForce = CapsReport & Partial<SandboxCaps>;
+
+/** What a sandbox's processes use and used, all together (from its cgroup). */
+export interface SandboxUsage {
+  /** Memory charged now, in bytes. */
+  memoryBytes: number;
+  /** The most memory charged at once since the sandbox was made (v2 needs Linux 5.19 for it). */
+  memoryPeakBytes?: number;
+  /** Processes the kernel killed for the memory cap. */
+  oomKills: number;
+  /** Processes and threads now. */
+  processes: number;
+  /** The most processes and threads at once (where the kernel reports it). */
+  processesPeak?: number;
+}
+
 /** Options of {@link createSandbox}. */
 export interface SandboxOptions {
   /** Limits for every command; each command may override some of them. @default {@link DEFAULT_LIMITS} */
   limits?: Partial<SandboxLimits>;
+  /** Caps on the sandbox as a whole (all its processes together), held by a cgroup of its own. @default {@link DEFAULT_CAPS} */
+  caps?: Partial<SandboxCaps>;
+  /** `auto`: a cgroup per sandbox where the host allows one (v2, else v1); `off`: per-process limits only. @default 'auto' */
+  cgroup?: 'auto' | 'off';
   /** Files the workspace starts with: relative path → content (folders are made as needed). @default {} */
   files?: Readonly<Record<string, string>>;
   /** Which sandbox to make; `auto` takes bubblewrap where it runs, else `unshare`. @default 'auto' */
@@ -47,6 +101,14 @@ export interface SandboxOptions {
    * root where apt-get exists (as the stack installs ClickHouse). @default true
    */
   install?: boolean;
+  /**
+   * The command that installs bubblewrap where `bwrap` is missing, run once (one at a time across
+   * processes) before the first sandbox. Given, it runs whoever this process is.
+   * @default apt-get install bubblewrap, as root where apt-get exists
+   */
+  installCommand?: readonly string[];
+  /** The file lock processes take turns on to install bubblewrap (`<path>.lock`). @default '/run/lock/turnstream-install-bubblewrap' (os.tmpdir() without /run/lock) */
+  installLock?: string;
   /** Host folder the sandbox's temporary folder is made in; must be reachable by `runAs`. @default os.tmpdir() */
   tmpRoot?: string;
   /**
@@ -120,6 +182,10 @@ export interface Sandbox {
   readonly hostWorkspace: string;
   /** The limits commands run under unless they say otherwise. */
   readonly limits: Readonly<SandboxLimits>;
+  /** The caps on the sandbox as a whole, and how they are kept (`per-process`: not at all, only {@link limits}). */
+  readonly caps: Readonly<SandboxCapsInForce>;
+  /** What its processes use and used, all together; undefined without a cgroup (or once disposed). */
+  usage(): SandboxUsage | undefined;
   /** Runs a program (searched on the sandbox's PATH) with its arguments. */
   exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
   /** Runs `sh -c command` in the workspace: the bash tool, and a task's `verify.command`. */
@@ -144,6 +210,12 @@ export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   processes: 64,
   fileBytes: 64 * 1024 * 1024,
   outputBytes: 1024 * 1024,
+});
+
+/** The caps of a sandbox that sets none. */
+export const DEFAULT_CAPS: Readonly<SandboxCaps> = Object.freeze({
+  memoryBytes: 1024 * 1024 * 1024,
+  processes: 64,
 });
 
 /** Host paths mounted read-only by default. */

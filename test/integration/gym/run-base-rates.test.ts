@@ -66,11 +66,13 @@ describe('runBaseRates through the gym’s gateway', { timeout: 300_000 }, () =>
       ],
     );
     for (const t of r.tasks) assert.equal(t.stoppedBy.error, 0, `${t.id}: ${t.errors.join('; ')}`);
-    assert.deepEqual(r.train, { tasks: 2, rate: 0.5, learnable: 0, parts: r.train.parts });
-    assert.deepEqual(r.test, { tasks: 1, rate: 1, learnable: 0, parts: r.test.parts });
-    // A line every round's worth of rollouts (which ones ended first varies with two at a time).
-    assert.equal(progress.length, 2);
-    assert.match(progress[0], /^gym base rates: 3\/6 rollouts, [23] passed$/);
-    assert.equal(progress[1], 'gym base rates: 6/6 rollouts, 4 passed');
+    assert.deepEqual(r.train, { tasks: 2, rate: 0.5, learnable: 0, parts: { command: 0.5 } });
+    assert.deepEqual(r.test, { tasks: 1, rate: 1, learnable: 0, parts: { command: 1 } });
+    // The sandbox, readied before the first rollout; then a line every round's worth of rollouts
+    // (which ones ended first varies with two at a time).
+    assert.equal(progress.length, 3);
+    assert.match(progress[0], /^gym: sandbox (bwrap|unshare), (caps per rollout by cgroup v[12]|limits per process only \(.+\))$/);
+    assert.match(progress[1], /^gym base rates: 3\/6 rollouts, [23] passed$/);
+    assert.equal(progress[2], 'gym base rates: 6/6 rollouts, 4 passed');
   });
 });

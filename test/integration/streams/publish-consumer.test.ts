@@ -90,3 +90,48 @@ test('records used out of order: the commit stops at the oldest one still pendin
   await readToEnd(kafka, output, (r) => void outputs.push(r.value!.toString()));
   assert.deepEqual(outputs, ['r0,r1,r3,r4,r6,r7,r8,r9'], 'the output committed once, with its offsets');
 });
+
+test('a second member of the group, under another instance id, fences the first: what the first then commits is refused, each record is used once', async () => {
+  const input = uniquePrefix('publish-fence-in');
+  const output = uniquePrefix('publish-fence-out');
+  await admin.createTopics({
+    topics: [input, output].map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })),
+    waitForLeaders: true,
+  });
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic: input, messages: Array.from({ length: 10 }, (_, i) => ({ key: 'k', value: `r${i}` })) });
+  await producer.disconnect();
+  const groupId = `${input}-group`;
+  const member = (instanceId: string) => {
+    const seen: Array<{ offset: bigint; value: string }> = [];
+    const c = new PublishConsumer({
+      kafka,
+      groupId,
+      instanceId,
+      topic: input,
+      logger: createLogger('publish-consumer-test', 'silent'),
+      handle: (_p, m, offset) => void seen.push({ offset, value: m.value!.toString() }),
+      pending: () => [],
+    });
+    const useAll = async () => {
+      for (const r of seen) c.done(0, r.offset);
+      await c.commit([{ topic: output, key: instanceId, value: Buffer.from(seen.map((r) => r.value).join(',')) }]);
+    };
+    return { c, seen, useAll };
+  };
+  const a = member('a');
+  await a.c.start();
+  await waitFor('a to have the ten records', () => a.seen.length === 10, { timeoutMs: 60_000 });
+  // b starts (a learner restarted elsewhere while a is stalled, say) before a commits what it used.
+  const b = member('b');
+  await b.c.start();
+  await assert.rejects(a.useAll(), /fenced/);
+  await a.c.stop();
+  await waitFor('b to have the ten records', () => b.seen.length === 10, { timeoutMs: 60_000 });
+  await b.useAll();
+  await b.c.stop();
+  const outputs: string[] = [];
+  await readToEnd(kafka, output, (r) => void outputs.push(`${r.key!.toString()}:${r.value!.toString()}`));
+  assert.deepEqual(outputs, ['b:r0,r1,r2,r3,r4,r5,r6,r7,r8,r9'], "only b's output, each record once");
+});

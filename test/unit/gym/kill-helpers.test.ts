@@ -11,7 +11,7 @@ describe('the lifeline', () => {
   it('a watchdog reading fd 3 that kills the namespace at EOF, then the command without fd 3', () => {
     const [sh, c, script, name] = lifelineArgv();
     assert.deepEqual([sh, c, name], ['sh', '-c', 'sandbox']);
-    assert.equal(script, '{ read _ <&3; kill -9 -1; } & exec "$@" 3<&-');
+    assert.equal(script, '( { read _ <&3; kill -9 -1; } & ); exec "$@" 3<&-');
     execFileSync('sh', ['-n', '-c', script]);
   });
 });

@@ -1,8 +1,8 @@
 /** How limits are set and how a command's end is read against them. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifyEnd, commandEnd, prlimitArgv, resolveLimits } from '../../../gym/sandbox/limits.ts';
-import { DEFAULT_LIMITS } from '../../../gym/sandbox/sandbox.ts';
+import { classifyEnd, commandEnd, prlimitArgv, resolveCaps, resolveLimits } from '../../../gym/sandbox/limits.ts';
+import { DEFAULT_CAPS, DEFAULT_LIMITS } from '../../../gym/sandbox/sandbox.ts';
 
 describe('sandbox limits', () => {
   it('overrides the defaults field by field and refuses anything but positive integers, naming the field', () => {
@@ -11,6 +11,17 @@ describe('sandbox limits', () => {
     for (const bad of [0, -1, 1.5, Number.NaN, Infinity, '3' as unknown as number]) {
       assert.throws(
         () => resolveLimits(DEFAULT_LIMITS, { processes: bad }),
+        (err: Error & { code?: string; param?: string }) => err.code === 'TS_ERR_INVALID_INPUT' && err.param === 'processes',
+      );
+    }
+  });
+
+  it('a sandbox’s caps: 1 GiB and 64 processes for all its processes together by default, each overridable, positive integers only', () => {
+    assert.deepEqual(resolveCaps(), { memoryBytes: 1024 ** 3, processes: 64 });
+    assert.deepEqual(resolveCaps({ memoryBytes: 2 ** 31 }), { ...DEFAULT_CAPS, memoryBytes: 2 ** 31 });
+    for (const bad of [0, -1, 0.5, Number.NaN, '64' as unknown as number]) {
+      assert.throws(
+        () => resolveCaps({ processes: bad }),
         (err: Error & { code?: string; param?: string }) => err.code === 'TS_ERR_INVALID_INPUT' && err.param === 'processes',
       );
     }

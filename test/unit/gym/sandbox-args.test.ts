@@ -142,14 +142,14 @@ describe('installing bubblewrap, and where no sandbox can be made', () => {
     }
   });
 
-  it('apt-get installs Debian’s bubblewrap, updating the lists once when needed; a failure names the fix', async () => {
+  it('apt-get installs Debian’s bubblewrap (waiting for another apt’s lock), updating the lists once when needed; a failure names the fix', async () => {
     const calls: string[] = [];
     const runner = (codes: number[]) => async (cmd: string, args: string[]) => {
       calls.push(`${cmd} ${args.join(' ')}`);
       return { code: codes.shift() ?? 0, output: 'E: Unable to locate package bubblewrap' };
     };
     await installBubblewrap(runner([0]));
-    assert.deepEqual(calls, ['apt-get install -y -qq --no-install-recommends bubblewrap']);
+    assert.deepEqual(calls, ['apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends bubblewrap']);
     await assert.rejects(installBubblewrap(runner([100, 0, 100])), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'TS_ERR_PREREQUISITE');
       assert.match(err.message, /could not install bubblewrap \(E: Unable to locate package bubblewrap\).*sudo apt-get install bubblewrap/);
@@ -168,6 +168,7 @@ describe('installing bubblewrap, and where no sandbox can be made', () => {
         bwrapFound: false,
         canApt: false,
         fix: 'sudo apt-get install bubblewrap',
+        caps: { by: 'per-process', detail: 'no cgroup v2 hierarchy is mounted; no cgroup v1 memory hierarchy is mounted' },
       },
       'auto',
     );

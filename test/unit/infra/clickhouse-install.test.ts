@@ -22,11 +22,13 @@ describe('installing ClickHouse on a fresh machine', () => {
         return { code: codes.shift() ?? 0, output: 'E: Unable to locate package clickhouse-server' };
       };
     await installClickhouseWithApt(script([0]));
-    assert.deepEqual(calls, ['apt-get install -y -qq --no-install-recommends clickhouse-server clickhouse-client']);
+    assert.deepEqual(calls, [
+      'apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends clickhouse-server clickhouse-client',
+    ]);
     calls.length = 0;
     await installClickhouseWithApt(script([100, 0, 0]));
     assert.deepEqual(
-      calls.map((c) => c.split(' ')[1]),
+      calls.map((c) => c.split(' ')[3]),
       ['install', 'update', 'install'],
     );
     await assert.rejects(installClickhouseWithApt(script([100, 0, 100])), (err: Error & { code?: string }) => {

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import type { DoctorReport } from '../../../../cli/commands/doctor.ts';
+import { capsLine, type DoctorReport } from '../../../../cli/commands/doctor.ts';
 import { suiteTempDir } from '../../../support/temp-dir.ts';
 
 const BIN = new URL('../../../../bin/turnstream.js', import.meta.url).pathname;
@@ -29,6 +29,9 @@ describe('turnstream doctor', () => {
     assert.match(report.tfjs.check, /largest relative error/);
     assert.equal(report.llamaCpp && 'backend' in report.llamaCpp ? report.llamaCpp.backend : '', 'cpu');
     assert.ok(!('error' in report.sandbox) && report.sandbox.kind, 'this machine makes sandboxes (bubblewrap or unshare)');
+    if ('error' in report.sandbox) return;
+    assert.ok(['cgroup-v2', 'cgroup-v1', 'per-process'].includes(report.sandbox.caps.by), 'how a rollout’s caps are kept');
+    assert.match(report.sandbox.caps.detail, /\S/, 'and where, or why per process only');
   });
 
   it('without a native build (and --no-install) it says why the trainer would run on wasm', async () => {
@@ -47,5 +50,20 @@ describe('turnstream doctor', () => {
     assert.match(stdout, /^tfjs {8}wasm: /m);
     assert.match(stdout, /not native because: tensorflow: no cpu build/);
     assert.match(stdout, /^sandbox {5}(bwrap|unshare)/m);
+    assert.match(
+      stdout,
+      /^limits {6}(per rollout by cgroup v[12]: 1 GiB and 64 processes for all its processes together \(.+\); inside it|per process only \()/m,
+    );
+  });
+
+  it('names how a rollout’s caps are kept: a cgroup and where, or per process only and why', () => {
+    assert.equal(
+      capsLine({ by: 'cgroup-v1', detail: 'a cgroup per sandbox in /sys/fs/cgroup/memory/x and /sys/fs/cgroup/pids' }),
+      'per rollout by cgroup v1: 1 GiB and 64 processes for all its processes together (a cgroup per sandbox in /sys/fs/cgroup/memory/x and /sys/fs/cgroup/pids); inside it 1 GiB of address space and 64 processes per command',
+    );
+    assert.equal(
+      capsLine({ by: 'per-process', detail: 'no cgroup v2 hierarchy is mounted; no cgroup v1 memory hierarchy is mounted' }),
+      'per process only (1 GiB of address space and 64 processes per command): no cgroup v2 hierarchy is mounted; no cgroup v1 memory hierarchy is mounted',
+    );
   });
 });
