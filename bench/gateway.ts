@@ -113,7 +113,7 @@ export async function run(args: BenchArgs): Promise<GatewayBenchResult> {
     home: join(home, 'on'),
     logger,
     builtin: { weightsDir, followWeights: false },
-    kafka: { brokers: parseBrokers(endpoints.brokers), registryUrl: endpoints.registryUrl, naming: { prefix } },
+    kafka: { brokers: parseBrokers(endpoints.brokers), registryUrl: endpoints.registryUrl, security: family.security, naming: { prefix } },
     shareSessions: false,
   });
   const off: Gateway = createGateway({

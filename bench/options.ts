@@ -9,7 +9,8 @@
  *   the same run is) and `ratio` (the measured figure ÷ the baseline's), and deletes every topic,
  *   consumer group and temp file it made, also when it fails (see `benchFamily` in support.ts).
  */
-import { invalidInput } from '../core/index.ts';
+import { invalidInput, type Secret, type TlsOptions } from '../core/index.ts';
+import type { ConnectionSecurity } from '../streams/index.ts';
 
 /** What a benchmark needs of the configuration (the CLI passes its whole TurnstreamConfig). */
 export interface BenchConfig {
@@ -20,6 +21,10 @@ export interface BenchConfig {
   kafkaBrokers: string | undefined;
   schemaRegistryUrl: string | undefined;
   clickhouseUrl: string | undefined;
+  /** TLS and logins of Kafka and the registry. */
+  security: ConnectionSecurity;
+  /** ClickHouse's login and CA. */
+  clickhouse: { username: string | undefined; password: Secret | undefined; tls: TlsOptions | undefined };
   /** Where models are fetched to, and from. */
   model: { cacheDir: string; hfEndpoint: string; hfToken: string | undefined };
 }

@@ -155,6 +155,7 @@ async function measure(
     runReplay({
       kafka,
       registryUrl: stack.registryUrl,
+      registrySecurity: family.security.registry,
       prefix,
       tag: 'bench',
       from: parseBound('0'),

@@ -103,8 +103,9 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
   const family = await benchFamily(config, 'sink', 6);
   const { endpoints: stack, prefix } = family;
   const database = 'turnstream_bench';
-  const base = new AnalyticsStore({ url: stack.clickhouseUrl, database, tablePrefix: `${prefix}base_` });
-  const sinkTables = { url: stack.clickhouseUrl, database, tablePrefix: `${prefix}sink_` };
+  const login = { url: stack.clickhouseUrl, database, ...config.clickhouse, username: config.clickhouse.username };
+  const base = new AnalyticsStore({ ...login, tablePrefix: `${prefix}base_` });
+  const sinkTables = { ...login, tablePrefix: `${prefix}sink_` };
   const sinkStore = new AnalyticsStore(sinkTables);
   try {
     const data = learningDataset({ users, sessionsPerUser: 10, turnsPerSession: 20, versions: 5, idPrefix: prefix });

@@ -11,13 +11,14 @@ import { join } from 'node:path';
 import type { Consumer, ICustomPartitioner, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import type { BenchConfig } from './options.ts';
 import { stackUp, type StackEndpoints } from '../infra/index.ts';
-import type { TopicId } from '../schemas/index.ts';
+import { createRegistryClient, type RegistryOptions, type TopicId } from '../schemas/index.ts';
 import {
   createEventCodecs,
   createKafka,
   ensureTopics,
   parseBrokers,
   partitioner,
+  type ConnectionSecurity,
   type EventCodecs,
   type KafkaClientOptions,
 } from '../streams/index.ts';
@@ -30,6 +31,8 @@ export interface BenchFamily {
   /** `[TURNSTREAM_TOPIC_PREFIX]bench-<name>-<random>.`: the run's topics, groups and schema subjects. */
   prefix: string;
   kafka: Kafka;
+  /** TLS and logins of Kafka and the registry, for the clients a bench makes itself. */
+  security: ConnectionSecurity;
   /** What `kafka` was made with, for a second client (e.g. of stock kafkajs, bench/stock-kafkajs.ts). */
   clientOptions: KafkaClientOptions;
   codecs: EventCodecs;
@@ -38,7 +41,7 @@ export interface BenchFamily {
 }
 
 /** Deletes the topics, consumer groups and registry subjects whose names start with `prefix`. */
-export async function deleteByPrefix(kafka: Kafka, registryUrl: string, prefix: string): Promise<void> {
+export async function deleteByPrefix(kafka: Kafka, registry: RegistryOptions, prefix: string): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -49,12 +52,10 @@ export async function deleteByPrefix(kafka: Kafka, registryUrl: string, prefix: 
   } finally {
     await admin.disconnect();
   }
-  const res = await fetch(`${registryUrl}/subjects`);
-  if (!res.ok) throw new Error(`the registry answered ${res.status} listing subjects`);
-  for (const subject of ((await res.json()) as string[]).filter((x) => x.startsWith(prefix))) {
-    const url = `${registryUrl}/subjects/${encodeURIComponent(subject)}`;
-    await fetch(url, { method: 'DELETE' });
-    await fetch(`${url}?permanent=true`, { method: 'DELETE' });
+  const client = createRegistryClient(registry);
+  for (const subject of (await client.getAllSubjects()).filter((x) => x.startsWith(prefix))) {
+    await client.deleteSubject(subject, false).catch(() => undefined);
+    await client.deleteSubject(subject, true).catch(() => undefined);
   }
 }
 
@@ -65,15 +66,25 @@ export async function benchFamily(config: BenchConfig, name: string, partitions:
     kafkaBrokers: config.kafkaBrokers,
     schemaRegistryUrl: config.schemaRegistryUrl,
     clickhouseUrl: config.clickhouseUrl,
+    security: { ...config.security, clickhouse: config.clickhouse },
   });
   const prefix = `${config.topicPrefix}bench-${name}-${randomBytes(3).toString('hex')}.`;
-  const clientOptions = { brokers: parseBrokers(endpoints.brokers), clientId: `bench-${name}`, logger: createLogger('kafka', 'error') };
+  const clientOptions = {
+    brokers: parseBrokers(endpoints.brokers),
+    clientId: `bench-${name}`,
+    logger: createLogger('kafka', 'error'),
+    security: config.security.kafka,
+  };
   const kafka = createKafka(clientOptions);
-  const cleanup = () => deleteByPrefix(kafka, endpoints.registryUrl, prefix);
+  const cleanup = () => deleteByPrefix(kafka, { url: endpoints.registryUrl, security: config.security.registry }, prefix);
   try {
     await ensureTopics(kafka, { naming: { prefix }, partitions, ids });
-    const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming: { prefix } });
-    return { endpoints, home: config.home, prefix, kafka, clientOptions, codecs, cleanup };
+    const codecs = await createEventCodecs({
+      registryUrl: endpoints.registryUrl,
+      registrySecurity: config.security.registry,
+      naming: { prefix },
+    });
+    return { endpoints, home: config.home, prefix, kafka, clientOptions, codecs, cleanup, security: config.security };
   } catch (err) {
     await cleanup().catch(() => undefined);
     throw err;

@@ -7,7 +7,9 @@
 import { config as loadDotenv } from 'dotenv';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ErrorCodes, TurnstreamError } from '../core/index.ts';
+import { ErrorCodes, readCaFile, readSecretFile, Secret, TurnstreamError, type TlsOptions } from '../core/index.ts';
+import type { ConnectionSecurity } from '../streams/index.ts';
+import { readConnectionSecurity } from './connection-settings.ts';
 
 /** The gateway service (`turnstream gateway`). */
 export interface GatewayConfig {
@@ -183,8 +185,10 @@ export interface ClickhouseConfig {
   database: string;
   /** `CLICKHOUSE_USER` @default undefined = ClickHouse's default user */
   username: string | undefined;
-  /** `CLICKHOUSE_PASSWORD` @default undefined */
-  password: string | undefined;
+  /** `CLICKHOUSE_PASSWORD`, or read from the file `CLICKHOUSE_PASSWORD_FILE` names. @default undefined */
+  password: Secret | undefined;
+  /** The CA ClickHouse's https certificate is checked against. `CLICKHOUSE_CA_FILE` @default undefined = Node's roots */
+  tls: TlsOptions | undefined;
   /** Prefix of every table. `CLICKHOUSE_TABLE_PREFIX` @default '' */
   tablePrefix: string;
 }
@@ -283,6 +287,12 @@ export interface TurnstreamConfig {
   schemaRegistryUrl: string | undefined;
   /** ClickHouse HTTP URL. `CLICKHOUSE_URL` */
   clickhouseUrl: string | undefined;
+  /**
+   * How every service reaches a secured Kafka (`KAFKA_SECURITY_PROTOCOL`, `KAFKA_SASL_*`,
+   * `KAFKA_TLS_CA_FILE`) and registry (`SCHEMA_REGISTRY_USERNAME`, `SCHEMA_REGISTRY_PASSWORD[_FILE]`,
+   * `SCHEMA_REGISTRY_CA_FILE`); ClickHouse's is in `clickhouse`. @default plaintext, no login
+   */
+  security: ConnectionSecurity;
   /** Folder of the local stack's downloads, data and logs. `TURNSTREAM_HOME` @default ./.turnstream */
   home: string;
   /** Java of the local stack's Kafka and registry. `JAVA_HOME` @default undefined = `java` on the PATH */
@@ -434,6 +444,53 @@ export class SettingsReader {
     return fallback;
   }
 
+  /**
+   * A secret from `name`, or from the file `name_FILE` names (not both); undefined when neither is
+   * set. Problems name the variable and the file, never the value.
+   */
+  secret(name: string): Secret | undefined {
+    const direct = this.source[name];
+    const file = this.raw(`${name}_FILE`);
+    if (direct !== undefined && direct !== '' && file !== undefined) {
+      this.fail(name, `set ${name} or ${name}_FILE, not both`);
+      return undefined;
+    }
+    if (file !== undefined) return this.guard(() => readSecretFile(file, `${name}_FILE`));
+    return direct ? new Secret(direct, name) : undefined;
+  }
+
+  /** The CA certificates of the file `name` names (checked: readable, PEM); undefined when unset. */
+  caFile(name: string): TlsOptions | undefined {
+    const file = this.raw(name);
+    return file === undefined ? undefined : this.guard(() => readCaFile(file, name));
+  }
+
+  /** Records a problem of a setting that is not about its value's form (a missing companion, a clash). */
+  fail(name: string, message: string): void {
+    this.problems.push({ name, message: `${name}: ${message}` });
+  }
+
+  /** The result of `read`, or undefined with its TS_ERR_INVALID_INPUT recorded as a problem. */
+  private guard<T>(read: () => T): T | undefined {
+    try {
+      return read();
+    } catch (err) {
+      if (!(err instanceof TurnstreamError) || err.code !== ErrorCodes.INVALID_INPUT) throw err;
+      this.problems.push({ name: err.param ?? 'setting', message: err.message });
+      return undefined;
+    }
+  }
+
+  /** Whether the variable is set (not blank). */
+  has(name: string): boolean {
+    return this.raw(name) !== undefined;
+  }
+
+  /** The trimmed value, or undefined when unset or blank. */
+  text(name: string): string | undefined {
+    return this.raw(name);
+  }
+
   /** 1/true/yes/on or 0/false/no/off. */
   boolean(name: string, fallback: boolean): boolean {
     const v = this.raw(name);
@@ -490,11 +547,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const r = new SettingsReader(env);
   const home = resolve(cwd, env.TURNSTREAM_HOME ?? '.turnstream');
   const topicPrefix = env.TURNSTREAM_TOPIC_PREFIX ?? '';
+  const connections = readConnectionSecurity(r);
   // The sections in this order: a bad value's problem is listed in the order they are read.
   return r.done({
     kafkaBrokers: env.KAFKA_BROKERS || undefined,
     schemaRegistryUrl: env.SCHEMA_REGISTRY_URL || undefined,
     clickhouseUrl: env.CLICKHOUSE_URL || undefined,
+    security: connections.security,
     home,
     javaHome: env.JAVA_HOME || undefined,
     host: env.HOST ?? '127.0.0.1',
@@ -533,7 +592,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     clickhouse: {
       database: env.CLICKHOUSE_DATABASE || 'turnstream',
       username: env.CLICKHOUSE_USER || undefined,
-      password: env.CLICKHOUSE_PASSWORD || undefined,
+      password: connections.clickhouse.password,
+      tls: connections.clickhouse.tls,
       tablePrefix: env.CLICKHOUSE_TABLE_PREFIX ?? '',
     },
     sink: readSink(r, env, topicPrefix),

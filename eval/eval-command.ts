@@ -215,6 +215,7 @@ async function evaluateInPipeline(s: EvalCommandSettings, run: PreparedRun, comm
     evalEvery: Number(f.evalEvery),
     brokers: parseBrokers(endpoints.brokers),
     registryUrl: endpoints.registryUrl,
+    security: config.security,
     baseWeightsDir: config.weightsDir,
     ...(served.kind === 'llama'
       ? {

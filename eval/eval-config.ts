@@ -3,6 +3,7 @@
  * whole TurnstreamConfig (cli/config.ts) and its served-model resolver (cli/served-model.ts); eval
  * reads only these fields, so it imports nothing of cli.
  */
+import type { ConnectionSecurity } from '../streams/index.ts';
 import type { FamilyStepSettings } from '../trainer/index.ts';
 
 /** The learner settings of eval's runs (`TRAIN_*`; cli/config.ts's TrainConfig has them all). */
@@ -35,6 +36,8 @@ export interface EvalConfig {
   kafkaBrokers: string | undefined;
   /** `--pipeline`: the registry; unset = the local stack's. `SCHEMA_REGISTRY_URL` */
   schemaRegistryUrl: string | undefined;
+  /** `--pipeline`: TLS and logins of Kafka and the registry. `KAFKA_SASL_*`, `SCHEMA_REGISTRY_*`, … */
+  security: ConnectionSecurity;
   model: {
     /** The served model when `--model` is not given. `TURNSTREAM_MODEL` */
     spec: string;

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway } from '../gateway/index.ts';
 import { createEmbeddedJudge, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler } from '../processors/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, type ProcessorHandle } from '../streams/index.ts';
+import { createEventCodecs, createKafka, ensureTopics, type ConnectionSecurity, type ProcessorHandle } from '../streams/index.ts';
 import { createLogger, type Logger } from '../core/index.ts';
 import {
   familyStepOptions,
@@ -51,6 +51,8 @@ import {
 export interface PipelineEvalOptions extends Omit<EvalOptions, 'models' | 'seeds' | 'lr'> {
   brokers: string[];
   registryUrl: string;
+  /** TLS and logins of Kafka and the registry. @default plaintext, no login */
+  security?: ConnectionSecurity;
   /** A weight store holding the base checkpoint as `<baseModelId>/v0`. */
   baseWeightsDir: string;
   /** @default 'turnstream-tiny' */
@@ -134,9 +136,14 @@ async function openPipeline(opts: PipelineEvalOptions): Promise<PipelineContext>
   // Workers start side by side: the time alone would not keep their topics apart.
   const prefix = `eval-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.`;
   const naming = { prefix };
-  const kafka = createKafka({ brokers: opts.brokers, clientId: 'turnstream-eval', logger: createLogger('kafka', 'error') });
+  const kafka = createKafka({
+    brokers: opts.brokers,
+    clientId: 'turnstream-eval',
+    logger: createLogger('kafka', 'error'),
+    security: opts.security?.kafka,
+  });
   await ensureTopics(kafka, { naming });
-  const codecs = await createEventCodecs({ registryUrl: opts.registryUrl, naming });
+  const codecs = await createEventCodecs({ registryUrl: opts.registryUrl, registrySecurity: opts.security?.registry, naming });
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
   const baseModelId = opts.baseModelId ?? 'turnstream-tiny';
   const llama = opts.llama;
@@ -203,7 +210,7 @@ function startRunGateway(ctx: PipelineContext, modelId: string, home: string): R
           },
         }
       : { builtin: { weightsDir, modelId, initIfEmpty: false } }),
-    kafka: { brokers: ctx.opts.brokers, registryUrl: ctx.opts.registryUrl, naming: ctx.naming },
+    kafka: { brokers: ctx.opts.brokers, registryUrl: ctx.opts.registryUrl, security: ctx.opts.security, naming: ctx.naming },
   });
 }
 

@@ -16,6 +16,7 @@ import {
   type Follower,
   type OutgoingEvent,
   type OutboxRecord,
+  type ConnectionSecurity,
   maxValueBytes,
 } from '../streams/index.ts';
 import { type Logger, ErrorCodes, TurnstreamError, retry } from '../core/index.ts';
@@ -26,6 +27,8 @@ export interface KafkaLinkOptions {
   brokers: string[];
   /** Confluent-compatible registry URL. */
   registryUrl: string;
+  /** TLS and logins of Kafka and the registry. @default plaintext, no login */
+  security?: ConnectionSecurity;
   /** Topic prefix (tests isolate themselves with one). @default {} */
   naming?: TopicNaming;
   /** A prebuilt kafkajs client (tests route it through a cuttable socket). @default createKafka({ brokers }) */
@@ -36,7 +39,17 @@ export interface KafkaLinkOptions {
   sendTimeoutMs?: number;
   /** Partitions of topics the gateway creates. @default 6 */
   partitions?: number;
+  /**
+   * Called once when Kafka or the registry refuses this gateway's settings (a SASL login, basic
+   * auth, a certificate not trusted): a failure no retry fixes. Turns wait in the outbox
+   * meanwhile; the `gateway` command ends with the error's one line. @default log it only
+   */
+  onSettingError?: (err: TurnstreamError) => void;
 }
+
+/** A failure of the connection's settings, not of Kafka being away (see the client factories). */
+const isSettingError = (err: unknown): err is TurnstreamError =>
+  err instanceof TurnstreamError && err.code === ErrorCodes.INVALID_INPUT && !err.retriable;
 
 export class KafkaLink {
   readonly kafka: Kafka;
@@ -62,6 +75,7 @@ export class KafkaLink {
         clientId: opts.clientId ?? 'turnstream-gateway',
         logger: logger.child({ component: 'kafka' }),
         retries: 2,
+        security: opts.security?.kafka,
       });
   }
 
@@ -74,7 +88,11 @@ export class KafkaLink {
   /** Codecs (schemas registered) and topics, once. */
   async ensureCodecs(): Promise<EventCodecs> {
     if (!this.codecs) {
-      const codecs = await createEventCodecs({ registryUrl: this.opts.registryUrl, naming: this.opts.naming });
+      const codecs = await createEventCodecs({
+        registryUrl: this.opts.registryUrl,
+        registrySecurity: this.opts.security?.registry,
+        naming: this.opts.naming,
+      });
       await ensureTopics(this.kafka, {
         naming: this.opts.naming,
         partitions: this.opts.partitions,
@@ -106,14 +124,27 @@ export class KafkaLink {
   warmUp(): void {
     this.ensureProducer().then(
       () => this.setConnected(true),
-      (err: unknown) => this.logger.warn({ err: (err as Error).message }, 'kafka not reachable yet; turns wait in the outbox'),
+      (err: unknown) => {
+        if (!isSettingError(err)) {
+          this.logger.warn({ err: (err as Error).message }, 'kafka not reachable yet; turns wait in the outbox');
+          return;
+        }
+        this.logger.error(
+          { err: err.message, setting: err.param },
+          'kafka or the registry refuses these settings; turns wait in the outbox',
+        );
+        this.opts.onSettingError?.(err);
+      },
     );
   }
 
   /** The outbox's sender: one batch, in order, acknowledged by all in-sync replicas. */
   readonly send = async (records: OutboxRecord[]): Promise<void> => {
     try {
-      const p = await this.ensureProducer();
+      // A refused connection is no fault of the records: retriable for the outbox, which keeps them.
+      const p = await this.ensureProducer().catch((err: unknown) => {
+        throw isSettingError(err) ? new TurnstreamError(ErrorCodes.UNAVAILABLE, err.message, { cause: err, retriable: true }) : err;
+      });
       await p.sendAll(records.map((r) => ({ id: r.topic as TopicId, key: r.key, value: r.value, headers: r.headers }) as OutgoingEvent));
       this.setConnected(true);
     } catch (err) {

@@ -1,12 +1,15 @@
 /** What `runReplay` takes, reports while it runs and returns (history/replay.ts). */
 import type { Judge, SampleBuilderOptions, SessionAssemblerOptions } from '../processors/index.ts';
 import type { Logger } from '../core/index.ts';
+import type { RegistrySecurity } from '../schemas/index.ts';
 import type { Kafka } from 'kafkajs';
 import type { Bound } from './replay-range.ts';
 
 export interface ReplayOptions {
   kafka: Kafka;
   registryUrl: string;
+  /** Basic auth and TLS trust of the registry. @default none */
+  registrySecurity?: RegistrySecurity;
   /** Topic and group prefix (tests isolate themselves with one). @default '' */
   prefix?: string;
   /** Replay tag: names the output topics and the groups. Letters, digits, `-` and `_`. */

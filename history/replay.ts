@@ -43,7 +43,7 @@ type Naming = { prefix: string; tag: string };
 function setUpOutputs(o: ReplayOptions, naming: Naming): Promise<EventCodecs> {
   const setup = (async () => {
     await ensureTopics(o.kafka, { naming, partitions: o.partitions });
-    return createEventCodecs({ registryUrl: o.registryUrl, naming });
+    return createEventCodecs({ registryUrl: o.registryUrl, registrySecurity: o.registrySecurity, naming });
   })();
   setup.catch(() => undefined);
   return setup;

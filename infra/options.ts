@@ -1,4 +1,7 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { ErrorCodes, TurnstreamError, type Secret, type TlsOptions } from '../core/index.ts';
+import type { RegistrySecurity } from '../schemas/index.ts';
+import type { KafkaSecurity } from '../streams/index.ts';
 
 /** Where the Schema Registry keeps its schemas. */
 export type RegistryStorage = 'kafkasql' | 'mem';
@@ -11,13 +14,48 @@ export interface StackProgress {
   elapsedMs: number;
 }
 
+/** How a client reaches a secured ClickHouse: a user and password, and whom it trusts over https. */
+export interface ClickhouseSecurity {
+  /** @default ClickHouse's `default` user */
+  username?: string;
+  password?: Secret;
+  tls?: TlsOptions;
+}
+
+/** How the clients reach each service: TLS trust and credentials. */
+export interface StackSecurity {
+  kafka?: KafkaSecurity;
+  registry?: RegistrySecurity;
+  clickhouse?: ClickhouseSecurity;
+}
+
 /** Options of the local stack (Kafka, Schema Registry, ClickHouse). */
 export interface StackOptions {
   /**
-   * Folder of the stack's data, logs, pid files and generated configs.
+   * Folder of the stack's data, logs, pid files and generated configs. A secured stack or one of
+   * several brokers lives in a folder of its own below it (`stacks/secure`, `stacks/brokers-3`,
+   * `stacks/secure-brokers-3`), so it runs beside the plain one.
    * @default `<cwd>/.turnstream`
    */
   home?: string;
+  /**
+   * Start the local stack secured: Kafka with a SASL_SSL listener (SCRAM-SHA-256, SCRAM-SHA-512
+   * and PLAIN logins) and mutual TLS between its nodes, the registry over https with basic auth,
+   * ClickHouse over https with a password; the certificates signed by a CA written in the home,
+   * the passwords generated there. Default ports are 100 above the plain ones. @default false
+   */
+  secure?: boolean;
+  /**
+   * Kafka nodes of the local stack, each broker and KRaft controller (a quorum of all). With 2 or
+   * more, internal topics keep min(3, n) copies with 2 in sync, and the default ports are 200
+   * above the plain ones. @default 1
+   */
+  brokerCount?: number;
+  /**
+   * How the clients reach given endpoints (`kafkaBrokers`, `schemaRegistryUrl`, `clickhouseUrl`):
+   * for the health checks. The local stack's own is written in its home. @default plaintext, no login
+   */
+  security?: StackSecurity;
   /**
    * Folder where the Kafka jars and the Apicurio app are installed. Several homes (a
    * test's throw-away home, the developer's) can share one, so only one download is made.
@@ -29,11 +67,14 @@ export interface StackOptions {
    * @default '127.0.0.1'
    */
   host?: string;
-  /** Kafka client (PLAINTEXT) port. @default 9092 */
+  /**
+   * Kafka client port (PLAINTEXT, or SASL_SSL when secure) of the first node; node i (from 0)
+   * listens on this + 2i. @default 9092 (+ the flavour's offset: 100 secure, 200 several brokers)
+   */
   kafkaPort?: number;
-  /** Kafka KRaft controller port. @default 9093 */
+  /** Kafka KRaft controller port of the first node; node i's is this + 2i. @default 9093 (+ offset) */
   kafkaControllerPort?: number;
-  /** Schema Registry HTTP port. @default 8081 */
+  /** Schema Registry port (https when secure). @default 8081 (+ offset) */
   registryPort?: number;
   /**
    * `kafkasql` keeps the schemas in Kafka (topic `kafkasql-journal`), so they survive a
@@ -41,9 +82,9 @@ export interface StackOptions {
    * @default 'kafkasql'
    */
   registryStorage?: RegistryStorage;
-  /** ClickHouse HTTP port. @default 8123 */
+  /** ClickHouse HTTP port (https when secure). @default 8123 (+ offset) */
   clickhousePort?: number;
-  /** ClickHouse native (TCP) port. @default 9000 */
+  /** ClickHouse native (TCP) port; a secured stack opens none. @default 9000 (+ offset) */
   clickhouseTcpPort?: number;
   /**
    * Kafka bootstrap servers of an existing cluster: when set, no Kafka is started and
@@ -75,7 +116,10 @@ export interface StackOptions {
    * `clickhouse-server` with apt-get, if running as root where apt-get exists. @default true
    */
   installClickhouse?: boolean;
-  /** Extra JVM flags of the Kafka broker. @default ['-Xms256m', '-Xmx1g'] */
+  /**
+   * Extra JVM flags of each Kafka node. @default ['-Xms256m', '-Xmx1g'] for one node,
+   * ['-Xms128m', '-Xmx384m'] each for several
+   */
   kafkaJvmOptions?: string[];
   /**
    * JVM flags of the registry; the defaults trade peak speed for a faster start.
@@ -101,6 +145,21 @@ export interface ResolvedStackOptions extends Required<
 }
 
 export const DEFAULT_KAFKA_JVM_OPTIONS: readonly string[] = ['-Xms256m', '-Xmx1g'];
+/** Each of several nodes: three JVMs share a small machine with the registry and the services. */
+export const CLUSTER_KAFKA_JVM_OPTIONS: readonly string[] = ['-Xms128m', '-Xmx384m'];
+/** Most Kafka nodes of a local stack (each a JVM on this machine). */
+export const MAX_BROKER_COUNT = 5;
+
+/** The flavour of a stack, its folder below the home: '' (plain, one broker), `secure`, `brokers-3`, `secure-brokers-3`. */
+export function flavourOf(o: Pick<StackOptions, 'secure' | 'brokerCount'>): string {
+  const n = o.brokerCount ?? 1;
+  return [o.secure ? 'secure' : '', n > 1 ? `brokers-${n}` : ''].filter(Boolean).join('-');
+}
+
+/** How far a flavour's default ports are from the plain stack's, so flavours run side by side. */
+export function portOffset(o: Pick<StackOptions, 'secure' | 'brokerCount'>): number {
+  return (o.secure ? 100 : 0) + ((o.brokerCount ?? 1) > 1 ? 200 : 0);
+}
 export const DEFAULT_REGISTRY_JVM_OPTIONS: readonly string[] = [
   '-Xms128m',
   '-Xmx512m',
@@ -112,17 +171,31 @@ export const DEFAULT_REGISTRY_JVM_OPTIONS: readonly string[] = [
 
 /** Applies the defaults; `cwd` anchors a relative or missing home. */
 export function resolveStackOptions(options: StackOptions = {}, cwd = process.cwd()): ResolvedStackOptions {
-  const home = resolve(cwd, options.home ?? '.turnstream');
+  const base = resolve(cwd, options.home ?? '.turnstream');
+  const brokerCount = options.brokerCount ?? 1;
+  if (!Number.isInteger(brokerCount) || brokerCount < 1 || brokerCount > MAX_BROKER_COUNT) {
+    throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `brokers: expected an integer from 1 to ${MAX_BROKER_COUNT}, not ${brokerCount}`, {
+      param: '--brokers',
+      retriable: false,
+    });
+  }
+  const secure = options.secure ?? false;
+  const flavour = flavourOf({ secure, brokerCount });
+  const home = flavour ? join(base, 'stacks', flavour) : base;
+  const off = portOffset({ secure, brokerCount });
   return {
     home,
-    distDir: resolve(cwd, options.distDir ?? home),
+    distDir: resolve(cwd, options.distDir ?? base),
+    secure,
+    brokerCount,
+    security: options.security ?? {},
     host: options.host ?? '127.0.0.1',
-    kafkaPort: options.kafkaPort ?? 9092,
-    kafkaControllerPort: options.kafkaControllerPort ?? 9093,
-    registryPort: options.registryPort ?? 8081,
+    kafkaPort: options.kafkaPort ?? 9092 + off,
+    kafkaControllerPort: options.kafkaControllerPort ?? 9093 + off,
+    registryPort: options.registryPort ?? 8081 + off,
     registryStorage: options.registryStorage ?? 'kafkasql',
-    clickhousePort: options.clickhousePort ?? 8123,
-    clickhouseTcpPort: options.clickhouseTcpPort ?? 9000,
+    clickhousePort: options.clickhousePort ?? 8123 + off,
+    clickhouseTcpPort: options.clickhouseTcpPort ?? 9000 + off,
     kafkaBrokers: options.kafkaBrokers || undefined,
     schemaRegistryUrl: options.schemaRegistryUrl || undefined,
     clickhouseUrl: options.clickhouseUrl || undefined,
@@ -130,7 +203,7 @@ export function resolveStackOptions(options: StackOptions = {}, cwd = process.cw
     mavenBinary: options.mavenBinary ?? 'mvn',
     clickhouseBinary: options.clickhouseBinary,
     installClickhouse: options.installClickhouse ?? true,
-    kafkaJvmOptions: options.kafkaJvmOptions ?? [...DEFAULT_KAFKA_JVM_OPTIONS],
+    kafkaJvmOptions: options.kafkaJvmOptions ?? [...(brokerCount > 1 ? CLUSTER_KAFKA_JVM_OPTIONS : DEFAULT_KAFKA_JVM_OPTIONS)],
     registryJvmOptions: options.registryJvmOptions ?? [...DEFAULT_REGISTRY_JVM_OPTIONS],
     startTimeoutMs: options.startTimeoutMs ?? 180_000,
     stopTimeoutMs: options.stopTimeoutMs ?? 30_000,
@@ -148,11 +221,29 @@ export interface StackEndpoints {
   clickhouseUrl: string;
 }
 
+/** Client port and controller port of each Kafka node of the local stack, node 1 first. */
+export function kafkaNodePorts(o: Pick<ResolvedStackOptions, 'brokerCount' | 'kafkaPort' | 'kafkaControllerPort'>): Array<{
+  nodeId: number;
+  port: number;
+  controllerPort: number;
+}> {
+  return Array.from({ length: o.brokerCount }, (_, i) => ({
+    nodeId: i + 1,
+    port: o.kafkaPort + 2 * i,
+    controllerPort: o.kafkaControllerPort + 2 * i,
+  }));
+}
+
 export function endpointsOf(o: ResolvedStackOptions): StackEndpoints {
+  const scheme = o.secure ? 'https' : 'http';
   return {
-    brokers: o.kafkaBrokers ?? `${o.host}:${o.kafkaPort}`,
-    registryUrl: stripSlash(o.schemaRegistryUrl ?? `http://${o.host}:${o.registryPort}/apis/ccompat/v7`),
-    clickhouseUrl: stripSlash(o.clickhouseUrl ?? `http://${o.host}:${o.clickhousePort}`),
+    brokers:
+      o.kafkaBrokers ??
+      kafkaNodePorts(o)
+        .map((n) => `${o.host}:${n.port}`)
+        .join(','),
+    registryUrl: stripSlash(o.schemaRegistryUrl ?? `${scheme}://${o.host}:${o.registryPort}/apis/ccompat/v7`),
+    clickhouseUrl: stripSlash(o.clickhouseUrl ?? `${scheme}://${o.host}:${o.clickhousePort}`),
   };
 }
 

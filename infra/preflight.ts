@@ -6,17 +6,19 @@
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { canUseApt, installClickhouseWithApt, shouldInstallClickhouse } from './clickhouse-install.ts';
-import type { ResolvedStackOptions } from './options.ts';
+import { kafkaNodePorts, type ResolvedStackOptions } from './options.ts';
 import { assertPortsFree, type PortClaim } from './ports.ts';
 import { checkPrerequisites, findClickhouse, type PrerequisiteNeeds } from './prerequisites.ts';
 import type { Plan, ServiceName, StackReporter } from './stack-plan.ts';
 
 /**
- * Checks the programs and ports the services in `toStart` need.
+ * Checks the programs and ports the processes to start need: `missing(s)` lists which of service
+ * s's processes (Kafka: by node, from 0) are not running.
  * @throws TurnstreamError TS_ERR_PREREQUISITE naming every missing program, or every taken port
  */
-export async function preflight(p: Plan, toStart: (s: ServiceName) => boolean, progress: StackReporter): Promise<void> {
+export async function preflight(p: Plan, missing: (s: ServiceName) => number[], progress: StackReporter): Promise<void> {
   const { o } = p;
+  const toStart = (s: ServiceName): boolean => missing(s).length > 0;
   const needs = prerequisiteNeeds(p, toStart);
   const install = { needed: toStart('clickhouse'), binaryGiven: o.clickhouseBinary !== undefined, enabled: o.installClickhouse };
   if (
@@ -33,7 +35,7 @@ export async function preflight(p: Plan, toStart: (s: ServiceName) => boolean, p
     await installClickhouseWithApt();
   }
   checkPrerequisites(needs);
-  await assertPortsFree(o.host, portClaims(o, toStart));
+  await assertPortsFree(o.host, portClaims(o, missing));
 }
 
 /** Java for Kafka and the registry, Maven where their jars are not fetched yet, and ClickHouse. */
@@ -45,23 +47,25 @@ function prerequisiteNeeds(p: Plan, toStart: (s: ServiceName) => boolean): Prere
     needs.mvn = o.mavenBinary;
   }
   if (toStart('clickhouse')) needs.clickhouse = o.clickhouseBinary ?? true;
+  // A secured stack makes its CA and certificate with openssl the first time.
+  if (o.secure && (toStart('kafka') || toStart('registry') || toStart('clickhouse')) && !existsSync(p.secure.cert)) needs.openssl = true;
   return needs;
 }
 
-function portClaims(o: ResolvedStackOptions, toStart: (s: ServiceName) => boolean): PortClaim[] {
+export function portClaims(o: ResolvedStackOptions, missing: (s: ServiceName) => number[]): PortClaim[] {
   const claims: PortClaim[] = [];
-  if (toStart('kafka')) {
+  const nodes = kafkaNodePorts(o);
+  for (const i of missing('kafka')) {
+    const node = nodes.length > 1 ? ` node ${nodes[i].nodeId}` : '';
     claims.push(
-      { service: 'Kafka', port: o.kafkaPort, flag: '--kafka-port' },
-      { service: 'Kafka controller', port: o.kafkaControllerPort, flag: '--kafka-controller-port' },
+      { service: `Kafka${node}`, port: nodes[i].port, flag: '--kafka-port' },
+      { service: `Kafka controller${node}`, port: nodes[i].controllerPort, flag: '--kafka-controller-port' },
     );
   }
-  if (toStart('registry')) claims.push({ service: 'Schema Registry', port: o.registryPort, flag: '--registry-port' });
-  if (toStart('clickhouse')) {
-    claims.push(
-      { service: 'ClickHouse HTTP', port: o.clickhousePort, flag: '--clickhouse-port' },
-      { service: 'ClickHouse TCP', port: o.clickhouseTcpPort, flag: '--clickhouse-tcp-port' },
-    );
+  if (missing('registry').length > 0) claims.push({ service: 'Schema Registry', port: o.registryPort, flag: '--registry-port' });
+  if (missing('clickhouse').length > 0) {
+    claims.push({ service: o.secure ? 'ClickHouse HTTPS' : 'ClickHouse HTTP', port: o.clickhousePort, flag: '--clickhouse-port' });
+    if (!o.secure) claims.push({ service: 'ClickHouse TCP', port: o.clickhouseTcpPort, flag: '--clickhouse-tcp-port' });
   }
   return claims;
 }

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { ErrorCodes, TurnstreamError, findExecutable } from '../core/index.ts';
 
 /** A program the local stack needs. */
-export type Prerequisite = 'java' | 'mvn' | 'clickhouse-server';
+export type Prerequisite = 'java' | 'mvn' | 'clickhouse-server' | 'openssl';
 
 /** Something missing or unusable, with what was found instead. */
 export interface MissingPrerequisite {
@@ -18,12 +18,14 @@ const WHY: Record<Prerequisite, string> = {
   java: `Java ${MIN_JAVA_MAJOR}+ runs Kafka and the Schema Registry`,
   mvn: 'Maven fetches Kafka and Apicurio from Maven Central (once; cached in ~/.m2)',
   'clickhouse-server': 'ClickHouse stores the analytics (run as root where apt-get exists, turnstream installs it itself)',
+  openssl: "openssl makes a secured stack's CA and certificate (once)",
 };
 
 const FIX: Record<Prerequisite, string> = {
   java: 'apt-get install -y openjdk-17-jre-headless',
   mvn: 'apt-get install -y maven',
   'clickhouse-server': 'apt-get install -y clickhouse-server clickhouse-client',
+  openssl: 'apt-get install -y openssl',
 };
 
 const ENDPOINT_HINT: Partial<Record<Prerequisite, string>> = {
@@ -65,6 +67,8 @@ export interface PrerequisiteNeeds {
   mvn?: string;
   /** ClickHouse server executable to check, or `true` to search the usual names. */
   clickhouse?: string | true;
+  /** `openssl` (a secured stack's certificates are made). */
+  openssl?: true;
 }
 
 /** The ClickHouse server program and the arguments that precede `--config-file`. */
@@ -104,6 +108,7 @@ export function checkPrerequisites(needs: PrerequisiteNeeds): void {
     }
   }
   if (needs.mvn !== undefined && !findExecutable(needs.mvn)) missing.push({ name: 'mvn' });
+  if (needs.openssl && !findExecutable('openssl')) missing.push({ name: 'openssl' });
   if (needs.clickhouse !== undefined && !findClickhouse(needs.clickhouse === true ? undefined : needs.clickhouse)) {
     missing.push({ name: 'clickhouse-server' });
   }

@@ -131,8 +131,8 @@ export interface WaitOptions {
   timeoutMs: number;
   /** Poll interval. @default 250 */
   intervalMs?: number;
-  /** The process being awaited: the wait fails at once when it exits. */
-  pid?: number;
+  /** The process (or processes) being awaited: the wait fails at once when one exits. */
+  pid?: number | readonly number[];
   /** Shown (tail) when the wait fails. */
   logFile?: string;
   /** Called every few seconds while waiting, with the elapsed ms. */
@@ -147,8 +147,9 @@ export async function waitFor(check: () => Promise<boolean>, o: WaitOptions): Pr
     if (await check().catch(() => false)) return;
     const now = Date.now();
     const logHint = o.logFile ? `\nlast lines of ${o.logFile}:\n${tailFile(o.logFile)}` : '';
-    if (o.pid !== undefined && !isAlive(o.pid)) {
-      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${o.name} exited while starting (pid ${o.pid}).${logHint}`, { retriable: false });
+    const exited = (typeof o.pid === 'number' ? [o.pid] : (o.pid ?? [])).find((pid) => !isAlive(pid));
+    if (exited !== undefined) {
+      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${o.name} exited while starting (pid ${exited}).${logHint}`, { retriable: false });
     }
     if (now - start > o.timeoutMs) {
       throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `${o.name} not healthy after ${Math.round(o.timeoutMs / 1000)} s.${logHint}`, {

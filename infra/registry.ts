@@ -3,11 +3,13 @@
  * Confluent-compatible API at `/apis/ccompat/v7` is what `@confluentinc/schemaregistry`
  * talks to. With storage `kafkasql` its state is the `kafkasql-journal` topic.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { httpGet } from '../core/index.ts';
 import type { ResolvedStackOptions } from './options.ts';
 import { runCommand } from './run-command.ts';
-import { registryReady } from '../schemas/index.ts';
+import { readPassword, SECURE_USER, securePaths } from './secure.ts';
+import { registryReady, type RegistrySecurity } from '../schemas/index.ts';
 
 export const APICURIO_VERSION = '3.0.9';
 export const APICURIO_ARTIFACT = `io.apicurio:apicurio-registry-app:${APICURIO_VERSION}:tar.gz:all`;
@@ -17,6 +19,8 @@ export interface RegistryPaths {
   appDir: string;
   runnerJar: string;
   dataDir: string;
+  /** A secured registry's passwords (its user's, its Kafka login's), owner-only. */
+  secretsFile: string;
   stdoutLog: string;
   pidFile: string;
 }
@@ -27,6 +31,7 @@ export function registryPaths(o: Pick<ResolvedStackOptions, 'home' | 'distDir'>)
     appDir,
     runnerJar: join(appDir, `apicurio-registry-app-${APICURIO_VERSION}-runner.jar`),
     dataDir: join(o.home, 'registry'),
+    secretsFile: join(o.home, 'registry', 'secrets.properties'),
     stdoutLog: join(o.home, 'logs', 'registry.log'),
     pidFile: join(o.home, 'pids', 'registry.pid'),
   };
@@ -63,7 +68,7 @@ export async function installRegistry(o: ResolvedStackOptions, paths: RegistryPa
  * its default `sql` storage on an in-memory H2 database is the in-memory mode.
  */
 export function registrySystemProperties(
-  o: Pick<ResolvedStackOptions, 'host' | 'registryPort' | 'registryStorage'>,
+  o: Pick<ResolvedStackOptions, 'host' | 'registryPort' | 'registryStorage' | 'secure' | 'home'>,
   brokers: string,
   dataDir: string,
 ): Record<string, string> {
@@ -73,6 +78,31 @@ export function registrySystemProperties(
     'quarkus.http.access-log.enabled': 'false',
     'apicurio.storage.snapshot.location': join(dataDir, 'snapshots'),
   };
+  if (o.secure) {
+    const tls = securePaths(o);
+    Object.assign(props, {
+      // https only: the plain port is not opened.
+      'quarkus.http.port': '0',
+      'quarkus.http.ssl-port': String(o.registryPort),
+      'quarkus.http.insecure-requests': 'disabled',
+      'quarkus.http.ssl.certificate.files': tls.cert,
+      'quarkus.http.ssl.certificate.key-files': tls.key,
+      // Basic auth against Quarkus' own users (built into Apicurio 3's app), on every path but the
+      // health checks; no identity server needed. Apicurio's own role checks stay off.
+      'quarkus.http.auth.basic': 'true',
+      'quarkus.security.users.embedded.enabled': 'true',
+      'quarkus.security.users.embedded.plain-text': 'true',
+      'quarkus.http.auth.permission.login.paths': '/*',
+      'quarkus.http.auth.permission.login.policy': 'authenticated',
+      'quarkus.http.auth.permission.health.paths': '/health/*',
+      'quarkus.http.auth.permission.health.policy': 'permit',
+      // Its kafkasql storage logs into Kafka like any client.
+      'apicurio.kafka.common.security.protocol': 'SASL_SSL',
+      'apicurio.kafka.common.sasl.mechanism': 'SCRAM-SHA-512',
+      'apicurio.kafka.common.ssl.truststore.type': 'PEM',
+      'apicurio.kafka.common.ssl.truststore.location': tls.caCert,
+    });
+  }
   if (o.registryStorage === 'kafkasql') {
     Object.assign(props, {
       'apicurio.storage.kind': 'kafkasql',
@@ -86,9 +116,32 @@ export function registrySystemProperties(
   return props;
 }
 
+/**
+ * The passwords of a secured registry, in a file Quarkus reads (`quarkus.config.locations`) rather
+ * than on its command line, which every local user can see.
+ */
+export function registrySecrets(o: Pick<ResolvedStackOptions, 'home'>): string {
+  const s = securePaths(o);
+  const jaas = `org.apache.kafka.common.security.scram.ScramLoginModule required username="${SECURE_USER}" password="${readPassword(s.kafkaPassword)}";`;
+  return [
+    `quarkus.security.users.embedded.users.${SECURE_USER}=${readPassword(s.registryPassword)}`,
+    `apicurio.kafka.common.sasl.jaas.config=${jaas}`,
+    '',
+  ].join('\n');
+}
+
+/** Writes a secured registry's secrets file (owner-only); nothing for a plain one. */
+export function prepareRegistry(o: Pick<ResolvedStackOptions, 'home' | 'secure'>, paths: RegistryPaths): void {
+  if (!o.secure) return;
+  mkdirSync(paths.dataDir, { recursive: true });
+  writeFileSync(paths.secretsFile, registrySecrets(o), { mode: 0o600 });
+  chmodSync(paths.secretsFile, 0o600);
+}
+
 /** The java command line of the registry. */
 export function registryCommand(o: ResolvedStackOptions, paths: RegistryPaths, brokers: string): { command: string; args: string[] } {
   const props = registrySystemProperties(o, brokers, paths.dataDir);
+  if (o.secure) props['quarkus.config.locations'] = paths.secretsFile;
   return {
     command: o.javaBinary,
     args: [...o.registryJvmOptions, ...Object.entries(props).map(([k, v]) => `-D${k}=${v}`), '-jar', paths.runnerJar],
@@ -96,11 +149,10 @@ export function registryCommand(o: ResolvedStackOptions, paths: RegistryPaths, b
 }
 
 /** True when the ccompat API lists subjects and the registry says it is ready (`registryReady`). */
-export async function registryHealthy(registryUrl: string, timeoutMs = 3_000): Promise<boolean> {
+export async function registryHealthy(registryUrl: string, timeoutMs = 3_000, security?: RegistrySecurity): Promise<boolean> {
   try {
-    const res = await fetch(`${registryUrl}/subjects`, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return res.status === 200 && (await registryReady(registryUrl, timeoutMs));
+    const res = await httpGet(`${registryUrl}/subjects`, { ...security, timeoutMs });
+    return res.status === 200 && (await registryReady(registryUrl, timeoutMs, security));
   } catch {
     return false;
   }

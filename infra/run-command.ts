@@ -5,7 +5,13 @@ import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 export function runCommand(
   command: string,
   args: readonly string[],
-  options: { cwd?: string; what: string; timeoutMs?: number },
+  options: {
+    cwd?: string;
+    what: string;
+    timeoutMs?: number;
+    /** The arguments hold credentials: a failure names the command only. @default false */
+    secretArgs?: boolean;
+  },
 ): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -25,7 +31,7 @@ export function runCommand(
         reject(
           new TurnstreamError(
             ErrorCodes.UNAVAILABLE,
-            `${options.what} failed (${sig ?? `exit ${code}`}): ${command} ${args.join(' ')}\n${tail}`,
+            `${options.what} failed (${sig ?? `exit ${code}`}): ${command} ${options.secretArgs ? '(arguments not shown: they hold credentials)' : args.join(' ')}\n${tail}`,
             { retriable: false },
           ),
         );

@@ -1,6 +1,7 @@
 /**
  * What a home's stack is before anything runs: its resolved options, endpoints and file paths,
- * the markers that tie a pid to it, and which given endpoints are in fact its own services.
+ * the markers that tie a pid to it, which given endpoints are in fact its own services, and how
+ * clients reach each service (a secured stack's own credentials, read from its home).
  */
 import { existsSync } from 'node:fs';
 import { clickhousePaths } from './clickhouse.ts';
@@ -12,8 +13,10 @@ import {
   type StackEndpoints,
   type StackOptions,
   type StackProgress,
+  type StackSecurity,
 } from './options.ts';
 import { registryPaths } from './registry.ts';
+import { localSecurity, securePaths } from './secure.ts';
 
 export type ServiceName = 'kafka' | 'registry' | 'clickhouse';
 
@@ -27,19 +30,41 @@ export interface Plan {
   kafka: ReturnType<typeof kafkaPaths>;
   registry: ReturnType<typeof registryPaths>;
   clickhouse: ReturnType<typeof clickhousePaths>;
+  secure: ReturnType<typeof securePaths>;
 }
 
 export function plan(options: StackOptions): Plan {
   const o = resolveStackOptions(options);
-  return { o, endpoints: endpointsOf(o), kafka: kafkaPaths(o), registry: registryPaths(o), clickhouse: clickhousePaths(o) };
+  return {
+    o,
+    endpoints: endpointsOf(o),
+    kafka: kafkaPaths(o),
+    registry: registryPaths(o),
+    clickhouse: clickhousePaths(o),
+    secure: securePaths(o),
+  };
 }
 
-/** Markers that tie a pid to this home (pids are reused by the OS). */
-export const markers = (p: Plan): Record<ServiceName, string> => ({
-  kafka: p.kafka.serverProperties,
-  registry: p.registry.dataDir,
-  clickhouse: p.clickhouse.configFile,
-});
+/** One process of a service: Kafka has one per node, the others one. */
+export interface Instance {
+  /** `kafka node 2`, `registry`. */
+  label: string;
+  pidFile: string;
+  /** A string in its command line that ties a pid to this home (pids are reused by the OS). */
+  marker: string;
+}
+
+export function instancesOf(p: Plan, s: ServiceName): Instance[] {
+  if (s === 'kafka') {
+    return p.kafka.nodes.map((n) => ({
+      label: p.kafka.nodes.length > 1 ? `kafka node ${n.nodeId}` : 'kafka',
+      pidFile: n.pidFile,
+      marker: n.serverProperties,
+    }));
+  }
+  if (s === 'registry') return [{ label: 'registry', pidFile: p.registry.pidFile, marker: p.registry.dataDir }];
+  return [{ label: 'clickhouse', pidFile: p.clickhouse.pidFile, marker: p.clickhouse.configFile }];
+}
 
 /** The variable that names a given endpoint. */
 export const VARIABLE: Record<ServiceName, string> = {
@@ -59,10 +84,25 @@ const sameHost = (url: string): string => url.replace(/\blocalhost\b/g, '127.0.0
 export function ownEndpoints(p: Plan): Record<ServiceName, boolean> {
   const o = p.o;
   const mine = endpointsOf({ ...o, kafkaBrokers: undefined, schemaRegistryUrl: undefined, clickhouseUrl: undefined });
+  const kafkaSetUp = existsSync(p.kafka.nodes[0].serverProperties);
   return {
-    kafka: !!o.kafkaBrokers && sameHost(o.kafkaBrokers) === sameHost(mine.brokers) && existsSync(p.kafka.serverProperties),
+    kafka: !!o.kafkaBrokers && sameHost(o.kafkaBrokers) === sameHost(mine.brokers) && kafkaSetUp,
     // The registry keeps its schemas in this home's Kafka: a home with that Kafka runs it.
-    registry: !!o.schemaRegistryUrl && sameHost(o.schemaRegistryUrl) === sameHost(mine.registryUrl) && existsSync(p.kafka.serverProperties),
+    registry: !!o.schemaRegistryUrl && sameHost(o.schemaRegistryUrl) === sameHost(mine.registryUrl) && kafkaSetUp,
     clickhouse: !!o.clickhouseUrl && sameHost(o.clickhouseUrl) === sameHost(mine.clickhouseUrl) && existsSync(p.clickhouse.configFile),
+  };
+}
+
+/**
+ * How clients reach each service: a secured stack's own (its CA and passwords, once written)
+ * for the services it runs, the given security for given endpoints.
+ */
+export function securityOf(p: Plan, local: Record<ServiceName, boolean>): StackSecurity {
+  const given = p.o.security;
+  const own = p.o.secure && existsSync(p.secure.caCert) ? localSecurity(p.secure) : undefined;
+  return {
+    kafka: local.kafka && own ? own.kafka : given.kafka,
+    registry: local.registry && own ? own.registry : given.registry,
+    clickhouse: local.clickhouse && own ? own.clickhouse : given.clickhouse,
   };
 }

@@ -1,21 +1,25 @@
 /**
  * up / down / status of the whole local stack. `up` is idempotent: a service whose pid
- * is alive and healthy is reused, so a second `up` takes a moment. Endpoints given in
- * the options (an existing Kafka, registry or ClickHouse) are only health-checked.
+ * is alive and healthy is reused, so a second `up` takes a moment; of several Kafka nodes, the
+ * ones not running are started again. Endpoints given in the options (an existing Kafka,
+ * registry or ClickHouse) are only health-checked.
  */
 import { join } from 'node:path';
 import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { clickhouseCommand, clickhouseVersion, prepareClickhouse } from './clickhouse.ts';
 import { installKafka, kafkaCommand, kafkaHealthy, prepareKafka } from './kafka.ts';
 import { withLock } from './lock.ts';
-import type { StackEndpoints, StackOptions } from './options.ts';
+import type { StackEndpoints, StackOptions, StackSecurity } from './options.ts';
 import { preflight } from './preflight.ts';
 import { findClickhouse } from './prerequisites.ts';
 import { readLivePid, spawnDetached, stopByPidFile, waitFor } from './process.ts';
-import { installRegistry, registryCommand, registryHealthy } from './registry.ts';
-import { markers, ownEndpoints, plan, VARIABLE, type Plan, type ServiceName, type StackReporter } from './stack-plan.ts';
+import { installRegistry, prepareRegistry, registryCommand, registryHealthy } from './registry.ts';
+import { prepareSecurity, secureSettings } from './secure.ts';
+import { instancesOf, ownEndpoints, plan, securityOf, VARIABLE, type Plan, type ServiceName, type StackReporter } from './stack-plan.ts';
 
 export type { ServiceName } from './stack-plan.ts';
+
+const SERVICES: readonly ServiceName[] = ['kafka', 'registry', 'clickhouse'];
 
 /** Health of the three services, in the shape `turnstream infra status --json` prints. */
 export interface StackStatus {
@@ -26,18 +30,22 @@ export interface StackStatus {
 
 /** What `up` did for one service. */
 export interface ServiceReport {
-  /** `started` now, `reused` a running one we manage, or `external` (given endpoint). */
+  /** `started` now (all or some of its processes), `reused` a running one we manage, or `external` (given endpoint). */
   state: 'started' | 'reused' | 'external';
-  /** Pid of the process we manage; undefined for an external service. */
+  /** Pid of the process we manage (Kafka: its first node's); undefined for an external service. */
   pid: number | undefined;
+  /** Pids of every process we manage, in order (Kafka: one per node). */
+  pids: number[];
   /** Milliseconds until the service was healthy. */
   ms: number;
-  /** Log file of a managed service. */
+  /** Log file of a managed service (Kafka: its first node's). */
   logFile: string | undefined;
 }
 
 export interface StackUpResult extends StackEndpoints {
   services: Record<ServiceName, ServiceReport>;
+  /** How clients reach each service: a secured stack's own TLS trust and logins, or the given ones. */
+  security: StackSecurity;
   /** Total milliseconds of `up`. */
   ms: number;
 }
@@ -50,24 +58,28 @@ export async function stackUp(options: StackOptions = {}): Promise<StackUpResult
   const progress: StackReporter = (service, message) => o.onProgress({ service, message, elapsedMs: Date.now() - t0 });
   return withLock(join(o.home, 'pids', 'stack.lock'), o.startTimeoutMs, async () => {
     const { local, running } = await survey(p, progress);
-    await preflight(p, (s) => local[s] && running[s] === undefined, progress);
-    const services = await startAll(p, local, running, progress);
-    return { ...endpoints, services, ms: Date.now() - t0 };
+    const missing = (s: ServiceName): number[] => (local[s] ? running[s].flatMap((pid, i) => (pid === undefined ? [i] : [])) : []);
+    await preflight(p, missing, progress);
+    if (o.secure && SERVICES.some((s) => local[s]) && (await prepareSecurity(o, p.secure))) {
+      progress('stack', `wrote the CA, the services' certificate and the passwords in ${p.secure.dir}`);
+    }
+    const security = securityOf(p, local);
+    const services = await startAll(p, local, running, security, progress);
+    return { ...endpoints, security, services, ms: Date.now() - t0 };
   });
 }
 
-/** Which services this home runs (`local`), and the pids of those already running. */
+/** Which services this home runs (`local`), and the pid of each of their processes that runs already. */
 interface Survey {
   local: Record<ServiceName, boolean>;
-  running: Record<ServiceName, number | undefined>;
+  running: Record<ServiceName, Array<number | undefined>>;
 }
 
 async function survey(p: Plan, progress: StackReporter): Promise<Survey> {
   const { o } = p;
-  const mark = markers(p);
   const own = ownEndpoints(p);
   if (own.kafka || own.registry || own.clickhouse) {
-    const which = (Object.keys(own) as ServiceName[]).filter((s) => own[s]);
+    const which = SERVICES.filter((s) => own[s]);
     progress(
       'stack',
       `${which.map((s) => VARIABLE[s]).join(', ')} name${which.length === 1 ? 's' : ''} this home's own ${which.join(', ')}: managed here (started again if down)`,
@@ -78,16 +90,14 @@ async function survey(p: Plan, progress: StackReporter): Promise<Survey> {
     registry: !o.schemaRegistryUrl || own.registry,
     clickhouse: !o.clickhouseUrl || own.clickhouse,
   };
-  const running: Record<ServiceName, number | undefined> = {
-    kafka: local.kafka ? readLivePid(p.kafka.pidFile, mark.kafka) : undefined,
-    registry: local.registry ? readLivePid(p.registry.pidFile, mark.registry) : undefined,
-    clickhouse: local.clickhouse ? readLivePid(p.clickhouse.pidFile, mark.clickhouse) : undefined,
-  };
+  const pidsOf = (s: ServiceName): Array<number | undefined> =>
+    instancesOf(p, s).map((i) => (local[s] ? readLivePid(i.pidFile, i.marker) : undefined));
+  const running = { kafka: pidsOf('kafka'), registry: pidsOf('registry'), clickhouse: pidsOf('clickhouse') };
   // A given endpoint on this home's ports that this home is not running, but that answers, is
   // another home's stack on the same ports (a second checkout): used as given, not restarted.
-  const healthy = healthChecks(p.endpoints);
-  for (const s of Object.keys(own) as ServiceName[]) {
-    if (own[s] && running[s] === undefined && (await healthy[s]().catch(() => false))) {
+  const healthy = healthChecks(p, securityOf(p, local));
+  for (const s of SERVICES) {
+    if (own[s] && running[s].every((pid) => pid === undefined) && (await healthy[s]().catch(() => false))) {
       local[s] = false;
       progress(s, `${VARIABLE[s]} answers, though not from this home: used as given`);
     }
@@ -95,10 +105,11 @@ async function survey(p: Plan, progress: StackReporter): Promise<Survey> {
   return { local, running };
 }
 
-const healthChecks = (endpoints: StackEndpoints): Record<ServiceName, () => Promise<boolean>> => ({
-  kafka: () => kafkaHealthy(endpoints.brokers),
-  registry: () => registryHealthy(endpoints.registryUrl),
-  clickhouse: async () => (await clickhouseVersion(endpoints.clickhouseUrl)) !== undefined,
+const healthChecks = (p: Plan, security: StackSecurity): Record<ServiceName, () => Promise<boolean>> => ({
+  // A local stack of several nodes is up once every node has joined.
+  kafka: () => kafkaHealthy(p.endpoints.brokers, { security: security.kafka, brokers: p.o.kafkaBrokers ? 1 : p.o.brokerCount }),
+  registry: () => registryHealthy(p.endpoints.registryUrl, 3_000, security.registry),
+  clickhouse: async () => (await clickhouseVersion(p.endpoints.clickhouseUrl, 3_000, security.clickhouse)) !== undefined,
 });
 
 /** Brings the three services up, Kafka and ClickHouse at once and the registry after Kafka. */
@@ -106,9 +117,10 @@ async function startAll(
   p: Plan,
   local: Survey['local'],
   running: Survey['running'],
+  security: StackSecurity,
   progress: StackReporter,
 ): Promise<Record<ServiceName, ServiceReport>> {
-  const healthy = healthChecks(p.endpoints);
+  const healthy = healthChecks(p, security);
   const launch = launchers(p, progress);
   const up = (s: ServiceName): Promise<ServiceReport> => bringUp(p, s, running[s], local[s], healthy[s], launch[s], progress);
   const kafkaUp = up('kafka');
@@ -119,33 +131,54 @@ async function startAll(
   return { kafka, registry, clickhouse };
 }
 
-/** Per service, what to do before its first start (install, format, configure) and how to launch it. */
-function launchers(p: Plan, progress: StackReporter): Record<ServiceName, () => Promise<Launch>> {
-  const { o, endpoints } = p;
-  return {
-    kafka: async () => {
-      if (await installKafka(o, p.kafka)) progress('kafka', `downloaded Kafka jars into ${p.kafka.libs}`);
-      if (await prepareKafka(o, p.kafka)) progress('kafka', `formatted storage in ${p.kafka.dataDir}`);
-      return { ...kafkaCommand(o, p.kafka), logFile: p.kafka.stdoutLog, pidFile: p.kafka.pidFile };
-    },
-    registry: async () => {
-      if (await installRegistry(o, p.registry)) progress('registry', `unpacked Apicurio into ${p.registry.appDir}`);
-      return { ...registryCommand(o, p.registry, endpoints.brokers), logFile: p.registry.stdoutLog, pidFile: p.registry.pidFile };
-    },
-    clickhouse: async () => {
-      const found = findClickhouse(o.clickhouseBinary);
-      if (!found) throw new TurnstreamError(ErrorCodes.PREREQUISITE, 'clickhouse-server not found');
-      prepareClickhouse(o, p.clickhouse);
-      return { ...clickhouseCommand(found, p.clickhouse), logFile: p.clickhouse.stdoutLog, pidFile: p.clickhouse.pidFile };
-    },
-  };
-}
-
 interface Launch {
   command: string;
   args: string[];
   logFile: string;
   pidFile: string;
+  marker: string;
+}
+
+/** Per service, what to do before its first start (install, format, configure) and how to launch each of its processes. */
+function launchers(p: Plan, progress: StackReporter): Record<ServiceName, () => Promise<Launch[]>> {
+  const { o, endpoints } = p;
+  return {
+    kafka: async () => {
+      if (await installKafka(o, p.kafka)) progress('kafka', `downloaded Kafka jars into ${p.kafka.libs}`);
+      if (await prepareKafka(o, p.kafka)) progress('kafka', `formatted storage in ${p.kafka.nodes.map((n) => n.dataDir).join(', ')}`);
+      return p.kafka.nodes.map((n) => ({
+        ...kafkaCommand(o, p.kafka.libs, n),
+        logFile: n.stdoutLog,
+        pidFile: n.pidFile,
+        marker: n.serverProperties,
+      }));
+    },
+    registry: async () => {
+      if (await installRegistry(o, p.registry)) progress('registry', `unpacked Apicurio into ${p.registry.appDir}`);
+      prepareRegistry(o, p.registry);
+      return [
+        {
+          ...registryCommand(o, p.registry, endpoints.brokers),
+          logFile: p.registry.stdoutLog,
+          pidFile: p.registry.pidFile,
+          marker: p.registry.dataDir,
+        },
+      ];
+    },
+    clickhouse: async () => {
+      const found = findClickhouse(o.clickhouseBinary);
+      if (!found) throw new TurnstreamError(ErrorCodes.PREREQUISITE, 'clickhouse-server not found');
+      prepareClickhouse(o, p.clickhouse);
+      return [
+        {
+          ...clickhouseCommand(found, p.clickhouse),
+          logFile: p.clickhouse.stdoutLog,
+          pidFile: p.clickhouse.pidFile,
+          marker: p.clickhouse.configFile,
+        },
+      ];
+    },
+  };
 }
 
 const LABEL: Record<ServiceName, string> = { kafka: 'Kafka', registry: 'Schema Registry', clickhouse: 'ClickHouse' };
@@ -153,10 +186,10 @@ const LABEL: Record<ServiceName, string> = { kafka: 'Kafka', registry: 'Schema R
 async function bringUp(
   p: Plan,
   service: ServiceName,
-  runningPid: number | undefined,
+  runningPids: Array<number | undefined>,
   isLocal: boolean,
   healthy: () => Promise<boolean>,
-  prepare: () => Promise<Launch>,
+  prepare: () => Promise<Launch[]>,
   progress: StackReporter,
 ): Promise<ServiceReport> {
   const t = Date.now();
@@ -169,51 +202,60 @@ async function bringUp(
       );
     }
     progress(service, `using ${where}`);
-    return { state: 'external', pid: undefined, ms: Date.now() - t, logFile: undefined };
+    return { state: 'external', pid: undefined, pids: [], ms: Date.now() - t, logFile: undefined };
   }
-  const wait = (pid: number, logFile: string): Promise<void> =>
+  const wait = (pids: number[], logFile: string): Promise<void> =>
     waitFor(healthy, {
       name: LABEL[service],
       timeoutMs: p.o.startTimeoutMs,
-      pid,
+      pid: pids,
       logFile,
       onWaiting: (ms) => progress(service, `waiting for ${where} (${Math.round(ms / 1000)} s)`),
     });
-  if (runningPid !== undefined) {
-    const logFile = logOf(p, service);
-    await wait(runningPid, logFile);
-    progress(service, `reusing pid ${runningPid} at ${where}`);
-    return { state: 'reused', pid: runningPid, ms: Date.now() - t, logFile };
+  const logFile = logOf(p, service);
+  if (runningPids.every((pid) => pid !== undefined)) {
+    const pids = runningPids as number[];
+    await wait(pids, logFile);
+    progress(service, `reusing pid ${pids.join(', ')} at ${where}`);
+    return { state: 'reused', pid: pids[0], pids, ms: Date.now() - t, logFile };
   }
-  const launch = await prepare();
-  const pid = spawnDetached({ ...launch, cwd: p.o.home, marker: markers(p)[service] });
-  progress(service, `started pid ${pid}, log ${launch.logFile}`);
-  await wait(pid, launch.logFile);
+  const launches = await prepare();
+  const pids = launches.map((launch, i) => {
+    const pid = runningPids[i] ?? spawnDetached({ ...launch, cwd: p.o.home });
+    if (runningPids[i] === undefined) progress(service, `started pid ${pid}, log ${launch.logFile}`);
+    return pid;
+  });
+  await wait(pids, logFile);
   const ms = Date.now() - t;
   progress(service, `up at ${where} in ${(ms / 1000).toFixed(1)} s`);
-  return { state: 'started', pid, ms, logFile: launch.logFile };
+  return { state: 'started', pid: pids[0], pids, ms, logFile };
 }
 
 const logOf = (p: Plan, s: ServiceName): string =>
   s === 'kafka'
-    ? join(p.kafka.logDir, 'server.log')
+    ? join(p.kafka.nodes[0].logDir, 'server.log')
     : s === 'registry'
       ? p.registry.stdoutLog
       : join(p.clickhouse.logDir, 'clickhouse-server.log');
 
-/** Stops the services this home manages (registry first, as it uses Kafka); returns the pids stopped. */
+/** Stops the processes of `s` this home manages, side by side; the first pid stopped, if any. */
+async function stopService(p: Plan, s: ServiceName): Promise<number | undefined> {
+  const stopped = await Promise.all(instancesOf(p, s).map((i) => stopByPidFile(i.pidFile, p.o.stopTimeoutMs, i.marker)));
+  return stopped.find((pid) => pid !== undefined);
+}
+
+/** Stops the services this home manages (registry first, as it uses Kafka); returns the pids stopped (Kafka: its first node's). */
 export async function stackDown(options: StackOptions = {}): Promise<Record<ServiceName, number | undefined>> {
   const p = plan(options);
   const t0 = Date.now();
-  const mark = markers(p);
   const progress = (service: ServiceName, pid: number | undefined): void => {
     if (pid !== undefined) p.o.onProgress({ service, message: `stopped pid ${pid}`, elapsedMs: Date.now() - t0 });
   };
   return withLock(join(p.o.home, 'pids', 'stack.lock'), p.o.stopTimeoutMs * 3, async () => {
-    const clickhouseStop = stopByPidFile(p.clickhouse.pidFile, p.o.stopTimeoutMs, mark.clickhouse);
-    const registry = await stopByPidFile(p.registry.pidFile, p.o.stopTimeoutMs, mark.registry);
+    const clickhouseStop = stopService(p, 'clickhouse');
+    const registry = await stopService(p, 'registry');
     progress('registry', registry);
-    const kafka = await stopByPidFile(p.kafka.pidFile, p.o.stopTimeoutMs, mark.kafka);
+    const kafka = await stopService(p, 'kafka');
     progress('kafka', kafka);
     const clickhouse = await clickhouseStop;
     progress('clickhouse', clickhouse);
@@ -223,11 +265,13 @@ export async function stackDown(options: StackOptions = {}): Promise<Record<Serv
 
 /** Health of the three endpoints (local or given), checked in parallel. */
 export async function stackStatus(options: StackOptions = {}): Promise<StackStatus> {
-  const { endpoints } = plan(options);
+  const p = plan(options);
+  const { o, endpoints } = p;
+  const security = securityOf(p, { kafka: !o.kafkaBrokers, registry: !o.schemaRegistryUrl, clickhouse: !o.clickhouseUrl });
   const [kafka, registry, version] = await Promise.all([
-    kafkaHealthy(endpoints.brokers),
-    registryHealthy(endpoints.registryUrl),
-    clickhouseVersion(endpoints.clickhouseUrl),
+    kafkaHealthy(endpoints.brokers, { security: security.kafka }),
+    registryHealthy(endpoints.registryUrl, 3_000, security.registry),
+    clickhouseVersion(endpoints.clickhouseUrl, 3_000, security.clickhouse),
   ]);
   return {
     kafka: { up: kafka, brokers: endpoints.brokers },
@@ -236,13 +280,28 @@ export async function stackStatus(options: StackOptions = {}): Promise<StackStat
   };
 }
 
-/** Pids of the running services this home manages (for tests and `status`). */
+/** Pids of the running services this home manages (for tests and `status`; Kafka: its first node's). */
 export function stackPids(options: StackOptions = {}): Record<ServiceName, number | undefined> {
   const p = plan(options);
-  const mark = markers(p);
-  return {
-    kafka: readLivePid(p.kafka.pidFile, mark.kafka),
-    registry: readLivePid(p.registry.pidFile, mark.registry),
-    clickhouse: readLivePid(p.clickhouse.pidFile, mark.clickhouse),
-  };
+  const first = (s: ServiceName): number | undefined =>
+    instancesOf(p, s)
+      .map((i) => readLivePid(i.pidFile, i.marker))
+      .find((pid) => pid !== undefined);
+  return { kafka: first('kafka'), registry: first('registry'), clickhouse: first('clickhouse') };
+}
+
+/** Pid of each Kafka node this home manages, node 1 first (undefined where one is not running). */
+export function kafkaNodePids(options: StackOptions = {}): Array<number | undefined> {
+  const p = plan(options);
+  return instancesOf(p, 'kafka').map((i) => readLivePid(i.pidFile, i.marker));
+}
+
+/**
+ * The settings a service needs to reach this stack, as `infra up` prints them for export: the
+ * three endpoints, and for a secured stack its logins, every password as the file that holds it.
+ */
+export function clientSettings(options: StackOptions, endpoints: StackEndpoints): Record<string, string> {
+  const p = plan(options);
+  const base = { KAFKA_BROKERS: endpoints.brokers, SCHEMA_REGISTRY_URL: endpoints.registryUrl, CLICKHOUSE_URL: endpoints.clickhouseUrl };
+  return p.o.secure ? { ...secureSettings(p.secure, endpoints), ...base } : base;
 }

@@ -13,7 +13,7 @@ import type { Client } from '@confluentinc/schemaregistry';
 import avro from 'avsc';
 import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { TOPICS, valueSubject, type TopicId } from './topics.ts';
-import { registryReady } from './registry.ts';
+import { registryReady, securityOf } from './registry.ts';
 
 export interface Codec<T> {
   readonly topic: string;
@@ -157,7 +157,15 @@ export class AvroCodec<T> implements Codec<T> {
           // the record is retried, not dead-lettered.
           const status = (err as { status?: number }).status;
           const url = this.client.config().baseURLs[0];
-          if (status !== undefined && status >= 400 && status < 500 && (!url || (await registryReady(url)))) {
+          // 401/403: the registry refused this client (a rotated password), not the record.
+          const refused = status === 401 || status === 403;
+          if (
+            status !== undefined &&
+            status >= 400 &&
+            status < 500 &&
+            !refused &&
+            (!url || (await registryReady(url, undefined, securityOf(this.client))))
+          ) {
             throw new TurnstreamError(
               ErrorCodes.DECODE,
               `cannot decode a ${TOPICS[this.id].base} record: writer schema ${writerId}: ${(err as Error).message}`,

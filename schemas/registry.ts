@@ -8,24 +8,69 @@
  * conflicting registration is retried (it then returns the existing schema's id).
  */
 import { Compatibility, SchemaRegistryClient, type Client } from '@confluentinc/schemaregistry';
-import { ErrorCodes, TurnstreamError, retry } from '../core/index.ts';
+import { Agent } from 'node:https';
+import { ErrorCodes, TurnstreamError, httpGet, retry, untrustedCertificate, type Secret, type TlsOptions } from '../core/index.ts';
 import { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming } from './topics.ts';
+
+/** How a client reaches a secured registry: basic auth, and whom it trusts over https. */
+export interface RegistrySecurity {
+  /** Basic auth user (SCHEMA_REGISTRY_USERNAME). @default none */
+  username?: string;
+  /** Basic auth password (SCHEMA_REGISTRY_PASSWORD[_FILE]). @default none */
+  password?: Secret;
+  /** Whom to trust over https (SCHEMA_REGISTRY_CA_FILE). @default Node's roots */
+  tls?: TlsOptions;
+}
 
 export interface RegistryOptions {
   /** e.g. http://127.0.0.1:8081/apis/ccompat/v7 */
   url: string;
   /** Retries of each registry call. @default 3 */
   maxRetries?: number;
+  /** Basic auth and TLS trust. @default none (Node's roots over https) */
+  security?: RegistrySecurity;
 }
 
+/** The security each client made here was given, for its later checks (readiness, refusals). */
+const made = new WeakMap<Client, RegistrySecurity>();
+
 export function createRegistryClient(options: RegistryOptions): Client {
-  return new SchemaRegistryClient({
+  const s = options.security;
+  const client = new SchemaRegistryClient({
     baseURLs: [options.url],
     maxRetries: options.maxRetries ?? 3,
     retriesWaitMs: 200,
     retriesMaxWaitMs: 2000,
     cacheCapacity: 1000,
+    ...(s?.username !== undefined
+      ? { basicAuthCredentials: { credentialsSource: 'USER_INFO', userInfo: `${s.username}:${s.password?.reveal() ?? ''}` } }
+      : {}),
+    ...(s?.tls?.ca ? { createAxiosDefaults: { httpsAgent: new Agent({ ca: s.tls.ca, keepAlive: true }) } } : {}),
   });
+  made.set(client, s ?? {});
+  return client;
+}
+
+/** The security a client of {@link createRegistryClient} was made with. */
+export const securityOf = (client: Client): RegistrySecurity => made.get(client) ?? {};
+
+/**
+ * When `err`, from a registry call, is a failure no retry can fix: basic auth refused (401) or
+ * a certificate this client does not trust, as a TS_ERR_INVALID_INPUT naming the setting; else
+ * undefined.
+ */
+export function registrySettingError(err: unknown, url: string, s: RegistrySecurity | undefined): TurnstreamError | undefined {
+  const status = (err as { status?: number } | undefined)?.status;
+  if (status === 401) {
+    const who = s?.username !== undefined ? `user "${s.username}"` : 'no user (SCHEMA_REGISTRY_USERNAME is unset)';
+    const setting = (s?.password?.setting ?? 'SCHEMA_REGISTRY_PASSWORD').split('=')[0];
+    return new TurnstreamError(
+      ErrorCodes.INVALID_INPUT,
+      `the Schema Registry at ${url} refused the login of ${who} (401): check SCHEMA_REGISTRY_USERNAME and ${setting}`,
+      { param: setting, retriable: false, cause: err },
+    );
+  }
+  return untrustedCertificate(err, `the Schema Registry at ${url}`, { ...s?.tls, setting: s?.tls?.setting ?? 'SCHEMA_REGISTRY_CA_FILE' });
 }
 
 /**
@@ -34,10 +79,9 @@ export function createRegistryClient(options: RegistryOptions): Client {
  * restart, and meanwhile lists subjects but answers 404 for schema ids it has not read yet. A
  * registry without that endpoint (Confluent's answers 404 there) counts as ready.
  */
-export async function registryReady(registryUrl: string, timeoutMs = 3_000): Promise<boolean> {
+export async function registryReady(registryUrl: string, timeoutMs = 3_000, security?: RegistrySecurity): Promise<boolean> {
   try {
-    const res = await fetch(`${new URL(registryUrl).origin}/health/ready`, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
+    const res = await httpGet(`${new URL(registryUrl).origin}/health/ready`, { ...security, timeoutMs });
     return res.status !== 503;
   } catch {
     return false;
@@ -63,7 +107,10 @@ export async function registerSchemas(
       await retry(() => ensureBackward(client, subject), onConflict);
       out[id] = await retry(() => client.register(subject, { schemaType: 'AVRO', schema }, false), onConflict);
     } catch (err) {
-      throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `could not register ${subject}: ${(err as Error).message}`, { cause: err });
+      throw (
+        registrySettingError(err, client.config().baseURLs[0] ?? '', securityOf(client)) ??
+        new TurnstreamError(ErrorCodes.UNAVAILABLE, `could not register ${subject}: ${(err as Error).message}`, { cause: err })
+      );
     }
   }
   return out;

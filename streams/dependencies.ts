@@ -5,7 +5,7 @@
  * instead of exiting at once.
  */
 import type { Kafka } from 'kafkajs';
-import type { TopicId, TopicNaming } from '../schemas/index.ts';
+import type { RegistrySecurity, TopicId, TopicNaming } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError, retry, type Logger } from '../core/index.ts';
 import { createEventCodecs, type EventCodecs } from './event-codecs.ts';
 import { ensureTopics } from './topic-admin.ts';
@@ -15,6 +15,8 @@ export interface DependenciesOptions {
   /** For the log lines: where Kafka is. */
   brokers: string;
   registryUrl: string;
+  /** Basic auth and TLS trust of the registry. @default none */
+  registrySecurity?: RegistrySecurity;
   naming?: TopicNaming;
   /** Topics to create (all by default). */
   ids?: readonly TopicId[];
@@ -36,14 +38,15 @@ export async function waitForDependencies(o: DependenciesOptions): Promise<Event
       what = 'Kafka';
       await ensureTopics(o.kafka, { naming: o.naming, ids: o.ids });
       what = 'the schema registry';
-      return createEventCodecs({ registryUrl: o.registryUrl, naming: o.naming });
+      return createEventCodecs({ registryUrl: o.registryUrl, registrySecurity: o.registrySecurity, naming: o.naming });
     },
     {
       baseMs: o.minDelayMs ?? 1000,
       maxMs: o.maxDelayMs ?? 15_000,
       maxTimeMs: o.timeoutMs,
       signal: o.signal,
-      // Whatever kafkajs or the registry client says: only a bad setting of ours is final.
+      // Whatever kafkajs or the registry client says: only a bad setting of ours is final (a
+      // refused login or an untrusted certificate among them: ensureTopics and the codecs name it).
       retryIf: (err) => !(err instanceof TurnstreamError && err.code === ErrorCodes.INVALID_INPUT),
       onRetry: (err, attempt) => {
         const where = what === 'Kafka' ? o.brokers : o.registryUrl;

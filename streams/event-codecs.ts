@@ -21,6 +21,7 @@ import {
   type Turn,
   type TurnPair,
   type WeightVersion,
+  type RegistrySecurity,
 } from '../schemas/index.ts';
 
 /** The value type of each topic. */
@@ -42,6 +43,8 @@ export interface TopicValues {
 export interface EventCodecsOptions {
   /** Confluent-compatible registry URL. */
   registryUrl: string;
+  /** Basic auth and TLS trust of the registry (SCHEMA_REGISTRY_USERNAME, …). @default none */
+  registrySecurity?: RegistrySecurity;
   naming?: TopicNaming;
 }
 
@@ -60,7 +63,7 @@ export class EventCodecs {
 
   /** Registers every topic's schema and builds its codec. */
   static async create(options: EventCodecsOptions): Promise<EventCodecs> {
-    const client = createRegistryClient({ url: options.registryUrl });
+    const client = createRegistryClient({ url: options.registryUrl, security: options.registrySecurity });
     const naming = options.naming ?? {};
     const ids = await registerSchemas(client, naming);
     const codecs = new Map<TopicId, Codec<unknown>>();

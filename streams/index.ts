@@ -1,5 +1,15 @@
 export { Kafka, logLevel } from './kafkajs.ts';
-export { createKafka, kafkaConfig, parseBrokers, type KafkaClientOptions } from './kafka-client.ts';
+export { createKafka, kafkaConfig, parseBrokers, settingErrorOf, type KafkaClientOptions } from './kafka-client.ts';
+export {
+  kafkaSecurityConfig,
+  kafkaSettingError,
+  securityProtocol,
+  SASL_MECHANISMS,
+  type KafkaSasl,
+  type KafkaSecurity,
+  type SaslMechanism,
+} from './kafka-security.ts';
+export type { ConnectionSecurity } from './connection-security.ts';
 export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
 export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';
 export {

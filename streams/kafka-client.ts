@@ -2,6 +2,8 @@
 import type { KafkaConfig, logCreator } from 'kafkajs';
 import { Kafka, logLevel as KafkaLogLevel } from './kafkajs.ts';
 import { createLogger, type Logger } from '../core/index.ts';
+import { kafkaSecurityConfig, kafkaSettingError, type KafkaSecurity } from './kafka-security.ts';
+import type { TurnstreamError } from '../core/index.ts';
 
 export interface KafkaClientOptions {
   /** Bootstrap servers, e.g. ['127.0.0.1:9092']. */
@@ -14,6 +16,8 @@ export interface KafkaClientOptions {
   connectionTimeoutMs?: number;
   /** Retries of a failed request (kafkajs retrier). @default 8 */
   retries?: number;
+  /** TLS and SASL of every connection (KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_*, KAFKA_TLS_CA_FILE). @default plaintext */
+  security?: KafkaSecurity;
 }
 
 const toPino =
@@ -39,11 +43,26 @@ export function kafkaConfig(options: KafkaClientOptions): KafkaConfig {
     retry: { retries: options.retries ?? 8, initialRetryTime: 100, maxRetryTime: 5000 },
     logLevel: KafkaLogLevel.WARN,
     logCreator: toPino(options.logger ?? createLogger('kafka')),
+    ...kafkaSecurityConfig(options.security),
   };
 }
 
+/** Where each client made here connects, and how: for {@link settingErrorOf}. */
+const made = new WeakMap<Kafka, Pick<KafkaClientOptions, 'brokers' | 'security'>>();
+
 export function createKafka(options: KafkaClientOptions): Kafka {
-  return new Kafka(kafkaConfig(options));
+  const kafka = new Kafka(kafkaConfig(options));
+  made.set(kafka, { brokers: options.brokers, security: options.security });
+  return kafka;
+}
+
+/**
+ * When `err`, from a client made by {@link createKafka}, is a failure no retry can fix (a refused
+ * SASL login, an untrusted certificate): the setting error that names what to fix; else undefined.
+ */
+export function settingErrorOf(kafka: Kafka, err: unknown): TurnstreamError | undefined {
+  const o = made.get(kafka);
+  return o && kafkaSettingError(err, o.brokers.join(','), o.security);
 }
 
 /** Parses `host:port,host:port`. */

@@ -1,5 +1,6 @@
 /**
- * Creates every topic of the catalogue with its partitions, replication, cleanup policy and
+ * Creates every topic of the catalogue with its partitions, replication (three copies where the
+ * cluster has three brokers or more, two of them in sync for a write), cleanup policy and
  * `max.message.bytes`. Topics are created explicitly: KRaft brokers here run without
  * auto-creation. Creation is retried while the broker answers that a just-created topic's
  * partitions are not hosted yet (its metadata still propagating) or with another retriable
@@ -12,14 +13,21 @@
 import type { Admin, Kafka } from 'kafkajs';
 import kafkajs from './kafkajs.ts';
 import { retry } from '../core/index.ts';
+import { settingErrorOf } from './kafka-client.ts';
 import { TOPICS, topicName, type TopicId, type TopicNaming } from '../schemas/index.ts';
 
 export interface TopicAdminOptions {
   naming?: TopicNaming;
   /** Partitions per topic; co-keyed topics must share it. @default 6 */
   partitions?: number;
-  /** @default 1 (one broker) */
+  /** Copies of each partition. @default min(3, the brokers of the cluster) */
   replicationFactor?: number;
+  /**
+   * Copies that must have a record before an `acks=all` write of it succeeds (`min.insync.replicas`):
+   * with 2 of 3 a topic keeps taking writes while one broker is down, and a record acknowledged is
+   * on two brokers. @default 2 when the replication factor is 2 or more, else 1
+   */
+  minInsyncReplicas?: number;
   /** Which topics. @default all */
   ids?: readonly TopicId[];
 }
@@ -32,12 +40,19 @@ const { ConfigResourceTypes } = kafkajs;
 export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}): Promise<string[]> {
   const ids = options.ids ?? (Object.keys(TOPICS) as TopicId[]);
   const admin = kafka.admin();
-  await admin.connect();
+  try {
+    await admin.connect();
+  } catch (err) {
+    // The first contact of most services: a refused login or an untrusted certificate ends here, named.
+    throw settingErrorOf(kafka, err) ?? err;
+  }
   try {
     const existing = new Set(await admin.listTopics());
     const wanted = ids.map((id) => ({ id, name: topicName(id, options.naming) }));
     const missing = wanted.filter((w) => !existing.has(w.name));
     if (missing.length > 0) {
+      const replicationFactor = options.replicationFactor ?? Math.min(3, (await admin.describeCluster()).brokers.length);
+      const minInsync = options.minInsyncReplicas ?? (replicationFactor >= 2 ? 2 : 1);
       await retry(
         () =>
           admin.createTopics({
@@ -45,8 +60,9 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
             topics: missing.map(({ id, name }) => ({
               topic: name,
               numPartitions: options.partitions ?? 6,
-              replicationFactor: options.replicationFactor ?? 1,
+              replicationFactor,
               configEntries: [
+                { name: 'min.insync.replicas', value: String(minInsync) },
                 { name: 'cleanup.policy', value: TOPICS[id].cleanup },
                 { name: 'retention.ms', value: String(TOPICS[id].retentionMs) },
                 { name: 'max.message.bytes', value: String(TOPICS[id].maxMessageBytes) },

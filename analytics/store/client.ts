@@ -6,7 +6,7 @@
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
+import { ErrorCodes, Secret, TurnstreamError, untrustedCertificate } from '../../core/index.ts';
 import type { Column } from './row-binary.ts';
 import { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
 import { tableNames, type Tables } from './tables.ts';
@@ -26,7 +26,8 @@ export class AnalyticsStore {
     this.client = createClient({
       url: this.options.url,
       username: this.options.username,
-      password: this.options.password,
+      password: this.options.password instanceof Secret ? this.options.password.reveal() : this.options.password,
+      ...(this.options.tls?.ca ? { tls: { ca_cert: Buffer.from(this.options.tls.ca) } } : {}),
       request_timeout: this.options.requestTimeoutMs,
       clickhouse_settings: SETTINGS,
       // Errors are ours to report (with backoff and context); the client's own logger would
@@ -100,6 +101,8 @@ export class AnalyticsStore {
     try {
       return await run();
     } catch (err) {
+      const refused = this.settingError(err);
+      if (refused) throw refused;
       const short = what.replace(/\s+/g, ' ').slice(0, 120);
       // The server answered with an exception (its message starts with "Code: N"): not an outage.
       if (
@@ -118,4 +121,26 @@ export class AnalyticsStore {
       );
     }
   }
+
+  /**
+   * A failure no retry can fix, as a TS_ERR_INVALID_INPUT naming the setting: the server refused
+   * the user or password (codes 192–194, 516), or its certificate is not trusted.
+   */
+  private settingError(err: unknown): TurnstreamError | undefined {
+    const where = `ClickHouse at ${this.options.url}`;
+    const code = Number((err as { code?: unknown }).code ?? /^Code: (\d+)/.exec((err as Error).message ?? '')?.[1]);
+    if (LOGIN_REFUSED.has(code)) {
+      const p = this.options.password;
+      const setting = (p instanceof Secret ? p.setting : 'CLICKHOUSE_PASSWORD').split('=')[0];
+      return new TurnstreamError(
+        ErrorCodes.INVALID_INPUT,
+        `${where} refused the login of user "${this.options.username}" (code ${code}): check CLICKHOUSE_USER and ${setting}`,
+        { param: setting, retriable: false, cause: err },
+      );
+    }
+    return untrustedCertificate(err, where, { ...this.options.tls, setting: this.options.tls?.setting ?? 'CLICKHOUSE_CA_FILE' });
+  }
 }
+
+/** ClickHouse's codes for a login it refuses: UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD, AUTHENTICATION_FAILED. */
+const LOGIN_REFUSED = new Set([192, 193, 194, 516]);

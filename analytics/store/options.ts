@@ -1,12 +1,15 @@
 import type { createClient } from '@clickhouse/client';
+import type { Secret, TlsOptions } from '../../core/index.ts';
 /** Where the analytics tables live. */
 export interface AnalyticsOptions {
   /** ClickHouse HTTP URL. @default 'http://127.0.0.1:8123' */
   url?: string;
   /** @default 'default' */
   username?: string;
-  /** @default '' */
-  password?: string;
+  /** A `Secret` prints as `[secret from …]` wherever the options are logged. @default '' */
+  password?: string | Secret;
+  /** Whom to trust over https (CLICKHOUSE_CA_FILE). @default Node's roots */
+  tls?: TlsOptions;
   /** Database of the analytics tables; created when missing. @default 'turnstream' */
   database?: string;
   /**
@@ -27,7 +30,8 @@ export interface AnalyticsOptions {
 export interface ResolvedAnalyticsOptions {
   url: string;
   username: string;
-  password: string;
+  password: string | Secret;
+  tls: TlsOptions | undefined;
   database: string;
   tablePrefix: string;
   requestTimeoutMs: number;
@@ -45,6 +49,7 @@ export function resolveAnalyticsOptions(o: AnalyticsOptions = {}): ResolvedAnaly
     url: (o.url ?? 'http://127.0.0.1:8123').replace(/\/+$/, ''),
     username: o.username ?? 'default',
     password: o.password ?? '',
+    tls: o.tls,
     database,
     tablePrefix: identFragment(o.tablePrefix ?? ''),
     requestTimeoutMs: o.requestTimeoutMs ?? 30000,

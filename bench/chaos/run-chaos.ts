@@ -90,15 +90,21 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
   // services and the stack this run started are stopped, as at its end.
   try {
     const logger = createLogger('chaos', 'error');
-    const kafka = createKafka({ brokers: parseBrokers(up.brokers), clientId: 'chaos', logger });
-    const codecs = await waitForDependencies({ kafka, brokers: up.brokers, registryUrl: up.registryUrl, logger });
+    const kafka = createKafka({ brokers: parseBrokers(up.brokers), clientId: 'chaos', logger, security: up.security.kafka });
+    const codecs = await waitForDependencies({
+      kafka,
+      brokers: up.brokers,
+      registryUrl: up.registryUrl,
+      registrySecurity: up.security.registry,
+      logger,
+    });
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const env = serviceEnv(home, up, gatewayPort);
     await initWeights(env);
     const supervisor = (running.supervisor = chaosSupervisor(home, env, say));
     await startServices(supervisor, gatewayUrl, home);
     say('chaos: every service is up');
-    const store = new AnalyticsStore({ url: up.clickhouseUrl });
+    const store = new AnalyticsStore({ url: up.clickhouseUrl, ...up.security.clickhouse });
     const observer = await Observer.start(kafka, codecs, store, logger);
 
     try {

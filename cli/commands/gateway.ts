@@ -15,6 +15,7 @@ import { createLogger } from '../../core/index.ts';
 import { initCheckpoint, WeightStore } from '../../policy/index.ts';
 import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
+import { exitOnError } from '../exit-on-error.ts';
 
 const DEFAULT_BROKERS = '127.0.0.1:9092';
 const DEFAULT_REGISTRY = 'http://127.0.0.1:8081/apis/ccompat/v7';
@@ -69,7 +70,10 @@ export function register(program: Command): void {
         kafka: {
           brokers: parseBrokers(config.kafkaBrokers ?? DEFAULT_BROKERS),
           registryUrl: config.schemaRegistryUrl ?? DEFAULT_REGISTRY,
+          security: config.security,
           naming: { prefix: config.topicPrefix },
+          // A wrong password or CA is a setting to fix, not an outage to wait out: one line, exit 2.
+          onSettingError: exitOnError,
         },
         ...(!served
           ? { upstream: { baseUrl: config.upstream.baseUrl!, apiKey: config.upstream.apiKey, model: config.upstream.model } }

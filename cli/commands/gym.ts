@@ -32,6 +32,7 @@ import {
 import { stackDown, stackUp } from '../../infra/index.ts';
 import { parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
+import { stackSecurity } from '../connection-settings.ts';
 import { servedModel } from '../served-model.ts';
 
 /** The suite `turnstream gym` runs when none is given. */
@@ -331,6 +332,7 @@ export function register(program: Command): void {
         kafkaBrokers: config.kafkaBrokers,
         schemaRegistryUrl: config.schemaRegistryUrl,
         clickhouseUrl: config.clickhouseUrl,
+        security: stackSecurity(config),
         onProgress: (p) => progress(`  ${p.service}: ${p.message}`),
       });
       const startedInfra = Object.values(stack.services).some((s) => s.state === 'started');
@@ -342,6 +344,7 @@ export function register(program: Command): void {
           agent: f.agent,
           brokers: parseBrokers(stack.brokers),
           registryUrl: stack.registryUrl,
+          security: config.security,
           model: { name: served.name, path: served.path, sha256: served.sha256 },
           systemPrompt: served.systemPrompt,
           ...shape,
@@ -349,7 +352,13 @@ export function register(program: Command): void {
           ...tuning,
           threads: config.llama.threads,
           normalizeStd: config.grpo.normalizeStd,
-          clickhouse: { url: stack.clickhouseUrl, database: config.clickhouse.database },
+          clickhouse: {
+            url: stack.clickhouseUrl,
+            database: config.clickhouse.database,
+            username: config.clickhouse.username,
+            password: config.clickhouse.password,
+            tls: config.clickhouse.tls,
+          },
           signal: stop.signal,
           onProgress: progress,
         };

@@ -77,10 +77,14 @@ export function register(program: Command): void {
       const endpoints = endpointsOf(
         resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
       );
-      const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: 'turnstream-import' });
+      const kafka = createKafka({
+        brokers: parseBrokers(endpoints.brokers),
+        clientId: 'turnstream-import',
+        security: config.security.kafka,
+      });
       const naming = { prefix: config.topicPrefix };
       await ensureTopics(kafka, { naming, ids: ['turns', 'feedback'] });
-      const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
+      const codecs = await createEventCodecs({ registryUrl: endpoints.registryUrl, registrySecurity: config.security.registry, naming });
       const bar = new cliProgress.SingleBar(
         {
           stream: process.stderr,

@@ -1,16 +1,30 @@
 /**
- * `turnstream infra up|down|status [--json]`: the local Kafka, Schema Registry and
- * ClickHouse. Progress goes to stderr; URLs (or JSON) to stdout.
+ * `turnstream infra up|down|status [--secure] [--brokers n] [--json]`: the local Kafka, Schema
+ * Registry and ClickHouse; `--secure` and `--brokers n` are stacks of their own, beside the plain
+ * one. Progress goes to stderr; the settings to export (or JSON) to stdout.
  */
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { stackDown, stackPids, stackStatus, stackUp, type StackOptions, type StackProgress, type StackStatus } from '../../infra/index.ts';
+import {
+  clientSettings,
+  stackDown,
+  stackPids,
+  stackStatus,
+  stackUp,
+  MAX_BROKER_COUNT,
+  type StackOptions,
+  type StackProgress,
+  type StackStatus,
+} from '../../infra/index.ts';
 import { loadConfig } from '../config.ts';
-import { TurnstreamError } from '../../core/index.ts';
+import { stackSecurity } from '../connection-settings.ts';
+import { invalidInput, TurnstreamError } from '../../core/index.ts';
 
 interface InfraFlags {
   home?: string;
   host?: string;
+  secure?: boolean;
+  brokers?: number;
   kafkaPort?: number;
   kafkaControllerPort?: number;
   registryPort?: number;
@@ -27,10 +41,26 @@ const port = (v: string): number => {
   return n;
 };
 
+const brokerCount = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_BROKER_COUNT)
+    throw invalidInput(`--brokers: expected 1 to ${MAX_BROKER_COUNT}, not ${v}`, '--brokers');
+  return n;
+};
+
 function withStackFlags(cmd: Command): Command {
   return cmd
     .option('--home <dir>', 'data, logs and pids of the stack (TURNSTREAM_HOME, default ./.turnstream)')
     .option('--host <addr>', 'address the services listen on', '127.0.0.1')
+    .option(
+      '--secure',
+      'the secured stack (in <home>/stacks/secure, ports +100): Kafka SASL_SSL with SCRAM users, the registry over https with basic auth, ClickHouse over https with a password, certificates from a CA of its own',
+    )
+    .option(
+      '--brokers <n>',
+      `Kafka nodes, each broker and controller (in <home>/stacks/brokers-<n>, ports +200), 1 to ${MAX_BROKER_COUNT}`,
+      brokerCount,
+    )
     .option('--kafka-port <port>', 'Kafka client port', port)
     .option('--kafka-controller-port <port>', 'Kafka KRaft controller port', port)
     .option('--registry-port <port>', 'Schema Registry HTTP port', port)
@@ -50,6 +80,9 @@ function stackOptions(flags: InfraFlags, onProgress?: (p: StackProgress) => void
   return {
     home: flags.home ?? config.home,
     host: flags.host,
+    secure: flags.secure,
+    brokerCount: flags.brokers,
+    security: stackSecurity(config),
     kafkaPort: flags.kafkaPort,
     kafkaControllerPort: flags.kafkaControllerPort,
     registryPort: flags.registryPort,
@@ -101,13 +134,22 @@ export function register(program: Command): void {
         const result = await stackUp(stackOptions(flags, flags.json ? undefined : progressLine));
         if (flags.json) {
           process.stdout.write(
-            JSON.stringify({ ...(await stackStatus(stackOptions(flags))), services: result.services, ms: result.ms }) + '\n',
+            JSON.stringify({
+              ...(await stackStatus(stackOptions(flags))),
+              services: result.services,
+              settings: clientSettings(stackOptions(flags), result),
+              ms: result.ms,
+            }) + '\n',
           );
           return;
         }
         process.stderr.write(`stack up in ${(result.ms / 1000).toFixed(1)} s\n`);
+        // A secured stack's passwords as the files that hold them, never their values.
+        const settings = clientSettings(stackOptions(flags), result);
         process.stdout.write(
-          `KAFKA_BROKERS=${result.brokers}\nSCHEMA_REGISTRY_URL=${result.registryUrl}\nCLICKHOUSE_URL=${result.clickhouseUrl}\n`,
+          Object.entries(settings)
+            .map(([k, v]) => `${k}=${v}\n`)
+            .join(''),
         );
       }),
     );

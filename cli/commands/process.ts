@@ -33,10 +33,21 @@ export async function startProcessorFromConfig(name: ProcessorName, config: Turn
   const endpoints = endpointsOf(
     resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
   );
-  const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-${name}-${instanceId}` });
+  const kafka = createKafka({
+    brokers: parseBrokers(endpoints.brokers),
+    clientId: `turnstream-${name}-${instanceId}`,
+    security: config.security.kafka,
+  });
   const naming = { prefix: config.topicPrefix };
   const logger = createLogger(name, config.logLevel);
-  const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
+  const codecs = await waitForDependencies({
+    kafka,
+    brokers: endpoints.brokers,
+    registryUrl: endpoints.registryUrl,
+    registrySecurity: config.security.registry,
+    naming,
+    logger,
+  });
   const common = {
     kafka,
     codecs,

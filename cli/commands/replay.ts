@@ -116,7 +116,11 @@ export function register(program: Command): void {
       const endpoints = endpointsOf(
         resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
       );
-      const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-replay-${flags.tag}` });
+      const kafka = createKafka({
+        brokers: parseBrokers(endpoints.brokers),
+        clientId: `turnstream-replay-${flags.tag}`,
+        security: config.security.kafka,
+      });
       const logger = createLogger('replay', config.logLevel);
       const abort = new AbortController();
       const onSignal = () => abort.abort();
@@ -130,6 +134,7 @@ export function register(program: Command): void {
       const summary = await runReplay({
         kafka,
         registryUrl: endpoints.registryUrl,
+        registrySecurity: config.security.registry,
         prefix: config.topicPrefix,
         tag: flags.tag,
         from,

@@ -20,6 +20,7 @@ export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions 
     database: config.clickhouse.database,
     username: config.clickhouse.username,
     password: config.clickhouse.password,
+    tls: config.clickhouse.tls,
     tablePrefix: config.clickhouse.tablePrefix,
   };
 }
@@ -33,10 +34,21 @@ export async function startSinkFromConfig(
   const endpoints = endpointsOf(
     resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
   );
-  const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-clickhouse-sink-${instanceId}` });
+  const kafka = createKafka({
+    brokers: parseBrokers(endpoints.brokers),
+    clientId: `turnstream-clickhouse-sink-${instanceId}`,
+    security: config.security.kafka,
+  });
   const naming = { prefix: config.topicPrefix };
   const logger = createLogger('clickhouse-sink', config.logLevel);
-  const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
+  const codecs = await waitForDependencies({
+    kafka,
+    brokers: endpoints.brokers,
+    registryUrl: endpoints.registryUrl,
+    registrySecurity: config.security.registry,
+    naming,
+    logger,
+  });
   return startClickhouseSink({
     kafka,
     codecs,

@@ -102,9 +102,20 @@ async function runTrain(f: TrainFlags): Promise<void> {
   const endpoints = endpointsOf(
     resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
   );
-  const kafka = createKafka({ brokers: parseBrokers(endpoints.brokers), clientId: `turnstream-trainer-${f.instance}` });
+  const kafka = createKafka({
+    brokers: parseBrokers(endpoints.brokers),
+    clientId: `turnstream-trainer-${f.instance}`,
+    security: config.security.kafka,
+  });
   const naming = { prefix: config.topicPrefix };
-  const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
+  const codecs = await waitForDependencies({
+    kafka,
+    brokers: endpoints.brokers,
+    registryUrl: endpoints.registryUrl,
+    registrySecurity: config.security.registry,
+    naming,
+    logger,
+  });
   if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
   const served = await servedModel(config, { spec: f.model, logger });
   const handle = await startLearner(learnerOptions(config, s, f, served, { kafka, codecs, logger }));

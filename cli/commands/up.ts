@@ -10,6 +10,7 @@ import { detectCudaDevice, ensureNativeTensorflow } from '../../policy/index.ts'
 import { createEventCodecs, createKafka, ensureTopics, parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
+import { stackSecurity } from '../connection-settings.ts';
 import { progressReporter } from './model.ts';
 import { PROCESSORS } from './process.ts';
 import { Supervisor, type ServiceSpec } from '../../infra/index.ts';
@@ -88,15 +89,20 @@ export function register(program: Command): void {
         kafkaBrokers: config.kafkaBrokers,
         schemaRegistryUrl: config.schemaRegistryUrl,
         clickhouseUrl: config.clickhouseUrl,
+        security: stackSecurity(config),
         onProgress: (p) => say(`  ${p.service}: ${p.message}`),
       });
       const startedInfra = Object.values(stack.services).some((s) => s.state === 'started');
       say(`  kafka      ${stack.brokers}\n  registry   ${stack.registryUrl}\n  clickhouse ${stack.clickhouseUrl}   (${stack.ms} ms)`);
 
       // Topics and schemas once, before the services race to create them.
-      const kafka = createKafka({ brokers: parseBrokers(stack.brokers), clientId: 'turnstream-up' });
+      const kafka = createKafka({ brokers: parseBrokers(stack.brokers), clientId: 'turnstream-up', security: config.security.kafka });
       await ensureTopics(kafka, { naming: { prefix: config.topicPrefix } });
-      await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix: config.topicPrefix } });
+      await createEventCodecs({
+        registryUrl: stack.registryUrl,
+        registrySecurity: config.security.registry,
+        naming: { prefix: config.topicPrefix },
+      });
 
       const gatewayUrl = `http://${config.host}:${config.gateway.port}`;
       const only = flags.only?.split(',').map((s) => s.trim());

@@ -4,6 +4,8 @@
  * (ClawGym-RL: 8 tasks × 8 samples, temperature 0.7, PPO clip 0.2/0.28, eval every 5 steps),
  * scaled to a CPU where its hour demands it (docs/gym.md says what was measured).
  */
+import type { AnalyticsOptions } from '../../analytics/index.ts';
+import type { ConnectionSecurity } from '../../streams/index.ts';
 import type { AgentKind } from '../agent/rollout-types.ts';
 import type { Task } from '../tasks/task.ts';
 import type { TaskSampling } from './task-schedule.ts';
@@ -16,6 +18,8 @@ export interface GymRunOptions {
   /** Kafka bootstrap servers and the Confluent-compatible registry. */
   brokers: string[];
   registryUrl: string;
+  /** TLS and logins of Kafka and the registry. @default plaintext, no login */
+  security?: ConnectionSecurity;
   /** The GGUF model served by llama.cpp and trained as LoRA versions. */
   model: { name: string; path: string; sha256: string };
   /** Which agent plays. @default 'builtin' */
@@ -80,7 +84,7 @@ export interface GymRunOptions {
   /** System prompt of the served model. @default the catalog's */
   systemPrompt?: string;
   /** ClickHouse of the local stack: the run's turns, rewards and samples land there too. @default none */
-  clickhouse?: { url: string; database?: string };
+  clickhouse?: Pick<AnalyticsOptions, 'url' | 'database' | 'username' | 'password' | 'tls'> & { url: string };
   /** Stops the run: rollouts and sandboxes end, services stop. */
   signal?: AbortSignal;
   onProgress?: (line: string) => void;
@@ -113,8 +117,10 @@ export const GYM_SAMPLING: Readonly<{ temperature: number; topP: number; maxToke
 });
 
 /** The defaults filled in. */
-export type GymSettings = Required<Omit<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>> &
-  Pick<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>;
+export type GymSettings = Required<
+  Omit<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads' | 'security'>
+> &
+  Pick<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads' | 'security'>;
 
 export function gymSettings(o: GymRunOptions): GymSettings {
   const steps = o.steps ?? 30;

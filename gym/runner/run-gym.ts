@@ -100,9 +100,14 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
   s.onProgress?.(sandboxLine(await prepareSandbox()));
   const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const naming = { prefix: `gym-${runId}.` };
-  const kafka = createKafka({ brokers: s.brokers, clientId: 'turnstream-gym', logger: createLogger('kafka', 'error') });
+  const kafka = createKafka({
+    brokers: s.brokers,
+    clientId: 'turnstream-gym',
+    logger: createLogger('kafka', 'error'),
+    security: s.security?.kafka,
+  });
   await ensureTopics(kafka, { naming });
-  const codecs = await createEventCodecs({ registryUrl: s.registryUrl, naming });
+  const codecs = await createEventCodecs({ registryUrl: s.registryUrl, registrySecurity: s.security?.registry, naming });
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-gym-'));
   // The learner's backend first (native TensorFlow where it can be had): tensors belong to the backend they were made on.
   const backend = await selectBackend(undefined, { logger });
@@ -123,7 +128,7 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
         codecs,
         logger,
         groupId: `${naming.prefix}turnstream-clickhouse-sink`,
-        analytics: { url: s.clickhouse.url, database: s.clickhouse.database ?? 'turnstream' },
+        analytics: { ...s.clickhouse, database: s.clickhouse.database ?? 'turnstream' },
       });
       await sink.ready;
     }

@@ -149,7 +149,7 @@ async function startSeedServices(ctx: SeedContext, modelId: string): Promise<See
     modelId,
     weightsDir: ctx.weightsDir,
     logger: ctx.logger,
-    kafka: { brokers: s.brokers, registryUrl: s.registryUrl, naming: ctx.naming, kafka: ctx.kafka },
+    kafka: { brokers: s.brokers, registryUrl: s.registryUrl, security: s.security, naming: ctx.naming, kafka: ctx.kafka },
   });
   const url = gw.url;
   const lineage = new LoraLineage({

@@ -45,7 +45,7 @@ test('given endpoints replace the local ones (trailing slashes dropped)', () => 
 
 test('Kafka server.properties: one combined KRaft node with single-node replication settings', () => {
   const o = resolveStackOptions({ kafkaPort: 19092, kafkaControllerPort: 19093 }, '/w');
-  const props = parseProperties(kafkaServerProperties(o, kafkaPaths(o).dataDir));
+  const props = parseProperties(kafkaServerProperties(o, { nodeId: 1, dataDir: kafkaPaths(o).nodes[0].dataDir }));
   assert.equal(props.get('process.roles'), 'broker,controller');
   assert.equal(props.get('node.id'), '1');
   assert.equal(props.get('controller.quorum.voters'), '1@127.0.0.1:19093');
@@ -62,7 +62,7 @@ test('Kafka server.properties: one combined KRaft node with single-node replicat
 
 test('the Docker descriptions of the broker (compose file, test containers) carry its settings', () => {
   const o = resolveStackOptions({}, '/w');
-  const props = parseProperties(kafkaServerProperties(o, kafkaPaths(o).dataDir));
+  const props = parseProperties(kafkaServerProperties(o, { nodeId: 1, dataDir: kafkaPaths(o).nodes[0].dataDir }));
   // Addresses and paths differ inside a container; every other setting must be the same.
   const where = new Set([
     'listeners',
