@@ -6,7 +6,7 @@
  */
 import type { Secret, TlsOptions } from '../core/index.ts';
 import type { StackSecurity } from '../infra/index.ts';
-import { SASL_MECHANISMS, type ConnectionSecurity, type KafkaSecurity } from '../streams/index.ts';
+import { SASL_MECHANISMS, securityProtocol, type ConnectionSecurity, type KafkaSecurity } from '../streams/index.ts';
 
 /** What of cli/config.ts's SettingsReader these settings use (named here, so neither file imports the other's types in a circle). */
 export interface SecuritySettingsReader {
@@ -84,4 +84,57 @@ export function stackSecurity(config: {
 }): StackSecurity {
   const c = config.clickhouse;
   return { ...config.security, clickhouse: { username: c.username, password: c.password, tls: c.tls } };
+}
+
+/** How one service is reached, as `turnstream doctor` shows it: what is set, never a secret's value. */
+export interface ConnectionReport {
+  /** The endpoint, or `local stack` when none is given. */
+  endpoint: string;
+  /** `PLAINTEXT`, `SASL_SSL` … for Kafka; `http`/`https` for the others. */
+  protocol: string;
+  /** The login's user (and mechanism), or undefined for none. */
+  user: string | undefined;
+  /** `set (KAFKA_SASL_PASSWORD_FILE=/run/secrets/kafka)`, or `not set`. */
+  password: string;
+  /** The CA file, or Node's default roots. */
+  trust: string;
+}
+
+/** Every service's connection settings, for `doctor`: a password shows as set (and from where), never as itself. */
+export function connectionReport(config: {
+  kafkaBrokers: string | undefined;
+  schemaRegistryUrl: string | undefined;
+  clickhouseUrl: string | undefined;
+  security: ConnectionSecurity;
+  clickhouse: { username: string | undefined; password: Secret | undefined; tls: TlsOptions | undefined };
+}): Record<'kafka' | 'registry' | 'clickhouse', ConnectionReport> {
+  const password = (s: Secret | undefined): string => (s ? `set (${s.setting})` : 'not set');
+  const trust = (tls: TlsOptions | undefined): string => (tls?.ca ? (tls.setting ?? 'a CA file') : "Node's default roots");
+  const scheme = (url: string | undefined): string => (url ? new URL(url).protocol.replace(':', '') : 'http');
+  const k = config.security.kafka;
+  const r = config.security.registry;
+  const c = config.clickhouse;
+  return {
+    kafka: {
+      endpoint: config.kafkaBrokers ?? 'local stack',
+      protocol: securityProtocol(k),
+      user: k?.sasl ? `${k.sasl.username} (${k.sasl.mechanism.toUpperCase()})` : undefined,
+      password: password(k?.sasl?.password),
+      trust: k?.tls ? trust(k.tls) : 'no TLS',
+    },
+    registry: {
+      endpoint: config.schemaRegistryUrl ?? 'local stack',
+      protocol: scheme(config.schemaRegistryUrl),
+      user: r?.username,
+      password: password(r?.password),
+      trust: trust(r?.tls),
+    },
+    clickhouse: {
+      endpoint: config.clickhouseUrl ?? 'local stack',
+      protocol: scheme(config.clickhouseUrl),
+      user: c.username,
+      password: password(c.password),
+      trust: trust(c.tls),
+    },
+  };
 }

@@ -2,8 +2,10 @@
  * `turnstream doctor [--json] [--no-install]`: what this machine gives turnstream, and why: the
  * Node version, the tfjs backend a training service gets (native TensorFlow, built on first use,
  * or the fallback with the reason and the fix), the CUDA device, the native build in the cache,
- * llama.cpp's runtime, and the gym's sandbox with how its caps are kept (a cgroup per rollout,
- * v2 or v1, or per-process limits only, and why). One JSON object with --json.
+ * llama.cpp's runtime, the gym's sandbox with how its caps are kept (a cgroup per rollout,
+ * v2 or v1, or per-process limits only, and why), and how the services reach Kafka, the registry
+ * and ClickHouse (a password shows as set, and from which setting, never as itself). One JSON
+ * object with --json.
  */
 import type { Command } from 'commander';
 import {
@@ -17,6 +19,7 @@ import {
 } from '../../policy/index.ts';
 import { DEFAULT_CAPS, DEFAULT_LIMITS, detectSandbox, type SandboxReport } from '../../gym/index.ts';
 import { loadConfig } from '../config.ts';
+import { connectionReport, type ConnectionReport } from '../connection-settings.ts';
 import { progressReporter } from './model.ts';
 
 /** The Node.js release lines the project is tested on. */
@@ -30,6 +33,8 @@ export interface DoctorReport {
   llamaCpp: { backend: string } | { error: string };
   /** The gym's sandbox (Linux namespaces): which kind, and why not where none; `caps`: how each rollout's memory and processes are capped. */
   sandbox: SandboxReport | { error: string };
+  /** How the services reach Kafka, the registry and ClickHouse (the settings, not a connection test). */
+  connections: Record<'kafka' | 'registry' | 'clickhouse', ConnectionReport>;
 }
 
 export async function doctorReport(opts: { install: boolean }): Promise<DoctorReport> {
@@ -62,6 +67,7 @@ export async function doctorReport(opts: { install: boolean }): Promise<DoctorRe
     cuda: detectCudaDevice(),
     llamaCpp,
     sandbox,
+    connections: connectionReport(config),
   };
 }
 
@@ -85,6 +91,11 @@ function print(r: DoctorReport): void {
     );
   else say(`sandbox     none: ${sb.backends.map((b) => `${b.kind}: ${b.reason}`).join('; ')}${sb.fix ? `. Fix: ${sb.fix}` : ''}`);
   if (!('error' in sb)) say(`limits      ${capsLine(sb.caps)}`);
+  for (const [name, c] of Object.entries(r.connections)) {
+    say(
+      `${name.padEnd(12)}${c.endpoint} ${c.protocol}${c.user ? `, user ${c.user}` : ''}, password ${c.password}, trusts ${c.trust}`,
+    );
+  }
 }
 
 const gib = (bytes: number): string => `${+(bytes / 1024 ** 3).toFixed(2)} GiB`;
