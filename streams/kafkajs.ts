@@ -1,5 +1,6 @@
 /**
- * kafkajs, loaded with three of its hot paths replaced. Every value import of kafkajs goes through
+ * kafkajs, loaded with three of its hot paths replaced, and its producer's send fixed so that a
+ * broker lost mid-send loses no record (streams/kafkajs-send-messages.ts, tulios/kafkajs#1303). Every value import of kafkajs goes through
  * this module (an eslint rule holds the line), so the replacements are in place before kafkajs
  * loads its protocol modules, which capture them at load time.
  *
@@ -26,6 +27,7 @@
 import { createRequire, Module } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import { ErrorCodes, TurnstreamError } from '../core/index.ts';
+import { createSendMessages } from './kafkajs-send-messages.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -46,6 +48,7 @@ const paths = {
   encoder: require.resolve('kafkajs/src/protocol/encoder.js'),
   crc32c: require.resolve('kafkajs/src/protocol/recordBatch/crc32C/index.js'),
   murmur2: require.resolve('kafkajs/src/producer/partitioners/default/murmur2.js'),
+  sendMessages: require.resolve('kafkajs/src/producer/sendMessages.js'),
 };
 
 if (require.cache[paths.kafkajs] !== undefined)
@@ -98,6 +101,7 @@ export function murmur2(key: Buffer | string): number {
   return h ^ (h >>> 15);
 }
 provide(paths.murmur2, murmur2);
+provide(paths.sendMessages, createSendMessages);
 
 const Encoder = require(paths.encoder) as EncoderClass;
 Encoder.prototype.ensureAvailable = function ensureAvailable(this: EncoderState, length: number): void {
@@ -123,6 +127,11 @@ export type Kafka = KafkaJs.Kafka;
 export type logLevel = KafkaJs.logLevel;
 
 /** What kafkajs' own modules now load for the CRC and the encoder (for the tests). */
-export function kafkajsInternals(): { crc32c: unknown; murmur2: unknown; Encoder: unknown } {
-  return { crc32c: require(paths.crc32c), murmur2: require(paths.murmur2), Encoder: require(paths.encoder) };
+export function kafkajsInternals(): { crc32c: unknown; murmur2: unknown; Encoder: unknown; sendMessages: unknown } {
+  return {
+    crc32c: require(paths.crc32c),
+    murmur2: require(paths.murmur2),
+    Encoder: require(paths.encoder),
+    sendMessages: require(paths.sendMessages),
+  };
 }

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { kafkajsInternals, murmur2, nativeCrc32c, PooledEncoder } from '../../../streams/kafkajs.ts';
+import { createSendMessages } from '../../../streams/kafkajs-send-messages.ts';
 
 const require = createRequire(import.meta.url);
 /** A kafkajs module as kafkajs ships it, though the cache holds our replacement. */
@@ -34,11 +35,12 @@ const murmur2OfKafkajs = loadOriginal('kafkajs/src/producer/partitioners/default
 // kafkajs' own CRC-32C in JavaScript, which the native one replaces.
 const jsCrc32c = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C.js') as (b: Buffer) => number;
 
-test("kafkajs' own modules load the native CRC-32C, the 32-bit murmur2 and the pooled encoder", () => {
-  const { crc32c, murmur2: hash, Encoder } = kafkajsInternals();
+test("kafkajs' own modules load the native CRC-32C, the 32-bit murmur2, the pooled encoder and the fixed send", () => {
+  const { crc32c, murmur2: hash, Encoder, sendMessages } = kafkajsInternals();
   assert.equal(crc32c, nativeCrc32c);
   assert.equal(hash, murmur2);
   assert.equal(Encoder, PooledEncoder);
+  assert.equal(sendMessages, createSendMessages);
 });
 
 test('the native CRC-32C gives the check value and agrees with the JavaScript one', () => {
@@ -81,4 +83,100 @@ test('a record batch built on pooled memory holds only what was written: it deco
   );
   // firstOffset (8) · length (4) · partitionLeaderEpoch (4) · magic (1) · CRC (4) · what the CRC covers
   assert.equal(bytes.readUInt32BE(17), jsCrc32c(bytes.subarray(21)) >>> 0);
+});
+
+/**
+ * A send of two partitions where broker 1 dies with the request for partition 0 in flight and
+ * broker 2 answers for partition 1; the refreshed metadata then names broker 2 the leader of
+ * partition 0 too. What each broker was asked to write, and what the send resolved with.
+ */
+async function sendAcrossAFailover(create: (context: unknown) => (o: object) => Promise<Array<{ partition: number }>>) {
+  const leaderOf0 = { now: 1 };
+  const written: Array<{ node: number; partition: number }> = [];
+  const broker = (node: number) => ({
+    nodeId: node,
+    async produce({ topicData }: { topicData: Array<{ topic: string; partitions: Array<{ partition: number }> }> }) {
+      if (node === 1)
+        throw Object.assign(new Error('Connection error: read ECONNRESET'), { name: 'KafkaJSConnectionError', retriable: true });
+      const partitions = topicData.flatMap((t) => t.partitions);
+      for (const p of partitions) written.push({ node, partition: p.partition });
+      return {
+        topics: [{ topicName: 't', partitions: partitions.map((p) => ({ partition: p.partition, errorCode: 0, baseOffset: '0' })) }],
+      };
+    },
+  });
+  const brokers = new Map([
+    ['1', broker(1)],
+    ['2', broker(2)],
+  ]);
+  const metadata = () => [
+    { partitionId: 0, leader: leaderOf0.now },
+    { partitionId: 1, leader: 2 },
+  ];
+  const sequences = new Map<number, number>();
+  const retry = require('kafkajs/src/retry/index.js') as (o: object) => unknown;
+  const send = create({
+    logger: { debug: () => undefined, error: () => undefined },
+    cluster: {
+      targetTopics: new Set(['t']),
+      refreshMetadataIfNecessary: async () => undefined,
+      refreshMetadata: async () => void (leaderOf0.now = 2),
+      findTopicPartitionMetadata: metadata,
+      findLeaderForPartitions: (_: string, partitions: Array<number | string>) => {
+        const out: Record<string, number[]> = {};
+        for (const p of partitions.map(Number)) (out[metadata()[p].leader] ??= []).push(p);
+        return out;
+      },
+      findBroker: async ({ nodeId }: { nodeId: string }) => brokers.get(String(nodeId)),
+      addMultipleTargetTopics: async () => undefined,
+      removeBroker: () => undefined,
+      isConnected: () => true,
+      connect: async () => undefined,
+    },
+    partitioner: ({ message }: { message: { partition: number } }) => message.partition,
+    eosManager: {
+      isTransactional: () => false,
+      getProducerId: () => 1,
+      getProducerEpoch: () => 0,
+      getTransactionalId: () => undefined,
+      getSequence: (_: string, p: number) => sequences.get(p) ?? 0,
+      updateSequence: (_: string, p: number, n: number) => void sequences.set(p, (sequences.get(p) ?? 0) + n),
+      acquireBrokerLock: async () => undefined,
+      releaseBrokerLock: async () => undefined,
+      addPartitionsToTransaction: async () => undefined,
+    },
+    retrier: retry({ retries: 3, initialRetryTime: 1, maxRetryTime: 5 }),
+  });
+  const result = await send({
+    acks: -1,
+    timeout: 1000,
+    topicMessages: [
+      {
+        topic: 't',
+        messages: [
+          { partition: 0, value: 'a' },
+          { partition: 1, value: 'b' },
+        ],
+      },
+    ],
+  });
+  return { written, resolved: result.map((r) => r.partition).sort(), sequences: Object.fromEntries(sequences) };
+}
+
+test("kafkajs' own send resolves without the records of a partition that moved to a broker that had answered (#1303); the fixed one sends them there", async () => {
+  const stock = loadOriginal('kafkajs/src/producer/sendMessages.js') as (
+    context: unknown,
+  ) => (o: object) => Promise<Array<{ partition: number }>>;
+  const lost = await sendAcrossAFailover(stock);
+  assert.deepEqual(lost.written, [{ node: 2, partition: 1 }], 'kafkajs never sends partition 0 again');
+  assert.deepEqual(lost.resolved, [1], '… and resolves anyway');
+
+  const fixed = await sendAcrossAFailover(createSendMessages as never);
+  assert.deepEqual(fixed.written, [
+    { node: 2, partition: 1 },
+    { node: 2, partition: 0 },
+  ]);
+  assert.deepEqual(fixed.resolved, [0, 1]);
+  // The failed request's sequence numbers were given back: each partition's record is sequence 0, once.
+  assert.deepEqual(fixed.sequences, { 0: 1, 1: 1 });
 });
