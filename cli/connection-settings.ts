@@ -54,7 +54,7 @@ export function readConnectionSecurity(r: SecuritySettingsReader): ConnectionSet
   const kafka: KafkaSecurity | undefined =
     sasl || tls
       ? {
-          ...(tls ? { tls: ca ?? { setting: 'KAFKA_TLS_CA_FILE' } } : {}),
+          ...(tls ? { tls: ca ?? {} } : {}),
           ...(sasl && username !== undefined && password ? { sasl: { mechanism, username, password } } : {}),
         }
       : undefined;
@@ -68,12 +68,12 @@ export function readConnectionSecurity(r: SecuritySettingsReader): ConnectionSet
   return {
     security: {
       kafka,
-      registry: {
-        ...(registryUser !== undefined ? { username: registryUser, password: registryPassword } : {}),
-        tls: registryCa ?? { setting: 'SCHEMA_REGISTRY_CA_FILE' },
-      },
+      registry:
+        registryUser !== undefined || registryCa !== undefined
+          ? { ...(registryUser !== undefined ? { username: registryUser, password: registryPassword } : {}), tls: registryCa }
+          : undefined,
     },
-    clickhouse: { password: r.secret('CLICKHOUSE_PASSWORD'), tls: r.caFile('CLICKHOUSE_CA_FILE') ?? { setting: 'CLICKHOUSE_CA_FILE' } },
+    clickhouse: { password: r.secret('CLICKHOUSE_PASSWORD'), tls: r.caFile('CLICKHOUSE_CA_FILE') },
   };
 }
 

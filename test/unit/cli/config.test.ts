@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       kafkaBrokers: undefined,
       schemaRegistryUrl: undefined,
       clickhouseUrl: undefined,
+      security: { kafka: undefined, registry: undefined },
       home: resolve(CWD, '.turnstream'),
       javaHome: undefined,
       host: '127.0.0.1',
@@ -78,7 +79,7 @@ describe('loadConfig', () => {
       session: { idleTimeoutMs: 1_800_000, endPolicy: 'masked', feedbackGraceMs: undefined },
       judge: { baseUrl: undefined, model: 'judge', apiKey: undefined, votes: 3, hintVotes: 1, timeoutMs: 60_000 },
       teacher: { baseUrl: undefined, model: undefined, apiKey: undefined, topK: 0 },
-      clickhouse: { database: 'turnstream', username: undefined, password: undefined, tablePrefix: '' },
+      clickhouse: { database: 'turnstream', username: undefined, password: undefined, tls: undefined, tablePrefix: '' },
       sink: {
         groupId: 'turnstream-clickhouse-sink',
         batchRows: 500,
@@ -252,7 +253,10 @@ describe('loadConfig', () => {
       SINK_REPLAY_TAGS: 'judge-b, judge_c,judge-b',
       SINK_REPLAY_DISCOVERY_MS: '0',
     });
-    assert.deepEqual(c.clickhouse, { database: 'analytics', username: 'u', password: 'p', tablePrefix: 'x_' });
+    const { password, ...clickhouse } = c.clickhouse;
+    assert.deepEqual(clickhouse, { database: 'analytics', username: 'u', tls: undefined, tablePrefix: 'x_' });
+    assert.equal(password?.reveal(), 'p');
+    assert.equal(String(password), '[secret from CLICKHOUSE_PASSWORD]');
     assert.deepEqual(c.sink, {
       groupId: 'my-sink',
       batchRows: 100,
