@@ -21,13 +21,17 @@ describe('turnstream sink / report / dashboard: where analytics lives', () => {
       CLICKHOUSE_PASSWORD: 'p',
       CLICKHOUSE_TABLE_PREFIX: 'x_',
     };
-    assert.deepEqual(analyticsFromConfig(loadConfig(env, '/tmp')), {
+    const { password, ...rest } = analyticsFromConfig(loadConfig(env, '/tmp'));
+    assert.deepEqual(rest, {
       url: 'http://ch:8123',
       database: 'a',
       username: 'u',
-      password: 'p',
+      tls: undefined,
       tablePrefix: 'x_',
     });
+    // A Secret: the client gets its value, a log line would get its name.
+    assert.equal(typeof password === 'object' ? password.reveal() : password, 'p');
+    assert.equal(String(password), '[secret from CLICKHOUSE_PASSWORD]');
   });
 
   it('--replay-tags: all, or a list of tags; anything else names the flag', () => {
