@@ -92,9 +92,7 @@ function print(r: DoctorReport): void {
   else say(`sandbox     none: ${sb.backends.map((b) => `${b.kind}: ${b.reason}`).join('; ')}${sb.fix ? `. Fix: ${sb.fix}` : ''}`);
   if (!('error' in sb)) say(`limits      ${capsLine(sb.caps)}`);
   for (const [name, c] of Object.entries(r.connections)) {
-    say(
-      `${name.padEnd(12)}${c.endpoint} ${c.protocol}${c.user ? `, user ${c.user}` : ''}, password ${c.password}, trusts ${c.trust}`,
-    );
+    say(`${name.padEnd(12)}${c.endpoint} ${c.protocol}${c.user ? `, user ${c.user}` : ''}, password ${c.password}, trusts ${c.trust}`);
   }
 }
 
