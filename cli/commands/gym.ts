@@ -58,6 +58,8 @@ interface GymFlags {
   tisCap?: string;
   taskSampling?: string;
   reward?: string;
+  lossAgg?: string;
+  devOnly?: boolean;
   parallel?: string;
   out: string;
   json?: boolean;
@@ -99,7 +101,7 @@ export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' 
 
 /** The sampling and learning flags, checked before anything starts (`--kl 0` and `--tis-cap 0` turn their terms off). */
 export function gymTuning(
-  f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens' | 'lr' | 'kl' | 'tisCap' | 'taskSampling' | 'reward' | 'parallel'>,
+  f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens' | 'lr' | 'kl' | 'tisCap' | 'taskSampling' | 'reward' | 'lossAgg' | 'parallel'>,
 ): {
   temperature?: number;
   topP?: number;
@@ -109,6 +111,7 @@ export function gymTuning(
   tisCap?: number;
   taskSampling?: TaskSampling;
   reward?: GymReward;
+  lossAggregation?: 'token' | 'sample';
   parallel?: number;
 } {
   const topP = num(f.topP, 'top-p');
@@ -117,6 +120,8 @@ export function gymTuning(
     throw invalidInput(`--task-sampling must be uniform or signal (got ${f.taskSampling})`, '--task-sampling');
   if (f.reward !== undefined && f.reward !== 'pass' && f.reward !== 'partial')
     throw invalidInput(`--reward must be pass or partial (got ${f.reward})`, '--reward');
+  if (f.lossAgg !== undefined && f.lossAgg !== 'token' && f.lossAgg !== 'sample')
+    throw invalidInput(`--loss-agg must be token or sample (got ${f.lossAgg})`, '--loss-agg');
   return {
     temperature: num(f.temperature, 'temperature'),
     topP,
@@ -126,6 +131,7 @@ export function gymTuning(
     tisCap: num(f.tisCap, 'tis-cap', true),
     taskSampling: f.taskSampling as TaskSampling | undefined,
     reward: f.reward as GymReward | undefined,
+    lossAggregation: f.lossAgg as 'token' | 'sample' | undefined,
     parallel: num(f.parallel, 'parallel'),
   };
 }
@@ -145,6 +151,8 @@ const TRAINING_FLAGS = [
   ['tisCap', '--tis-cap'],
   ['taskSampling', '--task-sampling'],
   ['reward', '--reward'],
+  ['lossAgg', '--loss-agg'],
+  ['devOnly', '--dev-only'],
   ['keepInfra', '--keep-infra'],
 ] as const;
 
@@ -257,11 +265,18 @@ function printSummary(r: GymResult, dir: string): void {
     Object.entries(x.parts)
       .map(([p, v]) => `${p} ${v.before.toFixed(2)} → ${v.after.toFixed(2)} (p ${v.p_value.toPrecision(2)})`)
       .join(', ');
-  say(
-    `gym ${r.suite} on ${r.model} (${r.agent} agent): test pass@1 ${r.before.toFixed(2)} → ${r.after.toFixed(2)} over ${r.seeds} seed(s), ${r.steps} GRPO steps, p ${r.p_value.toPrecision(2)}`,
-  );
-  if (Object.keys(r.test_split.parts).length > 1) say(`  test parts: ${partsOf(r.test_split)}`);
-  say(`  per seed (test): ${r.per_seed.map((x) => `${x.seed}: ${x.test.before.toFixed(2)} → ${x.test.after.toFixed(2)}`).join(', ')}`);
+  if (r.settings.devOnly) {
+    say(
+      `gym ${r.suite} on ${r.model} (${r.agent} agent), a tuning run (dev only): dev pass@1 ${r.dev_split.before.toFixed(2)} → ${r.dev_split.after.toFixed(2)} over ${r.seeds} seed(s), ${r.steps} GRPO steps, p ${r.dev_split.p_value.toPrecision(2)}`,
+    );
+    if (Object.keys(r.dev_split.parts).length > 1) say(`  dev parts: ${partsOf(r.dev_split)}`);
+  } else {
+    say(
+      `gym ${r.suite} on ${r.model} (${r.agent} agent): test pass@1 ${r.before.toFixed(2)} → ${r.after.toFixed(2)} over ${r.seeds} seed(s), ${r.steps} GRPO steps, p ${r.p_value.toPrecision(2)}`,
+    );
+    if (Object.keys(r.test_split.parts).length > 1) say(`  test parts: ${partsOf(r.test_split)}`);
+    say(`  per seed (test): ${r.per_seed.map((x) => `${x.seed}: ${x.test.before.toFixed(2)} → ${x.test.after.toFixed(2)}`).join(', ')}`);
+  }
   say(
     `  dev: ${r.dev_split.before.toFixed(2)} → ${r.dev_split.after.toFixed(2)}; curve ${r.dev_split.curve.map((c) => `${c.step}:${c.passAt1.toFixed(2)}`).join('  ')}`,
   );
@@ -303,6 +318,8 @@ export function register(program: Command): void {
     .option('--tis-cap <c>', 'cap of the truncated importance weights against the engine’s log-probs (default 2; 0: off)')
     .option('--task-sampling <how>', 'uniform (each train task in turn) or signal (tasks likelier to give a group with a signal)')
     .option('--reward <what>', 'pass (1 when the whole verdict passes) or partial (the share of its parts and checks that held)')
+    .option('--loss-agg <how>', 'token (one mean over every trained token of a step) or sample (each rollout’s mean, then their mean)')
+    .option('--dev-only', 'a tuning run: evaluate the dev split only, leaving test unseen')
     .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')
     .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
     .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))
@@ -350,6 +367,7 @@ export function register(program: Command): void {
           ...shape,
           onlySeed,
           ...tuning,
+          devOnly: f.devOnly,
           threads: config.llama.threads,
           normalizeStd: config.grpo.normalizeStd,
           clickhouse: {

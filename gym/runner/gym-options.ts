@@ -58,6 +58,15 @@ export interface GymRunOptions {
   reward?: GymReward;
   /** Cap of the truncated importance weights against the engine's log-probs; 0: off. @default 2 */
   tisCap?: number;
+  /**
+   * How a step averages its per-token loss: `token`, one mean over every trained token of the
+   * batch (DAPO's per-token loss: a long rollout weighs by its length); `sample`, each rollout's
+   * token mean, then the mean over rollouts (a short right answer weighs as much as a long wrong
+   * one). @default 'token'
+   */
+  lossAggregation?: 'token' | 'sample';
+  /** Skip the test split (a tuning run: dev only, so that test stays unseen until the reported run). @default false */
+  devOnly?: boolean;
   /** Most tokens of one reply. @default 192 */
   maxTokens?: number;
   /** Learning rate of the LoRA adapter. @default GYM_LR */
@@ -140,6 +149,8 @@ export function gymSettings(o: GymRunOptions): GymSettings {
     taskSampling: o.taskSampling ?? 'uniform',
     reward: o.reward ?? 'pass',
     tisCap: o.tisCap ?? 2,
+    lossAggregation: o.lossAggregation ?? 'token',
+    devOnly: o.devOnly ?? false,
     maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens,
     lr: o.lr ?? GYM_LR,
     klCoef: o.klCoef ?? GYM_KL_COEF,

@@ -79,6 +79,8 @@ export interface GymResult {
     | 'lr'
     | 'klCoef'
     | 'tisCap'
+    | 'lossAggregation'
+    | 'devOnly'
     | 'taskSampling'
     | 'reward'
     | 'evalEvery'
@@ -93,8 +95,8 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
   const t0 = Date.now();
   const s = gymSettings(options);
   const { train, dev, test } = splitTasks(s.tasks, { heldOut: s.heldOut });
-  if (train.length === 0 || test.length === 0)
-    throw new Error(`the suite needs train and test tasks (has ${train.length} and ${test.length})`);
+  if (train.length === 0 || (s.devOnly ? dev.length === 0 : test.length === 0))
+    throw new Error(`the suite needs train and ${s.devOnly ? 'dev' : 'test'} tasks (has ${train.length} and ${s.devOnly ? dev.length : test.length})`);
   const logger = createLogger('gym', 'warn');
   // the sandbox readied before anything starts: bubblewrap installed once here, not by each of the first rollouts
   s.onProgress?.(sandboxLine(await prepareSandbox()));
@@ -259,6 +261,8 @@ export function summarize(
       lr: s.lr,
       klCoef: s.klCoef,
       tisCap: s.tisCap,
+      lossAggregation: s.lossAggregation,
+      devOnly: s.devOnly,
       taskSampling: s.taskSampling,
       reward: s.reward,
       evalEvery: s.evalEvery,

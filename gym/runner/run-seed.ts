@@ -170,7 +170,7 @@ async function startSeedServices(ctx: SeedContext, modelId: string): Promise<See
     batch: { batchSize: 1, maxWaitMs: s.stepTimeoutMs, maxUserShare: 1, maxStaleness: 1000 },
     optimizer: { lr: s.lr },
     step: { maxKl: LORA_MAX_KL, mismatchTis: true, tisCap: s.tisCap },
-    grpoStep: { klCoef: s.klCoef },
+    grpoStep: { klCoef: s.klCoef, tokenMean: s.lossAggregation === 'sample' ? 'sample' : 'batch' },
     consensus: false,
     logger: ctx.logger,
     onVersion: (wv) => mismatches.set(wv.version, mismatchOf(wv)),
@@ -277,7 +277,7 @@ class SeedRun {
   async evaluate(step: number, version: number, split: 'dev' | 'test'): Promise<void> {
     const t0 = Date.now();
     const held = split === 'dev' ? this.ctx.dev : this.ctx.test;
-    if (held.length === 0) return;
+    if (held.length === 0 || (split === 'test' && this.s.devOnly)) return;
     const samples = split === 'dev' ? this.s.evalSamples : this.s.testSamples;
     const batchId = `${this.svc.modelId}-${split}${step}`;
     const jobs = held.flatMap((task) =>
