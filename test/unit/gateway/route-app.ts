@@ -42,7 +42,15 @@ export interface ScriptedEngine extends Engine {
  * fails with `fail` after the pieces; it starts once `gate` resolves, and serves only `model`.
  */
 export function scriptedEngine(
-  o: { answer?: string[]; fail?: unknown; ready?: boolean; model?: string; gate?: Promise<unknown> } = {},
+  o: {
+    answer?: string[];
+    fail?: unknown;
+    ready?: boolean;
+    model?: string;
+    gate?: Promise<unknown>;
+    /** Refuses a request as an engine's `checkRequest` does (throws). */
+    refuse?: (req: ChatRequest) => void;
+  } = {},
 ): ScriptedEngine {
   const answer = o.answer ?? ['Hel', 'lo'];
   const model = o.model ?? 'scripted';
@@ -55,6 +63,9 @@ export function scriptedEngine(
     checkModel(name: string): void {
       if (name && name !== model)
         throw new TurnstreamError(ErrorCodes.NOT_FOUND, `The model \`${name}\` does not exist`, { param: 'model' });
+    },
+    checkRequest(req: ChatRequest): void {
+      o.refuse?.(req);
     },
     async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
       requests.push(req);
