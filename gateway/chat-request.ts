@@ -451,14 +451,14 @@ function parseStop(v: unknown): string[] {
   throw invalidInput('stop must be a string or an array of strings', 'stop');
 }
 
-/** A field that is null, absent or one of `values`. */
-function optEnum(body: Record<string, unknown>, key: string, values: readonly string[]): string | null {
+/** A field that is null, absent or one of `values` (`param`: its name in the body). */
+function optEnum(body: Record<string, unknown>, key: string, values: readonly string[], param = key): string | null {
   const v = body[key];
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || !values.includes(v)) {
     throw invalidInput(
-      `Invalid value for '${key}': ${JSON.stringify(v)?.slice(0, 64)}. Supported values are: ${values.map((x) => `'${x}'`).join(', ')}.`,
-      key,
+      `Invalid value for '${param}': ${JSON.stringify(v)?.slice(0, 64)}. Supported values are: ${values.map((x) => `'${x}'`).join(', ')}.`,
+      param,
     );
   }
   return v;
@@ -499,8 +499,8 @@ function checkAccepted(body: Record<string, unknown>): void {
   const pco = body.prompt_cache_options;
   if (pco !== undefined && pco !== null) {
     if (!isObj(pco)) throw invalidInput("Invalid type for 'prompt_cache_options': expected an object.", 'prompt_cache_options');
-    optEnum(pco, 'mode', ['implicit', 'explicit']);
-    optEnum(pco, 'ttl', ['30m']);
+    optEnum(pco, 'mode', ['implicit', 'explicit'], 'prompt_cache_options.mode');
+    optEnum(pco, 'ttl', ['30m'], 'prompt_cache_options.ttl');
   }
   const pred = body.prediction;
   if (pred !== undefined && pred !== null) {

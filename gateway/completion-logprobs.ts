@@ -33,6 +33,11 @@ export class CompletionLogprobsBuilder {
     return out;
   }
 
+  /** Text that has no entries (an echoed prompt without its log-probs) still moves the offsets. */
+  skip(text: string): void {
+    this.chars += text.length;
+  }
+
   private advance(e: { token: string; bytes: number[] | null }): void {
     if (!e.bytes) {
       this.chars += e.token.length;

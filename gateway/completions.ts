@@ -73,7 +73,8 @@ class ChoiceText {
     const p = c.prompt;
     if (!this.echo || !p) return null;
     this.text += p.text;
-    return { text: p.text, logprobs: this.collect(p.logprobs ?? []) };
+    if (!p.logprobs) this.logprobs?.skip(p.text);
+    return { text: p.text, logprobs: p.logprobs ? this.collect(p.logprobs) : null };
   }
 
   delta(d: Delta): { text: string; logprobs: CompletionLogprobs | null } {
