@@ -10,7 +10,8 @@
  * formats `date`, `time`, `date-time`, objects' `properties`/`required`/`additionalProperties`/
  * `minProperties`/`maxProperties` (every listed property is written, in order), arrays'
  * `items`/`prefixItems`/`minItems`/`maxItems`. Annotations (`title`, `description`, `default`,
- * `examples`, …) are allowed and have no effect on the answer.
+ * `examples`, …) are allowed and have no effect on the answer. Numbers are written without an
+ * exponent (`withoutExponents`).
  */
 import { invalidInput } from '../core/index.ts';
 
@@ -274,6 +275,19 @@ function literals(s: Record<string, unknown>, keys: string[], path: string): Gra
 /** Any JSON value. */
 function anyJson(): GrammarSchema {
   return { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array' }, { type: ['string', 'number', 'boolean', 'null'] }] };
+}
+
+/**
+ * node-llama-cpp 3.21.1's number rules allow an exponent of up to 16 digits: `1e999` parses as
+ * Infinity (no JSON number, no integer) and `5e-3` is no integer. Numbers in the answer are
+ * written without an exponent (16 digits before the point, 16 after, at most), which every
+ * `number` and `integer` schema admits.
+ */
+const EXPONENT = ' ([eE] [-+]? ("0" | [1-9] [0-9]{0,15}))?';
+
+/** A JSON-schema grammar's GBNF with numbers written without an exponent (see EXPONENT). */
+export function withoutExponents(gbnf: string): string {
+  return gbnf.replaceAll(EXPONENT, '');
 }
 
 /** `json_object`: any JSON object. */

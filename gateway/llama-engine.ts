@@ -44,12 +44,13 @@ import { mulberry32, ErrorCodes, TurnstreamError, invalidInput, type Logger } fr
 import type { WeightVersion } from '../schemas/index.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard, PromptTokenLogprob } from './engine.ts';
-import { ANY_OBJECT, grammarSchema, type GrammarSchema } from './grammar-schema.ts';
+import { ANY_OBJECT, grammarSchema, withoutExponents, type GrammarSchema } from './grammar-schema.ts';
 import { GrammarTrack } from './grammar-track.ts';
 import { KvStates, tempStatesDir } from './kv-states.ts';
 import { LlamaVersions } from './llama-versions.ts';
 import { AnswerText } from './answer-text.ts';
 import { refuseForLocalEngine } from './local-request.ts';
+import { Utf8Bans, Utf8Track } from './utf8-guard.ts';
 import type { TokenLogprob } from './logprobs.ts';
 import { Lru } from './lru.ts';
 
@@ -112,6 +113,8 @@ interface Loaded {
   vocabSize: number;
   /** Grammars of recent JSON schemas (compiling one takes a while), by the schema's JSON. */
   grammars: Lru<string, Promise<LlamaGrammar>>;
+  /** The tokens that would break UTF-8 from each state (for grammar-constrained answers). */
+  utf8: Utf8Bans;
 }
 
 /** Grammars kept compiled. */
@@ -149,14 +152,17 @@ export class LlamaEngine implements Engine {
       logger: this.o.logger,
       onSwap: this.o.onSwap,
     });
+    const vocab = (tok?.tokens ?? []) as string[];
+    const bytes = new TokenBytes(vocab, tok?.token_type as number[] | undefined, String(tok?.model ?? ''));
     this.loaded = {
       llama,
       model,
       states,
-      vocabSize: ((tok?.tokens ?? []) as string[]).length,
+      vocabSize: vocab.length,
       grammars: new Lru(GRAMMAR_CACHE),
+      utf8: new Utf8Bans((id) => bytes.bytes(id), vocab.length),
       format: new ChatFormat(model, { defaultSystemPrompt: this.o.systemPrompt }),
-      bytes: new TokenBytes((tok?.tokens ?? []) as string[], tok?.token_type as number[] | undefined, String(tok?.model ?? '')),
+      bytes,
       versions,
       contextSize,
     };
@@ -241,12 +247,20 @@ export class LlamaEngine implements Engine {
     return grammarSchema(f.schema, 'response_format.json_schema.schema');
   }
 
-  /** The compiled grammar of a schema, compiled once for the recent ones. */
+  /** The compiled grammar of a schema (numbers without an exponent), compiled once for the recent ones. */
   private grammarOf(l: Loaded, schema: GrammarSchema): Promise<LlamaGrammar> {
     const key = JSON.stringify(schema);
     let grammar = l.grammars.get(key);
     if (!grammar) {
-      grammar = l.llama.createGrammarForJsonSchema(schema as never);
+      grammar = (async () => {
+        const json = await l.llama.createGrammarForJsonSchema(schema as never);
+        const gbnf = withoutExponents(json.grammar);
+        return l.llama.createGrammar({
+          grammar: gbnf,
+          stopGenerationTriggers: json.stopGenerationTriggers,
+          trimWhitespaceSuffix: json.trimWhitespaceSuffix,
+        });
+      })();
       l.grammars.set(key, grammar);
       grammar.catch(() => l.grammars.delete(key));
     }
@@ -299,8 +313,13 @@ export class LlamaEngine implements Engine {
     const grammar = schema ? await this.grammarOf(l, schema) : null;
     const presence = req.presencePenalty ?? 0;
     const frequency = req.frequencyPenalty ?? 0;
-    const bias = req.logitBias?.length ? TokenBias.for(l.model) : null;
-    for (const [id, b] of req.logitBias ?? []) bias!.set(id as Token, { logit: b });
+    const biasOf = (banned: readonly number[] = []): TokenBias => {
+      const b = TokenBias.for(l.model);
+      for (const [id, logit] of req.logitBias ?? []) b.set(id as Token, { logit });
+      for (const id of banned) b.set(id as Token, 'never');
+      return b;
+    };
+    const bias = req.logitBias?.length ? biasOf() : null;
     // `echo` with `logprobs` scores the prompt: every token of it is evaluated, none reused.
     const scoring = req.echo === true && req.logprobs && req.prompt !== undefined && req.prompt !== null;
     const lease = await l.versions.acquire(version, prompt, call.signal, scoring);
@@ -317,6 +336,7 @@ export class LlamaEngine implements Engine {
         req,
         call,
         grammar: grammar ? new GrammarTrack(l.model, grammar) : null,
+        utf8: grammar ? new Utf8Track(l.utf8, biasOf) : null,
         penalties: presence || frequency ? { presence, frequency } : null,
         bias,
         singleToolCall: tools !== null && req.parallelToolCalls === false,
@@ -374,6 +394,7 @@ export class LlamaEngine implements Engine {
         const t = tokenOf(l, r.value, g, random);
         next = t.drawn ? t.token : undefined;
         if (t.drawn) g.grammar?.accept(t.token);
+        g.utf8?.advance(l.bytes.bytes(t.token));
         ids.push(t.token);
         logprobs.push(t.lp);
         const eog = model.isEogToken(t.token);
@@ -431,6 +452,8 @@ interface Generation {
   penalties: { presence: number; frequency: number } | null;
   /** `logit_bias`; null: none. */
   bias: TokenBias | null;
+  /** With a grammar: the answer's UTF-8 state, whose bias (`logit_bias` and the bans) replaces `bias`. */
+  utf8: Utf8Track<TokenBias> | null;
   /** End the answer after its first tool call (`parallel_tool_calls: false`). */
   singleToolCall: boolean;
 }
@@ -479,7 +502,9 @@ function shaping(
       frequencyPenalty: g.penalties.frequency,
     };
   }
-  if (g.bias) out.tokenBias = g.bias;
+  const utf8 = g.utf8;
+  if (utf8) out.tokenBias = () => utf8.bias();
+  else if (g.bias) out.tokenBias = g.bias;
   return out;
 }
 

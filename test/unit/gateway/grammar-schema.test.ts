@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TurnstreamError } from '../../../core/index.ts';
-import { ANY_OBJECT, grammarSchema } from '../../../gateway/grammar-schema.ts';
+import { ANY_OBJECT, grammarSchema, withoutExponents } from '../../../gateway/grammar-schema.ts';
 
 const P = 'response_format.json_schema.schema';
 
@@ -125,3 +125,18 @@ for (const [name, schema, param, message] of refused) {
     );
   });
 }
+
+test('numbers are written without an exponent (1e999 is no JSON number, 5e-3 no integer)', () => {
+  // node-llama-cpp 3.21.1's rules, as it writes them.
+  const gbnf = [
+    'fractional-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? ("0" | [1-9] [0-9]{0,15}))?',
+    'integer-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15}) ([eE] [-+]? ("0" | [1-9] [0-9]{0,15}))?',
+  ].join('\n');
+  assert.equal(
+    withoutExponents(gbnf),
+    [
+      'fractional-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})?',
+      'integer-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15})',
+    ].join('\n'),
+  );
+});
