@@ -3,7 +3,7 @@
  * token → log-prob maps, `text_offset` into the choice's text), built from the entries the
  * engines give for chat (`logprobs.content`). Offsets count characters of the returned text, the
  * echoed prompt included; a token that is part of a character (a byte token) counts for what it
- * adds once decoded with the tokens before it.
+ * adds once decoded with the tokens before it, a control token (no bytes) for nothing.
  */
 import type { PromptTokenLogprob } from './engine.ts';
 import type { TokenLogprob } from './logprobs.ts';
@@ -39,10 +39,8 @@ export class CompletionLogprobsBuilder {
   }
 
   private advance(e: { token: string; bytes: number[] | null }): void {
-    if (!e.bytes) {
-      this.chars += e.token.length;
-      return;
-    }
+    if (!e.bytes) return; // a control token (the end of generation) is no part of the text
+
     // Decode what is complete so far; a character split across tokens counts once whole.
     this.bytes.push(...e.bytes);
     const text = Buffer.from(this.bytes).toString('utf8');

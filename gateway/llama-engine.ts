@@ -398,8 +398,9 @@ export class LlamaEngine implements Engine {
         ids.push(t.token);
         logprobs.push(t.lp);
         const eog = model.isEogToken(t.token);
-        // The end-of-generation token is trained on (the Turn keeps it) but is no part of the content.
-        const entry = eog ? null : t.entry;
+        // The end-of-generation token is trained on (the Turn keeps it) but is no part of the
+        // content; a completion's log-probs list it (one entry per generated token, as lm-eval counts).
+        const entry = eog && !g.req.prompt ? null : t.entry;
         if (entry) entries!.push(entry);
         const step = eog ? { delta: '', stopped: false } : text.push(model.detokenize(ids as Token[], false));
         const delta: Delta = {};

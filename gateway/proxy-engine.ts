@@ -285,7 +285,16 @@ export class ProxyEngine implements Engine {
       promptTruncatedTokens: 0,
       promptTokens: acc.promptTokens,
       completionTokens: acc.completionTokens || acc.logprobs.length,
-      sampling: { temperature: req.temperature, topP: req.topP, maxTokens: req.maxTokens, seed: req.seed, stop: req.stop },
+      sampling: {
+        temperature: req.temperature,
+        topP: req.topP,
+        maxTokens: req.maxTokens,
+        seed: req.seed,
+        stop: req.stop,
+        presencePenalty: req.presencePenalty ?? null,
+        frequencyPenalty: req.frequencyPenalty ?? null,
+        responseFormat: req.responseFormat && req.responseFormat.type !== 'text' ? JSON.stringify(req.responseFormat) : null,
+      },
     };
   }
 

@@ -203,6 +203,7 @@ test('/v1/completions: a text prompt and its token ids answer alike; echo gives 
   const text = await call('/v1/completions', { prompt: 'The sea was', max_tokens: 6, temperature: 0, logprobs: 2 });
   assert.equal(text.status, 200, JSON.stringify(text.json));
   const [turn] = await turnsOf(text.turnIds);
+  assert.equal(text.json.choices[0].logprobs!.tokens.length, turn.responseTokenIds.length, 'one entry per generated token');
   assert.equal(turn.rawPrompt, true);
   assert.equal(turn.turnType, 'SIDE');
   assert.equal(turn.requestMessages[0].content, 'The sea was');
