@@ -13,11 +13,19 @@
  * likely tokens of that same distribution at each step. Every generated token is reported, so
  * `logprobs.content` has `usage.completion_tokens` entries, including the tokens of a stop string
  * and the final `<|end|>`, which are not in the text. Streaming then sends one chunk per token.
+ *
+ * What it refuses (a 400 naming the field, never ignored): `response_format` json_object and
+ * json_schema (this model has no grammar-constrained sampling), `presence_penalty`,
+ * `frequency_penalty` and `logit_bias` other than none, `echo` with `logprobs`, and what no local
+ * engine serves (local-request.ts). Tools are accepted and not shown to this small model, which
+ * answers in text, as `tool_choice: auto` allows. A prompt of its own (`/v1/completions`) is its
+ * bytes (or token ids), never truncated: one that leaves no room for an answer is a 400.
  */
 import { randomInt } from 'node:crypto';
-import { ErrorCodes, TurnstreamError } from '../core/index.ts';
-import { toPolicyMessages } from '../policy/index.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../core/index.ts';
+import { toPolicyMessages, type PolicyHandle } from '../policy/index.ts';
 import type { ChatRequest } from './chat-request.ts';
+import { refuseForLocalEngine } from './local-request.ts';
 import type { Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
 import { tokenLogprob, type TokenLogprob } from './logprobs.ts';
 import type { PolicyRegistry } from './policy-registry.ts';
@@ -51,12 +59,56 @@ export class BuiltinEngine implements Engine {
     throw new TurnstreamError(ErrorCodes.NOT_FOUND, `The model \`${model}\` does not exist; this gateway serves ${id}`, { param: 'model' });
   }
 
+  checkRequest(req: ChatRequest): void {
+    refuseForLocalEngine(req, 'built-in');
+    const format = req.responseFormat?.type ?? 'text';
+    if (format !== 'text') {
+      throw invalidInput(
+        `'response_format' ${format} is not supported by the built-in engine (no constrained sampling); the llama engine honours it.`,
+        'response_format',
+      );
+    }
+    for (const [key, v] of [
+      ['presence_penalty', req.presencePenalty],
+      ['frequency_penalty', req.frequencyPenalty],
+    ] as const) {
+      if (v) throw invalidInput(`'${key}' is not supported by the built-in engine; the llama engine honours it.`, key);
+    }
+    if (req.logitBias?.length)
+      throw invalidInput("'logit_bias' is not supported by the built-in engine; the llama engine honours it.", 'logit_bias');
+    if (req.echo && req.logprobs)
+      throw invalidInput("'echo' with 'logprobs' (the prompt's log-probs) is not supported by the built-in engine.", 'echo');
+    const vocab = this.opts.registry.policy?.tokenizer.vocabSize;
+    const prompt = req.prompt;
+    if (vocab !== undefined && prompt && 'tokens' in prompt) {
+      const bad = prompt.tokens.find((t) => t >= vocab);
+      if (bad !== undefined) throw invalidInput(`Invalid 'prompt': token id ${bad} is outside the vocabulary [0, ${vocab}).`, 'prompt');
+    }
+  }
+
+  /** The prompt ids: the chat rendered by the policy's template (truncated to fit), or the request's own prompt (whole). */
+  private promptOf(req: ChatRequest, policy: PolicyHandle): { ids: number[]; truncatedTokens: number; text?: string } {
+    const raw = req.prompt;
+    if (!raw) return policy.renderPrompt(toPolicyMessages(req.messages), this.opts.maxPromptTokens);
+    const ids = 'tokens' in raw ? raw.tokens : policy.tokenizer.encode(raw.text);
+    const room = policy.config.contextLength - ids.length;
+    if (ids.length === 0) throw invalidInput("Invalid 'prompt': it has no tokens.", 'prompt');
+    if (room < (req.maxTokens === 0 ? 0 : 1)) {
+      throw invalidInput(
+        `This model's maximum context length is ${policy.config.contextLength} tokens; the prompt has ${ids.length}, leaving no room for an answer.`,
+        'prompt',
+      );
+    }
+    return { ids, truncatedTokens: 0, text: 'tokens' in raw ? policy.tokenizer.decode(ids, { skipSpecial: false }) : raw.text };
+  }
+
   async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
     const lease = this.opts.registry.lease();
     if (!lease) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the policy is not loaded yet');
     try {
       const policy = lease.policy;
-      const { ids: promptIds, truncatedTokens } = policy.renderPrompt(toPolicyMessages(req.messages), this.opts.maxPromptTokens);
+      const { ids: promptIds, truncatedTokens, text: promptText } = this.promptOf(req, policy);
+      if (promptText !== undefined) call.onPrompt?.({ text: promptText, logprobs: null });
       const sampling = {
         temperature: req.temperature ?? 1,
         topP: req.topP ?? 1,
@@ -99,6 +151,7 @@ export class BuiltinEngine implements Engine {
         promptTokens: promptIds.length,
         completionTokens: ids.length,
         sampling,
+        ...(promptText !== undefined ? { promptText } : {}),
       };
     } finally {
       lease.release();

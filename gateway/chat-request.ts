@@ -6,10 +6,55 @@
 import type { ChatMessage, ToolCall } from '../schemas/index.ts';
 import { invalidInput } from '../core/index.ts';
 import { flattenContent, wellFormed } from './content.ts';
+import { parseResponseFormat, type ResponseFormat } from './response-format.ts';
 import { parseTruthy } from './turn-context.ts';
 
 /** Body fields turnstream understands that are not OpenAI's: stripped before an upstream sees them. */
 export const NON_STANDARD_FIELDS = ['session_id', 'turn_type', 'session_done'] as const;
+
+/** Every request field of OpenAI's chat completions reference (docs/api.md has what each does here). */
+export const CHAT_FIELDS: ReadonlySet<string> = new Set([
+  'messages',
+  'model',
+  'audio',
+  'frequency_penalty',
+  'function_call',
+  'functions',
+  'logit_bias',
+  'logprobs',
+  'max_completion_tokens',
+  'max_tokens',
+  'metadata',
+  'modalities',
+  'moderation',
+  'n',
+  'parallel_tool_calls',
+  'prediction',
+  'presence_penalty',
+  'prompt_cache_key',
+  'prompt_cache_options',
+  'prompt_cache_retention',
+  'reasoning_effort',
+  'response_format',
+  'safety_identifier',
+  'seed',
+  'service_tier',
+  'stop',
+  'store',
+  'stream',
+  'stream_options',
+  'temperature',
+  'tool_choice',
+  'tools',
+  'top_logprobs',
+  'top_p',
+  'user',
+  'verbosity',
+  'web_search_options',
+]);
+
+/** Most choices one call may ask for (`n`), as OpenAI. */
+export const MAX_N = 128;
 
 /** Most alternatives per position a request may ask for (`top_logprobs`), as OpenAI. */
 export const MAX_TOP_LOGPROBS = 20;
@@ -70,7 +115,34 @@ export interface ChatRequest {
   bodySessionDone: unknown;
   /** The body as received minus turnstream's non-standard fields (what a proxy forwards). */
   upstreamBody: Record<string, unknown>;
+  /** OpenAI `n`: choices to generate, each its own Turn. @default 1 */
+  n?: number;
+  /** OpenAI `response_format`. @default text */
+  responseFormat?: ResponseFormat;
+  /** OpenAI `presence_penalty` (−2…2); null or absent: none. */
+  presencePenalty?: number | null;
+  /** OpenAI `frequency_penalty` (−2…2); null or absent: none. */
+  frequencyPenalty?: number | null;
+  /** OpenAI `logit_bias` as [token id, bias] pairs; empty or absent: none. */
+  logitBias?: Array<[number, number]>;
+  /** OpenAI `parallel_tool_calls`. @default true */
+  parallelToolCalls?: boolean;
+  /** OpenAI `reasoning_effort`, `verbosity`, `service_tier` as sent (null when absent): each engine decides. */
+  reasoningEffort?: string | null;
+  verbosity?: string | null;
+  serviceTier?: string | null;
+  /** Body fields that are neither OpenAI's nor turnstream's: an engine that does not forward them refuses them. */
+  unknownFields?: string[];
+  /** A prompt of its own (`/v1/completions`): the engine uses it instead of rendering `messages`. */
+  prompt?: RawPrompt | null;
+  /** `/v1/completions` `echo`: the prompt comes back before the answer. @default false */
+  echo?: boolean;
+  /** `/v1/completions` `suffix` (text after the insertion); null or absent: none. */
+  suffix?: string | null;
 }
+
+/** A prompt given as text or as token ids of the served model. */
+export type RawPrompt = { text: string } | { tokens: number[] };
 
 const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
@@ -237,9 +309,9 @@ function checkToolChoice(v: unknown, names: Set<string>): void {
   );
 }
 
-/** `logit_bias`: token ids (as strings) → a bias in [-100, 100]. */
-function checkLogitBias(v: unknown): void {
-  if (v === undefined || v === null) return;
+/** `logit_bias`: token ids (as strings) → a bias in [-100, 100]; returned as [id, bias] pairs. */
+function parseLogitBias(v: unknown): Array<[number, number]> {
+  if (v === undefined || v === null) return [];
   if (!isObj(v)) throw invalidInput(`Invalid type for 'logit_bias': expected an object, but got ${jsonType(v)} instead.`, 'logit_bias');
   for (const [k, b] of Object.entries(v)) {
     if (!/^\d{1,9}$/.test(k))
@@ -251,6 +323,7 @@ function checkLogitBias(v: unknown): void {
       );
     }
   }
+  return Object.entries(v).map(([k, b]) => [Number(k), b as number]);
 }
 
 /** Validates a parsed JSON body; throws `TurnstreamError(INVALID_INPUT)` on the first problem. */
@@ -269,34 +342,63 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
   }
   const messages = body.messages.map((m, i) => parseMessage(m, i, limits.passThroughContent ?? false));
 
-  // One call is one turn: several choices per call are not supported.
-  if (body.n !== undefined && body.n !== null && body.n !== 1) {
-    throw invalidInput(`only n = 1 is supported, got ${JSON.stringify(body.n)}`, 'n');
+  const { tools, names } = parseTools(body.tools);
+  checkToolChoice(body.tool_choice, names);
+  refuseUnrelayable(body);
+  checkAccepted(body);
+  const common = parseCommon(body, maxTokensLimit, 1, CHAT_FIELDS);
+  const { logprobs, topLogprobs } = parseLogprobs(body);
+  const maxCompletion = optNumber(body, 'max_completion_tokens', 1, maxTokensLimit, true);
+  if (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null && typeof body.parallel_tool_calls !== 'boolean') {
+    throw invalidInput(
+      `Invalid type for 'parallel_tool_calls': expected a boolean, but got ${jsonType(body.parallel_tool_calls)} instead.`,
+      'parallel_tool_calls',
+    );
   }
+  return {
+    ...common,
+    maxTokens: maxCompletion ?? common.maxTokens,
+    messages,
+    tools,
+    toolChoice: body.tool_choice ?? null,
+    logprobs,
+    topLogprobs,
+    metadata: parseMetadata(body.metadata),
+    responseFormat: parseResponseFormat(body.response_format),
+    parallelToolCalls: body.parallel_tool_calls !== false,
+    reasoningEffort: optEnum(body, 'reasoning_effort', ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']),
+    verbosity: optEnum(body, 'verbosity', ['low', 'medium', 'high']),
+    serviceTier: optEnum(body, 'service_tier', ['auto', 'default', 'flex', 'scale', 'priority']),
+  };
+}
+
+/** The fields chat and completions requests share, validated; `known` are the endpoint's OpenAI fields. */
+export function parseCommon(
+  body: Record<string, unknown>,
+  maxTokensLimit: number,
+  minTokens: number,
+  known: ReadonlySet<string>,
+): Omit<ChatRequest, 'messages' | 'tools' | 'toolChoice' | 'logprobs' | 'topLogprobs' | 'metadata'> {
+  const n = optNumber(body, 'n', 1, MAX_N, true) ?? 1;
   const temperature = optNumber(body, 'temperature', 0, 2);
   const topP = optNumber(body, 'top_p', 0, 1);
   if (topP === 0) throw invalidInput('top_p must be greater than 0', 'top_p');
-  const maxCompletion = optNumber(body, 'max_completion_tokens', 1, maxTokensLimit, true);
-  const maxTokens = maxCompletion ?? optNumber(body, 'max_tokens', 1, maxTokensLimit, true);
+  const maxTokens = optNumber(body, 'max_tokens', minTokens, maxTokensLimit, true);
   const seed = optNumber(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true);
-  const { logprobs, topLogprobs } = parseLogprobs(body);
-
-  let stop: string[] = [];
-  if (typeof body.stop === 'string') stop = [body.stop];
-  else if (Array.isArray(body.stop)) {
-    if (body.stop.length > 4 || !body.stop.every((s) => typeof s === 'string')) {
-      throw invalidInput('stop must be a string or an array of at most 4 strings', 'stop');
-    }
-    stop = body.stop as string[];
-  } else if (body.stop !== undefined && body.stop !== null) throw invalidInput('stop must be a string or an array of strings', 'stop');
-
+  const presencePenalty = optNumber(body, 'presence_penalty', -2, 2);
+  const frequencyPenalty = optNumber(body, 'frequency_penalty', -2, 2);
+  const stop = parseStop(body.stop);
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
     throw invalidInput('stream must be a boolean', 'stream');
   const so = body.stream_options;
-  if (so !== undefined && so !== null && !isObj(so)) throw invalidInput('stream_options must be an object', 'stream_options');
-  const { tools, names } = parseTools(body.tools);
-  checkToolChoice(body.tool_choice, names);
-  checkLogitBias(body.logit_bias);
+  if (so !== undefined && so !== null) {
+    if (!isObj(so)) throw invalidInput('stream_options must be an object', 'stream_options');
+    for (const k of ['include_usage', 'include_obfuscation']) {
+      if (so[k] !== undefined && so[k] !== null && typeof so[k] !== 'boolean')
+        throw invalidInput(`Invalid type for 'stream_options.${k}': expected a boolean.`, `stream_options.${k}`);
+    }
+  }
+  const logitBias = parseLogitBias(body.logit_bias);
   if (body.user !== undefined && body.user !== null) {
     if (typeof body.user !== 'string') throw invalidInput('user must be a string', 'user');
     if (body.user.length > MAX_USER_CHARS) {
@@ -312,21 +414,11 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
     if (typeof body[k] === 'string') wellFormed(body[k], k);
   }
   if (body.session_done !== undefined) parseTruthy(body.session_done, 'session_done');
-  if (body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null && typeof body.parallel_tool_calls !== 'boolean') {
-    throw invalidInput(
-      `Invalid type for 'parallel_tool_calls': expected a boolean, but got ${jsonType(body.parallel_tool_calls)} instead.`,
-      'parallel_tool_calls',
-    );
-  }
-
-  const metadata = parseMetadata(body.metadata);
   const upstreamBody: Record<string, unknown> = { ...body };
   for (const k of NON_STANDARD_FIELDS) delete upstreamBody[k];
+  const nonStandard: ReadonlySet<string> = new Set(NON_STANDARD_FIELDS);
   return {
     model: typeof body.model === 'string' && body.model ? body.model : '',
-    messages,
-    tools,
-    toolChoice: body.tool_choice ?? null,
     stream: body.stream === true,
     includeUsage: isObj(so) && so.include_usage === true,
     temperature,
@@ -334,13 +426,86 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = {}):
     maxTokens,
     stop,
     seed,
-    logprobs,
-    topLogprobs,
     user: typeof body.user === 'string' && body.user ? body.user : null,
-    metadata,
     bodySessionId: typeof body.session_id === 'string' && body.session_id ? body.session_id : null,
     bodyTurnType: typeof body.turn_type === 'string' && body.turn_type ? body.turn_type : null,
     bodySessionDone: body.session_done,
     upstreamBody,
+    n,
+    presencePenalty: presencePenalty === 0 ? null : presencePenalty,
+    frequencyPenalty: frequencyPenalty === 0 ? null : frequencyPenalty,
+    logitBias,
+    unknownFields: Object.keys(body).filter((k) => !known.has(k) && !nonStandard.has(k)),
   };
+}
+
+/** `stop`: a string or at most 4 strings. */
+function parseStop(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v)) {
+    if (v.length > 4 || !v.every((s) => typeof s === 'string'))
+      throw invalidInput('stop must be a string or an array of at most 4 strings', 'stop');
+    return v as string[];
+  }
+  throw invalidInput('stop must be a string or an array of strings', 'stop');
+}
+
+/** A field that is null, absent or one of `values` (`param`: its name in the body). */
+function optEnum(body: Record<string, unknown>, key: string, values: readonly string[], param = key): string | null {
+  const v = body[key];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string' || !values.includes(v)) {
+    throw invalidInput(
+      `Invalid value for '${param}': ${JSON.stringify(v)?.slice(0, 64)}. Supported values are: ${values.map((x) => `'${x}'`).join(', ')}.`,
+      param,
+    );
+  }
+  return v;
+}
+
+/**
+ * Fields whose answer the gateway cannot carry back, whatever the engine: audio output, the
+ * deprecated `functions` (answered as `function_call`), web search (its citations), moderation
+ * results. A 400 naming the field.
+ */
+function refuseUnrelayable(body: Record<string, unknown>): void {
+  const set = (k: string): boolean => body[k] !== undefined && body[k] !== null;
+  if (set('audio')) throw invalidInput("'audio' is not supported: this gateway answers in text only.", 'audio');
+  const m = body.modalities;
+  if (m !== undefined && m !== null) {
+    if (!Array.isArray(m) || !m.every((x) => x === 'text' || x === 'audio'))
+      throw invalidInput("Invalid 'modalities': expected an array of 'text' and 'audio'.", 'modalities');
+    if (m.includes('audio'))
+      throw invalidInput("'modalities' with 'audio' is not supported: this gateway answers in text only.", 'modalities');
+  }
+  if (set('functions')) throw invalidInput("'functions' is deprecated and not supported: use 'tools'.", 'functions');
+  if (set('function_call')) throw invalidInput("'function_call' is deprecated and not supported: use 'tool_choice'.", 'function_call');
+  if (set('web_search_options'))
+    throw invalidInput("'web_search_options' is not supported: this gateway has no web search.", 'web_search_options');
+  if (set('moderation')) throw invalidInput("'moderation' is not supported: this gateway runs no moderation.", 'moderation');
+}
+
+/** Fields accepted on every engine because they change no answer (hints for OpenAI's own caches and records), type-checked. */
+function checkAccepted(body: Record<string, unknown>): void {
+  for (const k of ['prompt_cache_key', 'safety_identifier'] as const) {
+    const v = body[k];
+    if (v !== undefined && v !== null && typeof v !== 'string') throw invalidInput(`Invalid type for '${k}': expected a string.`, k);
+    if (typeof v === 'string') wellFormed(v, k);
+  }
+  if (body.store !== undefined && body.store !== null && typeof body.store !== 'boolean')
+    throw invalidInput("Invalid type for 'store': expected a boolean.", 'store');
+  optEnum(body, 'prompt_cache_retention', ['in_memory', '24h']);
+  const pco = body.prompt_cache_options;
+  if (pco !== undefined && pco !== null) {
+    if (!isObj(pco)) throw invalidInput("Invalid type for 'prompt_cache_options': expected an object.", 'prompt_cache_options');
+    optEnum(pco, 'mode', ['implicit', 'explicit'], 'prompt_cache_options.mode');
+    optEnum(pco, 'ttl', ['30m'], 'prompt_cache_options.ttl');
+  }
+  const pred = body.prediction;
+  if (pred !== undefined && pred !== null) {
+    if (!isObj(pred) || pred.type !== 'content')
+      throw invalidInput('Invalid \'prediction\': expected {"type": "content", "content": ...}.', 'prediction');
+    flattenContent(pred.content, 'prediction.content');
+  }
 }

@@ -2,9 +2,9 @@
  * An engine answers a chat request: the built-in tfjs policy or an upstream OpenAI-compatible
  * server. Both stream deltas as they are produced and return what the Turn records.
  */
-import type { ChatMessage, ToolCall } from '../schemas/index.ts';
+import type { ChatMessage, ToolCall, Turn } from '../schemas/index.ts';
 import type { ChatRequest } from './chat-request.ts';
-import type { ChoiceLogprobs } from './logprobs.ts';
+import type { ChoiceLogprobs, TokenLogprob } from './logprobs.ts';
 
 /** A piece of the answer, as an OpenAI streaming `delta`. */
 export interface Delta {
@@ -19,9 +19,22 @@ export interface Delta {
   logprobs?: ChoiceLogprobs;
 }
 
+/** A request's own prompt as the engine read it (`/v1/completions`): for `echo`. */
+export interface PromptEcho {
+  /** The prompt as text (token ids decoded). */
+  text: string;
+  /** With `logprobs`: one entry per prompt token, the first one's `logprob` null (nothing precedes it). */
+  logprobs: PromptTokenLogprob[] | null;
+}
+
+/** A prompt token's entry: as an answer token's, but the first one has no log-prob. */
+export type PromptTokenLogprob = Omit<TokenLogprob, 'logprob'> & { logprob: number | null };
+
 export interface EngineCallOptions {
   /** Called for every delta, in order (streaming responses forward them at once). */
   onDelta?: (delta: Delta) => void;
+  /** Called once before the first delta when the request has a prompt of its own (`/v1/completions`). */
+  onPrompt?: (prompt: PromptEcho) => void;
   /** Aborts the generation (client gone, timeout, shutdown). */
   signal: AbortSignal;
 }
@@ -54,8 +67,10 @@ export interface EngineResult {
   /** Leading prompt tokens whose evaluation was reused (prefix cache), when the engine knows. */
   cachedPromptTokens?: number;
   completionTokens: number;
-  /** Sampling parameters actually used (after defaults and clamps). */
-  sampling: { temperature: number | null; topP: number | null; maxTokens: number | null; seed: number | null; stop: string[] };
+  /** Sampling parameters actually used (after defaults and clamps), and what else shaped the answer. */
+  sampling: Turn['sampling'];
+  /** A request's own prompt (`/v1/completions`) as text: token ids decoded, for the Turn. */
+  promptText?: string;
 }
 
 export interface ModelCard {
@@ -75,6 +90,11 @@ export interface Engine {
    * param 'model'), answered 404 `model_not_found`. An empty name means the current model.
    */
   checkModel(model: string): void;
+  /**
+   * Refuses what this engine cannot honour before anything is generated: a TurnstreamError
+   * (INVALID_INPUT) naming the field (`param`), answered 400. Never ignores a field silently.
+   */
+  checkRequest(req: ChatRequest): void;
   complete(req: ChatRequest, opts: EngineCallOptions): Promise<EngineResult>;
   close(): Promise<void>;
 }

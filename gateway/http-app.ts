@@ -2,8 +2,8 @@
  * The fastify instance every gateway route runs in: request bodies read as JSON from UTF-8
  * bytes, every error answered in OpenAI's shape, who is calling set on the request, and each
  * answer counted in `turnstream_gateway_requests_total`. The routes themselves are plugins
- * registered on it (chat-completions.ts, feedback-route.ts, models-route.ts, metrics-route.ts,
- * health-routes.ts).
+ * registered on it (chat-completions.ts, completions.ts, feedback-route.ts, models-route.ts,
+ * metrics-route.ts, health-routes.ts).
  */
 import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';

@@ -16,19 +16,43 @@
  *   temperature), and the Turn keeps the log-prob it was drawn with, as above.
  * - `stop` strings end the answer (the text stops before them; their tokens stay in the Turn),
  *   the end-of-generation token ends it too and is recorded as the last response token.
- * - Tool calls are parsed in the template's syntax; streamed text never shows them.
+ * - Tool calls are parsed in the template's syntax; streamed text never shows them. `tool_choice:
+ *   none` renders no tools; `parallel_tool_calls: false` ends the answer after its first call.
+ * - `response_format` json_object / json_schema: the answer is sampled under llama.cpp's grammar of
+ *   the schema (grammar-schema.ts says which keywords it enforces; any other is a 400), so an
+ *   answer that completes is JSON that validates. `presence_penalty` / `frequency_penalty` (over
+ *   the answer's tokens, as OpenAI) and `logit_bias` are llama.cpp's sampler stages. A turn
+ *   sampled under any of them has `exactLogprobs: false`: the trainer cannot reproduce them.
+ * - A prompt of its own (`/v1/completions`) is tokenized as is (token ids used as given), never
+ *   truncated (one that leaves no room for an answer is a 400); with `echo` and `logprobs` each
+ *   prompt token's log-prob is computed too (the prompt is then evaluated whole).
  */
 import { randomInt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import type { LlamaContextSequence, LlamaModel as NodeLlamaModel, Token } from 'node-llama-cpp';
+import {
+  TokenBias,
+  type Llama,
+  type LlamaContextSequence,
+  type LlamaGrammar,
+  type LlamaModel as NodeLlamaModel,
+  type ControlledEvaluateInputItem,
+  type SequenceEvaluateOptions,
+  type Token,
+} from 'node-llama-cpp';
 import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, type OpenAITool } from '../policy/index.ts';
-import { mulberry32, ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
+import { mulberry32, ErrorCodes, TurnstreamError, invalidInput, type Logger } from '../core/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
 import type { ChatRequest } from './chat-request.ts';
-import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
+import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard, PromptTokenLogprob } from './engine.ts';
+import { ANY_OBJECT, grammarSchema, withoutExponents, type GrammarSchema } from './grammar-schema.ts';
+import { GrammarTrack } from './grammar-track.ts';
 import { KvStates, tempStatesDir } from './kv-states.ts';
 import { LlamaVersions } from './llama-versions.ts';
+import { AnswerText } from './answer-text.ts';
+import { refuseForLocalEngine } from './local-request.ts';
+import { Utf8Bans, Utf8Track } from './utf8-guard.ts';
 import type { TokenLogprob } from './logprobs.ts';
+import { Lru } from './lru.ts';
 
 export interface LlamaEngineOptions {
   /** The base checkpoint: a display name, the model id of its weight versions, the GGUF file and its sha256. */
@@ -79,13 +103,22 @@ export interface LlamaEngineOptions {
 }
 
 interface Loaded {
+  llama: Llama;
   model: NodeLlamaModel;
   states: KvStates | null;
   format: ChatFormat;
   bytes: TokenBytes;
   versions: LlamaVersions;
   contextSize: number;
+  vocabSize: number;
+  /** Grammars of recent JSON schemas (compiling one takes a while), by the schema's JSON. */
+  grammars: Lru<string, Promise<LlamaGrammar>>;
+  /** The tokens that would break UTF-8 from each state (for grammar-constrained answers). */
+  utf8: Utf8Bans;
 }
+
+/** Grammars kept compiled. */
+const GRAMMAR_CACHE = 32;
 
 export class LlamaEngine implements Engine {
   readonly kind = 'llama' as const;
@@ -119,11 +152,17 @@ export class LlamaEngine implements Engine {
       logger: this.o.logger,
       onSwap: this.o.onSwap,
     });
+    const vocab = (tok?.tokens ?? []) as string[];
+    const bytes = new TokenBytes(vocab, tok?.token_type as number[] | undefined, String(tok?.model ?? ''));
     this.loaded = {
+      llama,
       model,
       states,
+      vocabSize: vocab.length,
+      grammars: new Lru(GRAMMAR_CACHE),
+      utf8: new Utf8Bans((id) => bytes.bytes(id), vocab.length),
       format: new ChatFormat(model, { defaultSystemPrompt: this.o.systemPrompt }),
-      bytes: new TokenBytes((tok?.tokens ?? []) as string[], tok?.token_type as number[] | undefined, String(tok?.model ?? '')),
+      bytes,
       versions,
       contextSize,
     };
@@ -177,22 +216,117 @@ export class LlamaEngine implements Engine {
     this.versionFor(model);
   }
 
+  checkRequest(req: ChatRequest): void {
+    refuseForLocalEngine(req, 'llama');
+    this.schemaOf(req);
+    const l = this.loaded;
+    if (!l) return;
+    for (const [id] of req.logitBias ?? []) {
+      if (id >= l.vocabSize)
+        throw invalidInput(`Invalid 'logit_bias': token ${id} is outside the vocabulary [0, ${l.vocabSize}).`, 'logit_bias');
+      if (l.model.isEogToken(id as Token)) {
+        throw invalidInput(
+          `'logit_bias' on token ${id} is not supported: it ends the generation, and llama.cpp's bias stage leaves such tokens alone.`,
+          'logit_bias',
+        );
+      }
+    }
+    const prompt = req.prompt;
+    if (prompt && 'tokens' in prompt) {
+      const bad = prompt.tokens.find((t) => t >= l.vocabSize);
+      if (bad !== undefined)
+        throw invalidInput(`Invalid 'prompt': token id ${bad} is outside the vocabulary [0, ${l.vocabSize}).`, 'prompt');
+    }
+  }
+
+  /** The grammar schema a request's `response_format` asks for (null: free text); a 400 for a keyword the grammar cannot enforce. */
+  private schemaOf(req: ChatRequest): GrammarSchema | null {
+    const f = req.responseFormat;
+    if (!f || f.type === 'text') return null;
+    if (f.type === 'json_object') return ANY_OBJECT;
+    return grammarSchema(f.schema, 'response_format.json_schema.schema');
+  }
+
+  /** The compiled grammar of a schema (numbers without an exponent), compiled once for the recent ones. */
+  private grammarOf(l: Loaded, schema: GrammarSchema): Promise<LlamaGrammar> {
+    const key = JSON.stringify(schema);
+    let grammar = l.grammars.get(key);
+    if (!grammar) {
+      grammar = (async () => {
+        const json = await l.llama.createGrammarForJsonSchema(schema as never);
+        const gbnf = withoutExponents(json.grammar);
+        return l.llama.createGrammar({
+          grammar: gbnf,
+          stopGenerationTriggers: json.stopGenerationTriggers,
+          trimWhitespaceSuffix: json.trimWhitespaceSuffix,
+        });
+      })();
+      l.grammars.set(key, grammar);
+      grammar.catch(() => l.grammars.delete(key));
+    }
+    return grammar;
+  }
+
+  /** The prompt's tokens: the chat rendered with the template and fitted, or the request's own prompt, whole. */
+  private promptOf(
+    l: Loaded,
+    req: ChatRequest,
+    tools: OpenAITool[] | null,
+    wanted: number,
+  ): { tokens: number[]; truncatedTokens: number; text?: string } {
+    const raw = req.prompt;
+    if (!raw) {
+      // The answer keeps at least a quarter of the context; the prompt gets the rest.
+      const budget = Math.max(Math.floor(l.contextSize * 0.75), l.contextSize - wanted);
+      return l.format.render(req.messages, tools, Math.min(budget, l.contextSize - 1));
+    }
+    let tokens: number[];
+    if ('tokens' in raw) tokens = raw.tokens;
+    else {
+      // Special tokens written in the text are read as such, as llama.cpp's server and vLLM do.
+      tokens = l.model.tokenize(raw.text, true) as number[];
+      const bos = l.model.tokens.bos;
+      if (l.model.fileInfo.metadata.tokenizer?.ggml?.add_bos_token === true && bos !== null && tokens[0] !== bos) tokens.unshift(bos);
+    }
+    if (tokens.length === 0) throw invalidInput("Invalid 'prompt': it has no tokens.", 'prompt');
+    if (tokens.length + Math.min(wanted, 1) > l.contextSize) {
+      throw invalidInput(
+        `This model's context is ${l.contextSize} tokens; the prompt has ${tokens.length}, leaving no room for an answer.`,
+        'prompt',
+      );
+    }
+    return { tokens, truncatedTokens: 0, text: 'tokens' in raw ? l.model.detokenize(tokens as Token[], true) : raw.text };
+  }
+
   async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
     const l = this.loaded;
     if (!l) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the model is not loaded yet');
     const version = this.versionFor(req.model);
-    const tools = (req.tools as OpenAITool[] | null) ?? null;
+    const tools = req.toolChoice === 'none' ? null : ((req.tools as OpenAITool[] | null) ?? null);
     const wanted = req.maxTokens ?? this.o.defaultMaxTokens ?? 512;
-    // The answer keeps at least a quarter of the context; the prompt gets the rest.
-    const budget = Math.max(Math.floor(l.contextSize * 0.75), l.contextSize - wanted);
-    const { tokens: prompt, truncatedTokens } = l.format.render(req.messages, tools, Math.min(budget, l.contextSize - 1));
-    const maxTokens = Math.max(1, Math.min(wanted, l.contextSize - prompt.length));
+    const { tokens: prompt, truncatedTokens, text: promptText } = this.promptOf(l, req, tools, wanted);
+    const maxTokens = Math.max(req.prompt ? 0 : 1, Math.min(wanted, l.contextSize - prompt.length));
     const temperature = req.temperature ?? this.o.temperature ?? 0.7;
     const topP = req.topP ?? this.o.topP ?? 0.9;
     const seed = req.seed ?? randomInt(0, 2 ** 31);
-    const lease = await l.versions.acquire(version, prompt, call.signal);
+    const schema = this.schemaOf(req);
+    const grammar = schema ? await this.grammarOf(l, schema) : null;
+    const presence = req.presencePenalty ?? 0;
+    const frequency = req.frequencyPenalty ?? 0;
+    const biasOf = (banned: readonly number[] = []): TokenBias => {
+      const b = TokenBias.for(l.model);
+      for (const [id, logit] of req.logitBias ?? []) b.set(id as Token, { logit });
+      for (const id of banned) b.set(id as Token, 'never');
+      return b;
+    };
+    const bias = req.logitBias?.length ? biasOf() : null;
+    // `echo` with `logprobs` scores the prompt: every token of it is evaluated, none reused.
+    const scoring = req.echo === true && req.logprobs && req.prompt !== undefined && req.prompt !== null;
+    const lease = await l.versions.acquire(version, prompt, call.signal, scoring);
     try {
-      const out = await this.generate(l, lease.seq, prompt, lease.reused, {
+      const promptLogprobs = scoring ? await scorePrompt(l, lease.seq, prompt, req.topLogprobs ?? 0, call.signal) : null;
+      if (promptText !== undefined) call.onPrompt?.({ text: promptText, logprobs: promptLogprobs });
+      const out = await this.generate(l, lease.seq, prompt, scoring ? prompt.length - 1 : lease.reused, {
         temperature,
         topP,
         seed,
@@ -201,6 +335,11 @@ export class LlamaEngine implements Engine {
         tools,
         req,
         call,
+        grammar: grammar ? new GrammarTrack(l.model, grammar) : null,
+        utf8: grammar ? new Utf8Track(l.utf8, biasOf) : null,
+        penalties: presence || frequency ? { presence, frequency } : null,
+        bias,
+        singleToolCall: tools !== null && req.parallelToolCalls === false,
       });
       return {
         ...out,
@@ -213,7 +352,17 @@ export class LlamaEngine implements Engine {
         promptTokens: prompt.length,
         cachedPromptTokens: lease.reused,
         completionTokens: out.responseTokenIds.length,
-        sampling: { temperature, topP, maxTokens, seed, stop: req.stop },
+        sampling: {
+          temperature,
+          topP,
+          maxTokens,
+          seed,
+          stop: req.stop,
+          presencePenalty: presence || null,
+          frequencyPenalty: frequency || null,
+          responseFormat: schema ? JSON.stringify(req.responseFormat) : null,
+        },
+        ...(promptText !== undefined ? { promptText } : {}),
       };
     } finally {
       lease.release();
@@ -225,12 +374,13 @@ export class LlamaEngine implements Engine {
     const { model, format } = l;
     const full = g.req.logprobs;
     const random = mulberry32(g.seed);
-    // The sequence holds prompt[0, keep) already evaluated (LlamaVersions.acquire readied it).
-    const it = evaluation(seq, prompt.slice(keep) as Token[], g);
     const ids: number[] = [];
+    // The sequence holds prompt[0, keep) already evaluated (LlamaVersions.acquire readied it).
+    const it = evaluation(seq, prompt.slice(keep) as Token[], g, ids);
     const logprobs: number[] = [];
     const entries: TokenLogprob[] | null = full ? [] : null;
-    const text = new AnswerText(g.stop, g.tools ? format.toolCallPrefix : '');
+    // A grammar's answer ends at its end marker, trailing whitespace trimmed (as node-llama-cpp's chat does).
+    const text = new AnswerText(g.grammar ? [...g.stop, GRAMMAR_END] : g.stop, g.tools ? format.toolCallPrefix : '', g.grammar !== null);
     let finish = 'length';
     let next: Token | undefined;
     try {
@@ -243,18 +393,21 @@ export class LlamaEngine implements Engine {
         }
         const t = tokenOf(l, r.value, g, random);
         next = t.drawn ? t.token : undefined;
+        if (t.drawn) g.grammar?.accept(t.token);
+        g.utf8?.advance(l.bytes.bytes(t.token));
         ids.push(t.token);
         logprobs.push(t.lp);
         const eog = model.isEogToken(t.token);
-        // The end-of-generation token is trained on (the Turn keeps it) but is no part of the content.
-        const entry = eog ? null : t.entry;
+        // The end-of-generation token is trained on (the Turn keeps it) but is no part of the
+        // content; a completion's log-probs list it (one entry per generated token, as lm-eval counts).
+        const entry = eog && !g.req.prompt ? null : t.entry;
         if (entry) entries!.push(entry);
         const step = eog ? { delta: '', stopped: false } : text.push(model.detokenize(ids as Token[], false));
         const delta: Delta = {};
         if (step.delta) delta.content = step.delta;
         if (entry) delta.logprobs = { content: [entry], refusal: null };
         if (delta.content !== undefined || delta.logprobs) g.call.onDelta?.(delta);
-        if (eog || step.stopped) {
+        if (eog || step.stopped || (g.singleToolCall && text.hasToolCall(format))) {
           finish = 'stop';
           break;
         }
@@ -270,7 +423,8 @@ export class LlamaEngine implements Engine {
       responseTokenIds: ids,
       responseLogprobs: logprobs,
       logprobs: entries ? { content: entries, refusal: null } : null,
-      exactLogprobs: true,
+      // A grammar, penalties or a bias shaped the distribution: the trainer cannot reproduce it.
+      exactLogprobs: !shaped(g),
     };
   }
 
@@ -293,7 +447,23 @@ interface Generation {
   tools: OpenAITool[] | null;
   req: ChatRequest;
   call: EngineCallOptions;
+  /** The answer's place in its `response_format` grammar; null: free text. */
+  grammar: GrammarTrack | null;
+  /** `presence_penalty` / `frequency_penalty` over the answer's tokens; null: none. */
+  penalties: { presence: number; frequency: number } | null;
+  /** `logit_bias`; null: none. */
+  bias: TokenBias | null;
+  /** With a grammar: the answer's UTF-8 state, whose bias (`logit_bias` and the bans) replaces `bias`. */
+  utf8: Utf8Track<TokenBias> | null;
+  /** End the answer after its first tool call (`parallel_tool_calls: false`). */
+  singleToolCall: boolean;
 }
+
+/** What node-llama-cpp's JSON-schema grammars end with (their stop trigger): four newlines. */
+const GRAMMAR_END = '\n'.repeat(4);
+
+/** Whether anything but temperature and top-p shaped the distribution the answer was drawn from. */
+const shaped = (g: Generation): boolean => g.grammar !== null || g.penalties !== null || g.bias !== null;
 
 type Generated = Pick<
   EngineResult,
@@ -305,11 +475,38 @@ type Generated = Pick<
  * over the whole distribution at each step (temperature 1, untruncated) and the token is drawn
  * here (tokenOf); otherwise its own sampler draws it, with the confidence of each token.
  */
-function evaluation(seq: LlamaContextSequence, tokens: Token[], g: Generation) {
-  const sampler = { topK: 0, minP: 0, seed: g.seed, yieldEogToken: true };
+function evaluation(seq: LlamaContextSequence, tokens: Token[], g: Generation, answer: readonly number[]) {
+  const sampler = { topK: 0, minP: 0, seed: g.seed >>> 0, yieldEogToken: true, ...shaping(g, answer) };
   return g.req.logprobs
     ? seq.evaluateWithMetadata(tokens, { probabilities: true }, { ...sampler, temperature: 1, topP: 1 })
     : seq.evaluateWithMetadata(tokens, { confidence: true }, { ...sampler, temperature: g.temperature, topP: g.topP });
+}
+
+/**
+ * The sampler stages besides temperature and top-p: the grammar (llama.cpp advances it when it
+ * draws; a copy per step when the token is drawn here), the penalties over the answer so far (all
+ * of it: as OpenAI, not a window), the bias.
+ */
+function shaping(
+  g: Generation,
+  answer: readonly number[],
+): Pick<SequenceEvaluateOptions, 'grammarEvaluationState' | 'repeatPenalty' | 'tokenBias'> {
+  const out: Pick<SequenceEvaluateOptions, 'grammarEvaluationState' | 'repeatPenalty' | 'tokenBias'> = {};
+  const grammar = g.grammar;
+  if (grammar) out.grammarEvaluationState = g.req.logprobs ? () => grammar.scratch() : grammar.live;
+  if (g.penalties) {
+    out.repeatPenalty = {
+      punishTokens: () => answer as Token[],
+      maxPunishTokens: Math.max(64, g.maxTokens),
+      penalty: 1,
+      presencePenalty: g.penalties.presence,
+      frequencyPenalty: g.penalties.frequency,
+    };
+  }
+  const utf8 = g.utf8;
+  if (utf8) out.tokenBias = () => utf8.bias();
+  else if (g.bias) out.tokenBias = g.bias;
+  return out;
 }
 
 /** What the evaluation yields for one step. */
@@ -338,12 +535,52 @@ function tokenOf(
   const own = Math.log(d.probability);
   const top: Array<{ id: number; lp: number }> = [];
   for (const [id, p] of probs) {
-    if (top.length >= topN) break;
+    // Sorted: past the first impossible token (a grammar's mask) there is nothing to list.
+    if (top.length >= topN || p <= 0) break;
     top.push({ id, lp: Math.log(p) });
   }
   const render = (id: number, logprob: number) => ({ token: l.format.tokenText(id), logprob, bytes: l.bytes.bytes(id) });
   const entry = { ...render(d.token, own), top_logprobs: top.map((t) => render(t.id, t.lp)) };
   return { token: d.token as Token, lp, entry, drawn: true };
+}
+
+/** Prompt tokens evaluated per call when scoring a prompt (each position's whole distribution is held until its call returns). */
+const SCORE_CHUNK = 32;
+
+/**
+ * Each prompt token's log-prob given the tokens before it (temperature 1, untruncated) and the
+ * `topN` likeliest tokens at its place; the first token has none. Evaluates all but the last
+ * prompt token into `seq` (the generation evaluates that one).
+ */
+async function scorePrompt(
+  l: Loaded,
+  seq: LlamaContextSequence,
+  prompt: number[],
+  topN: number,
+  signal: AbortSignal,
+): Promise<PromptTokenLogprob[]> {
+  const exact = { temperature: 1, topK: 0, topP: 1, minP: 0 };
+  const render = (id: number) => ({ token: l.format.tokenText(id), bytes: l.bytes.bytes(id) });
+  const out: PromptTokenLogprob[] = [{ ...render(prompt[0]), logprob: null, top_logprobs: [] }];
+  const upto = prompt.length - 1;
+  for (let at = 0; at < upto; at += SCORE_CHUNK) {
+    if (signal.aborted) throw abortError(signal);
+    const chunk = prompt.slice(at, Math.min(upto, at + SCORE_CHUNK));
+    const results = await seq.controlledEvaluate(
+      chunk.map((t): ControlledEvaluateInputItem => [t as Token, { generateNext: { probabilities: true, options: exact } }]),
+    );
+    chunk.forEach((_, i) => {
+      const next = prompt[at + i + 1];
+      const probs = results[i]?.next.probabilities;
+      const top: Array<{ token: string; logprob: number; bytes: number[] | null }> = [];
+      for (const [id, p] of probs ?? []) {
+        if (top.length >= topN) break;
+        top.push({ ...render(id), logprob: Math.log(p) });
+      }
+      out.push({ ...render(next), logprob: Math.log(probs?.get(next as Token) ?? 0), top_logprobs: top });
+    });
+  }
+  return out;
 }
 
 /**
@@ -384,61 +621,4 @@ export function promptHead(format: ChatFormat, messages: ChatRequest['messages']
 
 function abortError(signal: AbortSignal): TurnstreamError {
   return signal.reason instanceof TurnstreamError ? signal.reason : new TurnstreamError(ErrorCodes.ABORTED, 'the generation was aborted');
-}
-
-/**
- * The answer's text as tokens arrive: what may be shown now, holding back a partial UTF-8
- * character, the start of a stop string, and everything from a tool call on.
- */
-class AnswerText {
-  private text = '';
-  private emitted = 0;
-  private cut: number | null = null;
-  private toolAt: number | null = null;
-
-  constructor(
-    private readonly stops: string[],
-    private readonly toolPrefix: string,
-  ) {}
-
-  /** `full` is the whole answer so far; returns the newly showable text. */
-  push(full: string): { delta: string; stopped: boolean } {
-    this.text = full;
-    let stopped = false;
-    for (const s of this.stops) {
-      const i = s ? full.indexOf(s, Math.max(0, this.emitted - s.length)) : -1;
-      if (i >= 0 && (this.cut === null || i < this.cut)) {
-        this.cut = i;
-        stopped = true;
-      }
-    }
-    if (this.toolPrefix && this.toolAt === null) {
-      const i = full.indexOf(this.toolPrefix);
-      if (i >= 0) this.toolAt = i;
-    }
-    let safe = this.cut ?? full.length;
-    if (this.toolAt !== null) safe = Math.min(safe, this.toolAt);
-    if (this.cut === null) {
-      while (safe > this.emitted && full.charCodeAt(safe - 1) === 0xfffd) safe--;
-      for (const s of [...this.stops, this.toolPrefix]) safe = Math.min(safe, full.length - partialSuffix(full, s));
-    }
-    const delta = safe > this.emitted ? full.slice(this.emitted, safe) : '';
-    this.emitted = Math.max(this.emitted, safe);
-    return { delta, stopped };
-  }
-
-  /** The final text (before any stop string) and what was still held back of it. */
-  finish(): { text: string; delta: string } {
-    const text = this.cut === null ? this.text : this.text.slice(0, this.cut);
-    const end = this.toolAt !== null ? Math.min(this.toolAt, text.length) : text.length;
-    const delta = end > this.emitted ? text.slice(this.emitted, end) : '';
-    this.emitted = Math.max(this.emitted, end);
-    return { text, delta };
-  }
-}
-
-/** Length of the longest suffix of `text` that is a proper prefix of `s`. */
-function partialSuffix(text: string, s: string): number {
-  for (let n = Math.min(s.length - 1, text.length); n > 0; n--) if (text.endsWith(s.slice(0, n))) return n;
-  return 0;
 }

@@ -142,16 +142,17 @@ export class VersionSlot {
    * Readies `seq` for `prompt` and returns how many of its leading tokens are already evaluated:
    * keeps what the sequence holds beyond the shared prefix on disk when that is worth it, loads
    * a kept state that shares more, and erases everything after the shared prefix. The prompt's
-   * last token is always evaluated again (the first answer token needs its logits).
+   * last token is always evaluated again (the first answer token needs its logits). `fresh`
+   * reuses nothing: every prompt token is evaluated (their log-probs are wanted).
    */
-  async prepare(seq: LlamaContextSequence, prompt: readonly number[]): Promise<number> {
-    const limit = prompt.length - 1;
+  async prepare(seq: LlamaContextSequence, prompt: readonly number[], fresh = false): Promise<number> {
+    const limit = fresh ? 0 : prompt.length - 1;
     let keep = Math.min(commonPrefix(seq.contextTokens, prompt), limit);
     if (this.states) {
       const held = seq.contextTokens;
       if (held.length - keep >= this.minStateTokens && !this.states.covers(this.kvKey, held)) await this.states.save(this.kvKey, seq);
       const kept = this.states.best(this.kvKey, prompt);
-      if (kept && Math.min(kept.tokens, limit) >= keep + this.minStateTokens) {
+      if (!fresh && kept && Math.min(kept.tokens, limit) >= keep + this.minStateTokens) {
         await this.states.load(kept, seq); // on failure the sequence is left empty
         keep = Math.min(commonPrefix(seq.contextTokens, prompt), limit);
       }
@@ -264,8 +265,9 @@ export class LlamaVersions {
   /**
    * A sequence of `version`'s context (null: the current version), leased until `release()`.
    * The current slot is leased in the same tick it is read, so a swap cannot free it meanwhile.
+   * `fresh`: nothing of the prompt is reused (see `VersionSlot.prepare`).
    */
-  async acquire(version: number | null, prompt: readonly number[], signal: AbortSignal): Promise<SequenceLease> {
+  async acquire(version: number | null, prompt: readonly number[], signal: AbortSignal, fresh = false): Promise<SequenceLease> {
     let slot: VersionSlot;
     for (;;) {
       const cur = this.current;
@@ -284,7 +286,7 @@ export class LlamaVersions {
     let seq: LlamaContextSequence | null = null;
     try {
       seq = await slot.acquireSequence(prompt, signal);
-      const reused = await slot.prepare(seq, prompt);
+      const reused = await slot.prepare(seq, prompt, fresh);
       const s = seq;
       let released = false;
       return {

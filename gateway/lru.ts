@@ -24,6 +24,10 @@ export class Lru<K, V> {
     return this.map.has(key);
   }
 
+  delete(key: K): void {
+    this.map.delete(key);
+  }
+
   set(key: K, value: V): void {
     this.map.delete(key);
     this.map.set(key, value);

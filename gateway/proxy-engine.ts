@@ -9,9 +9,14 @@
  * A client's own `logprobs` / `top_logprobs` reach the upstream as sent, and the upstream's
  * `logprobs` (of the answer, or of each chunk) come back to that client unchanged. When only the
  * gateway asked (for the Turn), the client's answer has `logprobs: null`, as it requested.
+ *
+ * Every other field reaches the upstream as sent, which honours or refuses it (its 400 is the
+ * client's 400), except `n`: each choice is an upstream call of its own (its own Turn), choice i
+ * with `seed + i` when a seed is given. A prompt of its own (`/v1/completions`) is refused: the
+ * proxy speaks the chat API to its upstream.
  */
 import type { ToolCall } from '../schemas/index.ts';
-import { ErrorCodes, TurnstreamError } from '../core/index.ts';
+import { ErrorCodes, TurnstreamError, invalidInput } from '../core/index.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard } from './engine.ts';
 import type { ChoiceLogprobs } from './logprobs.ts';
@@ -89,8 +94,16 @@ export class ProxyEngine implements Engine {
     return this.opts.model ? [{ id: this.opts.model, object: 'model', created: 0, owned_by: 'upstream' }] : [];
   }
 
+  checkRequest(req: ChatRequest): void {
+    if (req.prompt)
+      throw invalidInput('/v1/completions is not served by the proxy engine: it speaks the chat API to its upstream.', 'prompt');
+  }
+
   async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
     const body: Record<string, unknown> = { ...req.upstreamBody, stream: req.stream };
+    // One upstream call per choice (each its own Turn), with the choice's seed.
+    delete body.n;
+    if (req.seed !== null) body.seed = req.seed;
     if (this.opts.model) body.model = this.opts.model;
     if (this.opts.requestLogprobs ?? true) body.logprobs = true;
     if (this.opts.requestTokenIds) {
@@ -272,7 +285,16 @@ export class ProxyEngine implements Engine {
       promptTruncatedTokens: 0,
       promptTokens: acc.promptTokens,
       completionTokens: acc.completionTokens || acc.logprobs.length,
-      sampling: { temperature: req.temperature, topP: req.topP, maxTokens: req.maxTokens, seed: req.seed, stop: req.stop },
+      sampling: {
+        temperature: req.temperature,
+        topP: req.topP,
+        maxTokens: req.maxTokens,
+        seed: req.seed,
+        stop: req.stop,
+        presencePenalty: req.presencePenalty ?? null,
+        frequencyPenalty: req.frequencyPenalty ?? null,
+        responseFormat: req.responseFormat && req.responseFormat.type !== 'text' ? JSON.stringify(req.responseFormat) : null,
+      },
     };
   }
 

@@ -10,7 +10,7 @@
  * up to `drainOnStopMs` and leaves the rest on disk for the next run.
  *
  * The routes are fastify plugins on the app of gateway/http-app.ts: health-routes.ts,
- * metrics-route.ts and models-route.ts from the start, chat-completions.ts and
+ * metrics-route.ts and models-route.ts from the start, chat-completions.ts, completions.ts and
  * feedback-route.ts once the outbox is open. `/healthz` and `/readyz` are open; `/metrics`
  * needs the metrics key when one is set, else an API key when keys are on (open when neither
  * is configured).
@@ -23,6 +23,7 @@ import { Outbox } from '../streams/index.ts';
 import { Admission } from './admission.ts';
 import { Authenticator } from './auth.ts';
 import { chatCompletions, type ChatRouteDeps } from './chat-completions.ts';
+import { completions } from './completions.ts';
 import { KafkaLink } from './event-sink.ts';
 import { feedbackRoute } from './feedback-route.ts';
 import { healthRoutes } from './health-routes.ts';
@@ -118,7 +119,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       link = linkKafka(options, outbox, capture, metrics, logger);
       await startServedEngine(served, options, link, logger);
       const chat = chatSettings(options, policies);
-      void app.register(chatCompletions, { ...chat, engine, capture, index, metrics, logger, gatewayId, inFlight, admission, sse });
+      const routeDeps = { ...chat, engine, capture, index, metrics, logger, gatewayId, inFlight, admission, sse };
+      void app.register(chatCompletions, routeDeps);
+      void app.register(completions, routeDeps);
       void app.register(feedbackRoute, { capture });
       const address = await app.listen({ port: options.port ?? 30000, host: options.host ?? '127.0.0.1' });
       logger.info({ address, engine: engine.kind, gatewayId }, 'gateway listening');

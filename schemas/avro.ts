@@ -147,6 +147,10 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
             optField('maxTokens', 'int'),
             optField('seed', 'long'),
             field('stop', arr('string'), { default: [] }),
+            optField('presencePenalty', 'double'),
+            optField('frequencyPenalty', 'double'),
+            // The request's response_format as JSON when it constrained the answer (json_object, json_schema).
+            optField('responseFormat', 'string'),
           ],
         })),
       ),
@@ -178,6 +182,10 @@ export function turnSchema(ctx: Ctx = new Set()): Schema {
           ],
         })),
       ),
+      // Which of the call's choices this turn is (`n` > 1, or several prompts to /v1/completions): 0 for the first.
+      field('choiceIndex', 'int', { default: 0 }),
+      // The prompt was the client's own text or token ids (/v1/completions), not messages rendered by the chat template.
+      field('rawPrompt', 'boolean', { default: false }),
     ],
   }));
 }

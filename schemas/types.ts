@@ -40,6 +40,12 @@ export interface SamplingParams {
   maxTokens: number | null;
   seed: number | null;
   stop: string[];
+  /** OpenAI `presence_penalty` when the engine applied one; null or absent otherwise. */
+  presencePenalty?: number | null;
+  /** OpenAI `frequency_penalty` when the engine applied one; null or absent otherwise. */
+  frequencyPenalty?: number | null;
+  /** The request's `response_format` as JSON when it constrained the answer (json_object, json_schema); null or absent otherwise. */
+  responseFormat?: string | null;
 }
 
 export interface Usage {
@@ -108,6 +114,17 @@ export interface Turn {
   truncation?: TurnTruncation | null;
   /** The request's OpenAI `metadata` (string pairs, at most 16), e.g. a gym rollout's task, group and index; absent or {} when none. */
   metadata?: Record<string, string>;
+  /**
+   * Which of its call's choices this turn is: a call with `n` > 1 (or several prompts to
+   * `/v1/completions`) is one Turn per choice, each in a session of its own; 0 (or absent) for
+   * the first.
+   */
+  choiceIndex?: number;
+  /**
+   * The prompt was the client's own text or token ids (`/v1/completions`), not messages rendered
+   * with the chat template; `requestMessages` then holds it as one user message. Absent: false.
+   */
+  rawPrompt?: boolean;
 }
 
 /** How a Turn larger than its topic allows was shrunk (the rule: gateway/turn-fit.ts). */

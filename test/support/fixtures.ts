@@ -46,7 +46,16 @@ export function exampleTurn(over: Partial<Turn> = {}): Turn {
     exactLogprobs: true,
     promptTruncatedTokens: 0,
     promptHeadTokens: 0,
-    sampling: { temperature: 0.7, topP: 1, maxTokens: 64, seed: null, stop: [] },
+    sampling: {
+      temperature: 0.7,
+      topP: 1,
+      maxTokens: 64,
+      seed: null,
+      stop: [],
+      presencePenalty: null,
+      frequencyPenalty: null,
+      responseFormat: null,
+    },
     usage: { promptTokens: 4, completionTokens: 3, totalTokens: 7 },
     latencyMs: 250,
     gatewayId: 'gw-1',
@@ -54,6 +63,8 @@ export function exampleTurn(over: Partial<Turn> = {}): Turn {
     actedBy: null,
     truncation: null,
     metadata: {},
+    choiceIndex: 0,
+    rawPrompt: false,
     ...over,
   };
 }

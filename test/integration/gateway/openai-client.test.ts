@@ -1,11 +1,14 @@
 /**
  * The official `openai` npm client against the gateway (built-in tiny model), streaming and
- * not, log-probs included, with the turns it produced read back from Kafka.
+ * not, log-probs included, `n` choices, a seed, and `/v1/completions`, with the turns it produced
+ * read back from Kafka.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
+import type { Turn } from '../../../schemas/index.ts';
 import { startKafkaGateway, type KafkaGateway } from '../../support/kafka-gateway.ts';
+import { waitFor } from '../../support/wait-for.ts';
 import { TopicCollector } from './support.ts';
 
 let g: KafkaGateway;
@@ -154,4 +157,95 @@ test('logprobs / top_logprobs: the client parses them, streamed and not, and the
     client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }], top_logprobs: 3 }),
     (err: unknown) => err instanceof OpenAI.BadRequestError && err.param === 'top_logprobs',
   );
+});
+
+/** The Turns of these ids once they are on the topic. */
+async function turnsById(ids: string[]): Promise<Turn[]> {
+  await waitFor('the turns reached Kafka', () => ids.every((id) => turns.events.some((e) => e.value.turnId === id)), { timeoutMs: 30_000 });
+  return ids.map((id) => turns.events.find((e) => e.value.turnId === id)!.value);
+}
+
+test('n: 3 — three choices, and three Turns on Kafka, each with its own token ids and log-probs', async () => {
+  const { data, response } = await client.chat.completions
+    .create(
+      { model: 'turnstream-tiny', messages: [{ role: 'user', content: 'Name three colours' }], max_tokens: 8, seed: 21, n: 3 },
+      { headers: { 'X-Session-Id': 'oa-n' } },
+    )
+    .withResponse();
+  assert.deepEqual(
+    data.choices.map((c) => c.index),
+    [0, 1, 2],
+  );
+  const ids = response.headers.get('x-turn-ids')!.split(',');
+  assert.equal(ids[0], response.headers.get('x-turn-id'));
+  assert.equal(data.id, `chatcmpl-${ids[0]}`);
+  const t = await turnsById(ids);
+  assert.deepEqual(
+    t.map((x) => [x.choiceIndex, x.sessionId, x.sampling.seed]),
+    [
+      [0, 'oa-n', 21],
+      [1, 'oa-n~1', 22],
+      [2, 'oa-n~2', 23],
+    ],
+  );
+  for (const [i, turn] of t.entries()) {
+    assert.equal(turn.response.content, data.choices[i].message.content);
+    assert.ok(turn.responseTokenIds.length >= 1);
+    assert.equal(turn.responseLogprobs.length, turn.responseTokenIds.length);
+    assert.deepEqual(turn.promptTokenIds, t[0].promptTokenIds, 'one prompt');
+  }
+  assert.equal(
+    data.usage!.completion_tokens,
+    t.reduce((s, x) => s + x.responseTokenIds.length, 0),
+  );
+  assert.equal(data.usage!.prompt_tokens, t[0].promptTokenIds.length, 'the prompt counts once');
+});
+
+test('the same seed twice gives the same text', async () => {
+  const ask = () =>
+    client.chat.completions.create({
+      model: 'turnstream-tiny',
+      messages: [{ role: 'user', content: 'Say something random' }],
+      max_tokens: 16,
+      temperature: 1,
+      seed: 1234,
+    });
+  const [a, b] = [await ask(), await ask()];
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+  assert.ok(a.choices[0].message.content);
+});
+
+test('/v1/completions with the official client: text, streamed or not, legacy log-probs, and a Turn on Kafka', async () => {
+  const { data, response } = await client.completions
+    .create({ model: 'turnstream-tiny', prompt: 'Once upon a time', max_tokens: 8, seed: 5, logprobs: 2, echo: false })
+    .withResponse();
+  assert.equal(data.object, 'text_completion');
+  const turnId = response.headers.get('x-turn-id')!;
+  assert.equal(data.id, `cmpl-${turnId}`);
+  const [choice] = data.choices;
+  assert.equal(typeof choice.text, 'string');
+  assert.ok(['stop', 'length'].includes(choice.finish_reason));
+  const lp = choice.logprobs!;
+  assert.equal(lp.tokens!.length, data.usage!.completion_tokens);
+  assert.ok(lp.top_logprobs!.every((top) => Object.keys(top).length <= 2));
+  const [turn] = await turnsById([turnId]);
+  assert.equal(turn.rawPrompt, true);
+  assert.equal(turn.turnType, 'SIDE', 'a raw prompt is recorded, not trained on, unless the call says main');
+  assert.equal(turn.requestMessages[0].content, 'Once upon a time');
+  assert.equal(turn.response.content, choice.text);
+  assert.deepEqual(
+    lp.token_logprobs!.map((x) => Math.fround(x)),
+    turn.responseLogprobs,
+  );
+
+  const stream = await client.completions.create({
+    model: 'turnstream-tiny',
+    prompt: 'Once upon a time',
+    max_tokens: 8,
+    seed: 5,
+    stream: true,
+  });
+  let text = '';
+  for await (const c of stream) text += c.choices[0]?.text ?? '';
+  assert.equal(text, choice.text, 'the same seed streams the same text');
 });

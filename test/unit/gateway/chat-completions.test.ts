@@ -10,6 +10,9 @@ import { ErrorCodes, TurnstreamError } from '../../../core/index.ts';
 import { Admission } from '../../../gateway/admission.ts';
 import { chatCompletions } from '../../../gateway/chat-completions.ts';
 import { SseBudget } from '../../../gateway/sse-writer.ts';
+import type { ChatRequest } from '../../../gateway/chat-request.ts';
+import type { EngineCallOptions } from '../../../gateway/engine.ts';
+import type { Turn } from '../../../schemas/index.ts';
 import type { Outbox } from '../../../streams/index.ts';
 import { waitFor } from '../../support/wait-for.ts';
 import {
@@ -183,4 +186,90 @@ test('a retried call with the same Idempotency-Key in the same session keeps its
   const b = await post(app, hi, headers);
   assert.equal(a.headers['x-turn-id'], b.headers['x-turn-id']);
   assert.notEqual((await post(app, hi, { 'x-session-id': 'sess-2' })).headers['x-turn-id'], a.headers['x-turn-id']);
+});
+
+/** The Turns a call left in the outbox (sent to a collector instead of Kafka). */
+async function turnsOf(outbox: Outbox): Promise<Turn[]> {
+  const turns: Turn[] = [];
+  outbox.setSender(async (records) => {
+    for (const r of records) if (r.topic === 'turns') turns.push(r.value as Turn);
+  });
+  assert.ok(await outbox.flush(), 'the outbox drained');
+  return turns;
+}
+
+test('n: 3 — three choices, each generated with its own seed and captured as its own Turn in a session of its own', async () => {
+  const engine = scriptedEngine();
+  const { app, outbox } = await chatApp(engine);
+  const res = await post(app, { ...hi, n: 3, seed: 40 }, { 'x-session-id': 'sess-n' });
+  assert.equal(res.statusCode, 200);
+  const body = res.json();
+  assert.deepEqual(
+    body.choices.map((c: { index: number; message: { content: string } }) => [c.index, c.message.content]),
+    [
+      [0, 'Hello'],
+      [1, 'Hello'],
+      [2, 'Hello'],
+    ],
+  );
+  assert.deepEqual(body.usage, { prompt_tokens: 3, completion_tokens: 6, total_tokens: 9 }, 'the prompt counts once');
+  assert.deepEqual(
+    engine.requests.map((r) => r.seed),
+    [40, 41, 42],
+  );
+  const ids = String(res.headers['x-turn-ids']).split(',');
+  assert.equal(ids.length, 3);
+  assert.equal(ids[0], res.headers['x-turn-id']);
+  assert.equal(new Set(ids).size, 3);
+  const turns = (await turnsOf(outbox)).sort((a, b) => (a.choiceIndex ?? 0) - (b.choiceIndex ?? 0));
+  assert.deepEqual(
+    turns.map((t) => [t.choiceIndex, t.turnId, t.sessionId, t.sampling.seed]),
+    [
+      [0, ids[0], 'sess-n', 40],
+      [1, ids[1], 'sess-n~1', 41],
+      [2, ids[2], 'sess-n~2', 42],
+    ],
+  );
+  assert.deepEqual(
+    turns.map((t) => t.sessionSource),
+    ['HEADER', 'GENERATED', 'GENERATED'],
+  );
+  // A retry with the same Idempotency-Key gets the same turn ids for every choice.
+  const again = await post(app, { ...hi, n: 3, seed: 40 }, { 'x-session-id': 'sess-n', 'idempotency-key': 'k-n' });
+  const twice = await post(app, { ...hi, n: 3, seed: 40 }, { 'x-session-id': 'sess-n', 'idempotency-key': 'k-n' });
+  assert.equal(again.headers['x-turn-ids'], twice.headers['x-turn-ids']);
+});
+
+test('n: 2 streamed — each chunk names its choice; each choice starts with its role and ends with its finish reason', async () => {
+  const { app } = await chatApp();
+  const res = await post(app, { ...hi, n: 2, stream: true, stream_options: { include_usage: true } });
+  assert.equal(res.statusCode, 200);
+  const events = res.body.split('\n\n').filter(Boolean);
+  assert.equal(events.at(-1), 'data: [DONE]');
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e.replace(/^data: /, '')));
+  for (const index of [0, 1]) {
+    const mine = chunks.filter((c) => c.choices[0]?.index === index);
+    assert.deepEqual(mine[0].choices[0].delta, { role: 'assistant', content: '' });
+    assert.equal(mine.map((c) => c.choices[0].delta.content ?? '').join(''), 'Hello');
+    assert.equal(mine.at(-1).choices[0].finish_reason, 'stop');
+  }
+  assert.deepEqual(chunks.at(-1).usage, { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
+});
+
+test('a choice that fails fails the call: the others are aborted and no Turn is recorded', async () => {
+  let calls = 0;
+  const engine = scriptedEngine();
+  const failing = {
+    ...engine,
+    complete: async (req: ChatRequest, call: EngineCallOptions) => {
+      if (calls++ === 1) throw new TurnstreamError(ErrorCodes.UPSTREAM, 'the second choice broke');
+      await new Promise((resolve) => call.signal.addEventListener('abort', resolve, { once: true }));
+      return engine.complete(req, call);
+    },
+  };
+  const { app, outbox } = await chatApp(failing as ScriptedEngine);
+  const res = await post(app, { ...hi, n: 2 });
+  assert.equal(res.statusCode, 502);
+  assert.equal(openAIError(res.body).message, 'the second choice broke');
+  assert.equal(outbox.depth, 0);
 });

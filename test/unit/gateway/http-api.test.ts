@@ -49,7 +49,7 @@ test('every bad input gets a 400 in OpenAI error shape, and the server keeps ans
     [{ messages: 'hi' }, 'messages'],
     [{ messages: [] }, 'messages'],
     [{ messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role'],
-    [{ ...ok, n: 3 }, 'n'],
+    [{ ...ok, n: 129 }, 'n'],
     [{ ...ok, max_tokens: 10_000_000 }, 'max_tokens'],
     [{ ...ok, temperature: -1 }, 'temperature'],
     [{ ...ok, temperature: '0.5' }, 'temperature'],

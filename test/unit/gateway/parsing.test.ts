@@ -65,7 +65,46 @@ const bad: Array<[string, unknown, string | undefined]> = [
   ['role not a string', { messages: [{ role: 1, content: 'x' }] }, 'messages[0].role'],
   ['user without content', { messages: [{ role: 'user' }] }, 'messages[0].content'],
   ['content a number', { messages: [{ role: 'user', content: 3 }] }, 'messages[0].content'],
-  ['n > 1', { ...base, n: 2 }, 'n'],
+  ['n above 128', { ...base, n: 129 }, 'n'],
+  ['n zero', { ...base, n: 0 }, 'n'],
+  ['n fractional', { ...base, n: 1.5 }, 'n'],
+  ['presence_penalty above 2', { ...base, presence_penalty: 2.5 }, 'presence_penalty'],
+  ['frequency_penalty a string', { ...base, frequency_penalty: 'high' }, 'frequency_penalty'],
+  ['response_format not an object', { ...base, response_format: 'json' }, 'response_format'],
+  ['response_format of an unknown type', { ...base, response_format: { type: 'yaml' } }, 'response_format.type'],
+  ['json_schema without its object', { ...base, response_format: { type: 'json_schema' } }, 'response_format.json_schema'],
+  [
+    'json_schema with a bad name',
+    { ...base, response_format: { type: 'json_schema', json_schema: { name: 'a b', schema: {} } } },
+    'response_format.json_schema.name',
+  ],
+  [
+    'json_schema without a schema',
+    { ...base, response_format: { type: 'json_schema', json_schema: { name: 'x' } } },
+    'response_format.json_schema.schema',
+  ],
+  [
+    'json_schema strict a string',
+    { ...base, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {}, strict: 'yes' } } },
+    'response_format.json_schema.strict',
+  ],
+  ['audio output', { ...base, audio: { voice: 'alloy', format: 'mp3' } }, 'audio'],
+  ['modalities with audio', { ...base, modalities: ['text', 'audio'] }, 'modalities'],
+  ['modalities of an unknown kind', { ...base, modalities: ['video'] }, 'modalities'],
+  ['the deprecated functions', { ...base, functions: [{ name: 'f' }] }, 'functions'],
+  ['the deprecated function_call', { ...base, function_call: 'auto' }, 'function_call'],
+  ['web_search_options', { ...base, web_search_options: {} }, 'web_search_options'],
+  ['moderation', { ...base, moderation: { model: 'omni-moderation-latest' } }, 'moderation'],
+  ['reasoning_effort of an unknown level', { ...base, reasoning_effort: 'extreme' }, 'reasoning_effort'],
+  ['verbosity of an unknown level', { ...base, verbosity: 'chatty' }, 'verbosity'],
+  ['service_tier of an unknown tier', { ...base, service_tier: 'gold' }, 'service_tier'],
+  ['store a string', { ...base, store: 'no' }, 'store'],
+  ['prompt_cache_key a number', { ...base, prompt_cache_key: 7 }, 'prompt_cache_key'],
+  ['prompt_cache_retention of an unknown kind', { ...base, prompt_cache_retention: '1y' }, 'prompt_cache_retention'],
+  ['prompt_cache_options of an unknown mode', { ...base, prompt_cache_options: { mode: 'sometimes' } }, 'prompt_cache_options.mode'],
+  ['safety_identifier a number', { ...base, safety_identifier: 7 }, 'safety_identifier'],
+  ['prediction of an unknown type', { ...base, prediction: { type: 'diff', content: 'x' } }, 'prediction'],
+  ['stream_options.include_usage a string', { ...base, stream_options: { include_usage: 'yes' } }, 'stream_options.include_usage'],
   ['huge max_tokens', { ...base, max_tokens: 1e12 }, 'max_tokens'],
   ['fractional max_tokens', { ...base, max_tokens: 1.5 }, 'max_tokens'],
   ['temperature too high', { ...base, temperature: 3 }, 'temperature'],
@@ -117,6 +156,42 @@ for (const [name, body, param] of bad) {
     );
   });
 }
+
+test('the sampling fields beyond temperature and top_p: n, penalties (0 is none), logit_bias as pairs, response_format, parallel_tool_calls', () => {
+  const none = parseChatRequest(base);
+  assert.equal(none.n, 1);
+  assert.equal(none.presencePenalty, null);
+  assert.equal(none.frequencyPenalty, null);
+  assert.deepEqual(none.logitBias, []);
+  assert.deepEqual(none.responseFormat, { type: 'text' });
+  assert.equal(none.parallelToolCalls, true);
+  assert.deepEqual(none.unknownFields, []);
+  const r = parseChatRequest({
+    ...base,
+    n: 3,
+    presence_penalty: 0,
+    frequency_penalty: -1.5,
+    logit_bias: { '12': -100, '7': 2.5 },
+    parallel_tool_calls: false,
+    response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' }, strict: true } },
+    reasoning_effort: 'low',
+    store: false,
+    prompt_cache_key: 'agent-1',
+    top_k: 5,
+  });
+  assert.equal(r.n, 3);
+  assert.equal(r.presencePenalty, null, 'a penalty of 0 is no penalty');
+  assert.equal(r.frequencyPenalty, -1.5);
+  assert.deepEqual(r.logitBias, [
+    [7, 2.5],
+    [12, -100],
+  ]);
+  assert.equal(r.parallelToolCalls, false);
+  assert.deepEqual(r.responseFormat, { type: 'json_schema', name: 'answer', description: null, schema: { type: 'object' }, strict: true });
+  assert.equal(r.reasoningEffort, 'low', 'kept for the engine to decide');
+  assert.deepEqual(r.unknownFields, ['top_k'], 'a field in no OpenAI reference is left for the engine to refuse or forward');
+  assert.equal(r.upstreamBody.top_k, 5);
+});
 
 test('logprobs and top_logprobs: defaults, accepted range, OpenAI-style messages, passed on to an upstream as sent', () => {
   const none = parseChatRequest(base);

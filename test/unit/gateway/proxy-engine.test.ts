@@ -303,3 +303,45 @@ test("streamed: each chunk carries the upstream's logprobs when asked, and null 
   assert.equal(plain.chunksWithLogprobs, 0, 'the log-probs the gateway asked for stay in the Turn');
   assert.deepEqual((await outboxTurns()).at(-1).responseLogprobs, [-0.1, -0.2]);
 });
+
+test('n: 2 and fields the upstream decides on — one upstream call per choice (seed + i), every other field forwarded as sent', async () => {
+  seen = [];
+  const { data: res, response } = await client.chat.completions
+    .create({
+      model: 'up-model',
+      messages: [{ role: 'user', content: 'two please' }],
+      n: 2,
+      seed: 10,
+      presence_penalty: 0.5,
+      response_format: { type: 'json_object' },
+      reasoning_effort: 'low',
+      // A field in no OpenAI reference: the upstream (vLLM, say) decides.
+      ...({ top_k: 4 } as object),
+    })
+    .withResponse();
+  assert.deepEqual(
+    res.choices.map((c) => [c.index, c.message.content]),
+    [
+      [0, 'Hello'],
+      [1, 'Hello'],
+    ],
+  );
+  assert.equal(seen.length, 2);
+  assert.deepEqual(seen.map((b) => b.seed).sort(), [10, 11]);
+  for (const b of seen) {
+    assert.ok(!('n' in b), 'each upstream call is one choice');
+    assert.equal(b.presence_penalty, 0.5);
+    assert.deepEqual(b.response_format, { type: 'json_object' });
+    assert.equal(b.reasoning_effort, 'low');
+    assert.equal(b.top_k, 4);
+  }
+  const ids = response.headers.get('x-turn-ids')!.split(',');
+  const turns = (await outboxTurns()).filter((t) => ids.includes(t.turnId));
+  assert.deepEqual(
+    turns.map((t) => [t.turnId, t.choiceIndex]).sort(),
+    [
+      [ids[0], 0],
+      [ids[1], 1],
+    ].sort(),
+  );
+});

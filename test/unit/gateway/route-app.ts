@@ -38,11 +38,21 @@ export interface ScriptedEngine extends Engine {
 }
 
 /**
- * An engine that answers every request with `answer`, one delta per piece (one token each), or
- * fails with `fail` after the pieces; it starts once `gate` resolves, and serves only `model`.
+ * An engine that answers every request with `answer`, one delta per piece (one token each, with
+ * its log-prob −0.5 when the request asks), or fails with `fail` after the pieces; it starts once
+ * `gate` resolves, and serves only `model`. A prompt of its own is read back as is (token ids
+ * joined by spaces).
  */
 export function scriptedEngine(
-  o: { answer?: string[]; fail?: unknown; ready?: boolean; model?: string; gate?: Promise<unknown> } = {},
+  o: {
+    answer?: string[];
+    fail?: unknown;
+    ready?: boolean;
+    model?: string;
+    gate?: Promise<unknown>;
+    /** Refuses a request as an engine's `checkRequest` does (throws). */
+    refuse?: (req: ChatRequest) => void;
+  } = {},
 ): ScriptedEngine {
   const answer = o.answer ?? ['Hel', 'lo'];
   const model = o.model ?? 'scripted';
@@ -56,12 +66,23 @@ export function scriptedEngine(
       if (name && name !== model)
         throw new TurnstreamError(ErrorCodes.NOT_FOUND, `The model \`${name}\` does not exist`, { param: 'model' });
     },
+    checkRequest(req: ChatRequest): void {
+      o.refuse?.(req);
+    },
     async complete(req: ChatRequest, call: EngineCallOptions): Promise<EngineResult> {
       requests.push(req);
       await o.gate;
+      const prompt = req.prompt;
+      if (prompt) call.onPrompt?.({ text: 'text' in prompt ? prompt.text : prompt.tokens.join(' '), logprobs: null });
+      const entry = (token: string) => ({
+        token,
+        logprob: -0.5,
+        bytes: [...Buffer.from(token)],
+        top_logprobs: [{ token, logprob: -0.5, bytes: [...Buffer.from(token)] }],
+      });
       for (const content of answer) {
         if (call.signal.aborted) throw call.signal.reason;
-        call.onDelta?.({ content });
+        call.onDelta?.(req.logprobs ? { content, logprobs: { content: [entry(content)], refusal: null } } : { content });
       }
       if (o.fail) throw o.fail;
       return {
@@ -79,7 +100,8 @@ export function scriptedEngine(
         promptTruncatedTokens: 0,
         promptTokens: 3,
         completionTokens: answer.length,
-        sampling: { temperature: 1, topP: 1, maxTokens: 16, seed: 7, stop: [] },
+        sampling: { temperature: 1, topP: 1, maxTokens: 16, seed: req.seed ?? 7, stop: [] },
+        ...(prompt ? { promptText: 'text' in prompt ? prompt.text : prompt.tokens.join(' ') } : {}),
       };
     },
     close: async () => {},

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import avro from 'avsc';
-import { avroTypeOf, invalidPaths, TOPICS, topicName, type TopicId } from '../../../schemas/index.ts';
+import { avroTypeOf, invalidPaths, TOPICS, topicName, type TopicId, type Turn } from '../../../schemas/index.ts';
 import { renderAvsc } from '../../../schemas/write-avsc.ts';
 import * as fx from '../../support/fixtures.ts';
 
@@ -102,5 +102,22 @@ describe('schemas', () => {
     assert.equal(read.promptTruncatedTokens, 0);
     assert.equal(read.sessionDone, false);
     assert.deepEqual(read.metadata, {});
+  });
+
+  it('schema evolution: a Turn written before n choices, raw prompts and sampling extras reads as choice 0 of a chat, with none of them', () => {
+    const current = avroTypeOf('turns');
+    const old = JSON.parse(JSON.stringify(TOPICS.turns.schema()));
+    old.fields = old.fields.filter((f: { name: string }) => !['choiceIndex', 'rawPrompt'].includes(f.name));
+    const sampling = old.fields.find((f: { name: string }) => f.name === 'sampling');
+    sampling.type.fields = sampling.type.fields.filter(
+      (f: { name: string }) => !['presencePenalty', 'frequencyPenalty', 'responseFormat'].includes(f.name),
+    );
+    const { choiceIndex: _a, rawPrompt: _b, sampling: full, ...rest } = fx.exampleTurn();
+    const { presencePenalty: _c, frequencyPenalty: _d, responseFormat: _e, ...oldSampling } = full;
+    const oldType = avro.Type.forSchema(old);
+    const read = current.fromBuffer(oldType.toBuffer({ ...rest, sampling: oldSampling }), current.createResolver(oldType)) as Turn;
+    assert.equal(read.choiceIndex, 0);
+    assert.equal(read.rawPrompt, false);
+    assert.deepEqual({ ...read.sampling }, { ...oldSampling, presencePenalty: null, frequencyPenalty: null, responseFormat: null });
   });
 });
