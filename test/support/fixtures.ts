@@ -265,6 +265,7 @@ export function exampleReward(over: Partial<Reward> = {}): Reward {
       split: 'TRAIN',
     },
     createdAt: 1_760_000_007_000,
+    parts: { command: true },
     ...over,
   };
 }
