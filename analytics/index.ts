@@ -1,6 +1,8 @@
 /** Analytics: the ClickHouse store (analytics/store/), and on top of it the queries, the report and the dashboard service. */
 // The store (analytics/store/): what the sink writes with, and the queries read through.
 export {
+  ANALYTICS_DEFAULTS,
+  migrateWhenReady,
   resolveAnalyticsOptions,
   AnalyticsStore,
   tableNames,
@@ -20,6 +22,7 @@ export {
   type Tables,
   type Migration,
   type MigrationResult,
+  type MigrateWhenReadyOptions,
   type Column,
   type MappedRow,
   type Row,

@@ -12,16 +12,19 @@
  */
 import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 
+/** Admission's defaults (`turnstream gateway`'s when nothing is set). */
+export const ADMISSION_DEFAULTS = Object.freeze({ maxConcurrent: 8, maxQueue: 64, queueTimeoutMs: 30_000 });
+
 export interface AdmissionOptions {
-  /** Generations running at once. `GATEWAY_MAX_CONCURRENT_GENERATIONS` @default 8 */
+  /** Generations running at once. `GATEWAY_MAX_CONCURRENT_GENERATIONS` @default ADMISSION_DEFAULTS.maxConcurrent (8) */
   maxConcurrent?: number;
   /** Generations one caller may run at once. @default a quarter of `maxConcurrent` (at least 1) */
   maxConcurrentPerCaller?: number;
-  /** Requests waiting for a slot, all callers together. `GATEWAY_MAX_QUEUED_GENERATIONS` @default 64 */
+  /** Requests waiting for a slot, all callers together. `GATEWAY_MAX_QUEUED_GENERATIONS` @default ADMISSION_DEFAULTS.maxQueue (64) */
   maxQueue?: number;
   /** Requests one caller may have waiting. @default a quarter of `maxQueue` (at least 1) */
   maxQueuePerCaller?: number;
-  /** Longest wait for a slot before 429. `GATEWAY_QUEUE_TIMEOUT_MS` @default 30000 */
+  /** Longest wait for a slot before 429. `GATEWAY_QUEUE_TIMEOUT_MS` @default ADMISSION_DEFAULTS.queueTimeoutMs (30000) */
   queueTimeoutMs?: number;
   /** Called when the counts change (metrics). */
   onChange?: (active: number, queued: number) => void;
@@ -55,11 +58,11 @@ export class Admission {
   private readonly onChange: AdmissionOptions['onChange'];
 
   constructor(options: AdmissionOptions = {}) {
-    this.maxConcurrent = options.maxConcurrent ?? 8;
+    this.maxConcurrent = options.maxConcurrent ?? ADMISSION_DEFAULTS.maxConcurrent;
     this.maxConcurrentPerCaller = options.maxConcurrentPerCaller ?? Math.max(1, Math.ceil(this.maxConcurrent / 4));
-    this.maxQueue = options.maxQueue ?? 64;
+    this.maxQueue = options.maxQueue ?? ADMISSION_DEFAULTS.maxQueue;
     this.maxQueuePerCaller = options.maxQueuePerCaller ?? Math.max(1, Math.floor(this.maxQueue / 4));
-    this.queueTimeoutMs = options.queueTimeoutMs ?? 30_000;
+    this.queueTimeoutMs = options.queueTimeoutMs ?? ADMISSION_DEFAULTS.queueTimeoutMs;
     this.onChange = options.onChange;
     if (!Number.isInteger(this.maxConcurrent) || this.maxConcurrent < 1) throw new RangeError('maxConcurrent must be an integer >= 1');
     if (!Number.isInteger(this.maxQueue) || this.maxQueue < 0) throw new RangeError('maxQueue must be an integer >= 0');

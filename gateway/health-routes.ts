@@ -8,6 +8,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { OutboxStats } from '../streams/index.ts';
 import type { Admission } from './admission.ts';
+import { GATEWAY_DEFAULTS } from './defaults.ts';
 import type { Engine } from './engine.ts';
 
 export interface HealthDeps {
@@ -26,8 +27,8 @@ export interface HealthDeps {
 }
 
 export const healthRoutes: FastifyPluginAsync<HealthDeps> = async (app, deps) => {
-  const readyMaxDepth = deps.readyMaxDepth ?? 10_000;
-  const stallMs = deps.stallMs ?? 60_000;
+  const readyMaxDepth = deps.readyMaxDepth ?? GATEWAY_DEFAULTS.outboxReadyMaxDepth;
+  const stallMs = deps.stallMs ?? GATEWAY_DEFAULTS.outboxStallMs;
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ob = deps.outboxStats();

@@ -10,6 +10,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import { KeySet, presentedKey } from '../streams/index.ts';
 import type { Authenticator, Caller } from './auth.ts';
+import { GATEWAY_DEFAULTS } from './defaults.ts';
 import { bodyStillArriving, drainRejectedBody, type BodyDrainLimits } from './body-drain.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { toOpenAIError } from './openai-errors.ts';
@@ -58,7 +59,7 @@ function parseJson(_req: unknown, body: Buffer, done: Done): void {
 }
 
 export function createHttpApp(o: HttpAppOptions): FastifyInstance {
-  const bodyLimit = o.bodyLimit ?? 4 * 1024 * 1024;
+  const bodyLimit = o.bodyLimit ?? GATEWAY_DEFAULTS.bodyLimitBytes;
   const metricsKey = o.metricsKey ? new KeySet([[o.metricsKey, true]]) : null;
   const app = Fastify({
     loggerInstance: o.logger as unknown as FastifyBaseLogger,

@@ -54,14 +54,29 @@ import { Utf8Bans, Utf8Track } from './utf8-guard.ts';
 import type { TokenLogprob } from './logprobs.ts';
 import { Lru } from './lru.ts';
 
+/**
+ * The engine's defaults (`LLAMA_*` when nothing is set). temperature 0.3 is what `turnstream up`
+ * served with (its configuration's default); the engine's own fallback was 0.7 until the two
+ * became one. Eval and gym send their sampling with every request.
+ */
+export const LLAMA_ENGINE_DEFAULTS = Object.freeze({
+  maxContextSize: 8192,
+  parallel: 2,
+  temperature: 0.3,
+  topP: 0.9,
+  defaultMaxTokens: 512,
+  maxPinned: 2,
+  gpu: 'auto' as 'auto' | false,
+});
+
 export interface LlamaEngineOptions {
   /** The base checkpoint: a display name, the model id of its weight versions, the GGUF file and its sha256. */
   model: { name: string; modelId: string; path: string; sha256: string };
   /** Weight store root (`TURNSTREAM_WEIGHTS_DIR`). */
   weightsDir: string;
-  /** Tokens per sequence. @default the model's training context, at most 8192 */
+  /** Tokens per sequence. `LLAMA_CONTEXT_SIZE` @default the model's training context, at most LLAMA_ENGINE_DEFAULTS.maxContextSize (8192) */
   contextSize?: number;
-  /** Generations at once (sequences of each version's context). `LLAMA_PARALLEL` @default 2 */
+  /** Generations at once (sequences of each version's context). `LLAMA_PARALLEL` @default LLAMA_ENGINE_DEFAULTS.parallel (2) */
   parallel?: number;
   /**
    * CPU threads of each context. llama.cpp's threads spin while they wait for each other, so more
@@ -86,17 +101,17 @@ export interface LlamaEngineOptions {
    * @default { dir: a folder of its own under the system's temp folder, maxBytes: 1 GiB, minTokens: 256 }
    */
   kvCache?: false | { dir?: string; maxBytes?: number; minTokens?: number };
-  /** max_tokens when a request gives none. @default 512 */
+  /** max_tokens when a request gives none. `LLAMA_MAX_TOKENS` @default LLAMA_ENGINE_DEFAULTS.defaultMaxTokens (512) */
   defaultMaxTokens?: number;
-  /** temperature when a request gives none. `LLAMA_TEMPERATURE` @default 0.7 */
+  /** temperature when a request gives none. `LLAMA_TEMPERATURE` @default LLAMA_ENGINE_DEFAULTS.temperature (0.3) */
   temperature?: number;
-  /** top_p when a request gives none. `LLAMA_TOP_P` @default 0.9 */
+  /** top_p when a request gives none. `LLAMA_TOP_P` @default LLAMA_ENGINE_DEFAULTS.topP (0.9) */
   topP?: number;
   /** System prompt for conversations without one. @default undefined (the template's own) */
   systemPrompt?: string;
-  /** Pinned versions (`name@N`) kept loaded besides the current one. @default 2 */
+  /** Pinned versions (`name@N`) kept loaded besides the current one. @default LLAMA_ENGINE_DEFAULTS.maxPinned (2) */
   maxPinned?: number;
-  /** `false` forces the CPU build. @default 'auto' */
+  /** `false` forces the CPU build. `LLAMA_GPU` @default LLAMA_ENGINE_DEFAULTS.gpu ('auto') */
   gpu?: 'auto' | false;
   logger?: Logger;
   onSwap?: (version: number) => void;
@@ -131,7 +146,7 @@ export class LlamaEngine implements Engine {
   async start(): Promise<void> {
     const llama = await llamaRuntime({ gpu: this.o.gpu, logger: this.o.logger });
     const model = await llama.loadModel({ modelPath: this.o.model.path });
-    const contextSize = this.o.contextSize ?? Math.min(model.trainContextSize, 8192);
+    const contextSize = this.o.contextSize ?? Math.min(model.trainContextSize, LLAMA_ENGINE_DEFAULTS.maxContextSize);
     const tok = model.fileInfo.metadata.tokenizer?.ggml;
     const kv = this.o.kvCache;
     const states =
@@ -142,13 +157,13 @@ export class LlamaEngine implements Engine {
       base: { name: this.o.model.name, sha256: this.o.model.sha256 },
       store: new AdapterStore(this.o.weightsDir),
       contextSize,
-      parallel: this.o.parallel ?? 2,
+      parallel: this.o.parallel ?? LLAMA_ENGINE_DEFAULTS.parallel,
       threads: this.o.threads ?? Math.max(1, Math.floor(availableParallelism() / 2)),
       batchSize: this.o.batchSize,
       flashAttention: this.o.flashAttention ?? (llama.gpu === false ? false : 'auto'),
       states,
       minStateTokens: kv === false ? undefined : kv?.minTokens,
-      maxPinned: this.o.maxPinned,
+      maxPinned: this.o.maxPinned ?? LLAMA_ENGINE_DEFAULTS.maxPinned,
       logger: this.o.logger,
       onSwap: this.o.onSwap,
     });
@@ -303,11 +318,11 @@ export class LlamaEngine implements Engine {
     if (!l) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the model is not loaded yet');
     const version = this.versionFor(req.model);
     const tools = req.toolChoice === 'none' ? null : ((req.tools as OpenAITool[] | null) ?? null);
-    const wanted = req.maxTokens ?? this.o.defaultMaxTokens ?? 512;
+    const wanted = req.maxTokens ?? this.o.defaultMaxTokens ?? LLAMA_ENGINE_DEFAULTS.defaultMaxTokens;
     const { tokens: prompt, truncatedTokens, text: promptText } = this.promptOf(l, req, tools, wanted);
     const maxTokens = Math.max(req.prompt ? 0 : 1, Math.min(wanted, l.contextSize - prompt.length));
-    const temperature = req.temperature ?? this.o.temperature ?? 0.7;
-    const topP = req.topP ?? this.o.topP ?? 0.9;
+    const temperature = req.temperature ?? this.o.temperature ?? LLAMA_ENGINE_DEFAULTS.temperature;
+    const topP = req.topP ?? this.o.topP ?? LLAMA_ENGINE_DEFAULTS.topP;
     const seed = req.seed ?? randomInt(0, 2 ** 31);
     const schema = this.schemaOf(req);
     const grammar = schema ? await this.grammarOf(l, schema) : null;

@@ -9,6 +9,8 @@ import type { KafkaLinkOptions } from './event-sink.ts';
 import type { LlamaEngineOptions } from './llama-engine.ts';
 import type { ProxyEngineOptions } from './proxy-engine.ts';
 
+export { GATEWAY_DEFAULTS } from './defaults.ts';
+
 export interface BuiltinOptions {
   /** Weight store root (`TURNSTREAM_WEIGHTS_DIR`). */
   weightsDir: string;
@@ -29,9 +31,9 @@ export interface BuiltinOptions {
 }
 
 export interface GatewayOptions {
-  /** @default 30000 */
+  /** `PORT` @default GATEWAY_DEFAULTS.port (30000) */
   port?: number;
-  /** @default '127.0.0.1' */
+  /** `HOST` @default GATEWAY_DEFAULTS.host ('127.0.0.1') */
   host?: string;
   /** turnstream home; the outbox lives in `<home>/outbox` unless `outboxDir` is given. */
   home: string;
@@ -62,27 +64,28 @@ export interface GatewayOptions {
   streams?: SseLimits;
   /** Largest encoded Turn; a larger one is shrunk to fit (gateway/turn-fit.ts). @default the turns topic's max.message.bytes less 16 KiB */
   maxTurnBytes?: number;
-  /** `/readyz` is not ready while the outbox holds more records than this. `GATEWAY_OUTBOX_READY_MAX_DEPTH` @default 10000 */
+  /** `/readyz` is not ready while the outbox holds more records than this. `GATEWAY_OUTBOX_READY_MAX_DEPTH` @default GATEWAY_DEFAULTS.outboxReadyMaxDepth (10000) */
   outboxReadyMaxDepth?: number;
-  /** `/readyz` is not ready while the outbox holds records and drained none for this long, ms. `GATEWAY_OUTBOX_STALL_MS` @default 60000 */
+  /** `/readyz` is not ready while the outbox holds records and drained none for this long, ms. `GATEWAY_OUTBOX_STALL_MS` @default GATEWAY_DEFAULTS.outboxStallMs (60000) */
   outboxStallMs?: number;
-  /** Turn type when a call names none. @default 'main' */
+  /** Turn type when a call names none. `DEFAULT_TURN_TYPE` @default GATEWAY_DEFAULTS.defaultTurnType ('main') */
   defaultTurnType?: 'main' | 'side';
-  /** Largest request body. @default 4 MiB */
+  /** Largest request body. `GATEWAY_BODY_LIMIT_BYTES` @default GATEWAY_DEFAULTS.bodyLimitBytes (4 MiB) */
   bodyLimitBytes?: number;
   /**
    * A refused body (over `bodyLimitBytes`) is read and discarded after the 413 so that the answer
    * reaches a client still sending; past these bounds its connection is destroyed. @default 4 GiB, 120 s
    */
   bodyDrain?: BodyDrainLimits;
-  /** Bound on one generation; the request fails with 504 after it. @default 300000 */
+  /** Bound on one generation; the request fails with 504 after it. `GATEWAY_GENERATION_TIMEOUT_MS` @default GATEWAY_DEFAULTS.generationTimeoutMs (300000) */
   generationTimeoutMs?: number;
-  /** Largest accepted max_tokens / max_completion_tokens. @default 262144 */
+  /** Largest accepted max_tokens / max_completion_tokens. @default GATEWAY_DEFAULTS.maxTokensLimit (262144) */
   maxTokensLimit?: number;
   /**
    * Longest wait for the turn's outbox append before answering: a hung disk stalls no chat beyond
    * it, and a turn answered past it is lost if the gateway dies before the append lands (200 ms
-   * was passed under CPU load, and a kill -9 then lost an answered turn). @default 1000
+   * was passed under CPU load, and a kill -9 then lost an answered turn). `GATEWAY_CAPTURE_WAIT_MS`
+   * @default GATEWAY_DEFAULTS.captureBoundMs (1000)
    */
   captureBoundMs?: number;
   /**
@@ -90,18 +93,19 @@ export interface GatewayOptions {
    * `/v1/feedback` answers 503); `turnstream bench gateway` measures what capture costs. @default true
    */
   capture?: boolean;
-  /** Turns remembered for session inference (LRU). @default 10000 */
+  /** Turns remembered for session inference (LRU). @default GATEWAY_DEFAULTS.sessionIndexSize (10000) */
   sessionIndexSize?: number;
   /**
    * Session inference and feedback by turn id across gateway instances: follow the turns topic
-   * and remember every instance's turns, not only this one's (needs `kafka`). @default true
+   * and remember every instance's turns, not only this one's (needs `kafka`). `GATEWAY_SHARE_SESSIONS`
+   * @default GATEWAY_DEFAULTS.shareSessions (true)
    */
   shareSessions?: boolean;
-  /** With `shareSessions`: on start, learn the turns of this last stretch of time, ms. @default 1800000 (30 min) */
+  /** With `shareSessions`: on start, learn the turns of this last stretch of time, ms. `GATEWAY_SESSION_SHARE_WINDOW_MS` @default GATEWAY_DEFAULTS.sessionShareWindowMs (30 min) */
   sessionShareWindowMs?: number;
-  /** How long `stop()` lets in-flight requests finish before aborting them. @default 10000 */
+  /** How long `stop()` lets in-flight requests finish before aborting them. @default GATEWAY_DEFAULTS.stopGraceMs (10000) */
   stopGraceMs?: number;
-  /** How long `stop()` tries to drain the outbox before leaving the rest on disk. @default 5000 */
+  /** How long `stop()` tries to drain the outbox before leaving the rest on disk. @default GATEWAY_DEFAULTS.drainOnStopMs (5000) */
   drainOnStopMs?: number;
   /** @default a pino logger named 'gateway' at `logLevel` */
   logger?: Logger;

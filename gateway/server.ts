@@ -32,6 +32,7 @@ import type { LlamaEngine } from './llama-engine.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { metricsRoute } from './metrics-route.ts';
 import { modelsRoute } from './models-route.ts';
+import { GATEWAY_DEFAULTS } from './defaults.ts';
 import type { GatewayOptions } from './options.ts';
 import type { PolicyRegistry } from './policy-registry.ts';
 import { createServedEngine, startServedEngine } from './served-engine.ts';
@@ -60,7 +61,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const gatewayId = options.gatewayId ?? `gw-${hostname()}-${process.pid}`;
   const logger: Logger = options.logger ?? createLogger('gateway', options.logLevel ?? 'info');
   const metrics = new GatewayMetrics(gatewayId);
-  const index = new SessionIndex(options.sessionIndexSize ?? 10_000);
+  const index = new SessionIndex(options.sessionIndexSize ?? GATEWAY_DEFAULTS.sessionIndexSize);
   const inFlight = new Set<AbortController>();
   // Before the engine: an engine sizes its parallelism (llama.cpp sequences) by `admission.maxConcurrent`.
   const admission = new Admission({
@@ -123,7 +124,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       void app.register(chatCompletions, routeDeps);
       void app.register(completions, routeDeps);
       void app.register(feedbackRoute, { capture });
-      const address = await app.listen({ port: options.port ?? 30000, host: options.host ?? '127.0.0.1' });
+      const address = await app.listen({ port: options.port ?? GATEWAY_DEFAULTS.port, host: options.host ?? GATEWAY_DEFAULTS.host });
       logger.info({ address, engine: engine.kind, gatewayId }, 'gateway listening');
       return address;
     },
@@ -133,11 +134,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Stop accepting; in-flight requests finish (bounded by `stopGraceMs`, then aborted).
       const grace = setTimeout(() => {
         for (const c of inFlight) c.abort(new TurnstreamError(ErrorCodes.ABORTED, 'the gateway is shutting down'));
-      }, options.stopGraceMs ?? 10_000);
+      }, options.stopGraceMs ?? GATEWAY_DEFAULTS.stopGraceMs);
       await app.close();
       clearTimeout(grace);
       await capture?.settle();
-      const left = await outbox?.close(options.drainOnStopMs ?? 5000);
+      const left = await outbox?.close(options.drainOnStopMs ?? GATEWAY_DEFAULTS.drainOnStopMs);
       if (left && left.depth > 0) logger.info({ depth: left.depth, dir: outboxDir }, 'outbox not empty at stop; the next start drains it');
       await link?.close();
       await engine.close();
@@ -157,7 +158,8 @@ function linkKafka(
   const link = new KafkaLink(options.kafka, logger, (c) => metrics.kafkaConnected.set(c ? 1 : 0));
   outbox.setSender(link.send, link.deadLetter);
   link.warmUp();
-  if (options.shareSessions ?? true) link.followTurns((t) => capture.learn(t), options.sessionShareWindowMs ?? 30 * 60 * 1000);
+  if (options.shareSessions ?? GATEWAY_DEFAULTS.shareSessions)
+    link.followTurns((t) => capture.learn(t), options.sessionShareWindowMs ?? GATEWAY_DEFAULTS.sessionShareWindowMs);
   return link;
 }
 
@@ -167,7 +169,7 @@ function captureOptions(
   outboxDir: string,
 ): Pick<TurnCaptureOptions, 'boundMs' | 'enabled' | 'maxTurnBytes' | 'oversizedDir'> {
   return {
-    boundMs: options.captureBoundMs,
+    boundMs: options.captureBoundMs ?? GATEWAY_DEFAULTS.captureBoundMs,
     enabled: options.capture ?? true,
     maxTurnBytes: options.maxTurnBytes,
     oversizedDir: join(outboxDir, 'oversized'),
@@ -180,9 +182,9 @@ function chatSettings(
   policies: PolicyRegistry | null,
 ): Pick<ChatRouteDeps, 'defaultTurnType' | 'generationTimeoutMs' | 'maxTokensLimit' | 'defaultModel'> {
   return {
-    defaultTurnType: options.defaultTurnType ?? 'main',
-    generationTimeoutMs: options.generationTimeoutMs ?? 300_000,
-    maxTokensLimit: options.maxTokensLimit ?? 262_144,
+    defaultTurnType: options.defaultTurnType ?? GATEWAY_DEFAULTS.defaultTurnType,
+    generationTimeoutMs: options.generationTimeoutMs ?? GATEWAY_DEFAULTS.generationTimeoutMs,
+    maxTokensLimit: options.maxTokensLimit ?? GATEWAY_DEFAULTS.maxTokensLimit,
     defaultModel: () => policies?.modelId ?? options.llama?.model.name ?? options.upstream?.model ?? 'default',
   };
 }

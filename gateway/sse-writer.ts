@@ -18,17 +18,25 @@
 import type { ServerResponse } from 'node:http';
 import { sseFrame } from './sse.ts';
 
+/** The streams' defaults (`turnstream gateway`'s when nothing is set). */
+export const SSE_DEFAULTS = Object.freeze({
+  stallTimeoutMs: 30_000,
+  maxBufferedBytes: 1024 * 1024,
+  maxTotalBufferedBytes: 64 * 1024 * 1024,
+  keepAliveMs: 15_000,
+});
+
 export interface SseLimits {
-  /** How long a stream may stay undrained before it is cut. `GATEWAY_STREAM_STALL_TIMEOUT_MS` @default 30000 */
+  /** How long a stream may stay undrained before it is cut. `GATEWAY_STREAM_STALL_TIMEOUT_MS` @default SSE_DEFAULTS.stallTimeoutMs (30000) */
   stallTimeoutMs?: number;
-  /** Bytes one stream may have waiting. `GATEWAY_STREAM_BUFFER_BYTES` @default 1 MiB */
+  /** Bytes one stream may have waiting. `GATEWAY_STREAM_BUFFER_BYTES` @default SSE_DEFAULTS.maxBufferedBytes (1 MiB) */
   maxBufferedBytes?: number;
-  /** Bytes all streams together may have waiting. @default 64 MiB */
+  /** Bytes all streams together may have waiting. @default SSE_DEFAULTS.maxTotalBufferedBytes (64 MiB) */
   maxTotalBufferedBytes?: number;
   /**
    * A stream silent this long gets an SSE comment (`: keep-alive`, which clients' parsers skip):
    * a long prompt on a CPU can take minutes before its first token, and fetch-based clients (the
-   * official `openai` client among them) give up on a body silent for 300 s. @default 15000
+   * official `openai` client among them) give up on a body silent for 300 s. @default SSE_DEFAULTS.keepAliveMs (15000)
    */
   keepAliveMs?: number;
 }
@@ -42,10 +50,10 @@ export class SseBudget {
   readonly keepAliveMs: number;
 
   constructor(limits: SseLimits = {}) {
-    this.keepAliveMs = limits.keepAliveMs ?? 15_000;
-    this.stallTimeoutMs = limits.stallTimeoutMs ?? 30_000;
-    this.maxBufferedBytes = limits.maxBufferedBytes ?? 1024 * 1024;
-    this.maxBytes = limits.maxTotalBufferedBytes ?? 64 * 1024 * 1024;
+    this.keepAliveMs = limits.keepAliveMs ?? SSE_DEFAULTS.keepAliveMs;
+    this.stallTimeoutMs = limits.stallTimeoutMs ?? SSE_DEFAULTS.stallTimeoutMs;
+    this.maxBufferedBytes = limits.maxBufferedBytes ?? SSE_DEFAULTS.maxBufferedBytes;
+    this.maxBytes = limits.maxTotalBufferedBytes ?? SSE_DEFAULTS.maxTotalBufferedBytes;
   }
 }
 

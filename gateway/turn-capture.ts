@@ -26,6 +26,7 @@ import { gzip } from 'node:zlib';
 import { deterministicId, encodedSize, type Feedback, type Turn } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import { type Outbox, maxValueBytes } from '../streams/index.ts';
+import { GATEWAY_DEFAULTS } from './defaults.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { Ownership } from './ownership.ts';
 import type { SessionIndex } from './session-index.ts';
@@ -64,7 +65,7 @@ export class TurnCapture {
 
   constructor(private readonly opts: TurnCaptureOptions) {
     this.ownership = new Ownership(opts.recentTurns ?? 100_000);
-    this.boundMs = opts.boundMs ?? 1000;
+    this.boundMs = opts.boundMs ?? GATEWAY_DEFAULTS.captureBoundMs;
     this.maxTurnBytes = opts.maxTurnBytes ?? maxValueBytes('turns');
   }
 

@@ -4,11 +4,19 @@ export { startJudge, type JudgeServiceOptions } from './judge.ts';
 export { startSampleBuilder, type SampleBuilderServiceOptions } from './sample-builder.ts';
 export { startTrajectoryAssembler, type TrajectoryAssemblerServiceOptions } from './trajectory-assembler.ts';
 export { startGroupBuilder, type GroupBuilderServiceOptions } from './group-builder.ts';
-export { TrajectoryCore, stepOf, type TrajectoryAssemblerOptions } from './trajectory-assembler/index.ts';
-export { BatchCore, batchSamples, groupAdvantages, type BatchReport, type GroupBuilderOptions } from './group-builder/index.ts';
+export { TrajectoryCore, stepOf, DEFAULT_SETTLE_MS, type TrajectoryAssemblerOptions } from './trajectory-assembler/index.ts';
+export {
+  BatchCore,
+  batchSamples,
+  groupAdvantages,
+  GROUP_BUILDER_DEFAULTS,
+  type BatchReport,
+  type GroupBuilderOptions,
+} from './group-builder/index.ts';
 export { defaultGroupId, type ServiceOptions } from './service-options.ts';
 export {
   startClickhouseSink,
+  SINK_DEFAULTS,
   SINK_TOPICS,
   type ClickhouseSinkHandle,
   type ClickhouseSinkOptions,
@@ -22,6 +30,7 @@ export {
   createLlmJudge,
   EmbeddedJudge,
   LlmJudge,
+  JUDGE_DEFAULTS,
   majorityVote,
   makeJudgement,
   selectHint,
@@ -37,6 +46,7 @@ export {
 } from './judge/index.ts';
 export {
   buildSample,
+  SAMPLE_BUILDER_DEFAULTS,
   loadTeacher,
   LlamaTeacher,
   createPolicyTeacher,

@@ -4,7 +4,8 @@
  * ClickHouse sink writes with; the queries, the report and the dashboard (analytics/) read
  * through it.
  */
-export { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
+export { migrateWhenReady, type MigrateWhenReadyOptions } from './migrate-when-ready.ts';
+export { ANALYTICS_DEFAULTS, resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
 export { AnalyticsStore } from './client.ts';
 export { tableNames, TABLE_IDS, type TableId, type Tables } from './tables.ts';
 export { migrate, MIGRATIONS, REPLAY_KEYS, type Migration, type MigrationResult } from './migrations.ts';

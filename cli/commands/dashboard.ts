@@ -4,8 +4,8 @@
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { AnalyticsStore, migrate, startDashboard } from '../../analytics/index.ts';
-import { createLogger, toTurnstreamError } from '../../core/index.ts';
+import { AnalyticsStore, migrateWhenReady, startDashboard } from '../../analytics/index.ts';
+import { createLogger } from '../../core/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { analyticsFromConfig } from './sink.ts';
 
@@ -28,17 +28,7 @@ export function register(program: Command): void {
       const logger = createLogger('dashboard', config.logLevel);
       const store = new AnalyticsStore(analyticsFromConfig(config));
       // The tables may not exist yet (the sink not started): create them so the page works.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await migrate(store);
-          break;
-        } catch (err) {
-          const e = toTurnstreamError(err);
-          if (!e.retriable || attempt >= 30) throw e;
-          logger.warn({ err: e.message }, 'ClickHouse not ready; retrying');
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      }
+      await migrateWhenReady(store, { baseMs: 1000, maxMs: 1000, attempts: 30, logger });
       const d = await startDashboard({
         store,
         port: Number(flags.port),

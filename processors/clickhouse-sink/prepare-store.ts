@@ -3,9 +3,9 @@
  * each table it writes handed to the row buffer (rows are encoded as RowBinary as they arrive).
  * ClickHouse may be starting: both are retried instead of failing the service.
  */
-import { migrate, TABLE_OF, type AnalyticsStore } from '../../analytics/store/index.ts';
+import { migrateWhenReady, TABLE_OF, type AnalyticsStore } from '../../analytics/store/index.ts';
 import type { TopicId } from '../../schemas/index.ts';
-import { isRetriable, retry, toTurnstreamError, type Logger } from '../../core/index.ts';
+import { isRetriable, retry, type Logger } from '../../core/index.ts';
 import type { RowBuffer } from './row-buffer.ts';
 
 export interface PrepareStoreOptions {
@@ -20,14 +20,7 @@ export interface PrepareStoreOptions {
 
 export async function prepareStore(store: AnalyticsStore, buffer: RowBuffer, o: PrepareStoreOptions): Promise<void> {
   const { baseMs, maxMs, logger: log } = o;
-  const r = await retry(() => migrate(store), {
-    baseMs,
-    maxMs,
-    retryIf: (err) => !o.stopping() && toTurnstreamError(err).retriable,
-    onRetry: (err, attempt) => log.warn({ err: (err as Error).message, attempt }, 'ClickHouse not ready; retrying'),
-  }).catch((err: unknown) => {
-    throw o.stopping() ? err : toTurnstreamError(err);
-  });
+  const r = await migrateWhenReady(store, { baseMs, maxMs, stopping: o.stopping, logger: log });
   log.info({ applied: r.applied, version: r.version, server: r.server, database: store.options.database }, 'analytics schema ready');
   for (const table of new Set(o.ids.map((id) => TABLE_OF[id]!))) {
     buffer.setColumns(

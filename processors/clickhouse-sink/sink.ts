@@ -19,7 +19,7 @@
 import { AnalyticsStore, TABLE_OF } from '../../analytics/store/index.ts';
 import { EventProducer, FlushConsumer } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
-import { SINK_TOPICS, type ClickhouseSinkOptions } from './options.ts';
+import { SINK_DEFAULTS, SINK_TOPICS, type ClickhouseSinkOptions } from './options.ts';
 import { prepareStore } from './prepare-store.ts';
 import { ReplayDiscovery } from './replay-discovery.ts';
 import { RowBuffer } from './row-buffer.ts';
@@ -39,21 +39,21 @@ export interface ClickhouseSinkHandle {
 }
 
 export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHandle {
-  const stage = o.stage ?? 'clickhouse-sink';
+  const stage = o.stage ?? SINK_DEFAULTS.stage;
   const log = o.logger ?? createLogger(stage);
   const store = new AnalyticsStore(o.analytics);
   const ids = (o.topics ?? SINK_TOPICS).filter((id) => TABLE_OF[id] !== undefined);
-  const routes = new SinkRoutes(o.codecs, ids, o.replayTags ?? []);
-  const retryInitialMs = o.retryInitialMs ?? 250;
-  const retryMaxMs = o.retryMaxMs ?? 5000;
-  const groupId = o.groupId ?? 'turnstream-clickhouse-sink';
+  const routes = new SinkRoutes(o.codecs, ids, o.replayTags ?? SINK_DEFAULTS.replayTags);
+  const retryInitialMs = o.retryInitialMs ?? SINK_DEFAULTS.retryInitialMs;
+  const retryMaxMs = o.retryMaxMs ?? SINK_DEFAULTS.retryMaxMs;
+  const groupId = o.groupId ?? `${o.codecs.naming.prefix ?? ''}${SINK_DEFAULTS.groupSuffix}`;
   const producer = new EventProducer(o.kafka, o.codecs);
   const buffer = new RowBuffer();
   const counters = new SinkCounters();
   const deadLetters = new SinkDeadLetters(producer, stage, counters, log);
   const handler = new SinkHandler({ store, buffer, routes, codecs: new TagCodecs(o.codecs), deadLetters, counters, onInsert: o.onInsert });
   const discovery = routes.replay
-    ? new ReplayDiscovery({ kafka: o.kafka, routes, intervalMs: o.replayDiscoveryMs ?? 10000, logger: log })
+    ? new ReplayDiscovery({ kafka: o.kafka, routes, intervalMs: o.replayDiscoveryMs ?? SINK_DEFAULTS.replayDiscoveryMs, logger: log })
     : undefined;
   let stopping = false;
   let consumer: FlushConsumer | undefined;
@@ -70,9 +70,9 @@ export function startClickhouseSink(o: ClickhouseSinkOptions): ClickhouseSinkHan
       fromBeginning: o.fromBeginning,
       sessionTimeoutMs: o.sessionTimeoutMs,
       logger: log,
-      flushAt: o.batchRows ?? 500,
-      flushIntervalMs: o.flushIntervalMs,
-      maxBuffered: o.maxBufferedRows,
+      flushAt: o.batchRows ?? SINK_DEFAULTS.batchRows,
+      flushIntervalMs: o.flushIntervalMs ?? SINK_DEFAULTS.flushIntervalMs,
+      maxBuffered: o.maxBufferedRows ?? SINK_DEFAULTS.bufferedBatches * (o.batchRows ?? SINK_DEFAULTS.batchRows),
       retryInitialMs,
       retryMaxMs,
       handle: (topic, partition, m) => handler.handle(topic, partition, m),

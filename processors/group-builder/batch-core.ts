@@ -3,15 +3,16 @@
  * batch are gathered until the batch has all of them (its groups × group size), or until
  * `batchTimeoutMs` after the first came; then the batch's samples go out together (batch-samples.ts).
  */
+import { GROUP_BUILDER_DEFAULTS } from './defaults.ts';
 import type { BatchState, Sample, Trajectory } from '../../schemas/index.ts';
 import { batchSamples, type BatchReport } from './batch-samples.ts';
 
 export interface GroupBuilderOptions {
-  /** Divide the advantages by the group's standard deviation (GRPO); off: r − mean. `GRPO_NORMALIZE_STD` @default true */
+  /** Divide the advantages by the group's standard deviation (GRPO); off: r − mean. `GRPO_NORMALIZE_STD` @default GROUP_BUILDER_DEFAULTS.normalizeStd (true) */
   normalizeStd?: boolean;
-  /** A batch still missing trajectories this long after its first is trained on what it has, ms. `GRPO_BATCH_TIMEOUT_MS` @default 300000 */
+  /** A batch still missing trajectories this long after its first is trained on what it has, ms. `GRPO_BATCH_TIMEOUT_MS` @default GROUP_BUILDER_DEFAULTS.batchTimeoutMs (300000) */
   batchTimeoutMs?: number;
-  /** A finished batch is remembered this long, so a late trajectory is ignored, ms. @default 3600000 */
+  /** A finished batch is remembered this long, so a late trajectory is ignored, ms. @default GROUP_BUILDER_DEFAULTS.retainDoneMs (1 h) */
   retainDoneMs?: number;
 }
 
@@ -34,8 +35,8 @@ export class BatchCore {
     private readonly options: GroupBuilderOptions = {},
     private readonly events: BatchEvents = {},
   ) {
-    this.batchTimeoutMs = options.batchTimeoutMs ?? 300_000;
-    this.retainDoneMs = options.retainDoneMs ?? 3_600_000;
+    this.batchTimeoutMs = options.batchTimeoutMs ?? GROUP_BUILDER_DEFAULTS.batchTimeoutMs;
+    this.retainDoneMs = options.retainDoneMs ?? GROUP_BUILDER_DEFAULTS.retainDoneMs;
   }
 
   handle(trajectories: readonly Trajectory[], store: BatchStore, now: number, emit: (s: Sample) => void): void {

@@ -7,6 +7,7 @@
  * samples the batch has, so the learner takes one step on exactly them.
  */
 import type { Sample, Trajectory } from '../../schemas/index.ts';
+import { GROUP_BUILDER_DEFAULTS } from './defaults.ts';
 import { groupAdvantages } from './group-advantages.ts';
 
 export interface BatchSampleOptions {
@@ -62,7 +63,7 @@ export function batchSamples(
     const ordered = [...members].sort((a, b) => a.reward.rollout!.index - b.reward.rollout!.index);
     const adv = groupAdvantages(
       ordered.map((t) => t.reward.reward),
-      options.normalizeStd ?? true,
+      options.normalizeStd ?? GROUP_BUILDER_DEFAULTS.normalizeStd,
     );
     if (!adv) {
       report.skippedEqual++;

@@ -16,30 +16,44 @@ import { hasEvidence, makeJudgement, type Judge, type JudgeCallOptions, type Jud
 import { majorityVote, selectHint } from './majority-vote.ts';
 import { hintPrompt, prmPrompt, type JudgeMessage } from './prompts.ts';
 
+/** The LLM judge's defaults (`JUDGE_*` when nothing is set). */
+export const JUDGE_DEFAULTS = Object.freeze({
+  model: 'judge',
+  mode: 'combined' as JudgeMode,
+  votes: 3,
+  hintVotes: 1,
+  temperature: 0.6,
+  maxTokens: 1024,
+  timeoutMs: 60_000,
+  retries: 2,
+  minBackoffMs: 500,
+  maxQuoteChars: 4000,
+});
+
 export interface LlmJudgeOptions {
   /** Base URL of the OpenAI-compatible API, e.g. `http://127.0.0.1:8000/v1`. `JUDGE_BASE_URL` */
   baseUrl: string;
-  /** Model name sent in each request. `JUDGE_MODEL` */
+  /** Model name sent in each request. `JUDGE_MODEL` (through createJudge: @default JUDGE_DEFAULTS.model ('judge')) */
   model: string;
   /** Bearer token. `JUDGE_API_KEY` @default undefined (no Authorization header) */
   apiKey?: string;
-  /** What to ask for. @default 'combined' */
+  /** What to ask for. @default JUDGE_DEFAULTS.mode ('combined') */
   mode?: JudgeMode;
-  /** Process-reward votes per pair (m). `JUDGE_VOTES` @default 3 */
+  /** Process-reward votes per pair (m). `JUDGE_VOTES` @default JUDGE_DEFAULTS.votes (3) */
   votes?: number;
-  /** Hint votes per pair (OPD and combined). @default 1 */
+  /** Hint votes per pair (OPD and combined). `JUDGE_HINT_VOTES` @default JUDGE_DEFAULTS.hintVotes (1) */
   hintVotes?: number;
-  /** Sampling temperature of the judge. @default 0.6 */
+  /** Sampling temperature of the judge. @default JUDGE_DEFAULTS.temperature (0.6) */
   temperature?: number;
-  /** `max_tokens` of each judge answer. @default 1024 */
+  /** `max_tokens` of each judge answer. @default JUDGE_DEFAULTS.maxTokens (1024) */
   maxTokens?: number;
-  /** Bound on one attempt of one vote, in ms. @default 60_000 */
+  /** Bound on one attempt of one vote, in ms. `JUDGE_TIMEOUT_MS` @default JUDGE_DEFAULTS.timeoutMs (60000) */
   timeoutMs?: number;
-  /** Retries of a vote after its first attempt, on retriable failures. @default 2 */
+  /** Retries of a vote after its first attempt, on retriable failures. @default JUDGE_DEFAULTS.retries (2) */
   retries?: number;
-  /** First backoff delay in ms (doubles per retry, up to 10 s). @default 500 */
+  /** First backoff delay in ms (doubles per retry, up to 10 s). @default JUDGE_DEFAULTS.minBackoffMs (500) */
   minBackoffMs?: number;
-  /** Longest quoted text per prompt block, in characters. @default 4000 */
+  /** Longest quoted text per prompt block, in characters. @default JUDGE_DEFAULTS.maxQuoteChars (4000) */
   maxQuoteChars?: number;
   /** Judge id in judgements. @default `llm:<model>` */
   id?: string;
@@ -117,15 +131,15 @@ export class LlmJudge implements Judge {
       baseUrl: options.baseUrl,
       model: options.model,
       apiKey: options.apiKey,
-      mode: options.mode ?? 'combined',
-      votes: options.votes ?? 3,
-      hintVotes: options.hintVotes ?? 1,
-      temperature: options.temperature ?? 0.6,
-      maxTokens: options.maxTokens ?? 1024,
-      timeoutMs: options.timeoutMs ?? 60_000,
-      retries: options.retries ?? 2,
-      minBackoffMs: options.minBackoffMs ?? 500,
-      maxQuoteChars: options.maxQuoteChars ?? 4000,
+      mode: options.mode ?? JUDGE_DEFAULTS.mode,
+      votes: options.votes ?? JUDGE_DEFAULTS.votes,
+      hintVotes: options.hintVotes ?? JUDGE_DEFAULTS.hintVotes,
+      temperature: options.temperature ?? JUDGE_DEFAULTS.temperature,
+      maxTokens: options.maxTokens ?? JUDGE_DEFAULTS.maxTokens,
+      timeoutMs: options.timeoutMs ?? JUDGE_DEFAULTS.timeoutMs,
+      retries: options.retries ?? JUDGE_DEFAULTS.retries,
+      minBackoffMs: options.minBackoffMs ?? JUDGE_DEFAULTS.minBackoffMs,
+      maxQuoteChars: options.maxQuoteChars ?? JUDGE_DEFAULTS.maxQuoteChars,
     };
     if (!(this.o.votes >= 1) || !(this.o.hintVotes >= 1)) throw new RangeError('votes and hintVotes must be >= 1');
     this.id = options.id ?? `llm:${options.model}`;

@@ -21,12 +21,15 @@ import { appendHint, type Teacher } from './teacher.ts';
 
 export type TrainMethod = 'rl' | 'opd' | 'combined';
 
+/** The sample builder's defaults (`TRAIN_METHOD`, `TEACHER_TOP_K` when nothing is set). */
+export const SAMPLE_BUILDER_DEFAULTS = Object.freeze({ method: 'combined' as TrainMethod, topK: 0 });
+
 export interface SampleBuilderOptions {
-  /** Which samples to build. `TRAIN_METHOD` @default 'combined' */
+  /** Which samples to build. `TRAIN_METHOD` @default SAMPLE_BUILDER_DEFAULTS.method ('combined') */
   method?: TrainMethod;
   /** Frozen teacher for OPD / combined; without one, hints are not used (RL part only). @default undefined */
   teacher?: Teacher;
-  /** Teacher top-k log-probs per position (0 = none). @default 0 */
+  /** Teacher top-k log-probs per position (0 = none). `TEACHER_TOP_K` @default SAMPLE_BUILDER_DEFAULTS.topK (0) */
   topK?: number;
   /** Emit a fully masked sample for an end-marker pair with nothing trainable. @default true */
   maskedEndSamples?: boolean;
@@ -65,7 +68,7 @@ export async function buildSample(
   options: SampleBuilderOptions = {},
   call: BuildCallOptions = {},
 ): Promise<BuildResult> {
-  const method = options.method ?? 'combined';
+  const method = options.method ?? SAMPLE_BUILDER_DEFAULTS.method;
   const pair = judgement.pair;
   const turn = pair.turn;
   // A gym rollout's steps are trained by their group (processors/group-builder), on its outcome.
@@ -98,7 +101,7 @@ export async function buildSample(
   } else {
     if (useScore) reward = judgement.score;
     if (useHint) {
-      const k = options.topK ?? 0;
+      const k = options.topK ?? SAMPLE_BUILDER_DEFAULTS.topK;
       const scored = await options.teacher!.score(appendHint(turn.requestMessages, judgement.hint!), turn.responseTokenIds, {
         topK: k,
         signal: call.signal,

@@ -1,5 +1,6 @@
 export {
   buildSample,
+  SAMPLE_BUILDER_DEFAULTS,
   type BuildCallOptions,
   type BuildResult,
   type SampleBuilderOptions,

@@ -19,7 +19,7 @@ import {
 } from '../../schemas/index.ts';
 
 export interface TrajectoryAssemblerOptions {
-  /** How long an outcome waits for the turns it lists (or, listing none, for the session's), ms. @default 30000 */
+  /** How long an outcome waits for the turns it lists (or, listing none, for the session's), ms. `TRAJECTORY_SETTLE_MS` @default DEFAULT_SETTLE_MS (30000) */
   settleMs?: number;
   /** A rollout's steps with no outcome are forgotten after this long without news, ms. @default 3600000 */
   abandonMs?: number;
