@@ -11,7 +11,10 @@ const LAYERS = [
   ['streams'],
   ['policy', 'infra', 'analytics', 'integrations'],
   ['gateway', 'processors', 'trainer'],
-  ['history', 'eval'],
+  ['history'],
+  // The composition root: every service built from one settings object (stack/index.ts).
+  ['stack'],
+  ['eval'],
   ['gym', 'bench'],
   ['cli'],
 ];

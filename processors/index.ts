@@ -13,7 +13,7 @@ export {
   type BatchReport,
   type GroupBuilderOptions,
 } from './group-builder/index.ts';
-export { defaultGroupId, type ServiceOptions } from './service-options.ts';
+export { defaultGroupId, PROCESSOR_DEFAULTS, type ServiceOptions } from './service-options.ts';
 export {
   startClickhouseSink,
   SINK_DEFAULTS,

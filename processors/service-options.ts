@@ -3,6 +3,9 @@ import type { Kafka } from 'kafkajs';
 import type { EventCodecs } from '../streams/index.ts';
 import type { Logger } from '../core/index.ts';
 
+/** What every processor service falls back to (`PROCESSOR_*` when nothing is set). */
+export const PROCESSOR_DEFAULTS = Object.freeze({ sessionTimeoutMs: 30_000 });
+
 export interface ServiceOptions {
   kafka: Kafka;
   /** Codecs of the topic family (prefix / replay tag) the service reads and writes. */
@@ -16,7 +19,7 @@ export interface ServiceOptions {
   /**
    * Consumer group session timeout: how long a dead instance (kill -9, a lost machine) holds its
    * partitions before the group moves them to the others. Slow work never needs a longer one:
-   * the runtime heartbeats while it waits. @default 30000
+   * the runtime heartbeats while it waits. `PROCESSOR_SESSION_TIMEOUT_MS` @default PROCESSOR_DEFAULTS.sessionTimeoutMs (30000)
    */
   sessionTimeoutMs?: number;
   /** @default a pino logger named after the service */
@@ -37,7 +40,7 @@ export function serviceRuntime(name: string, options: ServiceOptions) {
     groupId: options.groupId ?? defaultGroupId(name, options.codecs.naming),
     instanceId: options.instanceId,
     concurrency: options.concurrency,
-    sessionTimeoutMs: options.sessionTimeoutMs,
+    sessionTimeoutMs: options.sessionTimeoutMs ?? PROCESSOR_DEFAULTS.sessionTimeoutMs,
     logger: options.logger,
   };
 }

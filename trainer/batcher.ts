@@ -19,18 +19,28 @@ import type { Sample } from '../schemas/index.ts';
 
 export type StalenessMode = 'drop' | 'tis';
 
+/** The batcher's defaults (`TRAIN_*` when nothing is set; trainer/learner-settings.ts). */
+export const BATCHER_DEFAULTS = Object.freeze({
+  batchSize: 16,
+  maxStaleness: 2,
+  staleness: 'drop' as StalenessMode,
+  maxUserShare: 0.5,
+  maxWaitMs: 30_000,
+  minSamples: 1,
+});
+
 export interface BatcherOptions {
-  /** @default 16 */
+  /** `TRAIN_BATCH_SIZE` @default BATCHER_DEFAULTS.batchSize (16) */
   batchSize?: number;
-  /** @default 2 */
+  /** `TRAIN_MAX_STALENESS` @default BATCHER_DEFAULTS.maxStaleness (2) */
   maxStaleness?: number;
-  /** @default 'drop' */
+  /** `TRAIN_STALENESS` @default BATCHER_DEFAULTS.staleness ('drop') */
   staleness?: StalenessMode;
-  /** Largest share of a batch one user may fill, in (0, 1]. @default 0.5 */
+  /** Largest share of a batch one user may fill, in (0, 1]. `TRAIN_MAX_USER_SHARE` @default BATCHER_DEFAULTS.maxUserShare (0.5) */
   maxUserShare?: number;
-  /** A partial batch is released when its oldest sample has waited this long. @default 30000 */
+  /** A partial batch is released when its oldest sample has waited this long. `TRAIN_MAX_WAIT_MS` @default BATCHER_DEFAULTS.maxWaitMs (30000) */
   maxWaitMs?: number;
-  /** Fewest trainable samples (some loss-mask token) a batch may train on, ≤ batchSize. @default 1 */
+  /** Fewest trainable samples (some loss-mask token) a batch may train on, ≤ batchSize. @default BATCHER_DEFAULTS.minSamples (1) */
   minSamples?: number;
 }
 
@@ -59,15 +69,15 @@ export class SampleBatcher<M = unknown> {
   private buffer: Array<Pending<M>> = [];
 
   constructor(options: BatcherOptions = {}) {
-    this.batchSize = options.batchSize ?? 16;
-    this.maxStaleness = options.maxStaleness ?? 2;
-    this.staleness = options.staleness ?? 'drop';
-    const share = options.maxUserShare ?? 0.5;
+    this.batchSize = options.batchSize ?? BATCHER_DEFAULTS.batchSize;
+    this.maxStaleness = options.maxStaleness ?? BATCHER_DEFAULTS.maxStaleness;
+    this.staleness = options.staleness ?? BATCHER_DEFAULTS.staleness;
+    const share = options.maxUserShare ?? BATCHER_DEFAULTS.maxUserShare;
     if (!(share > 0 && share <= 1)) throw new RangeError('maxUserShare must be in (0, 1]');
     if (!Number.isInteger(this.batchSize) || this.batchSize < 1) throw new RangeError('batchSize must be a positive integer');
     this.maxPerUser = Math.max(1, Math.ceil(share * this.batchSize));
-    this.maxWaitMs = options.maxWaitMs ?? 30_000;
-    this.minSamples = options.minSamples ?? 1;
+    this.maxWaitMs = options.maxWaitMs ?? BATCHER_DEFAULTS.maxWaitMs;
+    this.minSamples = options.minSamples ?? BATCHER_DEFAULTS.minSamples;
     if (!Number.isInteger(this.minSamples) || this.minSamples < 1 || this.minSamples > this.batchSize) {
       throw new RangeError('minSamples must be an integer in [1, batchSize]');
     }

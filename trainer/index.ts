@@ -28,7 +28,7 @@ export {
   type PretrainOptions,
   type PretrainResult,
 } from './pretrain.ts';
-export { SampleBatcher, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
+export { SampleBatcher, BATCHER_DEFAULTS, type BatcherOptions, type Pending, type StalenessMode, type TakenBatch } from './batcher.ts';
 export { learnerStep, packBatch, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
 export { RewardBaseline, type RewardBaselineOptions } from './reward-baseline.ts';
 export { ratedTurnOf, weighByConsensus, type SampleText } from './consensus-weighting.ts';
@@ -51,6 +51,15 @@ export {
   type LearnerOptions,
   type LearnerStats,
 } from './learner.ts';
+export {
+  learnerSettings,
+  learnerOptionsOf,
+  loraConfigOf,
+  LEARNER_DEFAULTS,
+  LEARNER_FAMILY_DEFAULTS,
+  type LearnerSettings,
+  type ModelFamily,
+} from './learner-settings.ts';
 export {
   BuiltinLineage,
   LoraLineage,
