@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchArgs } from './options.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
-import { createGateway, type Gateway } from '../gateway/index.ts';
+import type { Gateway } from '../gateway/index.ts';
+import { gatewayService, ownGateway } from '../stack/index.ts';
 import { parseBrokers, readToEnd } from '../streams/index.ts';
 import { createLogger } from '../core/index.ts';
 import { benchFamily, quantile, sleep } from './support.ts';
@@ -108,21 +109,15 @@ export async function run(args: BenchArgs): Promise<GatewayBenchResult> {
   const home = await mkdtemp(join(tmpdir(), 'bench-gateway-'));
   const logger = createLogger('bench-gateway', 'warn');
   const weightsDir = join(home, 'weights');
-  const on: Gateway = createGateway({
-    port: 0,
-    home: join(home, 'on'),
-    logger,
-    builtin: { weightsDir, followWeights: false },
-    kafka: { brokers: parseBrokers(endpoints.brokers), registryUrl: endpoints.registryUrl, security: family.security, naming: { prefix } },
+  // Both built as `turnstream gateway`'s, on the built-in model; one records every turn on the bench's topics, one records nothing.
+  const served = { kind: 'builtin' as const, modelId: 'turnstream-tiny' };
+  const own = (dir: string) => ({ ...ownGateway(join(home, dir), logger), builtin: { weightsDir, followWeights: false } });
+  const on: Gateway = gatewayService(config, served, {
+    ...own('on'),
+    kafka: { brokers: parseBrokers(endpoints.brokers), registryUrl: endpoints.registryUrl, naming: { prefix } },
     shareSessions: false,
   });
-  const off: Gateway = createGateway({
-    port: 0,
-    home: join(home, 'off'),
-    logger,
-    builtin: { weightsDir, followWeights: false },
-    capture: false,
-  });
+  const off: Gateway = gatewayService(config, served, { ...own('off'), kafka: undefined, capture: false });
   const tallies = {
     on: { latencies: [], tokens: 0, seconds: 0, failed: 0 } as Tally,
     off: { latencies: [], tokens: 0, seconds: 0, failed: 0 } as Tally,

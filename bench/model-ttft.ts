@@ -16,7 +16,8 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import { createLogger } from '../core/index.ts';
-import { createGateway } from '../gateway/index.ts';
+import type { Gateway } from '../gateway/index.ts';
+import { gatewayService, ownGateway, type StackSettings } from '../stack/index.ts';
 import { ChatFormat, llamaRuntime } from '../policy/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { median } from './support.ts';
@@ -25,6 +26,8 @@ import { median } from './support.ts';
 const msg = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
 
 export interface TtftOptions {
+  /** The configuration the gateway is built from (stack/). */
+  settings: StackSettings;
   model: { name: string; path: string; sha256: string };
   /** Prompt lengths in tokens. */
   sizes: number[];
@@ -260,20 +263,15 @@ function fitPrompt(format: ChatFormat, fullText: string, size: number): Prompt {
   return { messages: at(lo), ids };
 }
 
-/** The in-process gateway on the llama engine, with room for the longest prompt, its answer and a second turn. */
-function benchGateway(o: TtftOptions, contextSize: number): ReturnType<typeof createGateway> {
-  return createGateway({
-    port: 0,
-    home: join(o.dir, 'gateway'),
-    logger: createLogger('bench-model', 'warn'),
-    llama: {
-      model: { name: o.model.name, modelId: o.model.name, path: o.model.path, sha256: o.model.sha256 },
-      weightsDir: join(o.dir, 'weights'),
-      contextSize,
-      threads: o.threads,
-      parallel: 2,
-      kvCache: { dir: join(o.dir, 'kv') },
-    },
+/** The in-process gateway on the llama engine (built as `turnstream gateway`'s), with room for the longest prompt, its answer and a second turn. */
+function benchGateway(o: TtftOptions, contextSize: number): Gateway {
+  const served = { kind: 'llama' as const, ...o.model, modelId: o.model.name, systemPrompt: undefined };
+  return gatewayService(o.settings, served, {
+    ...ownGateway(join(o.dir, 'gateway'), createLogger('bench-model', 'warn')),
+    // No Kafka: the bench reads the Turns from the outbox's sender.
+    kafka: undefined,
+    admission: { maxConcurrent: 2 },
+    llama: { weightsDir: join(o.dir, 'weights'), contextSize, threads: o.threads, parallel: 2, kvCache: { dir: join(o.dir, 'kv') } },
     // A long prompt on a busy CPU may take longer than the gateway's default bound on a generation.
     generationTimeoutMs: 3_600_000,
   });

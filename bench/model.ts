@@ -371,6 +371,7 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
     const ratioForward = Object.fromEntries(sizes.map((T) => [T, round3(main.forward_tokens_per_s[T] / llamaCpp.promptTokensPerSec[T])]));
     const ttft: TtftResult | null = ttftSizes.length
       ? await measureTtft({
+          settings: args.config,
           model: { name, path, sha256 },
           sizes: ttftSizes,
           threads,

@@ -9,25 +9,11 @@
  *   the same run is) and `ratio` (the measured figure ÷ the baseline's), and deletes every topic,
  *   consumer group and temp file it made, also when it fails (see `benchFamily` in support.ts).
  */
-import { invalidInput, type Secret, type TlsOptions } from '../core/index.ts';
-import type { ConnectionSecurity } from '../streams/index.ts';
+import { invalidInput } from '../core/index.ts';
+import type { StackSettings } from '../stack/index.ts';
 
-/** What a benchmark needs of the configuration (the CLI passes its whole TurnstreamConfig). */
-export interface BenchConfig {
-  /** Folder of the local stack's downloads, data and logs. */
-  home: string;
-  /** Topic name prefix. */
-  topicPrefix: string;
-  kafkaBrokers: string | undefined;
-  schemaRegistryUrl: string | undefined;
-  clickhouseUrl: string | undefined;
-  /** TLS and logins of Kafka and the registry. */
-  security: ConnectionSecurity;
-  /** ClickHouse's login and CA. */
-  clickhouse: { username: string | undefined; password: Secret | undefined; tls: TlsOptions | undefined };
-  /** Where models are fetched to, and from. */
-  model: { cacheDir: string; hfEndpoint: string; hfToken: string | undefined };
-}
+/** The configuration a benchmark runs on: the CLI's whole one (stack/settings.ts), so that what it builds is built as `turnstream up`'s. */
+export type BenchConfig = StackSettings;
 
 /** What every benchmark receives. */
 export interface BenchArgs {

@@ -103,7 +103,8 @@ export async function run(args: BenchArgs): Promise<SinkBenchResult> {
   const family = await benchFamily(config, 'sink', 6);
   const { endpoints: stack, prefix } = family;
   const database = 'turnstream_bench';
-  const login = { url: stack.clickhouseUrl, database, ...config.clickhouse, username: config.clickhouse.username };
+  const { username, password, tls } = config.clickhouse;
+  const login = { url: stack.clickhouseUrl, database, username, password, tls };
   const base = new AnalyticsStore({ ...login, tablePrefix: `${prefix}base_` });
   const sinkTables = { ...login, tablePrefix: `${prefix}sink_` };
   const sinkStore = new AnalyticsStore(sinkTables);

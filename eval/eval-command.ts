@@ -10,16 +10,16 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { ErrorCodes, invalidInput, TurnstreamError, type Logger } from '../core/index.ts';
-import { endpointsOf, resolveStackOptions } from '../infra/index.ts';
 import { initCheckpoint, selectBackend, type BackendName } from '../policy/index.ts';
 import { parseBrokers } from '../streams/index.ts';
-import { familyStepSettings, LEARNER_LR, LORA_LR, LORA_MAX_KL } from '../trainer/index.ts';
+import { stackEndpoints, type LearnerPlan } from '../stack/index.ts';
 import type { EvalConfig, EvalServedModel } from './eval-config.ts';
 import { applyRunDefaults, type EvalFlags } from './eval-flags.ts';
 import { evalOutput, usersOutput } from './eval-output.ts';
 import { runInWorkers, type EvalCommandLine } from './eval-workers.ts';
 import { runMultiUserEval } from './multi-user.ts';
-import { loraOf, openEvalModels } from './open-eval-models.ts';
+import { openEvalModels } from './open-eval-models.ts';
+import { evalLearnerPlan, learnerReport, type EvalLearnerOptions } from './eval-learner.ts';
 import { defaultSharedPersona, runPersonas } from './persona-selection.ts';
 import type { Persona } from './persona.ts';
 import { runPipelineEval } from './pipeline.ts';
@@ -59,6 +59,10 @@ interface PreparedRun {
   personas: Persona[];
   shared: Persona | null;
   served: EvalServedModel;
+  /** What the runs change of the configured learner: `--batch-size`, `--lr`, `--lora-last-layers` (eval/eval-learner.ts). */
+  learner: EvalLearnerOptions;
+  /** The learner of the runs: the configured one with eval's overrides. */
+  plan: LearnerPlan;
 }
 
 /**
@@ -90,11 +94,13 @@ async function prepareRun(s: EvalCommandSettings): Promise<PreparedRun> {
   const served = await s.servedModel(f.model);
   const backend = await selectBackend(f.backend as BackendName | undefined, { logger: s.logger });
   s.progress(`tfjs backend ${backend}${f.backend ? ' (forced)' : ' (auto)'}`);
-  return { f, heldOut, onlySeed, builtin, personas, shared, served };
+  const learner = {
+    batchSize: Number(f.batchSize),
+    lr: f.lr ? Number(f.lr) : undefined,
+    loraLastLayers: f.loraLastLayers ? Number(f.loraLastLayers) : undefined,
+  };
+  return { f, heldOut, onlySeed, builtin, personas, shared, served, learner, plan: evalLearnerPlan(s.config, served, learner) };
 }
-
-/** The learning rate of a run: `--lr`, else the model kind's. */
-const lrOf = (f: EvalFlags, served: EvalServedModel): number => (f.lr ? Number(f.lr) : served.kind === 'builtin' ? LEARNER_LR : LORA_LR);
 
 /** Every run starts from the base: the served model's version 0 (for the built-in model the store's, the shipped base when it had none). */
 const baseOf = async (config: EvalConfig, served: EvalServedModel): Promise<{ uri: string }> =>
@@ -104,9 +110,11 @@ const baseOf = async (config: EvalConfig, served: EvalServedModel): Promise<{ ur
 async function runUsers(s: EvalCommandSettings, run: PreparedRun): Promise<EvalCommandOutcome> {
   const { f, served } = run;
   const base = await baseOf(s.config, served);
-  const lr = lrOf(f, served);
+  const batchSize = s.given('batchSize') ? Number(f.batchSize) : 8;
+  const plan = evalLearnerPlan(s.config, served, { ...run.learner, batchSize });
+  const lr = plan.settings.lr;
   const persona = run.shared ?? (await defaultSharedPersona(run.builtin));
-  const models = await openEvalModels(s.config, served, base.uri, f, lr);
+  const models = await openEvalModels(s.config, served, base.uri, f, plan);
   const res = await runMultiUserEval({
     models,
     persona,
@@ -116,7 +124,7 @@ async function runUsers(s: EvalCommandSettings, run: PreparedRun): Promise<EvalC
     adversaryRate: Number(f.adversaryRate),
     maxUserShare: Number(f.maxUserShare),
     sharedRate: Number(f.sharedRate),
-    batchSize: s.given('batchSize') ? Number(f.batchSize) : 8,
+    batchSize,
     method: f.method as 'combined' | 'rl' | 'opd',
     lr,
     heldOut: run.heldOut,
@@ -138,7 +146,7 @@ const commonOptions = (s: EvalCommandSettings, run: PreparedRun) => ({
   seeds: Number(run.f.seeds),
   method: run.f.method as 'combined' | 'rl' | 'opd',
   batchSize: Number(run.f.batchSize),
-  lr: lrOf(run.f, run.served),
+  lr: run.plan.settings.lr,
   heldOut: run.heldOut,
   heldOutSamples: Number(run.f.heldOutSamples),
   onlySeed: run.onlySeed,
@@ -155,9 +163,13 @@ async function runPersonaEval(s: EvalCommandSettings, run: PreparedRun): Promise
   const evaluated = await evaluate(s, run, common, workers, base.uri);
   const failedRuns = evaluated.failedRuns;
   let result = evaluated.result;
-  // A report says what the LoRA runs trained with, TRAIN_* from the environment included.
-  if (served.kind === 'llama')
-    result = { ...result, step: { ...familyStepSettings(true, s.config.train), opdOnBase: s.config.train.opdOnBase } };
+  // A report says what the runs trained with (TRAIN_* from the environment included) and what eval changed of it.
+  const { settings } = run.plan;
+  result = { ...result, learner: learnerReport(run.plan) };
+  if (served.kind === 'llama') {
+    const { klCoef, rewardBaseline, rewardBaselinePrior, opdAdvantage, pleasedDamping, opdOnBase } = settings;
+    result = { ...result, step: { klCoef, rewardBaseline, rewardBaselinePrior, opdAdvantage, pleasedDamping, opdOnBase } };
+  }
   const out = resolve(f.out);
   const written = await writeReports(result, out);
   if (written.pngSkipped) s.progress(`no PNG curves: ${written.pngSkipped}`);
@@ -207,25 +219,22 @@ async function evaluateInWorkers(
 async function evaluateInPipeline(s: EvalCommandSettings, run: PreparedRun, common: CommonOptions): Promise<EvalResult> {
   const { config } = s;
   const { f, served } = run;
-  const endpoints = endpointsOf(
-    resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
-  );
+  const endpoints = stackEndpoints(config);
   return runPipelineEval({
     ...common,
+    // `--lr` only: unset, the runs take the configured learner's (the plan's, reported as `lr`).
+    lr: run.learner.lr,
+    loraLastLayers: run.learner.loraLastLayers,
+    settings: config,
     evalEvery: Number(f.evalEvery),
     brokers: parseBrokers(endpoints.brokers),
     registryUrl: endpoints.registryUrl,
-    security: config.security,
     baseWeightsDir: config.weightsDir,
     ...(served.kind === 'llama'
       ? {
           llama: {
             model: { name: served.name, path: served.path, sha256: served.sha256 },
             systemPrompt: served.systemPrompt,
-            lora: loraOf(config, f),
-            maxKl: config.train.maxKl ?? LORA_MAX_KL,
-            ...familyStepSettings(true, config.train),
-            opdOnBase: config.train.opdOnBase,
             temperature: Number(f.temperature),
             maxTokens: Number(f.maxTokens),
           },
@@ -236,7 +245,7 @@ async function evaluateInPipeline(s: EvalCommandSettings, run: PreparedRun, comm
 
 /** In-process: the pipeline's judge, sample builder and learner step, called directly. */
 async function evaluateInProcess(s: EvalCommandSettings, run: PreparedRun, common: CommonOptions, baseUri: string): Promise<EvalResult> {
-  const models = await openEvalModels(s.config, run.served, baseUri, run.f, common.lr);
+  const models = await openEvalModels(s.config, run.served, baseUri, run.f, run.plan);
   try {
     return await runEval({ ...common, models, evalEvery: Number(run.f.evalEvery) });
   } finally {

@@ -24,7 +24,15 @@ import {
 } from '../policy/index.ts';
 import { createPolicyTeacher, LlamaTeacher, type Teacher } from '../processors/index.ts';
 import type { ChatMessage, Sample } from '../schemas/index.ts';
-import { AdamW, learnerStep, LoraLineage, type LearnerStepOptions, type StepMetrics, type SampleText } from '../trainer/index.ts';
+import {
+  AdamW,
+  learnerStep,
+  LEARNER_DEFAULTS,
+  LoraLineage,
+  type LearnerStepOptions,
+  type StepMetrics,
+  type SampleText,
+} from '../trainer/index.ts';
 
 /** A reply and what the Turn would record of it. */
 export interface EvalReply {
@@ -122,14 +130,14 @@ export interface LlamaEvalOptions {
   systemPrompt?: string;
   sampling?: SamplingDefaults;
   lora?: Partial<LoraConfig>;
-  /** @default LORA_LR */
+  /** The learning rate (eval's learner: eval/eval-learner.ts). */
   lr: number;
   step?: Omit<LearnerStepOptions, 'reference' | 'lr'>;
   /** llama.cpp threads. @default 1 */
   threads?: number;
   /** Parallel sequences, as the gateway of `eval --pipeline` has. @default 2 */
   parallel?: number;
-  /** Tokens of one training pass. @default 512 */
+  /** Tokens of one training pass. @default LEARNER_DEFAULTS.maxTrainTokens (1024, as every learner) */
   maxTrainTokens?: number;
 }
 
@@ -156,7 +164,7 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
         modelId: runId,
         base: { name: o.model.name, path: o.model.path, sha256: o.model.sha256 },
         lora: o.lora,
-        maxTrainTokens: o.maxTrainTokens ?? 512,
+        maxTrainTokens: o.maxTrainTokens ?? LEARNER_DEFAULTS.maxTrainTokens,
         baseTf: base,
       });
       await lineage.init();

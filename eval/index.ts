@@ -4,6 +4,7 @@ export { pairedPermutationTest, mean, type PairedTest } from './stats.ts';
 export { lineChart, seedSeries, svgToPng, type Series } from './report.ts';
 export { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE } from './persona.ts';
 export { runEvalCommand, type EvalCommandOutcome, type EvalCommandSettings } from './eval-command.ts';
-export type { EvalConfig, EvalServedModel, EvalTrainConfig } from './eval-config.ts';
+export type { EvalConfig, EvalServedModel } from './eval-config.ts';
+export { evalLearnerOverrides, evalLearnerPlan, type EvalLearnerOptions, type EvalLearnerReport } from './eval-learner.ts';
 export { applyRunDefaults, type EvalFlags } from './eval-flags.ts';
 export type { EvalCommandLine } from './eval-workers.ts';

@@ -15,23 +15,27 @@
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway } from '../gateway/index.ts';
-import { createEmbeddedJudge, loadTeacher, startJudge, startSampleBuilder, startSessionAssembler } from '../processors/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, type ConnectionSecurity, type ProcessorHandle } from '../streams/index.ts';
+import type { Gateway } from '../gateway/index.ts';
+import { createEmbeddedJudge, loadTeacher } from '../processors/index.ts';
 import { createLogger, type Logger } from '../core/index.ts';
+import type { LearnerHandle } from '../trainer/index.ts';
+import { loadTfLlama } from '../policy/index.ts';
 import {
-  familyStepOptions,
-  familyStepSettings,
-  LEARNER_LR,
-  LORA_LR,
-  LoraLineage,
-  startLearner,
-  type LearnerHandle,
-  type LearnerOptions,
-} from '../trainer/index.ts';
-import { loadTfLlama, type LoraConfig } from '../policy/index.ts';
+  awaitServedVersion,
+  gatewayService,
+  ownGateway,
+  gatewayVersionProbe,
+  inProcessPipeline,
+  learnerService,
+  resolveSettings,
+  type InProcessPipeline,
+  type LearnerPlan,
+  type ServedModel,
+  type StackSettings,
+} from '../stack/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
+import { evalLearnerOverrides, evalLearnerPlan, learnerReport, type EvalLearnerOptions } from './eval-learner.ts';
 import { evalGatewayClient, type ChatSampling, type EvalGatewayClient } from './pipeline-client.ts';
 import { EVAL_SAMPLING, sampleSeed } from './eval-model.ts';
 import { react } from './reaction.ts';
@@ -51,37 +55,27 @@ import {
 export interface PipelineEvalOptions extends Omit<EvalOptions, 'models' | 'seeds' | 'lr'> {
   brokers: string[];
   registryUrl: string;
-  /** TLS and logins of Kafka and the registry. @default plaintext, no login */
-  security?: ConnectionSecurity;
   /** A weight store holding the base checkpoint as `<baseModelId>/v0`. */
   baseWeightsDir: string;
   /** @default 'turnstream-tiny' */
   baseModelId?: string;
+  /**
+   * The configuration the runs' gateways, processors and learners are built from (stack/), as
+   * `turnstream up`'s are. @default resolveSettings(): every default
+   */
+  settings?: StackSettings;
   /** @default 1 */
   seeds?: number;
-  /** @default LORA_LR with `llama`, else LEARNER_LR */
+  /** `--lr`. @default the configured learner's (`TRAIN_LR`, else the model family's) */
   lr?: number;
+  /** `--lora-last-layers`. @default the configured learner's (`TRAIN_LORA_LAST_LAYERS`) */
+  loraLastLayers?: number;
   /** Run only this seed of `seeds`. */
   onlySeed?: number;
   /** A GGUF model served by llama.cpp and trained as LoRA versions instead of the built-in model. */
   llama?: {
     model: { name: string; path: string; sha256: string };
     systemPrompt?: string;
-    lora?: Partial<LoraConfig>;
-    /** Largest KL of one step (the learner's guard). */
-    maxKl?: number;
-    /** Weight of the KL penalty to the base model in the loss. @default LORA_STEP_DEFAULTS.klCoef */
-    klCoef?: number;
-    /** Measure the OPD hint on the frozen base (`TRAIN_OPD_ON_BASE`). @default false */
-    opdOnBase?: boolean;
-    /** `TRAIN_OPD_ADVANTAGE`. @default LORA_STEP_DEFAULTS.opdAdvantage */
-    opdAdvantage?: 'raw' | 'centered' | 'positive' | 'distribution';
-    /** The learner's reward baseline decay (`TRAIN_REWARD_BASELINE`); 0: off. @default LORA_STEP_DEFAULTS.rewardBaseline */
-    rewardBaseline?: number;
-    /** Its prior (`TRAIN_REWARD_BASELINE_PRIOR`). @default LORA_STEP_DEFAULTS.rewardBaselinePrior */
-    rewardBaselinePrior?: number;
-    /** `TRAIN_PLEASED_DAMPING`. @default LORA_STEP_DEFAULTS.pleasedDamping */
-    pleasedDamping?: number;
     /** @default EVAL_SAMPLING.temperature */
     temperature?: number;
     /** @default EVAL_SAMPLING.maxTokens */
@@ -92,61 +86,75 @@ export interface PipelineEvalOptions extends Omit<EvalOptions, 'models' | 'seeds
 /** What every run of one pipeline eval shares: the settings, Kafka under a fresh prefix, the weight store, the sampling. */
 interface PipelineContext {
   opts: PipelineEvalOptions;
+  settings: StackSettings;
   o: EvalSettings;
+  /** What the runs change of the configured learner (eval/eval-learner.ts). */
+  learner: EvalLearnerOptions;
   evalEvery: number;
   logger: Logger;
-  naming: { prefix: string };
-  /** What every service takes. */
-  common: { kafka: ReturnType<typeof createKafka>; codecs: Awaited<ReturnType<typeof createEventCodecs>>; logger: Logger };
+  /** The run's topics, processors and Kafka link. */
+  pipeline: InProcessPipeline;
   /** The eval's own weight store (removed at the end). */
   weightsDir: string;
   baseModelId: string;
   llama: PipelineEvalOptions['llama'];
   sampling: ChatSampling;
-  /** A call whose reply is not needed: the session's end, a probe for the served version. */
+  /** A call whose reply is not needed: the session's end. */
   oneToken: ChatSampling;
   /** The base in tfjs, loaded once for every run's learner (GGUF models). */
   baseTf: Awaited<ReturnType<typeof loadTfLlama>> | undefined;
 }
 
+/** The served model of one run: the GGUF model as the run's own lineage, or the run's copy of the built-in base. */
+const servedOf = (ctx: Pick<PipelineContext, 'llama'>, modelId: string): ServedModel =>
+  ctx.llama
+    ? {
+        kind: 'llama',
+        name: ctx.llama.model.name,
+        modelId,
+        path: ctx.llama.model.path,
+        sha256: ctx.llama.model.sha256,
+        systemPrompt: ctx.llama.systemPrompt,
+      }
+    : { kind: 'builtin', modelId };
+
 export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
   const t0 = Date.now();
   const ctx = await openPipeline(opts);
-  const services: ProcessorHandle[] = [];
-  const tally = { agree: 0, total: 0 };
   const runs: RunResult[] = [];
+  let plan: LearnerPlan | undefined;
   try {
-    await startProcessors(ctx, services);
     for (const seed of ctx.o.seedList) {
-      for (const persona of ctx.o.personas) runs.push(await runOne(ctx, persona, seed));
+      for (const persona of ctx.o.personas) {
+        const run = await runOne(ctx, persona, seed);
+        plan = run.plan;
+        runs.push(run.result);
+      }
     }
   } finally {
-    for (const s of services) await s.stop().catch(() => undefined);
+    await ctx.pipeline.stop();
     ctx.baseTf?.model.dispose();
     await rm(ctx.weightsDir, { recursive: true, force: true });
   }
-  const result = summarize(runs, ctx.o, tally, 'pipeline', (Date.now() - t0) / 1000);
-  return result;
+  const result = summarize(runs, ctx.o, { agree: 0, total: 0 }, 'pipeline', (Date.now() - t0) / 1000);
+  return plan ? { ...result, learner: learnerReport(plan) } : result;
 }
 
-/** The topics under a fresh prefix, the codecs, a weight store holding the base, the sampling and the base in tfjs. */
+/**
+ * The topics under a fresh prefix with the processors every run shares (the session assembler,
+ * the embedded judge and the sample builder with the frozen base as teacher), a weight store
+ * holding the base, the sampling and the base in tfjs.
+ */
 async function openPipeline(opts: PipelineEvalOptions): Promise<PipelineContext> {
-  const o = evalSettings(opts, { seeds: 1, lr: opts.llama ? LORA_LR : LEARNER_LR });
+  const settings = opts.settings ?? resolveSettings();
+  const llama = opts.llama;
+  const learner = { batchSize: opts.batchSize ?? 4, lr: opts.lr, loraLastLayers: opts.loraLastLayers };
+  // The runs' learning rate (reported): `--lr`, else the configured learner's.
+  const lr = evalLearnerPlan(settings, servedOf({ llama }, 'eval'), learner).settings.lr;
+  const o = evalSettings({ ...opts, lr }, { seeds: 1 });
   const logger = createLogger('eval-pipeline', 'warn');
-  // Workers start side by side: the time alone would not keep their topics apart.
-  const prefix = `eval-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.`;
-  const naming = { prefix };
-  const kafka = createKafka({
-    brokers: opts.brokers,
-    clientId: 'turnstream-eval',
-    logger: createLogger('kafka', 'error'),
-    security: opts.security?.kafka,
-  });
-  await ensureTopics(kafka, { naming });
-  const codecs = await createEventCodecs({ registryUrl: opts.registryUrl, registrySecurity: opts.security?.registry, naming });
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-eval-'));
   const baseModelId = opts.baseModelId ?? 'turnstream-tiny';
-  const llama = opts.llama;
   if (!llama) await cp(join(opts.baseWeightsDir, baseModelId, 'v0'), join(weightsDir, baseModelId, 'v0'), { recursive: true });
   const sampling = llama
     ? {
@@ -155,16 +163,43 @@ async function openPipeline(opts: PipelineEvalOptions): Promise<PipelineContext>
         topP: EVAL_SAMPLING.topP,
       }
     : { maxTokens: 120, temperature: 1 };
-  const oneToken = { ...sampling, maxTokens: 1 };
   // The base in tfjs, loaded once for every run's learner.
   const baseTf = llama ? await loadTfLlama(llama.model.path) : undefined;
+  // The teacher is the frozen base: the GGUF model itself on the hinted prompt, or the built-in base checkpoint.
+  const teacher =
+    o.method === 'rl'
+      ? null
+      : await loadTeacher(
+          llama
+            ? { weightsDir, llama: { model: { name: llama.model.name, path: llama.model.path }, systemPrompt: llama.systemPrompt } }
+            : { weightsDir, modelId: baseModelId },
+        );
+  const pipeline = await inProcessPipeline(settings, {
+    // Workers start side by side: the time alone would not keep their topics apart.
+    naming: { prefix: `eval-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.` },
+    clientId: 'turnstream-eval',
+    kafkaLogger: createLogger('kafka', 'error'),
+    endpoints: { brokers: opts.brokers, registryUrl: opts.registryUrl },
+    served: null,
+    processors: ['session-assembler', 'judge', 'sample-builder'],
+    processorOverrides: {
+      // A run's sessions end with its last turn, and a session's last turn trains nothing.
+      session: { idleTimeoutMs: 3_600_000, endPolicy: 'drop' },
+      // The persona's reaction is the judge's evidence, whatever judge the configuration names.
+      judge: createEmbeddedJudge({ mode: o.method }),
+      method: o.method,
+      teacher,
+    },
+  });
+  const oneToken = { ...sampling, maxTokens: 1 };
   return {
     opts,
+    settings,
     o,
+    learner,
     evalEvery: opts.evalEvery ?? 1,
     logger,
-    naming,
-    common: { kafka, codecs, logger },
+    pipeline,
     weightsDir,
     baseModelId,
     llama,
@@ -174,94 +209,44 @@ async function openPipeline(opts: PipelineEvalOptions): Promise<PipelineContext>
   };
 }
 
-/** The processors every run shares: the session assembler, the embedded judge and the sample builder (frozen base teacher). */
-async function startProcessors(ctx: PipelineContext, services: ProcessorHandle[]): Promise<void> {
-  const { common, o, llama, weightsDir } = ctx;
-  services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 3_600_000, endPolicy: 'drop' }));
-  services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: o.method }) }));
-  const teacher =
-    o.method === 'rl'
-      ? undefined
-      : await loadTeacher(
-          llama
-            ? { weightsDir, llama: { model: { name: llama.model.name, path: llama.model.path }, systemPrompt: llama.systemPrompt } }
-            : { weightsDir, modelId: ctx.baseModelId },
-        );
-  services.push(await startSampleBuilder({ ...common, method: o.method, teacher }));
-}
-
-/** A run's gateway: the built-in model's copy, or the GGUF model on llama.cpp with the run's LoRA versions. */
-function startRunGateway(ctx: PipelineContext, modelId: string, home: string): ReturnType<typeof createGateway> {
-  const { llama, weightsDir, logger } = ctx;
-  return createGateway({
-    port: 0,
-    home,
-    logger,
+/** A run's gateway, built as `turnstream gateway`'s: the built-in model's copy, or the GGUF model on llama.cpp with the run's LoRA versions. */
+function startRunGateway(ctx: PipelineContext, modelId: string, home: string): Gateway {
+  const { llama, weightsDir, logger, pipeline } = ctx;
+  return gatewayService(ctx.settings, servedOf(ctx, modelId), {
+    ...ownGateway(home, logger),
+    kafka: { brokers: pipeline.link.brokers, registryUrl: pipeline.link.registryUrl, naming: pipeline.link.naming },
     ...(llama
       ? {
-          llama: {
-            model: { ...llama.model, modelId },
-            weightsDir,
-            contextSize: 1024,
-            parallel: 2,
-            threads: 1,
-            systemPrompt: llama.systemPrompt,
-            maxPinned: 0,
-          },
+          // Two sequences, one thread, a 1k context: what a run's replies need, two runs side by side on 2 cores.
+          admission: { maxConcurrent: 2 },
+          llama: { weightsDir, contextSize: 1024, parallel: 2, threads: 1, maxPinned: 0 },
         }
-      : { builtin: { weightsDir, modelId, initIfEmpty: false } }),
-    kafka: { brokers: ctx.opts.brokers, registryUrl: ctx.opts.registryUrl, security: ctx.opts.security, naming: ctx.naming },
+      : { builtin: { weightsDir, initIfEmpty: false } }),
   });
 }
 
-/** A run's learner, on its own model id (a LoRA lineage of its own on a GGUF model). */
-async function startRunLearner(ctx: PipelineContext, modelId: string): Promise<LearnerHandle> {
-  const { llama, weightsDir, o } = ctx;
-  const lineage = llama
-    ? new LoraLineage({
-        weightsDir,
-        modelId,
-        base: llama.model,
-        lora: llama.lora,
-        maxTrainTokens: 512,
-        baseTf: ctx.baseTf,
-        logger: ctx.logger,
-      })
-    : undefined;
-  const step: LearnerOptions['step'] = llama
-    ? {
-        maxKl: llama.maxKl,
-        ...familyStepOptions(familyStepSettings(true, llama)),
-        opdOnReference: llama.opdOnBase ?? false,
-        mismatchTis: true,
-      }
-    : undefined;
-  const learner = await startLearner({
-    ...ctx.common,
-    weightsDir,
-    modelId,
-    lineage,
-    // A version per block of `batchSize` interactions, as in-process: without `minSamples` a
-    // sample that waited 4 s behind a slow generation trained alone, and the run's cadence
-    // (14–21 versions in 24 interactions) followed the machine's load.
-    batch: { batchSize: o.batchSize, minSamples: o.batchSize, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 },
-    optimizer: { lr: o.lr },
-    ...(step ? { step } : {}),
+/** A run's learner on its own model id (a LoRA lineage of its own on a GGUF model): the configured learner with eval's overrides. */
+async function startRunLearner(ctx: PipelineContext, modelId: string): Promise<{ handle: LearnerHandle; plan: LearnerPlan }> {
+  const { handle, plan } = await learnerService(ctx.settings, servedOf(ctx, modelId), ctx.pipeline.link, {
+    settings: evalLearnerOverrides(ctx.learner),
+    weightsDir: ctx.weightsDir,
+    baseTf: ctx.baseTf,
+    logger: ctx.logger,
   });
-  await learner.ready;
-  return learner;
+  return { handle, plan };
 }
 
 /** One (persona, seed) run: its gateway and learner, the held-out score at version 0, the interactions, a score per scored version. */
-async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Promise<RunResult> {
+async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Promise<{ result: RunResult; plan: LearnerPlan }> {
   const { o, llama } = ctx;
   const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
   const modelId = `eval-${persona.name}-s${seed}`;
   if (!llama) await cp(join(ctx.weightsDir, ctx.baseModelId, 'v0'), join(ctx.weightsDir, modelId, 'v0'), { recursive: true });
   const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
   const gw = startRunGateway(ctx, modelId, home);
-  const api = evalGatewayClient(await gw.start(), ctx.logger);
-  const learner = await startRunLearner(ctx, modelId);
+  const url = await gw.start();
+  const api = evalGatewayClient(url, ctx.logger);
+  const { handle: learner, plan } = await startRunLearner(ctx, modelId);
   const rand = runRandom(persona, seed);
   const scorer = heldOutScorer(ctx, api, persona, seed, modelId, heldOut);
   let satisfied = 0;
@@ -275,7 +260,7 @@ async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Pro
       talk.push(t);
       const last = i === o.interactions - 1;
       if ((i + 1) % o.batchSize === 0 || last) {
-        await awaitNextVersion(ctx, api, learner, modelId, i + 1);
+        await awaitNextVersion(ctx, url, learner, modelId, i + 1);
         steps++;
         if (steps % ctx.evalEvery === 0 || last) await scorer.score(i + 1);
       }
@@ -289,7 +274,7 @@ async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Pro
   ctx.opts.onProgress?.(
     `${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`,
   );
-  return {
+  const result: RunResult = {
     persona: persona.name,
     preference: persona.preference,
     seed,
@@ -300,6 +285,7 @@ async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Pro
     samples: learner.stats().trained,
     steps: [],
   };
+  return { result, plan };
 }
 
 /** Scores the held-out prompts as `side` turns (recorded, never trained); keeps the first and the last scored replies. */
@@ -357,26 +343,17 @@ async function interact(
 /** Waits for the learner to publish from this block, then for the gateway to serve it (a warning when none came before the deadline). */
 async function awaitNextVersion(
   ctx: PipelineContext,
-  api: EvalGatewayClient,
+  url: string,
   learner: LearnerHandle,
   modelId: string,
   interactions: number,
 ): Promise<void> {
-  const before = learner.stats().version;
-  // A LoRA step on the real model takes seconds per sample on a CPU.
-  const deadline = Date.now() + (ctx.llama ? 600_000 : 90_000);
-  while (learner.stats().version === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
-  if (learner.stats().version === before) {
-    ctx.logger.warn({ model: modelId, interactions, ...learner.stats() }, 'no version from this block before the deadline');
-  }
-  const want = learner.stats().version;
-  while (Date.now() < deadline) {
-    const probe = await api.chat(
-      [{ role: 'user', content: 'hi' }],
-      { 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
-      ctx.oneToken,
-    );
-    if (probe.version >= want) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const r = await awaitServedVersion({
+    learner,
+    after: learner.stats().version,
+    probe: gatewayVersionProbe(url, `${modelId}-probe`),
+    // A LoRA step on the real model takes seconds per sample on a CPU.
+    timeoutMs: ctx.llama ? 600_000 : 90_000,
+  });
+  if (!r.ok) ctx.logger.warn({ model: modelId, interactions, ...r, ...learner.stats() }, 'no version from this block before the deadline');
 }

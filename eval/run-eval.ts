@@ -18,6 +18,7 @@ import type { StepMetrics, FamilyStepSettings } from '../trainer/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
+import type { EvalLearnerReport } from './eval-learner.ts';
 import { isAnswer, react, satisfies } from './reaction.ts';
 import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
 
@@ -115,6 +116,11 @@ export interface EvalResult {
    * and whether the OPD hint was measured on the frozen base (`TRAIN_OPD_ON_BASE`).
    */
   step?: FamilyStepSettings & { opdOnBase: boolean };
+  /**
+   * The learner the runs trained: its settings (the configured learner's, `TRAIN_*` included) and
+   * the overrides eval applied to it, by name (eval/eval-learner.ts).
+   */
+  learner?: EvalLearnerReport;
   /** `eval --workers`: the (persona, seed) runs that did not finish; the result covers the others. */
   failed_runs?: string[];
   /** Share of each persona's prompts held out, and sampled replies per held-out prompt and version. */
@@ -429,5 +435,5 @@ export function mergeResults(parts: EvalResult[], personas: Persona[]): EvalResu
     first.mode,
     Math.max(...parts.map((p) => p.seconds)),
   );
-  return first.step ? { ...merged, step: first.step } : merged;
+  return { ...merged, ...(first.step ? { step: first.step } : {}), ...(first.learner ? { learner: first.learner } : {}) };
 }

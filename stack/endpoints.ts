@@ -7,7 +7,9 @@ import { createKafka, parseBrokers, waitForDependencies, type EventCodecs } from
 import type { StackSettings } from './settings.ts';
 
 /** The configured endpoints, else the local stack's (under `home`). */
-export function stackEndpoints(settings: Pick<StackSettings, 'home' | 'kafkaBrokers' | 'schemaRegistryUrl' | 'clickhouseUrl'>): StackEndpoints {
+export function stackEndpoints(
+  settings: Pick<StackSettings, 'home' | 'kafkaBrokers' | 'schemaRegistryUrl' | 'clickhouseUrl'>,
+): StackEndpoints {
   return endpointsOf(
     resolveStackOptions({
       home: settings.home,
@@ -34,8 +36,15 @@ export interface StackLink {
 export async function connectService(settings: StackSettings, clientId: string, logger: Logger): Promise<StackLink> {
   const endpoints = stackEndpoints(settings);
   const brokers = parseBrokers(endpoints.brokers);
-  const kafka = createKafka({ brokers, clientId });
+  const kafka = createKafka({ brokers, clientId, security: settings.security.kafka });
   const naming = { prefix: settings.topicPrefix };
-  const codecs = await waitForDependencies({ kafka, brokers: endpoints.brokers, registryUrl: endpoints.registryUrl, naming, logger });
+  const codecs = await waitForDependencies({
+    kafka,
+    brokers: endpoints.brokers,
+    registryUrl: endpoints.registryUrl,
+    registrySecurity: settings.security.registry,
+    naming,
+    logger,
+  });
   return { kafka, codecs, brokers, registryUrl: endpoints.registryUrl, naming };
 }

@@ -5,7 +5,7 @@
  * their gateways change.
  */
 import type { Logger } from '../core/index.ts';
-import { createGateway, type BuiltinOptions, type Gateway, type GatewayOptions } from '../gateway/index.ts';
+import { createGateway, type BuiltinOptions, type Gateway, type GatewayOptions, type KafkaLinkOptions } from '../gateway/index.ts';
 import { parseBrokers } from '../streams/index.ts';
 import { stackEndpoints } from './endpoints.ts';
 import type { ServedModel } from './served-model.ts';
@@ -14,15 +14,17 @@ import type { StackSettings } from './settings.ts';
 type LlamaOptions = NonNullable<GatewayOptions['llama']>;
 
 /** What a caller changes of the gateway the settings describe; `llama`, `builtin`, `admission` and `streams` are merged field by field. */
-export interface GatewayOverrides extends Partial<Omit<GatewayOptions, 'llama' | 'builtin'>> {
+export interface GatewayOverrides extends Partial<Omit<GatewayOptions, 'llama' | 'builtin' | 'kafka'>> {
+  /** Another topic family, client or error handler; undefined: no Kafka (the gateway only serves). */
+  kafka?: Partial<KafkaLinkOptions>;
   llama?: Partial<Omit<LlamaOptions, 'model'>> & { model?: Partial<LlamaOptions['model']> };
   builtin?: Partial<BuiltinOptions>;
 }
 
 /**
  * The gateway's options: the settings' (`served` null: the upstream engine of `settings.upstream`),
- * the overrides over them. An override given as `undefined` removes the setting (`kafka: undefined`
- * serves without recording).
+ * the overrides over them (`kafka`, `llama`, `builtin`, `admission` and `streams` field by field).
+ * An override given as `undefined` removes the setting (`kafka: undefined` serves without recording).
  */
 export function gatewayOptions(settings: StackSettings, served: ServedModel | null, overrides: GatewayOverrides = {}): GatewayOptions {
   const g = settings.gateway;
@@ -44,11 +46,18 @@ export function gatewayOptions(settings: StackSettings, served: ServedModel | nu
     generationTimeoutMs: g.generationTimeoutMs,
     shareSessions: g.shareSessions,
     sessionShareWindowMs: g.sessionShareWindowMs,
-    kafka: { brokers: parseBrokers(endpoints.brokers), registryUrl: endpoints.registryUrl, naming: { prefix: settings.topicPrefix } },
+    kafka: {
+      brokers: parseBrokers(endpoints.brokers),
+      registryUrl: endpoints.registryUrl,
+      security: settings.security,
+      naming: { prefix: settings.topicPrefix },
+    },
     ...engineOf(settings, served),
   };
-  const { llama, builtin, admission, streams, ...rest } = overrides;
+  const { llama, builtin, admission, streams, kafka, ...rest } = overrides;
   const out: GatewayOptions = { ...base, ...rest };
+  // Another topic family or client keeps the settings' security (a secured Kafka is secured for every run).
+  if ('kafka' in overrides) out.kafka = kafka === undefined ? undefined : { ...base.kafka!, ...kafka };
   if (admission) out.admission = { ...base.admission, ...admission };
   if (streams) out.streams = { ...base.streams, ...streams };
   if (llama) {
@@ -85,6 +94,15 @@ function engineOf(settings: StackSettings, served: ServedModel | null): Pick<Gat
       gpu: l.gpu === 'off' ? false : 'auto',
     },
   };
+}
+
+/**
+ * What a run's own gateway in this process (eval, gym, bench) changes of the configured one: any
+ * free port on the loopback, a home of its own, open (its clients send no key), main turns unless
+ * a call says side.
+ */
+export function ownGateway(home: string, logger?: Logger): GatewayOverrides {
+  return { port: 0, host: '127.0.0.1', home, logger, apiKeys: [], serviceKeys: [], defaultTurnType: 'main' };
 }
 
 /** A gateway built from the settings and the overrides (not started). */

@@ -43,9 +43,9 @@ export async function inProcessPipeline(settings: StackSettings, o: InProcessPip
   const e = stackEndpoints(settings);
   const brokers = o.endpoints?.brokers ?? parseBrokers(e.brokers);
   const registryUrl = o.endpoints?.registryUrl ?? e.registryUrl;
-  const kafka = createKafka({ brokers, clientId: o.clientId, logger: o.kafkaLogger });
+  const kafka = createKafka({ brokers, clientId: o.clientId, logger: o.kafkaLogger, security: settings.security.kafka });
   await ensureTopics(kafka, { naming: o.naming });
-  const codecs = await createEventCodecs({ registryUrl, naming: o.naming });
+  const codecs = await createEventCodecs({ registryUrl, registrySecurity: settings.security.registry, naming: o.naming });
   const link: StackLink = { kafka, codecs, brokers, registryUrl, naming: o.naming };
   const processors = await processorServices(settings, o.processors, link, o.served, o.processorOverrides);
   let sink: ClickhouseSinkHandle | null = null;

@@ -25,7 +25,7 @@ export {
 } from './settings.ts';
 export { servedModel, familyOf, type ServedModel, type ServedModelOptions } from './served-model.ts';
 export { stackEndpoints, connectService, type StackLink } from './endpoints.ts';
-export { gatewayOptions, gatewayService, type GatewayOverrides } from './gateway-service.ts';
+export { gatewayOptions, gatewayService, ownGateway, type GatewayOverrides } from './gateway-service.ts';
 export {
   learnerPlan,
   learnerService,

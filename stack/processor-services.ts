@@ -159,6 +159,7 @@ export function analyticsOptions(settings: StackSettings): AnalyticsOptions {
     database: settings.clickhouse.database,
     username: settings.clickhouse.username,
     password: settings.clickhouse.password,
+    tls: settings.clickhouse.tls,
     tablePrefix: settings.clickhouse.tablePrefix,
   };
 }
@@ -167,7 +168,11 @@ export function analyticsOptions(settings: StackSettings): AnalyticsOptions {
 export type SinkOverrides = Partial<Omit<ClickhouseSinkOptions, 'kafka' | 'codecs'>>;
 
 /** The sink's options: the settings' (`SINK_*`, `CLICKHOUSE_*`), then the overrides. */
-export function sinkOptions(settings: StackSettings, link: Pick<StackLink, 'kafka' | 'codecs'>, overrides: SinkOverrides = {}): ClickhouseSinkOptions {
+export function sinkOptions(
+  settings: StackSettings,
+  link: Pick<StackLink, 'kafka' | 'codecs'>,
+  overrides: SinkOverrides = {},
+): ClickhouseSinkOptions {
   const s = settings.sink;
   return {
     kafka: link.kafka,
@@ -186,6 +191,10 @@ export function sinkOptions(settings: StackSettings, link: Pick<StackLink, 'kafk
 }
 
 /** The ClickHouse sink, started (its `ready` resolves once the tables are migrated and it reads). */
-export function sinkService(settings: StackSettings, link: Pick<StackLink, 'kafka' | 'codecs'>, overrides: SinkOverrides = {}): ClickhouseSinkHandle {
+export function sinkService(
+  settings: StackSettings,
+  link: Pick<StackLink, 'kafka' | 'codecs'>,
+  overrides: SinkOverrides = {},
+): ClickhouseSinkHandle {
   return startClickhouseSink(sinkOptions(settings, link, overrides));
 }

@@ -12,6 +12,12 @@ export interface AwaitServedVersionOptions {
   after: number;
   /** The version the gateway serves now (gatewayVersionProbe). */
   probe: () => Promise<number>;
+  /**
+   * The learner's batch count before the batch: once it has taken one more without publishing
+   * past `after` (its KL guard undid the step, a step not taken), the wait ends with `undone`.
+   * @default the wait is for a version only
+   */
+  batchesBefore?: number;
   /** For both waits together, ms. */
   timeoutMs: number;
   /** Stops waiting (rejects with TS_ERR_ABORTED). */
@@ -27,14 +33,17 @@ export interface ServedVersion {
   served: number;
   /** A version above `after` is published and served. */
   ok: boolean;
+  /** The learner took the batch and published nothing (see `batchesBefore`). */
+  undone: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Waits until the learner has published past `after`, then until the gateway serves that
- * version, both within `timeoutMs`; says how far it got rather than throwing on the deadline
- * (the caller decides whether a batch without a version is an error).
+ * Waits until the learner has published past `after` (or, with `batchesBefore`, has taken the
+ * batch and published nothing), then until the gateway serves that version, both within
+ * `timeoutMs`; says how far it got rather than throwing on the deadline (the caller decides
+ * whether a batch without a version is an error).
  */
 export async function awaitServedVersion(o: AwaitServedVersionOptions): Promise<ServedVersion> {
   const pollMs = o.pollMs ?? 250;
@@ -42,11 +51,13 @@ export async function awaitServedVersion(o: AwaitServedVersionOptions): Promise<
   const check = (): void => {
     if (o.signal?.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, 'stopped while waiting for the next version');
   };
-  while (o.learner.stats().version <= o.after && Date.now() < deadline) {
+  const taken = (): boolean => o.batchesBefore !== undefined && o.learner.stats().batches > o.batchesBefore;
+  while (o.learner.stats().version <= o.after && !taken() && Date.now() < deadline) {
     check();
     await sleep(pollMs);
   }
   const published = o.learner.stats().version;
+  if (published <= o.after) return { published, served: -1, ok: false, undone: taken() };
   let served = -1;
   while (Date.now() < deadline) {
     check();
@@ -54,7 +65,7 @@ export async function awaitServedVersion(o: AwaitServedVersionOptions): Promise<
     if (served >= published) break;
     await sleep(pollMs);
   }
-  return { published, served, ok: published > o.after && served >= published };
+  return { published, served, ok: served >= published, undone: false };
 }
 
 /**

@@ -18,6 +18,8 @@ import {
   SINK_DEFAULTS,
 } from '../processors/index.ts';
 import { LEARNER_DEFAULTS, type LearnerSettings } from '../trainer/index.ts';
+import type { Secret, TlsOptions } from '../core/index.ts';
+import type { ConnectionSecurity } from '../streams/index.ts';
 
 /** The settings of no one service: where things are, the model, logging, the training backend. */
 export const STACK_DEFAULTS = Object.freeze({
@@ -205,8 +207,10 @@ export interface ClickhouseSettings {
   database: string;
   /** `CLICKHOUSE_USER` @default undefined = ClickHouse's default user */
   username: string | undefined;
-  /** `CLICKHOUSE_PASSWORD` @default undefined */
-  password: string | undefined;
+  /** `CLICKHOUSE_PASSWORD`, or read from the file `CLICKHOUSE_PASSWORD_FILE` names. @default undefined */
+  password: Secret | undefined;
+  /** The CA ClickHouse's https certificate is checked against. `CLICKHOUSE_CA_FILE` @default undefined = Node's roots */
+  tls: TlsOptions | undefined;
   /** Prefix of every table. `CLICKHOUSE_TABLE_PREFIX` @default ANALYTICS_DEFAULTS.tablePrefix ('') */
   tablePrefix: string;
 }
@@ -231,7 +235,8 @@ export interface SinkSettings {
 }
 
 /** The settings the model family decides unless they are set (LEARNER_FAMILY_DEFAULTS). */
-export type FamilySettingKey = 'minSamples' | 'lr' | 'maxKl' | 'klCoef' | 'rewardBaseline' | 'rewardBaselinePrior' | 'opdAdvantage' | 'pleasedDamping';
+export type FamilySettingKey =
+  'minSamples' | 'lr' | 'maxKl' | 'klCoef' | 'rewardBaseline' | 'rewardBaselinePrior' | 'opdAdvantage' | 'pleasedDamping';
 
 /**
  * The learner (`turnstream train`; its flags override these): trainer/learner-settings.ts's
@@ -251,6 +256,12 @@ export interface StackSettings {
   schemaRegistryUrl: string | undefined;
   /** ClickHouse HTTP URL. `CLICKHOUSE_URL` */
   clickhouseUrl: string | undefined;
+  /**
+   * How every service reaches a secured Kafka (`KAFKA_SECURITY_PROTOCOL`, `KAFKA_SASL_*`,
+   * `KAFKA_TLS_CA_FILE`) and registry (`SCHEMA_REGISTRY_USERNAME`, `SCHEMA_REGISTRY_PASSWORD[_FILE]`,
+   * `SCHEMA_REGISTRY_CA_FILE`); ClickHouse's is in `clickhouse`. @default plaintext, no login
+   */
+  security: ConnectionSecurity;
   /** Folder of the local stack's downloads, data and logs. `TURNSTREAM_HOME` @default STACK_DEFAULTS.home ('.turnstream', from the working folder) */
   home: string;
   /** Java of the local stack's Kafka and registry. `JAVA_HOME` @default undefined = `java` on the PATH */
@@ -313,6 +324,7 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
     kafkaBrokers: input.kafkaBrokers,
     schemaRegistryUrl: input.schemaRegistryUrl,
     clickhouseUrl: input.clickhouseUrl,
+    security: { kafka: input.security?.kafka, registry: input.security?.registry },
     home,
     javaHome: input.javaHome,
     host: input.host ?? GATEWAY_DEFAULTS.host,
@@ -379,7 +391,11 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
       input.session,
     ),
     grpo: over<GrpoSettings>(
-      { settleMs: DEFAULT_SETTLE_MS, normalizeStd: GROUP_BUILDER_DEFAULTS.normalizeStd, batchTimeoutMs: GROUP_BUILDER_DEFAULTS.batchTimeoutMs },
+      {
+        settleMs: DEFAULT_SETTLE_MS,
+        normalizeStd: GROUP_BUILDER_DEFAULTS.normalizeStd,
+        batchTimeoutMs: GROUP_BUILDER_DEFAULTS.batchTimeoutMs,
+      },
       input.grpo,
     ),
     judge: over<JudgeSettings>(
@@ -393,9 +409,18 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
       },
       input.judge,
     ),
-    teacher: over<TeacherSettings>({ baseUrl: undefined, model: undefined, apiKey: undefined, topK: SAMPLE_BUILDER_DEFAULTS.topK }, input.teacher),
+    teacher: over<TeacherSettings>(
+      { baseUrl: undefined, model: undefined, apiKey: undefined, topK: SAMPLE_BUILDER_DEFAULTS.topK },
+      input.teacher,
+    ),
     clickhouse: over<ClickhouseSettings>(
-      { database: ANALYTICS_DEFAULTS.database, username: undefined, password: undefined, tablePrefix: ANALYTICS_DEFAULTS.tablePrefix },
+      {
+        database: ANALYTICS_DEFAULTS.database,
+        username: undefined,
+        password: undefined,
+        tls: undefined,
+        tablePrefix: ANALYTICS_DEFAULTS.tablePrefix,
+      },
       input.clickhouse,
     ),
     sink: over<SinkSettings>(

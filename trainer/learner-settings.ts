@@ -68,11 +68,12 @@ export const LEARNER_DEFAULTS = Object.freeze({
 }) satisfies Omit<LearnerSettings, 'minSamples' | 'lr' | 'maxKl' | keyof FamilyStepSettings>;
 
 /** The settings whose default the model family decides (docs/learning.md says how each was measured). */
-export const LEARNER_FAMILY_DEFAULTS: Readonly<Record<ModelFamily, Readonly<Pick<LearnerSettings, 'minSamples' | 'lr' | 'maxKl' | keyof FamilyStepSettings>>>> =
-  Object.freeze({
-    lora: { minSamples: LORA_MIN_SAMPLES, lr: LORA_LR, maxKl: LORA_MAX_KL, ...LORA_STEP_DEFAULTS },
-    builtin: { minSamples: 1, lr: LEARNER_LR, maxKl: undefined, ...BUILTIN_STEP_DEFAULTS },
-  });
+export const LEARNER_FAMILY_DEFAULTS: Readonly<
+  Record<ModelFamily, Readonly<Pick<LearnerSettings, 'minSamples' | 'lr' | 'maxKl' | keyof FamilyStepSettings>>>
+> = Object.freeze({
+  lora: { minSamples: LORA_MIN_SAMPLES, lr: LORA_LR, maxKl: LORA_MAX_KL, ...LORA_STEP_DEFAULTS },
+  builtin: { minSamples: 1, lr: LEARNER_LR, maxKl: undefined, ...BUILTIN_STEP_DEFAULTS },
+});
 
 /**
  * The settings of a `family` learner: the defaults, then each of `given` in turn (a field left

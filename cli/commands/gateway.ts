@@ -1,5 +1,6 @@
 /**
- * `turnstream gateway`: the OpenAI-compatible gateway as one service.
+ * `turnstream gateway`: the OpenAI-compatible gateway as one service, built by stack/ from the
+ * configuration (its listen address from the flags).
  * `turnstream init-weights`: creates version 0 of the built-in model when the weight store
  * has none (the gateway also does this on start when the store is empty).
  *
@@ -9,40 +10,17 @@
  * requests finish, the outbox is drained for a few seconds, the rest stays on disk.
  */
 import type { Command } from 'commander';
-import { createGateway, type GatewayOptions } from '../../gateway/index.ts';
-import { parseBrokers } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
+import { gatewayService } from '../../stack/index.ts';
 import { initCheckpoint, WeightStore } from '../../policy/index.ts';
 import { loadConfig, RULES, SettingsReader, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
 import { exitOnError } from '../exit-on-error.ts';
 
-const DEFAULT_BROKERS = '127.0.0.1:9092';
-const DEFAULT_REGISTRY = 'http://127.0.0.1:8081/apis/ccompat/v7';
-
 /** The gateway's listen address: `--port` / `--host` over PORT / HOST. */
 export function gatewayAddress(config: TurnstreamConfig, flags: { port?: string; host?: string }): { port: number; host: string } {
   const r = new SettingsReader({ '--port': flags.port });
   return r.done({ port: r.number('--port', config.gateway.port, RULES.port), host: flags.host ?? config.host }, 'invalid flags');
-}
-
-/** The gateway's guards from the configuration: identity, protected metrics, admission, slow clients, readiness. */
-export function gatewayGuards(
-  config: TurnstreamConfig,
-): Pick<
-  GatewayOptions,
-  'serviceKeys' | 'metricsKey' | 'admission' | 'streams' | 'outboxReadyMaxDepth' | 'outboxStallMs' | 'captureBoundMs'
-> {
-  const g = config.gateway;
-  return {
-    serviceKeys: g.serviceKeys,
-    metricsKey: config.metricsKey,
-    admission: { maxConcurrent: g.maxConcurrentGenerations, maxQueue: g.maxQueuedGenerations, queueTimeoutMs: g.queueTimeoutMs },
-    streams: { stallTimeoutMs: g.streamStallTimeoutMs, maxBufferedBytes: g.streamBufferBytes },
-    outboxReadyMaxDepth: g.outboxReadyMaxDepth,
-    outboxStallMs: g.outboxStallMs,
-    captureBoundMs: g.captureWaitMs,
-  };
 }
 
 export function register(program: Command): void {
@@ -56,43 +34,11 @@ export function register(program: Command): void {
       const config = loadConfig();
       const logger = createLogger('gateway', config.logLevel);
       const served = config.upstream.baseUrl ? null : await servedModel(config, { spec: flags.model, logger });
-      const gw = createGateway({
+      const gw = gatewayService(config, served, {
         ...gatewayAddress(config, flags),
-        home: config.home,
         logger,
-        apiKeys: config.gateway.apiKeys,
-        ...gatewayGuards(config),
-        defaultTurnType: config.gateway.defaultTurnType,
-        bodyLimitBytes: config.gateway.bodyLimitBytes,
-        generationTimeoutMs: config.gateway.generationTimeoutMs,
-        shareSessions: config.gateway.shareSessions,
-        sessionShareWindowMs: config.gateway.sessionShareWindowMs,
-        kafka: {
-          brokers: parseBrokers(config.kafkaBrokers ?? DEFAULT_BROKERS),
-          registryUrl: config.schemaRegistryUrl ?? DEFAULT_REGISTRY,
-          security: config.security,
-          naming: { prefix: config.topicPrefix },
-          // A wrong password or CA is a setting to fix, not an outage to wait out: one line, exit 2.
-          onSettingError: exitOnError,
-        },
-        ...(!served
-          ? { upstream: { baseUrl: config.upstream.baseUrl!, apiKey: config.upstream.apiKey, model: config.upstream.model } }
-          : served.kind === 'builtin'
-            ? { builtin: { weightsDir: config.weightsDir, modelId: served.modelId } }
-            : {
-                llama: {
-                  model: { name: served.name, modelId: served.modelId, path: served.path, sha256: served.sha256 },
-                  weightsDir: config.weightsDir,
-                  contextSize: config.llama.contextSize,
-                  parallel: config.llama.parallel,
-                  threads: config.llama.threads,
-                  temperature: config.llama.temperature,
-                  topP: config.llama.topP,
-                  defaultMaxTokens: config.llama.maxTokens,
-                  systemPrompt: served.systemPrompt,
-                  gpu: config.llama.gpu === 'off' ? false : 'auto',
-                },
-              }),
+        // A wrong password or CA is a setting to fix, not an outage to wait out: one line, exit 2.
+        kafka: { onSettingError: exitOnError },
       });
       const url = await gw.start();
       process.stdout.write(`gateway listening on ${url}  (OpenAI base URL: ${url}/v1)\n`);

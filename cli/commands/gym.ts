@@ -241,6 +241,7 @@ async function baseRatesAction(f: GymFlags, config: TurnstreamConfig, tasks: Tas
       ...sampling,
       threads: config.llama.threads,
       systemPrompt: served.systemPrompt,
+      stack: config,
       signal: stop.signal,
       onProgress: progress,
     });
@@ -361,7 +362,8 @@ export function register(program: Command): void {
           agent: f.agent,
           brokers: parseBrokers(stack.brokers),
           registryUrl: stack.registryUrl,
-          security: config.security,
+          // The configuration the run's services are built from, as `up`'s (Kafka's and the registry's security included).
+          stack: config,
           model: { name: served.name, path: served.path, sha256: served.sha256 },
           systemPrompt: served.systemPrompt,
           ...shape,

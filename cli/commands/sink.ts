@@ -6,63 +6,23 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
-import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/index.ts';
-import { createKafka, parseBrokers, waitForDependencies } from '../../streams/index.ts';
+import type { ClickhouseSinkHandle } from '../../processors/index.ts';
 import { createLogger } from '../../core/index.ts';
+import { analyticsOptions, connectService, sinkService } from '../../stack/index.ts';
 import { loadConfig, SettingsReader, type TurnstreamConfig } from '../config.ts';
 
 /** Where analytics lives, from the configuration (used by sink, report and dashboard). */
-export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions {
-  const endpoints = endpointsOf(resolveStackOptions({ home: config.home, clickhouseUrl: config.clickhouseUrl }));
-  return {
-    url: endpoints.clickhouseUrl,
-    database: config.clickhouse.database,
-    username: config.clickhouse.username,
-    password: config.clickhouse.password,
-    tls: config.clickhouse.tls,
-    tablePrefix: config.clickhouse.tablePrefix,
-  };
-}
+export const analyticsFromConfig = (config: TurnstreamConfig): AnalyticsOptions => analyticsOptions(config);
 
-/** Starts the sink from the configuration (also for `turnstream up`). */
+/** Starts the sink from the configuration, built by stack/ (also for `turnstream up`). */
 export async function startSinkFromConfig(
   config: TurnstreamConfig,
   instanceId = '0',
   replayTags: readonly string[] | 'all' = config.sink.replayTags,
 ): Promise<ClickhouseSinkHandle> {
-  const endpoints = endpointsOf(
-    resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
-  );
-  const kafka = createKafka({
-    brokers: parseBrokers(endpoints.brokers),
-    clientId: `turnstream-clickhouse-sink-${instanceId}`,
-    security: config.security.kafka,
-  });
-  const naming = { prefix: config.topicPrefix };
   const logger = createLogger('clickhouse-sink', config.logLevel);
-  const codecs = await waitForDependencies({
-    kafka,
-    brokers: endpoints.brokers,
-    registryUrl: endpoints.registryUrl,
-    registrySecurity: config.security.registry,
-    naming,
-    logger,
-  });
-  return startClickhouseSink({
-    kafka,
-    codecs,
-    analytics: analyticsFromConfig(config),
-    groupId: config.sink.groupId,
-    batchRows: config.sink.batchRows,
-    maxBufferedRows: config.sink.maxBufferedRows,
-    flushIntervalMs: config.sink.flushMs,
-    replayTags,
-    replayDiscoveryMs: config.sink.replayDiscoveryMs,
-    // The sink is a consumer group like the processors: a dead instance's partitions move as soon.
-    sessionTimeoutMs: config.processor.sessionTimeoutMs,
-    logger,
-  });
+  const link = await connectService(config, `turnstream-clickhouse-sink-${instanceId}`, logger);
+  return sinkService(config, link, { replayTags, logger });
 }
 
 /** `--replay-tags`, checked as `SINK_REPLAY_TAGS` is. */

@@ -1,29 +1,17 @@
 /**
  * `turnstream train`: the learner service (trainer/learner.ts). Consumes samples, trains one step
  * per batch, publishes each version with the consumed offsets in one Kafka transaction.
- * Settings come from `config.train` (TRAIN_*, TRAINER_METRICS_PORT); the flags override them.
+ * Settings come from `config.train` (TRAIN_*, TRAINER_METRICS_PORT); the flags override them; the
+ * learner is built by stack/ (the same learner eval and gym train, but for what they name).
  */
 import { createServer, type Server } from 'node:http';
 import type { Command } from 'commander';
-import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
-import { createKafka, ensureTopics, KeySet, parseBrokers, presentedKey, waitForDependencies } from '../../streams/index.ts';
+import { ensureTopics, KeySet, presentedKey } from '../../streams/index.ts';
 import { createLogger, metricsRegistry } from '../../core/index.ts';
-import { selectBackend, type BackendName, type LoraTarget } from '../../policy/index.ts';
-import {
-  familyStepOptions,
-  familyStepSettings,
-  LEARNER_LR,
-  LORA_LR,
-  LORA_MAX_KL,
-  LORA_MIN_SAMPLES,
-  LoraLineage,
-  startLearner,
-  type LearnerHandle,
-  type LearnerOptions,
-  type PolicyLineage,
-  type StalenessMode,
-} from '../../trainer/index.ts';
-import { servedModel, type ServedModel } from '../served-model.ts';
+import { selectBackend, type BackendName } from '../../policy/index.ts';
+import { LEARNER_LR, type LearnerHandle } from '../../trainer/index.ts';
+import { connectService, learnerService } from '../../stack/index.ts';
+import { servedModel } from '../served-model.ts';
 import { dashboardKeys } from './dashboard.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
 
@@ -92,34 +80,23 @@ export function register(program: Command): void {
     .action(runTrain);
 }
 
-/** The learner service until it stops: Kafka and the registry waited for, the learner started, its `/metrics` served. */
+/** The learner service until it stops: Kafka and the registry waited for, the learner started (stack/), its `/metrics` served. */
 async function runTrain(f: TrainFlags): Promise<void> {
   const config = loadConfig();
   const s = trainSettings(config, f);
   const logger = createLogger('trainer', config.logLevel);
   const backend = await selectBackend(f.backend as BackendName | undefined, { logger });
   logger.info({ backend, forced: f.backend ?? null }, 'trainer backend');
-  const endpoints = endpointsOf(
-    resolveStackOptions({ home: config.home, kafkaBrokers: config.kafkaBrokers, schemaRegistryUrl: config.schemaRegistryUrl }),
-  );
-  const kafka = createKafka({
-    brokers: parseBrokers(endpoints.brokers),
-    clientId: `turnstream-trainer-${f.instance}`,
-    security: config.security.kafka,
-  });
-  const naming = { prefix: config.topicPrefix };
-  const codecs = await waitForDependencies({
-    kafka,
-    brokers: endpoints.brokers,
-    registryUrl: endpoints.registryUrl,
-    registrySecurity: config.security.registry,
-    naming,
+  const link = await connectService(config, `turnstream-trainer-${f.instance}`, logger);
+  if (f.samplesTag) await ensureTopics(link.kafka, { naming: { ...link.naming, tag: f.samplesTag } });
+  const served = await servedModel(config, { spec: f.model, logger });
+  const { handle } = await learnerService({ ...config, train: s }, served, link, {
+    modelId: s.modelId,
+    samplesTag: f.samplesTag,
+    fromVersion: s.fromVersion,
+    instanceId: f.instance,
     logger,
   });
-  if (f.samplesTag) await ensureTopics(kafka, { naming: { ...naming, tag: f.samplesTag } });
-  const served = await servedModel(config, { spec: f.model, logger });
-  const handle = await startLearner(learnerOptions(config, s, f, served, { kafka, codecs, logger }));
-  await handle.ready;
   const server = startMetricsServer(config, s.metricsPort);
   process.stdout.write(
     `turnstream train is running (model ${handle.stats().version >= 0 ? `v${handle.stats().version}` : ''}, backend ${backend})\n`,
@@ -127,55 +104,6 @@ async function runTrain(f: TrainFlags): Promise<void> {
   stopOnSignals(handle, server);
   await handle.closed;
   server?.close();
-}
-
-/** The learner's options: the served model's family decides the lineage (LoRA on a GGUF model) and every default the settings leave open. */
-function learnerOptions(
-  config: TurnstreamConfig,
-  s: ReturnType<typeof trainSettings>,
-  f: TrainFlags,
-  served: ServedModel,
-  io: Pick<LearnerOptions, 'kafka' | 'codecs' | 'logger'>,
-): LearnerOptions {
-  const lora = served.kind === 'llama';
-  const lineage: PolicyLineage | undefined = lora
-    ? new LoraLineage({
-        weightsDir: config.weightsDir,
-        modelId: s.modelId ?? served.modelId,
-        base: { name: served.name, path: served.path, sha256: served.sha256 },
-        lora: { rank: s.loraRank, alpha: s.loraAlpha, targets: s.loraTargets as LoraTarget[], lastLayers: s.loraLastLayers },
-        maxTrainTokens: s.maxTrainTokens,
-        logger: io.logger,
-      })
-    : undefined;
-  return {
-    kafka: io.kafka,
-    codecs: io.codecs,
-    weightsDir: config.weightsDir,
-    modelId: s.modelId ?? served.modelId,
-    lineage,
-    samplesTag: f.samplesTag,
-    fromVersion: s.fromVersion,
-    instanceId: f.instance,
-    batch: {
-      batchSize: s.batchSize,
-      maxStaleness: s.maxStaleness,
-      staleness: s.staleness satisfies StalenessMode,
-      maxUserShare: s.maxUserShare,
-      maxWaitMs: s.maxWaitMs,
-      minSamples: Math.min(s.batchSize, s.minSamples ?? (lora ? LORA_MIN_SAMPLES : 1)),
-    },
-    optimizer: { lr: s.lr ?? (lora ? LORA_LR : LEARNER_LR) },
-    consensus: s.consensus,
-    step: {
-      ...familyStepOptions(familyStepSettings(lora, s)),
-      entropyCoef: s.entropyCoef,
-      ...(lora && s.opdOnBase ? { opdOnReference: true } : {}),
-      mismatchTis: s.mismatchTis,
-      maxKl: s.maxKl ?? (lora ? LORA_MAX_KL : undefined),
-    },
-    logger: io.logger,
-  };
 }
 
 /** The learner's Prometheus `/metrics` on `port` (none when 0), behind the metrics key when set, else (keys on) any API key: as the gateway's. */

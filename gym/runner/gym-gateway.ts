@@ -6,9 +6,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway, type KafkaLinkOptions } from '../../gateway/index.ts';
+import type { KafkaLinkOptions } from '../../gateway/index.ts';
 import type { Logger } from '../../core/index.ts';
+import { gatewayService, ownGateway, resolveSettings, type StackSettings } from '../../stack/index.ts';
 import type { GymSettings } from './gym-options.ts';
+import { gymServed } from './gym-learner.ts';
 
 /**
  * Longest model call of an OpenClaw episode: its first call sends an ~8k-token prompt (minutes on
@@ -19,6 +21,8 @@ const OPENCLAW_CALL_MS = 600_000;
 
 /** Options of {@link startGymGateway}. */
 export interface GymGatewayOptions {
+  /** The configuration the gateway is built from, as `turnstream gateway`'s (stack/). @default resolveSettings() */
+  stack?: StackSettings;
   /** The run's model, agent and engine settings. */
   settings: Pick<GymSettings, 'model' | 'agent' | 'parallel' | 'threads' | 'systemPrompt'>;
   /** The lineage served (its versions are read from `weightsDir`; none yet: the base). */
@@ -41,22 +45,20 @@ export interface GymGateway {
 export async function startGymGateway(o: GymGatewayOptions): Promise<GymGateway> {
   const s = o.settings;
   const home = await mkdtemp(join(tmpdir(), 'turnstream-gym-gw-'));
-  const gw = createGateway({
-    port: 0,
-    home,
-    logger: o.logger,
+  const gw = gatewayService(o.stack ?? resolveSettings(), gymServed(s, o.modelId), {
+    ...ownGateway(home, o.logger),
+    // As many generations at once as llama.cpp decodes side by side.
+    admission: { maxConcurrent: s.parallel },
     llama: {
-      model: { ...s.model, modelId: o.modelId },
       weightsDir: o.weightsDir,
       // OpenClaw's prompt is fitted to the model's own context; the built-in agent's transcripts fit in 4k.
       contextSize: s.agent === 'openclaw' ? undefined : 4096,
       parallel: s.parallel,
       threads: s.threads,
-      systemPrompt: s.systemPrompt,
       maxPinned: 0,
     },
     ...(s.agent === 'openclaw' ? { generationTimeoutMs: OPENCLAW_CALL_MS } : {}),
-    ...(o.kafka ? { kafka: o.kafka } : { capture: false }),
+    ...(o.kafka ? { kafka: o.kafka } : { kafka: undefined, capture: false }),
   });
   const stop = async (): Promise<void> => {
     await gw.stop().catch(() => undefined);

@@ -5,7 +5,7 @@
  * scaled to a CPU where its hour demands it (docs/gym.md says what was measured).
  */
 import type { AnalyticsOptions } from '../../analytics/index.ts';
-import type { ConnectionSecurity } from '../../streams/index.ts';
+import { resolveSettings, type StackSettings } from '../../stack/index.ts';
 import type { AgentKind } from '../agent/rollout-types.ts';
 import type { Task } from '../tasks/task.ts';
 import type { TaskSampling } from './task-schedule.ts';
@@ -18,10 +18,14 @@ export interface GymRunOptions {
   /** Kafka bootstrap servers and the Confluent-compatible registry. */
   brokers: string[];
   registryUrl: string;
-  /** TLS and logins of Kafka and the registry. @default plaintext, no login */
-  security?: ConnectionSecurity;
   /** The GGUF model served by llama.cpp and trained as LoRA versions. */
   model: { name: string; path: string; sha256: string };
+  /**
+   * The configuration the run's gateways, processors and learners are built from (stack/), as
+   * `turnstream up`'s are (Kafka's and the registry's TLS and logins included); the run changes
+   * what gym-learner.ts and gym-gateway.ts name. @default resolveSettings(): every default
+   */
+  stack?: StackSettings;
   /** Which agent plays. @default 'builtin' */
   agent?: AgentKind;
   /** Seeds 1..seeds, each from the base model. @default 3 */
@@ -126,16 +130,15 @@ export const GYM_SAMPLING: Readonly<{ temperature: number; topP: number; maxToke
 });
 
 /** The defaults filled in. */
-export type GymSettings = Required<
-  Omit<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads' | 'security'>
-> &
-  Pick<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads' | 'security'>;
+export type GymSettings = Required<Omit<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>> &
+  Pick<GymRunOptions, 'onlySeed' | 'systemPrompt' | 'clickhouse' | 'signal' | 'onProgress' | 'threads'>;
 
 export function gymSettings(o: GymRunOptions): GymSettings {
   const steps = o.steps ?? 30;
   const n = o.rolloutsPerTask ?? 8;
   return {
     ...o,
+    stack: o.stack ?? resolveSettings(),
     agent: o.agent ?? 'builtin',
     seeds: o.seeds ?? 3,
     steps,

@@ -41,6 +41,8 @@ export interface BaseRateRunOptions {
   threads?: number;
   /** System prompt of the served model. @default the catalog's */
   systemPrompt?: string;
+  /** The configuration the gateway is built from (stack/), as a gym run's. @default resolveSettings() */
+  stack?: GymRunOptions['stack'];
   /** Stops the rollouts (their sandboxes disposed); the run rejects with TS_ERR_ABORTED. */
   signal?: AbortSignal;
   onProgress?: (line: string) => void;
@@ -59,6 +61,7 @@ export async function runBaseRates(o: BaseRateRunOptions): Promise<BaseRateRepor
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-gym-base-'));
   try {
     const gw = await startGymGateway({
+      stack: o.stack,
       settings: { model: o.model, agent, parallel, threads: o.threads, systemPrompt: o.systemPrompt },
       modelId: `gym-base-${runId}`,
       weightsDir,

@@ -8,15 +8,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startClickhouseSink, startGroupBuilder, startTrajectoryAssembler, type ClickhouseSinkHandle } from '../../processors/index.ts';
 import { loadTfLlama, selectBackend } from '../../policy/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
+import { analyticsOptions, inProcessPipeline, type InProcessPipeline } from '../../stack/index.ts';
+import type { LearnerSettings } from '../../trainer/index.ts';
 import { pairedPermutationTest } from '../../eval/index.ts';
 import { prepareSandbox, sandboxLine } from '../sandbox/create-sandbox.ts';
 import { splitTasks } from '../tasks/split-tasks.ts';
 import { gymSettings, type GymRunOptions, type GymSettings } from './gym-options.ts';
 import { runSeed, type SeedResult } from './run-seed.ts';
+import { gymLearnerPlan, gymServed } from './gym-learner.ts';
 
 /** Pass@1 of one split before the first step and after the last: the whole verdict and each part. */
 export interface SplitFigures {
@@ -89,6 +90,11 @@ export interface GymResult {
     | 'parallel'
     | 'normalizeStd'
   >;
+  /**
+   * The learner the seeds trained: its settings (the configured learner's, `TRAIN_*` included) and
+   * the overrides the gym applied to it, by name (gym-learner.ts).
+   */
+  learner?: { settings: LearnerSettings; overrides: Partial<LearnerSettings> };
 }
 
 export async function runGym(options: GymRunOptions): Promise<GymResult> {
@@ -102,52 +108,56 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
   s.onProgress?.(sandboxLine(await prepareSandbox()));
   const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
   const naming = { prefix: `gym-${runId}.` };
-  const kafka = createKafka({
-    brokers: s.brokers,
-    clientId: 'turnstream-gym',
-    logger: createLogger('kafka', 'error'),
-    security: s.security?.kafka,
-  });
-  await ensureTopics(kafka, { naming });
-  const codecs = await createEventCodecs({ registryUrl: s.registryUrl, registrySecurity: s.security?.registry, naming });
   const weightsDir = await mkdtemp(join(tmpdir(), 'turnstream-gym-'));
   // The learner's backend first (native TensorFlow where it can be had): tensors belong to the backend they were made on.
   const backend = await selectBackend(undefined, { logger });
   s.onProgress?.(`gym: tfjs backend ${backend}`);
   // The base in tfjs, loaded once for every seed's learner.
   const baseTf = await loadTfLlama(s.model.path);
-  const services: ProcessorHandle[] = [];
-  let sink: ClickhouseSinkHandle | null = null;
+  let pipeline: InProcessPipeline | null = null;
   const runs: SeedResult[] = [];
   try {
-    const common = { kafka, codecs, logger };
-    services.push(await startTrajectoryAssembler({ ...common, settleMs: 30_000 }));
-    services.push(await startGroupBuilder({ ...common, normalizeStd: s.normalizeStd, batchTimeoutMs: s.stepTimeoutMs }));
-    if (s.clickhouse) {
-      // Into the shared analytics tables: the runs show up by model id beside everything else.
-      sink = startClickhouseSink({
-        kafka,
-        codecs,
+    // The trajectory assembler and the group builder (and the sink) every seed shares, as `turnstream process` builds them.
+    pipeline = await inProcessPipeline(s.stack, {
+      naming,
+      clientId: 'turnstream-gym',
+      kafkaLogger: createLogger('kafka', 'error'),
+      endpoints: { brokers: s.brokers, registryUrl: s.registryUrl },
+      served: null,
+      processors: ['trajectory-assembler', 'group-builder'],
+      processorOverrides: {
         logger,
-        groupId: `${naming.prefix}turnstream-clickhouse-sink`,
-        analytics: { ...s.clickhouse, database: s.clickhouse.database ?? 'turnstream' },
-      });
-      await sink.ready;
-    }
+        // A batch waits for its trajectories as long as its step may take.
+        group: { normalizeStd: s.normalizeStd, batchTimeoutMs: s.stepTimeoutMs },
+      },
+      // Into the shared analytics tables: the runs show up by model id beside everything else (the run's own topics, no replays).
+      ...(s.clickhouse
+        ? {
+            sink: {
+              analytics: { ...analyticsOptions(s.stack), ...s.clickhouse, database: s.clickhouse.database ?? s.stack.clickhouse.database },
+              replayTags: [],
+              // The sink's group of the run's topic family (`gym-<run>.turnstream-clickhouse-sink`), not the configured one.
+              groupId: undefined,
+              logger,
+            },
+          }
+        : {}),
+    });
+    const { kafka, codecs } = pipeline.link;
     const seeds = s.onlySeed ? [s.onlySeed] : Array.from({ length: s.seeds }, (_, i) => i + 1);
     for (const seed of seeds) {
       if (s.signal?.aborted) break;
       runs.push(await runSeed({ settings: s, runId, kafka, codecs, naming, weightsDir, baseTf, train, dev, test, logger }, seed));
     }
   } finally {
-    for (const svc of services) await svc.stop().catch(() => undefined);
-    await sink?.stop().catch(() => undefined);
+    await pipeline?.stop();
     baseTf.model.dispose();
     await rm(weightsDir, { recursive: true, force: true });
   }
   const ids = (ts: typeof train) => ts.map((t) => t.id);
   const summary = summarize(runs, s, { train: ids(train), dev: ids(dev), test: ids(test) }, (Date.now() - t0) / 1000);
-  return { topicPrefix: naming.prefix, ...summary };
+  const plan = gymLearnerPlan(s.stack, gymServed(s, `gym-${runId}`), s);
+  return { topicPrefix: naming.prefix, ...summary, learner: { settings: plan.settings, overrides: plan.overrides } };
 }
 
 const mean = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);

@@ -11,13 +11,15 @@ import { groupAdvantages } from '../../processors/index.ts';
 import type { RolloutInfo, RolloutSplit, WeightVersion } from '../../schemas/index.ts';
 import { EventProducer, type EventCodecs } from '../../streams/index.ts';
 import type { Logger } from '../../core/index.ts';
-import { LORA_MAX_KL, LoraLineage, startLearner, type LearnerHandle } from '../../trainer/index.ts';
+import type { LearnerHandle } from '../../trainer/index.ts';
+import { awaitServedVersion, gatewayVersionProbe, learnerService } from '../../stack/index.ts';
 import type { LlamaConfig, TfLlamaModel } from '../../policy/index.ts';
 import { runRollout } from '../agent/run-rollout.ts';
 import type { RolloutResult } from '../agent/rollout-types.ts';
 import type { Task } from '../tasks/task.ts';
 import { trainingReward, type GymSettings } from './gym-options.ts';
 import { startGymGateway } from './gym-gateway.ts';
+import { gymLearnerOverrides, gymServed } from './gym-learner.ts';
 import { rolloutReward } from './rollout-reward.ts';
 import { seededRandom, TaskSchedule } from './task-schedule.ts';
 
@@ -107,8 +109,6 @@ export interface SeedContext {
   logger: Logger;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** Runs `jobs` with at most `limit` at a time, in order of start. */
 async function pooled<T>(jobs: Array<() => Promise<T>>, limit: number): Promise<T[]> {
   const out = new Array<T>(jobs.length);
@@ -145,38 +145,28 @@ const mismatchOf = (wv: WeightVersion): StepMismatch => ({
 async function startSeedServices(ctx: SeedContext, modelId: string): Promise<SeedServices> {
   const s = ctx.settings;
   const gw = await startGymGateway({
+    stack: s.stack,
     settings: s,
     modelId,
     weightsDir: ctx.weightsDir,
     logger: ctx.logger,
-    kafka: { brokers: s.brokers, registryUrl: s.registryUrl, security: s.security, naming: ctx.naming, kafka: ctx.kafka },
+    kafka: { brokers: s.brokers, registryUrl: s.registryUrl, naming: ctx.naming, kafka: ctx.kafka },
   });
   const url = gw.url;
-  const lineage = new LoraLineage({
-    weightsDir: ctx.weightsDir,
-    modelId,
-    base: s.model,
-    maxTrainTokens: 1024,
-    baseTf: ctx.baseTf,
-    logger: ctx.logger,
-  });
-  const learner = await startLearner({
-    kafka: ctx.kafka,
-    codecs: ctx.codecs,
-    weightsDir: ctx.weightsDir,
-    modelId,
-    lineage,
-    // A rollout batch is one step (the batcher takes it whole); it comes in one transaction.
-    batch: { batchSize: 1, maxWaitMs: s.stepTimeoutMs, maxUserShare: 1, maxStaleness: 1000 },
-    optimizer: { lr: s.lr },
-    step: { maxKl: LORA_MAX_KL, mismatchTis: true, tisCap: s.tisCap },
-    grpoStep: { klCoef: s.klCoef, tokenMean: s.lossAggregation === 'sample' ? 'sample' : 'batch' },
-    consensus: false,
-    logger: ctx.logger,
-    onVersion: (wv) => mismatches.set(wv.version, mismatchOf(wv)),
-  });
   const mismatches = new Map<number, StepMismatch>();
-  await learner.ready;
+  // The configured learner (`up`'s) with the gym's named overrides (gym-learner.ts).
+  const { handle: learner } = await learnerService(
+    s.stack,
+    gymServed(s, modelId),
+    { kafka: ctx.kafka, codecs: ctx.codecs },
+    {
+      settings: gymLearnerOverrides(s),
+      weightsDir: ctx.weightsDir,
+      baseTf: ctx.baseTf,
+      logger: ctx.logger,
+      onVersion: (wv) => mismatches.set(wv.version, mismatchOf(wv)),
+    },
+  );
   const producer = new EventProducer(ctx.kafka, ctx.codecs);
   await producer.connect();
   return {
@@ -384,32 +374,26 @@ class SeedRun {
 
   /**
    * Waits until the learner has taken the batch (its batch count passes `batchesBefore`) and, when
-   * that published past `version`, until the gateway serves it. Null: the KL guard undid the step,
-   * a step not taken (counted in the learner's stats), and the same version goes on serving.
+   * that published past `version`, until the gateway serves it (stack/served-version.ts). Null: the
+   * KL guard undid the step, a step not taken (counted in the learner's stats), and the same
+   * version goes on serving.
    */
   private async nextVersion(version: number, batchesBefore: number): Promise<number | null> {
     const { learner, url, modelId } = this.svc;
-    const deadline = Date.now() + this.s.stepTimeoutMs;
-    while (learner.stats().version <= version && learner.stats().batches <= batchesBefore && Date.now() < deadline) {
-      if (this.s.signal?.aborted) throw new Error('aborted');
-      await sleep(200);
-    }
-    const want = learner.stats().version;
-    if (want <= version) {
-      if (learner.stats().batches > batchesBefore) return null;
+    const r = await awaitServedVersion({
+      learner,
+      after: version,
+      batchesBefore,
+      probe: gatewayVersionProbe(url, `${modelId}-probe`),
+      timeoutMs: this.s.stepTimeoutMs,
+      signal: this.s.signal,
+      pollMs: 200,
+    });
+    if (r.undone) return null;
+    if (r.published <= version)
       throw new Error(`no version after v${version} within ${this.s.stepTimeoutMs} ms (${JSON.stringify(learner.stats())})`);
-    }
-    while (Date.now() < deadline) {
-      const res = await fetch(`${url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-turn-type': 'side', 'x-session-id': `${modelId}-probe` },
-        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }),
-      });
-      await res.text();
-      if (Number(res.headers.get('x-policy-version') ?? -1) >= want) return want;
-      await sleep(200);
-    }
-    throw new Error(`the gateway did not serve v${want} within ${this.s.stepTimeoutMs} ms`);
+    if (!r.ok) throw new Error(`the gateway did not serve v${r.published} within ${this.s.stepTimeoutMs} ms`);
+    return r.published;
   }
 }
 

@@ -78,5 +78,12 @@ export function resolveAssemblerOptions(opts: SessionAssemblerOptions = {}): Res
   if (!(feedbackGraceMs >= 0)) throw new RangeError(`feedbackGraceMs must be >= 0, got ${feedbackGraceMs}`);
   const closedRetentionMs = opts.closedRetentionMs ?? DEFAULT_CLOSED_RETENTION_MS;
   if (!(closedRetentionMs > 0)) throw new RangeError(`closedRetentionMs must be > 0, got ${closedRetentionMs}`);
-  return { idleTimeoutMs, endPolicy: opts.endPolicy ?? SESSION_ASSEMBLER_DEFAULTS.endPolicy, maxRecentIds, feedbackGraceMs, closedRetentionMs, tag: opts.tag ?? null };
+  return {
+    idleTimeoutMs,
+    endPolicy: opts.endPolicy ?? SESSION_ASSEMBLER_DEFAULTS.endPolicy,
+    maxRecentIds,
+    feedbackGraceMs,
+    closedRetentionMs,
+    tag: opts.tag ?? null,
+  };
 }

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { teacherUpstream } from '../../../../cli/commands/process.ts';
-import { loadConfig } from '../../../../cli/config.ts';
+import { teacherUpstream } from '../../../stack/index.ts';
+import { loadConfig } from '../../../cli/config.ts';
 
 const config = (env: Record<string, string>) => loadConfig(env, '/tmp');
 
-describe('turnstream process: the sample builder teacher', () => {
+describe('the sample builder teacher (turnstream process, eval, gym)', () => {
   it('none configured: the built-in base checkpoint', () => {
     assert.equal(teacherUpstream(config({})), undefined);
   });
