@@ -217,7 +217,10 @@ export interface ClickhouseSettings {
 
 /** The ClickHouse sink (`turnstream sink`). */
 export interface SinkSettings {
-  /** Consumer group. `SINK_GROUP_ID` @default undefined = `<prefix of the topic family>turnstream-clickhouse-sink` (SINK_DEFAULTS.groupSuffix) */
+  /**
+   * Consumer group. `SINK_GROUP_ID` @default `<topicPrefix>` + SINK_DEFAULTS.groupSuffix
+   * ('turnstream-clickhouse-sink'); undefined: the sink's own default for its topic family
+   */
   groupId: string | undefined;
   /** Rows per insert. `SINK_BATCH_ROWS` @default SINK_DEFAULTS.batchRows (500) */
   batchRows: number;
@@ -425,7 +428,7 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
     ),
     sink: over<SinkSettings>(
       {
-        groupId: undefined,
+        groupId: `${topicPrefix}${SINK_DEFAULTS.groupSuffix}`,
         batchRows: SINK_DEFAULTS.batchRows,
         maxBufferedRows: undefined,
         flushMs: SINK_DEFAULTS.flushIntervalMs,
@@ -434,6 +437,22 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
       },
       input.sink,
     ),
-    train: over<TrainSettings>({ ...LEARNER_DEFAULTS, loraTargets: [...LEARNER_DEFAULTS.loraTargets], metricsPort: 0 }, input.train),
+    train: over<TrainSettings>(
+      {
+        ...LEARNER_DEFAULTS,
+        loraTargets: [...LEARNER_DEFAULTS.loraTargets],
+        // Left to the model family (trainer/learner-settings.ts LEARNER_FAMILY_DEFAULTS) unless set.
+        lr: undefined,
+        minSamples: undefined,
+        maxKl: undefined,
+        klCoef: undefined,
+        rewardBaseline: undefined,
+        rewardBaselinePrior: undefined,
+        pleasedDamping: undefined,
+        opdAdvantage: undefined,
+        metricsPort: 0,
+      },
+      input.train,
+    ),
   };
 }

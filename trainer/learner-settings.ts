@@ -54,7 +54,11 @@ export interface LearnerSettings extends FamilyStepSettings {
 
 /** The settings whose default does not depend on the model family. */
 export const LEARNER_DEFAULTS = Object.freeze({
-  ...BATCHER_DEFAULTS,
+  batchSize: BATCHER_DEFAULTS.batchSize,
+  maxStaleness: BATCHER_DEFAULTS.maxStaleness,
+  staleness: BATCHER_DEFAULTS.staleness,
+  maxUserShare: BATCHER_DEFAULTS.maxUserShare,
+  maxWaitMs: BATCHER_DEFAULTS.maxWaitMs,
   consensus: true,
   opdOnBase: false,
   entropyCoef: 0,

@@ -61,8 +61,8 @@ describe('loadConfig', () => {
         apiKeys: [],
         serviceKeys: [],
         defaultTurnType: 'main',
-        bodyLimitBytes: undefined,
-        generationTimeoutMs: undefined,
+        bodyLimitBytes: 4 * 1024 * 1024,
+        generationTimeoutMs: 300_000,
         shareSessions: true,
         sessionShareWindowMs: 1_800_000,
         maxConcurrentGenerations: 8,
@@ -76,7 +76,7 @@ describe('loadConfig', () => {
       },
       upstream: { baseUrl: undefined, apiKey: undefined, model: undefined },
       processor: { concurrency: undefined, sessionTimeoutMs: undefined },
-      session: { idleTimeoutMs: 1_800_000, endPolicy: 'masked', feedbackGraceMs: undefined },
+      session: { idleTimeoutMs: 1_800_000, endPolicy: 'masked', feedbackGraceMs: 5000 },
       judge: { baseUrl: undefined, model: 'judge', apiKey: undefined, votes: 3, hintVotes: 1, timeoutMs: 60_000 },
       teacher: { baseUrl: undefined, model: undefined, apiKey: undefined, topK: 0 },
       clickhouse: { database: 'turnstream', username: undefined, password: undefined, tls: undefined, tablePrefix: '' },
@@ -111,6 +111,7 @@ describe('loadConfig', () => {
         minSamples: undefined,
         maxKl: undefined,
         mismatchTis: true,
+        grpoKlCoef: 0,
         metricsPort: 0,
       },
     });
@@ -121,7 +122,7 @@ describe('loadConfig', () => {
     assert.equal(c.gateway.port, 30000);
     assert.equal(c.train.batchSize, 16);
     assert.equal(c.trainMethod, 'combined');
-    assert.equal(c.gateway.bodyLimitBytes, undefined);
+    assert.equal(c.gateway.bodyLimitBytes, 4 * 1024 * 1024, "the gateway's own default");
   });
 
   it('reads the shared settings', () => {
@@ -318,6 +319,7 @@ describe('loadConfig', () => {
       minSamples: 4,
       maxKl: 0.05,
       mismatchTis: false,
+      grpoKlCoef: 0,
       metricsPort: 9464,
     });
     for (const on of ['1', 'true', 'YES', 'on']) assert.equal(load({ TRAIN_CONSENSUS: on }).train.consensus, true, on);
