@@ -37,6 +37,7 @@ export {
 export {
   PROCESSORS,
   processorService,
+  processorOptions,
   processorServices,
   loadSettingsTeacher,
   teacherUpstream,

@@ -59,7 +59,9 @@ export const namedOverrides = (o: Partial<LearnerSettings> = {}): Partial<Learne
 export function learnerPlan(settings: StackSettings, served: ServedModel, overrides: LearnerOverrides = {}): LearnerPlan {
   const family = familyOf(served);
   const named = namedOverrides(overrides.settings);
-  const s = learnerSettings(family, settings.train, named);
+  // The learner's settings of the configuration (its service's metrics port is not one).
+  const { metricsPort: _metricsPort, ...train } = settings.train;
+  const s = learnerSettings(family, train, named);
   const weightsDir = overrides.weightsDir ?? settings.weightsDir;
   const modelId = overrides.modelId ?? served.modelId;
   const lineage: LoraLineageOptions | undefined =

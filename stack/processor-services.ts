@@ -17,6 +17,7 @@ import {
   startTrajectoryAssembler,
   type ClickhouseSinkHandle,
   type ClickhouseSinkOptions,
+  type CreateJudgeOptions,
   type GroupBuilderServiceOptions,
   type Judge,
   type SessionAssemblerServiceOptions,
@@ -85,14 +86,8 @@ export async function loadSettingsTeacher(
   });
 }
 
-/** Starts processor `name` on `link` (the sample builder's teacher loaded first unless given). */
-export async function processorService(
-  settings: StackSettings,
-  name: ProcessorName,
-  link: Pick<StackLink, 'kafka' | 'codecs'>,
-  served: ServedModel | null,
-  overrides: ProcessorOverrides = {},
-): Promise<ProcessorHandle> {
+/** Each processor's options from the settings and the overrides (the sample builder's without its teacher; the judge's as createJudge takes them). */
+export function processorOptions(settings: StackSettings, link: Pick<StackLink, 'kafka' | 'codecs'>, overrides: ProcessorOverrides = {}) {
   const common = {
     kafka: link.kafka,
     codecs: link.codecs,
@@ -102,34 +97,58 @@ export async function processorService(
     sessionTimeoutMs: settings.processor.sessionTimeoutMs,
   };
   const method = overrides.method ?? settings.trainMethod;
+  return {
+    common,
+    method,
+    sessionAssembler: {
+      ...common,
+      idleTimeoutMs: settings.session.idleTimeoutMs,
+      endPolicy: settings.session.endPolicy,
+      feedbackGraceMs: settings.session.feedbackGraceMs,
+      ...overrides.session,
+    } satisfies SessionAssemblerServiceOptions,
+    trajectoryAssembler: {
+      ...common,
+      settleMs: settings.grpo.settleMs,
+      ...overrides.trajectory,
+    } satisfies TrajectoryAssemblerServiceOptions,
+    groupBuilder: {
+      ...common,
+      normalizeStd: settings.grpo.normalizeStd,
+      batchTimeoutMs: settings.grpo.batchTimeoutMs,
+      ...overrides.group,
+    } satisfies GroupBuilderServiceOptions,
+    judge: { ...settings.judge, mode: method } satisfies CreateJudgeOptions,
+    sampleBuilder: { ...common, method, topK: settings.teacher.topK },
+  };
+}
+
+/** Starts processor `name` on `link` (the sample builder's teacher loaded first unless given). */
+export async function processorService(
+  settings: StackSettings,
+  name: ProcessorName,
+  link: Pick<StackLink, 'kafka' | 'codecs'>,
+  served: ServedModel | null,
+  overrides: ProcessorOverrides = {},
+): Promise<ProcessorHandle> {
+  const o = processorOptions(settings, link, overrides);
   switch (name) {
     case 'session-assembler':
-      return startSessionAssembler({
-        ...common,
-        idleTimeoutMs: settings.session.idleTimeoutMs,
-        endPolicy: settings.session.endPolicy,
-        feedbackGraceMs: settings.session.feedbackGraceMs,
-        ...overrides.session,
-      });
+      return startSessionAssembler(o.sessionAssembler);
     case 'trajectory-assembler':
-      return startTrajectoryAssembler({ ...common, settleMs: settings.grpo.settleMs, ...overrides.trajectory });
+      return startTrajectoryAssembler(o.trajectoryAssembler);
     case 'group-builder':
-      return startGroupBuilder({
-        ...common,
-        normalizeStd: settings.grpo.normalizeStd,
-        batchTimeoutMs: settings.grpo.batchTimeoutMs,
-        ...overrides.group,
-      });
+      return startGroupBuilder(o.groupBuilder);
     case 'judge': {
-      const judge = overrides.judge ?? createJudge({ ...settings.judge, mode: method });
-      overrides.logger?.info({ judge: judge.id, mode: method }, 'judge selected');
-      return startJudge({ ...common, judge });
+      const judge = overrides.judge ?? createJudge(o.judge);
+      overrides.logger?.info({ judge: judge.id, mode: o.method }, 'judge selected');
+      return startJudge({ ...o.common, judge });
     }
     case 'sample-builder': {
       const teacher =
-        overrides.teacher === null ? undefined : (overrides.teacher ?? (await loadSettingsTeacher(settings, method, served, overrides)));
+        overrides.teacher === null ? undefined : (overrides.teacher ?? (await loadSettingsTeacher(settings, o.method, served, overrides)));
       if (teacher) overrides.logger?.info({ teacher: teacher.id }, 'teacher loaded');
-      return startSampleBuilder({ ...common, method, teacher, topK: settings.teacher.topK });
+      return startSampleBuilder({ ...o.sampleBuilder, teacher });
     }
   }
 }

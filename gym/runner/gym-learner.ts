@@ -15,6 +15,7 @@ import type { GymSettings } from './gym-options.ts';
 export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'stepTimeoutMs'>): Partial<LearnerSettings> {
   return {
     batchSize: 1,
+    minSamples: 1,
     maxWaitMs: s.stepTimeoutMs,
     maxUserShare: 1,
     maxStaleness: 1000,
