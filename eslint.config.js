@@ -22,12 +22,22 @@ const FOLDERS = LAYERS.flat();
 const layerOf = (folder) => LAYERS.findIndex((layer) => layer.includes(folder));
 
 /**
- * Another folder is used through its index.ts only. The one other public entry: core's OpenAI
- * client, left out of core/index.ts because loading `openai` costs ~350 ms and core/index.ts is
- * loaded by every command; the LLM judge, the upstream teacher and the eval's pipeline client
- * import it directly.
+ * Another folder is used through its index.ts only. The other public entries are there to be
+ * loaded without the rest of their folder: core's OpenAI client, left out of core/index.ts because
+ * loading `openai` costs ~350 ms and core/index.ts is loaded by every command (the LLM judge, the
+ * upstream teacher and the eval's pipeline client import it directly); each service folder's
+ * defaults.ts (its DEFAULTS objects, importing nothing), and stack's settings.ts and
+ * served-model.ts, which the CLI reads before it knows which service it runs: every command loads
+ * the configuration, and loading the services with it took seconds.
  */
-const PUBLIC_BESIDES_INDEX = { core: ['openai-client.ts'] };
+const PUBLIC_BESIDES_INDEX = {
+  core: ['openai-client.ts'],
+  analytics: ['defaults.ts'],
+  gateway: ['defaults.ts'],
+  processors: ['defaults.ts'],
+  trainer: ['defaults.ts'],
+  stack: ['settings.ts', 'served-model.ts'],
+};
 const throughIndex = (folder) => ({
   // (gitignore syntax: a file is re-included only where its folder is not excluded)
   group: [`**/${folder}/*`, `!**/${folder}/index.ts`, ...(PUBLIC_BESIDES_INDEX[folder] ?? []).map((f) => `!**/${folder}/${f}`)],

@@ -9,7 +9,8 @@ import { config as loadDotenv } from 'dotenv';
 import { join, resolve } from 'node:path';
 import { ErrorCodes, readCaFile, readSecretFile, Secret, TurnstreamError, type TlsOptions } from '../core/index.ts';
 import { readConnectionSecurity } from './connection-settings.ts';
-import { resolveSettings, type StackSettings, type StackSettingsInput } from '../stack/index.ts';
+// stack/settings.ts alone (not stack/index.ts): reading the configuration loads no service.
+import { resolveSettings, type StackSettings, type StackSettingsInput } from '../stack/settings.ts';
 
 export type {
   StackSettings as TurnstreamConfig,
@@ -26,7 +27,7 @@ export type {
   ClickhouseSettings as ClickhouseConfig,
   SinkSettings as SinkConfig,
   TrainSettings as TrainConfig,
-} from '../stack/index.ts';
+} from '../stack/settings.ts';
 
 /** What a numeric setting allows. */
 export interface NumberRule {

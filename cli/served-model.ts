@@ -1,5 +1,5 @@
 /** The served model (stack/served-model.ts), with its download's progress on stderr. */
-import { servedModel as resolveServed, type ServedModel } from '../stack/index.ts';
+import { servedModel as resolveServed, type ServedModel } from '../stack/served-model.ts';
 import type { Logger } from '../core/index.ts';
 import { progressReporter } from './commands/model.ts';
 import type { TurnstreamConfig } from './config.ts';

@@ -11,9 +11,7 @@
  * writer bounds that separately), so slow readers cannot starve the engine.
  */
 import { ErrorCodes, TurnstreamError } from '../core/index.ts';
-
-/** Admission's defaults (`turnstream gateway`'s when nothing is set). */
-export const ADMISSION_DEFAULTS = Object.freeze({ maxConcurrent: 8, maxQueue: 64, queueTimeoutMs: 30_000 });
+import { ADMISSION_DEFAULTS } from './defaults.ts';
 
 export interface AdmissionOptions {
   /** Generations running at once. `GATEWAY_MAX_CONCURRENT_GENERATIONS` @default ADMISSION_DEFAULTS.maxConcurrent (8) */

@@ -1,6 +1,8 @@
 /**
  * The gateway's defaults: what `turnstream gateway` (and `up`) serve with when nothing is set, and
- * what `createGateway` falls back to for an option left out.
+ * what `createGateway`, admission, the streams and the llama.cpp engine fall back to for an option
+ * left out. A file that imports nothing, so that reading the configuration (cli/config.ts, through
+ * stack/settings.ts) does not load the gateway.
  */
 export const GATEWAY_DEFAULTS = Object.freeze({
   port: 30000,
@@ -17,4 +19,30 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   sessionShareWindowMs: 30 * 60 * 1000,
   stopGraceMs: 10_000,
   drainOnStopMs: 5000,
+});
+
+/** Admission's defaults (`turnstream gateway`'s when nothing is set). */
+export const ADMISSION_DEFAULTS = Object.freeze({ maxConcurrent: 8, maxQueue: 64, queueTimeoutMs: 30_000 });
+
+/** The streams' defaults (`turnstream gateway`'s when nothing is set). */
+export const SSE_DEFAULTS = Object.freeze({
+  stallTimeoutMs: 30_000,
+  maxBufferedBytes: 1024 * 1024,
+  maxTotalBufferedBytes: 64 * 1024 * 1024,
+  keepAliveMs: 15_000,
+});
+
+/**
+ * The engine's defaults (`LLAMA_*` when nothing is set). temperature 0.3 is what `turnstream up`
+ * served with (its configuration's default); the engine's own fallback was 0.7 until the two
+ * became one. Eval and gym send their sampling with every request.
+ */
+export const LLAMA_ENGINE_DEFAULTS = Object.freeze({
+  maxContextSize: 8192,
+  parallel: 2,
+  temperature: 0.3,
+  topP: 0.9,
+  defaultMaxTokens: 512,
+  maxPinned: 2,
+  gpu: 'auto' as 'auto' | false,
 });

@@ -1,10 +1,10 @@
 // Public surface of gateway/: what the CLI and other folders may use.
 export { createGateway, type Gateway } from './server.ts';
 export type { GatewayOptions, BuiltinOptions } from './options.ts';
-export { GATEWAY_DEFAULTS } from './defaults.ts';
-export { ADMISSION_DEFAULTS, type AdmissionOptions } from './admission.ts';
-export { SSE_DEFAULTS, type SseLimits } from './sse-writer.ts';
+export { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS } from './defaults.ts';
+export type { AdmissionOptions } from './admission.ts';
+export type { SseLimits } from './sse-writer.ts';
 export type { KafkaLinkOptions } from './event-sink.ts';
 export type { ProxyEngineOptions } from './proxy-engine.ts';
-export { LlamaEngine, LLAMA_ENGINE_DEFAULTS, type LlamaEngineOptions } from './llama-engine.ts';
+export { LlamaEngine, type LlamaEngineOptions } from './llama-engine.ts';
 export type { ChatRequest } from './chat-request.ts';

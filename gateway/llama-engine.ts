@@ -42,6 +42,7 @@ import {
 import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, type OpenAITool } from '../policy/index.ts';
 import { mulberry32, ErrorCodes, TurnstreamError, invalidInput, type Logger } from '../core/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
+import { LLAMA_ENGINE_DEFAULTS } from './defaults.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard, PromptTokenLogprob } from './engine.ts';
 import { ANY_OBJECT, grammarSchema, withoutExponents, type GrammarSchema } from './grammar-schema.ts';
@@ -53,21 +54,6 @@ import { refuseForLocalEngine } from './local-request.ts';
 import { Utf8Bans, Utf8Track } from './utf8-guard.ts';
 import type { TokenLogprob } from './logprobs.ts';
 import { Lru } from './lru.ts';
-
-/**
- * The engine's defaults (`LLAMA_*` when nothing is set). temperature 0.3 is what `turnstream up`
- * served with (its configuration's default); the engine's own fallback was 0.7 until the two
- * became one. Eval and gym send their sampling with every request.
- */
-export const LLAMA_ENGINE_DEFAULTS = Object.freeze({
-  maxContextSize: 8192,
-  parallel: 2,
-  temperature: 0.3,
-  topP: 0.9,
-  defaultMaxTokens: 512,
-  maxPinned: 2,
-  gpu: 'auto' as 'auto' | false,
-});
 
 export interface LlamaEngineOptions {
   /** The base checkpoint: a display name, the model id of its weight versions, the GGUF file and its sha256. */

@@ -17,14 +17,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { sseFrame } from './sse.ts';
-
-/** The streams' defaults (`turnstream gateway`'s when nothing is set). */
-export const SSE_DEFAULTS = Object.freeze({
-  stallTimeoutMs: 30_000,
-  maxBufferedBytes: 1024 * 1024,
-  maxTotalBufferedBytes: 64 * 1024 * 1024,
-  keepAliveMs: 15_000,
-});
+import { SSE_DEFAULTS } from './defaults.ts';
 
 export interface SseLimits {
   /** How long a stream may stay undrained before it is cut. `GATEWAY_STREAM_STALL_TIMEOUT_MS` @default SSE_DEFAULTS.stallTimeoutMs (30000) */

@@ -5,18 +5,19 @@ export { startSampleBuilder, type SampleBuilderServiceOptions } from './sample-b
 export { startTrajectoryAssembler, type TrajectoryAssemblerServiceOptions } from './trajectory-assembler.ts';
 export { startGroupBuilder, type GroupBuilderServiceOptions } from './group-builder.ts';
 export { TrajectoryCore, stepOf, DEFAULT_SETTLE_MS, type TrajectoryAssemblerOptions } from './trajectory-assembler/index.ts';
+export { BatchCore, batchSamples, groupAdvantages, type BatchReport, type GroupBuilderOptions } from './group-builder/index.ts';
+export { defaultGroupId, type ServiceOptions } from './service-options.ts';
 export {
-  BatchCore,
-  batchSamples,
-  groupAdvantages,
   GROUP_BUILDER_DEFAULTS,
-  type BatchReport,
-  type GroupBuilderOptions,
-} from './group-builder/index.ts';
-export { defaultGroupId, PROCESSOR_DEFAULTS, type ServiceOptions } from './service-options.ts';
+  JUDGE_DEFAULTS,
+  PROCESSOR_DEFAULTS,
+  SAMPLE_BUILDER_DEFAULTS,
+  SESSION_ASSEMBLER_DEFAULTS,
+  SINK_DEFAULTS,
+  TRAJECTORY_ASSEMBLER_DEFAULTS,
+} from './defaults.ts';
 export {
   startClickhouseSink,
-  SINK_DEFAULTS,
   SINK_TOPICS,
   type ClickhouseSinkHandle,
   type ClickhouseSinkOptions,
@@ -30,7 +31,6 @@ export {
   createLlmJudge,
   EmbeddedJudge,
   LlmJudge,
-  JUDGE_DEFAULTS,
   majorityVote,
   makeJudgement,
   selectHint,
@@ -46,7 +46,6 @@ export {
 } from './judge/index.ts';
 export {
   buildSample,
-  SAMPLE_BUILDER_DEFAULTS,
   loadTeacher,
   LlamaTeacher,
   createPolicyTeacher,

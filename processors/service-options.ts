@@ -2,9 +2,7 @@
 import type { Kafka } from 'kafkajs';
 import type { EventCodecs } from '../streams/index.ts';
 import type { Logger } from '../core/index.ts';
-
-/** What every processor service falls back to (`PROCESSOR_*` when nothing is set). */
-export const PROCESSOR_DEFAULTS = Object.freeze({ sessionTimeoutMs: 30_000 });
+import { PROCESSOR_DEFAULTS } from './defaults.ts';
 
 export interface ServiceOptions {
   kafka: Kafka;

@@ -7,17 +7,19 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ANALYTICS_DEFAULTS } from '../analytics/index.ts';
-import { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS } from '../gateway/index.ts';
+// Each folder's defaults.ts: its DEFAULTS objects alone, so that reading the settings loads no service.
+import { ANALYTICS_DEFAULTS } from '../analytics/defaults.ts';
+import { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS } from '../gateway/defaults.ts';
 import {
-  DEFAULT_SETTLE_MS,
   GROUP_BUILDER_DEFAULTS,
   JUDGE_DEFAULTS,
   SAMPLE_BUILDER_DEFAULTS,
   SESSION_ASSEMBLER_DEFAULTS,
   SINK_DEFAULTS,
-} from '../processors/index.ts';
-import { LEARNER_DEFAULTS, type LearnerSettings } from '../trainer/index.ts';
+  TRAJECTORY_ASSEMBLER_DEFAULTS,
+} from '../processors/defaults.ts';
+import { LEARNER_DEFAULTS } from '../trainer/defaults.ts';
+import type { LearnerSettings } from '../trainer/index.ts';
 import type { Secret, TlsOptions } from '../core/index.ts';
 import type { ConnectionSecurity } from '../streams/index.ts';
 
@@ -138,7 +140,7 @@ export interface TfjsSettings {
 
 /** Learning from tasks (`turnstream gym`): the trajectory assembler and the group builder. */
 export interface GrpoSettings {
-  /** How long a rollout's outcome waits for the turns it lists, ms. `TRAJECTORY_SETTLE_MS` @default DEFAULT_SETTLE_MS (30000) */
+  /** How long a rollout's outcome waits for the turns it lists, ms. `TRAJECTORY_SETTLE_MS` @default TRAJECTORY_ASSEMBLER_DEFAULTS.settleMs (30000) */
   settleMs: number;
   /** Divide group advantages by the group's standard deviation (GRPO); off: r − mean. `GRPO_NORMALIZE_STD` @default GROUP_BUILDER_DEFAULTS.normalizeStd (true) */
   normalizeStd: boolean;
@@ -395,7 +397,7 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
     ),
     grpo: over<GrpoSettings>(
       {
-        settleMs: DEFAULT_SETTLE_MS,
+        settleMs: TRAJECTORY_ASSEMBLER_DEFAULTS.settleMs,
         normalizeStd: GROUP_BUILDER_DEFAULTS.normalizeStd,
         batchTimeoutMs: GROUP_BUILDER_DEFAULTS.batchTimeoutMs,
       },

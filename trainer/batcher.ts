@@ -15,19 +15,11 @@
  *   samples are taken together, all of them and nothing else, once `batchSamples` are buffered
  *   (they are produced in one transaction) or its oldest has waited `maxWaitMs`; no user cap.
  */
+import { BATCHER_DEFAULTS } from './defaults.ts';
 import type { Sample } from '../schemas/index.ts';
 
 export type StalenessMode = 'drop' | 'tis';
-
-/** The batcher's defaults (`TRAIN_*` when nothing is set; trainer/learner-settings.ts). */
-export const BATCHER_DEFAULTS = Object.freeze({
-  batchSize: 16,
-  maxStaleness: 2,
-  staleness: 'drop' as StalenessMode,
-  maxUserShare: 0.5,
-  maxWaitMs: 30_000,
-  minSamples: 1,
-});
+export { BATCHER_DEFAULTS };
 
 export interface BatcherOptions {
   /** `TRAIN_BATCH_SIZE` @default BATCHER_DEFAULTS.batchSize (16) */

@@ -6,9 +6,12 @@
  * LEARNER_FAMILY_DEFAULTS.
  */
 import type { LoraConfig, LoraTarget } from '../policy/index.ts';
-import { BATCHER_DEFAULTS, type StalenessMode } from './batcher.ts';
-import { GRPO_STEP, LEARNER_LR, LORA_LR, LORA_MAX_KL, LORA_MIN_SAMPLES, type LearnerOptions } from './learner.ts';
-import { BUILTIN_STEP_DEFAULTS, familyStepOptions, LORA_STEP_DEFAULTS, type FamilyStepSettings } from './step-defaults.ts';
+import type { StalenessMode } from './batcher.ts';
+import { LEARNER_DEFAULTS, LEARNER_FAMILY_DEFAULTS, type FamilyStepSettings } from './defaults.ts';
+import type { LearnerOptions } from './learner.ts';
+import { familyStepOptions } from './step-defaults.ts';
+
+export { LEARNER_DEFAULTS, LEARNER_FAMILY_DEFAULTS };
 
 /** What is trained: a LoRA adapter on a GGUF model, or the built-in tiny model (all its weights). */
 export type ModelFamily = 'lora' | 'builtin';
@@ -51,33 +54,6 @@ export interface LearnerSettings extends FamilyStepSettings {
   /** KL to the base in a GRPO rollout batch's step (LearnerOptions.grpoStep). @default LEARNER_DEFAULTS.grpoKlCoef (GRPO_STEP's 0) */
   grpoKlCoef: number;
 }
-
-/** The settings whose default does not depend on the model family. */
-export const LEARNER_DEFAULTS = Object.freeze({
-  batchSize: BATCHER_DEFAULTS.batchSize,
-  maxStaleness: BATCHER_DEFAULTS.maxStaleness,
-  staleness: BATCHER_DEFAULTS.staleness,
-  maxUserShare: BATCHER_DEFAULTS.maxUserShare,
-  maxWaitMs: BATCHER_DEFAULTS.maxWaitMs,
-  consensus: true,
-  opdOnBase: false,
-  entropyCoef: 0,
-  loraRank: 8,
-  loraAlpha: 16,
-  loraTargets: ['q', 'k', 'v', 'o'] as LoraTarget[],
-  loraLastLayers: 0,
-  maxTrainTokens: 1024,
-  mismatchTis: true,
-  grpoKlCoef: GRPO_STEP.klCoef ?? 0,
-}) satisfies Omit<LearnerSettings, 'minSamples' | 'lr' | 'maxKl' | keyof FamilyStepSettings>;
-
-/** The settings whose default the model family decides (docs/learning.md says how each was measured). */
-export const LEARNER_FAMILY_DEFAULTS: Readonly<
-  Record<ModelFamily, Readonly<Pick<LearnerSettings, 'minSamples' | 'lr' | 'maxKl' | keyof FamilyStepSettings>>>
-> = Object.freeze({
-  lora: { minSamples: LORA_MIN_SAMPLES, lr: LORA_LR, maxKl: LORA_MAX_KL, ...LORA_STEP_DEFAULTS },
-  builtin: { minSamples: 1, lr: LEARNER_LR, maxKl: undefined, ...BUILTIN_STEP_DEFAULTS },
-});
 
 /**
  * The settings of a `family` learner: the defaults, then each of `given` in turn (a field left

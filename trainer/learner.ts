@@ -22,6 +22,7 @@ import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
 import { createLogger, type Logger, counter, gauge, histogram } from '../core/index.ts';
 import { deadLetter, type EventCodecs, readToEnd, PublishConsumer } from '../streams/index.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
+import { LEARNER_LR } from './defaults.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
 import { learnerStep, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
@@ -29,26 +30,7 @@ import { UserConsensus, type UserConsensusOptions } from './user-consensus.ts';
 import { BuiltinLineage, type PolicyLineage } from './policy-lineage.ts';
 import type { TrainablePolicy } from './trainable-policy.ts';
 
-/**
- * Learning rate of the learner for the built-in model, chosen by measurement (docs/learning.md,
- * "Learning rate of the built-in model"): `turnstream eval`, 5 personas × 36 interactions, one step per 4 interactions,
- * lr ∈ {3e-4, 1e-3, 3e-3, 1e-2}. 3e-4 barely moved; 1e-3 and 3e-3 gave the same mean gain;
- * 1e-2 collapsed one persona's replies (a preference it had shown 28 % of the time went to 0 %).
- * 1e-3 is the fastest rate without collapse — 100× the reference's 1e-5 for a 4B model.
- */
-export const LEARNER_LR = 1e-3;
-
-/**
- * Learning rate of a LoRA adapter on a GGUF model, and the other defaults of that family: a
- * version needs LORA_MIN_SAMPLES trainable samples, and a step may move the policy by at most
- * LORA_MAX_KL (k3 KL, token mean). On SmolLM2-135M (docs/learning.md) 3e-4 barely moved in 16
- * interactions; 2e-3 learned a persona's form within 24 but, alone, wrecked the answers (word salad
- * after 12 steps of 2 samples). With the KL to the base and the positive-only OPD term of
- * LORA_STEP_DEFAULTS (trainer/step-defaults.ts) it keeps them.
- */
-export const LORA_LR = 2e-3;
-export const LORA_MIN_SAMPLES = 8;
-export const LORA_MAX_KL = 0.1;
+export { LEARNER_LR, LORA_LR, LORA_MIN_SAMPLES, LORA_MAX_KL } from './defaults.ts';
 
 /** What a GRPO rollout batch's step changes of the configured step options (LearnerOptions.grpoStep). */
 export const GRPO_STEP: Partial<LearnerStepOptions> = Object.freeze({

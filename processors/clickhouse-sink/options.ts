@@ -3,26 +3,12 @@ import type { AnalyticsOptions, TableId } from '../../analytics/store/index.ts';
 import type { TopicId } from '../../schemas/index.ts';
 import type { EventCodecs } from '../../streams/index.ts';
 import type { Logger } from '../../core/index.ts';
+import { SINK_DEFAULTS } from '../defaults.ts';
+
+export { SINK_DEFAULTS };
 
 /** Topics the sink stores by default: every topic but the assembler's changelog. */
 export const SINK_TOPICS: readonly TopicId[] = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq', 'rewards'];
-
-/**
- * The sink's defaults (`SINK_*` when nothing is set): replays are stored too, as `turnstream sink`
- * (and `up`) always did; a caller that wants the live topics only passes `replayTags: []`.
- */
-export const SINK_DEFAULTS = Object.freeze({
-  groupSuffix: 'turnstream-clickhouse-sink',
-  replayTags: 'all' as readonly string[] | 'all',
-  replayDiscoveryMs: 10_000,
-  batchRows: 500,
-  flushIntervalMs: 500,
-  /** `maxBufferedRows` is this many batches. */
-  bufferedBatches: 100,
-  retryInitialMs: 250,
-  retryMaxMs: 5000,
-  stage: 'clickhouse-sink',
-});
 
 export interface ClickhouseSinkOptions {
   kafka: Kafka;

@@ -3,7 +3,7 @@
  * batch are gathered until the batch has all of them (its groups × group size), or until
  * `batchTimeoutMs` after the first came; then the batch's samples go out together (batch-samples.ts).
  */
-import { GROUP_BUILDER_DEFAULTS } from './defaults.ts';
+import { GROUP_BUILDER_DEFAULTS } from '../defaults.ts';
 import type { BatchState, Sample, Trajectory } from '../../schemas/index.ts';
 import { batchSamples, type BatchReport } from './batch-samples.ts';
 

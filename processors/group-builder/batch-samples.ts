@@ -7,7 +7,7 @@
  * samples the batch has, so the learner takes one step on exactly them.
  */
 import type { Sample, Trajectory } from '../../schemas/index.ts';
-import { GROUP_BUILDER_DEFAULTS } from './defaults.ts';
+import { GROUP_BUILDER_DEFAULTS } from '../defaults.ts';
 import { groupAdvantages } from './group-advantages.ts';
 
 export interface BatchSampleOptions {

@@ -1,4 +1,3 @@
 export { groupAdvantages } from './group-advantages.ts';
 export { batchSamples, type BatchReport, type BatchSampleOptions } from './batch-samples.ts';
-export { GROUP_BUILDER_DEFAULTS } from './defaults.ts';
 export { BatchCore, type GroupBuilderOptions, type BatchEvents } from './batch-core.ts';

@@ -15,20 +15,7 @@ import { parseBoxed, parseHint } from './boxed.ts';
 import { hasEvidence, makeJudgement, type Judge, type JudgeCallOptions, type JudgeMode } from './judge.ts';
 import { majorityVote, selectHint } from './majority-vote.ts';
 import { hintPrompt, prmPrompt, type JudgeMessage } from './prompts.ts';
-
-/** The LLM judge's defaults (`JUDGE_*` when nothing is set). */
-export const JUDGE_DEFAULTS = Object.freeze({
-  model: 'judge',
-  mode: 'combined' as JudgeMode,
-  votes: 3,
-  hintVotes: 1,
-  temperature: 0.6,
-  maxTokens: 1024,
-  timeoutMs: 60_000,
-  retries: 2,
-  minBackoffMs: 500,
-  maxQuoteChars: 4000,
-});
+import { JUDGE_DEFAULTS } from '../defaults.ts';
 
 export interface LlmJudgeOptions {
   /** Base URL of the OpenAI-compatible API, e.g. `http://127.0.0.1:8000/v1`. `JUDGE_BASE_URL` */

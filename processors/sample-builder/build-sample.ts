@@ -18,11 +18,9 @@
 import { isRolloutStep, type Judgement, type Sample, type SampleMethod } from '../../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { appendHint, type Teacher } from './teacher.ts';
+import { SAMPLE_BUILDER_DEFAULTS } from '../defaults.ts';
 
 export type TrainMethod = 'rl' | 'opd' | 'combined';
-
-/** The sample builder's defaults (`TRAIN_METHOD`, `TEACHER_TOP_K` when nothing is set). */
-export const SAMPLE_BUILDER_DEFAULTS = Object.freeze({ method: 'combined' as TrainMethod, topK: 0 });
 
 export interface SampleBuilderOptions {
   /** Which samples to build. `TRAIN_METHOD` @default SAMPLE_BUILDER_DEFAULTS.method ('combined') */

@@ -1,6 +1,5 @@
 export {
   buildSample,
-  SAMPLE_BUILDER_DEFAULTS,
   type BuildCallOptions,
   type BuildResult,
   type SampleBuilderOptions,

@@ -17,7 +17,6 @@ export {
   DEFAULT_CLOSED_RETENTION_MS,
   DEFAULT_FEEDBACK_GRACE_MS,
   DEFAULT_IDLE_TIMEOUT_MS,
-  SESSION_ASSEMBLER_DEFAULTS,
   resolveAssemblerOptions,
   type EndPolicy,
   type ResolvedAssemblerOptions,

@@ -1,14 +1,7 @@
 /** How the assembler treats a session's last main turn when nothing but the end marker follows it. */
-export type EndPolicy = 'drop' | 'masked';
+import { SESSION_ASSEMBLER_DEFAULTS } from '../defaults.ts';
 
-/** The assembler's defaults (`turnstream process session-assembler`'s when nothing is set). */
-export const SESSION_ASSEMBLER_DEFAULTS = Object.freeze({
-  idleTimeoutMs: 30 * 60 * 1000,
-  endPolicy: 'masked' as EndPolicy,
-  maxRecentIds: 512,
-  feedbackGraceMs: 5000,
-  closedRetentionMs: 24 * 3600 * 1000,
-});
+export type EndPolicy = 'drop' | 'masked';
 
 export interface SessionAssemblerOptions {
   /**

@@ -17,6 +17,7 @@ import {
   type TrajectoryStep,
   type Turn,
 } from '../../schemas/index.ts';
+import { TRAJECTORY_ASSEMBLER_DEFAULTS } from '../defaults.ts';
 
 export interface TrajectoryAssemblerOptions {
   /** How long an outcome waits for the turns it lists (or, listing none, for the session's), ms. `TRAJECTORY_SETTLE_MS` @default DEFAULT_SETTLE_MS (30000) */
@@ -27,7 +28,7 @@ export interface TrajectoryAssemblerOptions {
   retainDoneMs?: number;
 }
 
-export const DEFAULT_SETTLE_MS = 30_000;
+export const DEFAULT_SETTLE_MS = TRAJECTORY_ASSEMBLER_DEFAULTS.settleMs;
 
 export interface TrajectoryEvents {
   emitted?(t: Trajectory): void;

@@ -14,7 +14,8 @@ import { parsePersonas } from '../../../eval/persona.ts';
 import { llamaEvalModels } from '../../../eval/eval-model.ts';
 import { runPipelineEval } from '../../../eval/pipeline.ts';
 import { runEval, type HeldOutReply } from '../../../eval/run-eval.ts';
-import { familyStepOptions, familyStepSettings } from '../../../trainer/step-defaults.ts';
+import { evalLearnerPlan } from '../../../eval/eval-learner.ts';
+import { resolveSettings } from '../../../stack/index.ts';
 import { parseBrokers } from '../../../streams/index.ts';
 import { selectBackend, writeTinyModel, type TinyModel } from '../../../policy/index.ts';
 import { ensureStack } from '../../support/stack.ts';
@@ -70,14 +71,20 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
   assert.equal(run.samples, 4, 'every interaction became one trained sample');
   for (const s of run.scores) assert.ok(s.satisfaction >= 0 && s.satisfaction <= 1);
 
-  // The same (persona, seed) in-process: the same user and the same sampling seeds, so that the
-  // two modes differ only in the transport.
+  // The same (persona, seed) in-process: the same user, the same sampling seeds and the same learner
+  // (the configured one with eval's overrides), so that the two modes differ only in the transport.
+  const served = { kind: 'llama' as const, name: 'tiny', modelId: 'tiny', path: tiny.path, sha256: tiny.sha256, systemPrompt: undefined };
+  const plan = evalLearnerPlan(resolveSettings(), served, { batchSize: 2, lr: 1e-3 });
+  assert.deepEqual(r.learner?.overrides, plan.overrides, 'the report names the overrides the runs trained with');
+  assert.equal(r.lr, 1e-3);
   const models = await llamaEvalModels({
     model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 },
     dir: join(dir, 'in-process'),
     sampling: { maxTokens: 6, temperature: 1 },
-    lr: 1e-3,
-    step: familyStepOptions(familyStepSettings(true, {})),
+    lr: plan.settings.lr,
+    step: plan.options.step,
+    lora: plan.lineage?.lora,
+    maxTrainTokens: plan.settings.maxTrainTokens,
   });
   const local = await runEval({ ...run1, models }).finally(() => models.close());
   const texts = (replies: readonly HeldOutReply[] | undefined): string[] => (replies ?? []).map((x) => x.text);
