@@ -71,7 +71,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
     }
   });
 
-  it('stores tagged topics beside the live ones: counts per tag, live queries unchanged, comparison, re-delivery', async () => {
+  it('by default (replayTags all, as turnstream sink runs) stores tagged topics beside the live ones: counts per tag, live queries unchanged, comparison, re-delivery', async () => {
     const prefix = uniquePrefix('ch-replay');
     const f = await family(kafka, stack.registryUrl, stack.clickhouseUrl, prefix);
     producers.push(f.producer);
@@ -117,7 +117,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
         groupId,
         batchRows: 100,
         flushIntervalMs: 200,
-        replayTags: 'all',
+        // replayTags left out: 'all', the sink's default (SINK_DEFAULTS), as `turnstream sink` always ran.
         replayDiscoveryMs: 500,
       });
     let sink = start();
@@ -247,7 +247,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
     }
   });
 
-  it('without replayTags the sink reads the live topics only (as before)', async () => {
+  it('with replayTags [] the sink reads the live topics only', async () => {
     const prefix = uniquePrefix('ch-replay-off');
     const f = await family(kafka, stack.registryUrl, stack.clickhouseUrl, prefix);
     producers.push(f.producer);
@@ -257,7 +257,14 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
     await b.sendAll(data.events.filter((e) => e.id === 'pairs'));
     const store = new AnalyticsStore(f.analytics);
     stores.push(store);
-    const sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId: `${prefix}sink`, flushIntervalMs: 100 });
+    const sink = startClickhouseSink({
+      kafka,
+      codecs: f.codecs,
+      analytics: f.analytics,
+      groupId: `${prefix}sink`,
+      flushIntervalMs: 100,
+      replayTags: [],
+    });
     try {
       await sink.ready;
       assert.ok(sink.stats().topics.every((t) => !t.includes('.replay.')));
