@@ -1,14 +1,15 @@
 /**
  * The whole loop on real Kafka: chat traffic through the gateway → session assembler → embedded
  * judge → sample builder → learner → a WeightVersion → the gateway hot-swaps it, and the next
- * Turn event carries the new policyVersion. No request fails on the way.
+ * Turn event carries the new policyVersion. No request fails on the way. The processors and the
+ * learner are built as `turnstream up` builds them (stack/), from settings: RL, small batches.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startJudge, startSampleBuilder, startSessionAssembler, createEmbeddedJudge } from '../../processors/index.ts';
 import { ensureTopics, type ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
-import { startLearner, type LearnerHandle } from '../../trainer/index.ts';
+import { learnerService, processorServices, resolveSettings } from '../../stack/index.ts';
+import type { LearnerHandle } from '../../trainer/index.ts';
 import { TopicCollector } from '../integration/gateway/support.ts';
 import { startKafkaGateway, type KafkaGateway } from '../support/kafka-gateway.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -42,13 +43,16 @@ async function chat(
 
 test('chat traffic → samples → WeightVersion → the gateway serves it, no request failing', { timeout: 400000 }, async () => {
   const logger = createLogger('e2e', 'warn');
-  const common = { kafka: g.k.kafka, codecs: g.k.codecs, logger };
-  services.push(await startSessionAssembler({ ...common, idleTimeoutMs: 600_000 }));
-  services.push(await startJudge({ ...common, judge: createEmbeddedJudge({ mode: 'rl' }) }));
-  services.push(await startSampleBuilder({ ...common, method: 'rl' }));
-  const weightsDir = `${g.home.dir}/weights`;
-  learner = await startLearner({ ...common, weightsDir, batch: { batchSize: 4, maxWaitMs: 2000 } });
-  await learner.ready;
+  // As TRAIN_METHOD=rl SESSION_IDLE_TIMEOUT_MS=600000 TRAIN_BATCH_SIZE=4 TRAIN_MAX_WAIT_MS=2000 would set them.
+  const settings = resolveSettings({
+    trainMethod: 'rl',
+    weightsDir: `${g.home.dir}/weights`,
+    session: { idleTimeoutMs: 600_000 },
+    train: { batchSize: 4, maxWaitMs: 2000 },
+  });
+  // No JUDGE_BASE_URL: the embedded judge; RL: no teacher.
+  services.push(...(await processorServices(settings, ['session-assembler', 'judge', 'sample-builder'], g.k, null, { logger })));
+  ({ handle: learner } = await learnerService(settings, { kind: 'builtin', modelId: 'turnstream-tiny' }, g.k, { logger }));
   const turns = await TopicCollector.start(g.k.kafka, g.k.codecs, 'turns');
   const weights = await TopicCollector.start(g.k.kafka, g.k.codecs, 'weights');
 
