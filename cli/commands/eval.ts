@@ -9,7 +9,7 @@ import { relative } from 'node:path';
 import type { Command } from 'commander';
 import { createLogger } from '../../core/index.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE, runEvalCommand, type EvalFlags } from '../../eval/index.ts';
-import { LEARNER_LR } from '../../trainer/index.ts';
+import { LEARNER_LR, LORA_LR } from '../../trainer/index.ts';
 import { loadConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
 import { endAtOnceOnSignals } from '../exit-on-error.ts';
@@ -27,7 +27,7 @@ export function register(program: Command): void {
     .option('--json', 'print one JSON object')
     .option('--method <m>', 'combined | rl | opd', 'combined')
     .option('--batch-size <n>', 'interactions per learner step (2 for a GGUF model; samples per step with --users: default 8)', '4')
-    .option('--lr <x>', `learning rate (default ${LEARNER_LR})`)
+    .option('--lr <x>', `learning rate (default TRAIN_LR, else the model family's: ${LORA_LR} LoRA, ${LEARNER_LR} built-in)`)
     .option('--held-out <share>', "share of each persona's prompts held out, never trained on", '0.375')
     .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
     .option('--eval-every <n>', 'score every n-th version, first and last always (3 on a GGUF model)', '1')

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { ensureTopics, KeySet, presentedKey } from '../../streams/index.ts';
 import { createLogger, metricsRegistry } from '../../core/index.ts';
 import { selectBackend, type BackendName } from '../../policy/index.ts';
-import { LEARNER_LR, type LearnerHandle } from '../../trainer/index.ts';
+import { LEARNER_LR, LORA_LR, type LearnerHandle } from '../../trainer/index.ts';
 import { connectService, learnerService } from '../../stack/index.ts';
 import { servedModel } from '../served-model.ts';
 import { dashboardKeys } from './dashboard.ts';
@@ -73,7 +73,7 @@ export function register(program: Command): void {
     .option('--batch-size <n>', 'samples per step (TRAIN_BATCH_SIZE, default 16)')
     .option('--max-staleness <n>', 'drop samples more than n versions old (TRAIN_MAX_STALENESS, default 2)')
     .option('--max-user-share <x>', "cap of one user's share of a batch (TRAIN_MAX_USER_SHARE, default 0.5)")
-    .option('--lr <x>', `learning rate (TRAIN_LR, default ${LEARNER_LR})`)
+    .option('--lr <x>', `learning rate (TRAIN_LR; default the model family's: ${LORA_LR} LoRA, ${LEARNER_LR} built-in)`)
     .option('--no-consensus', "don't weight users' feedback by their agreement with the others (TRAIN_CONSENSUS=0)")
     .option('--instance <id>', "instance id (logs and client id; the transactional id is the group's)", '0')
     .option('--model <spec>', 'the model to train: builtin, a catalog name, a .gguf path or hf:ORG/REPO/FILE.gguf (TURNSTREAM_MODEL)')
