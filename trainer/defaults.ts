@@ -92,6 +92,8 @@ export const LEARNER_DEFAULTS = Object.freeze({
   loraLastLayers: 0,
   maxTrainTokens: 1024,
   mismatchTis: true,
+  /** learner-step's (trainer/step/step-types.ts tisCapOf): truncated importance weights capped at 2, as verl and slime do. */
+  tisCap: 2,
   /** GRPO_STEP's (trainer/learner.ts): the reference's, no KL to the base in a GRPO step. */
   grpoKlCoef: 0,
 });

@@ -51,6 +51,8 @@ export interface LearnerSettings extends FamilyStepSettings {
   maxKl: number | undefined;
   /** Truncated importance weights for the serving engine's log-prob mismatch. `TRAIN_MISMATCH_TIS` @default LEARNER_DEFAULTS.mismatchTis (true) */
   mismatchTis: boolean;
+  /** Cap of the truncated importance weights (stale samples, and the engine's log-prob mismatch); 0 turns the mismatch correction off. @default LEARNER_DEFAULTS.tisCap (2) */
+  tisCap: number;
   /** KL to the base in a GRPO rollout batch's step (LearnerOptions.grpoStep). @default LEARNER_DEFAULTS.grpoKlCoef (GRPO_STEP's 0) */
   grpoKlCoef: number;
 }
@@ -98,6 +100,7 @@ export function learnerOptionsOf(
       entropyCoef: s.entropyCoef,
       ...(family === 'lora' && s.opdOnBase ? { opdOnReference: true } : {}),
       mismatchTis: s.mismatchTis,
+      tisCap: s.tisCap,
       ...(s.maxKl !== undefined ? { maxKl: s.maxKl } : {}),
     },
     grpoStep: { klCoef: s.grpoKlCoef },

@@ -10,9 +10,10 @@ import type { GymSettings } from './gym-options.ts';
  * What a gym run changes of the configured learner: a rollout batch is one step (the batcher
  * takes it whole: it comes in one transaction, from one "user" and never stale), waited for as
  * long as a step may take; the run's learning rate and its KL pull towards the base in a GRPO step
- * (`--lr`, `--kl`; gym-options.ts says how they were chosen).
+ * (`--lr`, `--kl`; gym-options.ts says how they were chosen), and its importance weights' cap
+ * (`--tis-cap`, by default the learner's 2).
  */
-export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'stepTimeoutMs'>): Partial<LearnerSettings> {
+export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'stepTimeoutMs'>): Partial<LearnerSettings> {
   return {
     batchSize: 1,
     minSamples: 1,
@@ -21,6 +22,7 @@ export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'step
     maxStaleness: 1000,
     lr: s.lr,
     grpoKlCoef: s.klCoef,
+    tisCap: s.tisCap,
   };
 }
 
@@ -28,7 +30,7 @@ export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'step
 export function gymLearnerPlan(
   settings: StackSettings,
   served: ServedModel,
-  s: Pick<GymSettings, 'lr' | 'klCoef' | 'stepTimeoutMs'>,
+  s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'stepTimeoutMs'>,
   wiring: Omit<LearnerOverrides, 'settings'> = {},
 ): LearnerPlan {
   return learnerPlan(settings, served, { ...wiring, settings: gymLearnerOverrides(s) });

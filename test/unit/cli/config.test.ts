@@ -111,6 +111,7 @@ describe('loadConfig', () => {
         minSamples: undefined,
         maxKl: undefined,
         mismatchTis: true,
+        tisCap: 2,
         grpoKlCoef: 0,
         metricsPort: 0,
       },
@@ -319,6 +320,7 @@ describe('loadConfig', () => {
       minSamples: 4,
       maxKl: 0.05,
       mismatchTis: false,
+      tisCap: 2,
       grpoKlCoef: 0,
       metricsPort: 9464,
     });

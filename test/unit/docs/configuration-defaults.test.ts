@@ -7,12 +7,14 @@
  * that module default is what arrives. A variable on the page without a row here fails the test.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import type { Kafka } from 'kafkajs';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../../cli/config.ts';
+import { Secret } from '../../../core/index.ts';
 import { ANALYTICS_DEFAULTS } from '../../../analytics/index.ts';
 import { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS } from '../../../gateway/index.ts';
 import {
@@ -39,6 +41,12 @@ import { LEARNER_DEFAULTS, LEARNER_FAMILY_DEFAULTS } from '../../../trainer/inde
 import { ROOT } from './markdown.ts';
 
 const CWD = '/srv/work';
+/** A CA (test/fixtures/tls) and a password file, for the settings that name a file. */
+const CA = fileURLToPath(new URL('../../fixtures/tls/ca.pem', import.meta.url));
+const PASSWORD_FILE = join(mkdtempSync(join(tmpdir(), 'config-defaults-')), 'password');
+writeFileSync(PASSWORD_FILE, 'from-a-file\n');
+/** A secret's value (a `Secret` prints as `[secret from …]`). */
+const revealed = (v: unknown): unknown => (v instanceof Secret ? v.reveal() : v);
 const LLAMA: ServedModel = { kind: 'llama', name: 'm', modelId: 'm', path: '/m.gguf', sha256: '00', systemPrompt: undefined };
 const BUILTIN: ServedModel = { kind: 'builtin', modelId: 'turnstream-tiny' };
 
@@ -74,11 +82,15 @@ interface Row {
   default: Default;
   /** Other variables this one needs to reach its option. */
   with?: Record<string, string>;
+  /** The variables set while this one is not, for its default. @default `with` */
+  unsetWith?: Record<string, string>;
 }
 
 const v = (value: unknown): Default => ({ value });
 const lora = (b: Built) => b.lora.settings;
 const step = (b: Built) => b.lora.options.step!;
+const kafkaSecurity = (b: Built) => b.gateway.kafka?.security?.kafka;
+const registrySecurity = (b: Built) => b.gateway.kafka?.security?.registry;
 
 const ROWS: Record<string, Row> = {
   // shared
@@ -87,6 +99,65 @@ const ROWS: Record<string, Row> = {
     at: (b) => b.gateway.kafka?.brokers,
     is: ['k:9092'],
     default: { says: 'local stack', value: ['127.0.0.1:9092'] },
+  },
+  KAFKA_SECURITY_PROTOCOL: {
+    set: 'ssl',
+    at: (b) => kafkaSecurity(b),
+    is: { tls: {} },
+    default: { says: 'else `plaintext`', value: undefined },
+  },
+  KAFKA_SASL_MECHANISM: {
+    set: 'plain',
+    with: { KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p' },
+    at: (b) => kafkaSecurity(b)?.sasl?.mechanism,
+    default: v('scram-sha-512'),
+  },
+  KAFKA_SASL_USERNAME: {
+    set: 'u',
+    with: { KAFKA_SASL_PASSWORD: 'p' },
+    at: (b) => kafkaSecurity(b)?.sasl?.username,
+    default: { says: 'unset', value: undefined },
+  },
+  KAFKA_SASL_PASSWORD: {
+    set: 'p',
+    with: { KAFKA_SASL_USERNAME: 'u' },
+    unsetWith: {},
+    at: (b) => revealed(kafkaSecurity(b)?.sasl?.password),
+    default: { says: 'unset', value: undefined },
+  },
+  KAFKA_SASL_PASSWORD_FILE: {
+    set: PASSWORD_FILE,
+    with: { KAFKA_SASL_USERNAME: 'u' },
+    unsetWith: {},
+    at: (b) => revealed(kafkaSecurity(b)?.sasl?.password),
+    is: 'from-a-file',
+    default: { says: 'unset', value: undefined },
+  },
+  KAFKA_TLS_CA_FILE: {
+    set: CA,
+    at: (b) => kafkaSecurity(b)?.tls?.setting,
+    is: `KAFKA_TLS_CA_FILE=${CA}`,
+    default: { says: "Node's trusted roots", value: undefined },
+  },
+  SCHEMA_REGISTRY_USERNAME: { set: 'ru', at: (b) => registrySecurity(b)?.username, default: { says: 'unset', value: undefined } },
+  SCHEMA_REGISTRY_PASSWORD: {
+    set: 'rp',
+    with: { SCHEMA_REGISTRY_USERNAME: 'ru' },
+    at: (b) => revealed(registrySecurity(b)?.password),
+    default: { says: 'unset', value: undefined },
+  },
+  SCHEMA_REGISTRY_PASSWORD_FILE: {
+    set: PASSWORD_FILE,
+    with: { SCHEMA_REGISTRY_USERNAME: 'ru' },
+    at: (b) => revealed(registrySecurity(b)?.password),
+    is: 'from-a-file',
+    default: { says: 'unset', value: undefined },
+  },
+  SCHEMA_REGISTRY_CA_FILE: {
+    set: CA,
+    at: (b) => registrySecurity(b)?.tls?.setting,
+    is: `SCHEMA_REGISTRY_CA_FILE=${CA}`,
+    default: { says: "Node's trusted roots", value: undefined },
   },
   SCHEMA_REGISTRY_URL: {
     set: 'http://r:8081',
@@ -246,12 +317,14 @@ const ROWS: Record<string, Row> = {
   TEACHER_MODEL: {
     set: 'tm',
     with: { TEACHER_BASE_URL: 'http://t/v1' },
+    unsetWith: {},
     at: (b) => b.teacher?.model,
     default: { says: 'the upstream engine', value: undefined },
   },
   TEACHER_API_KEY: {
     set: 'tk',
     with: { TEACHER_BASE_URL: 'http://t/v1' },
+    unsetWith: {},
     at: (b) => b.teacher?.apiKey,
     default: { says: 'the upstream engine', value: undefined },
   },
@@ -261,9 +334,21 @@ const ROWS: Record<string, Row> = {
   CLICKHOUSE_USER: {
     set: 'u',
     at: (b) => b.sink.analytics.username,
-    default: { says: "unset (ClickHouse's default user)", value: undefined },
+    default: { says: 'unset', value: undefined },
   },
-  CLICKHOUSE_PASSWORD: { set: 'p', at: (b) => b.analytics.password, default: { says: 'unset', value: undefined } },
+  CLICKHOUSE_PASSWORD: { set: 'p', at: (b) => revealed(b.analytics.password), default: { says: 'unset', value: undefined } },
+  CLICKHOUSE_PASSWORD_FILE: {
+    set: PASSWORD_FILE,
+    at: (b) => revealed(b.sink.analytics.password),
+    is: 'from-a-file',
+    default: { says: 'unset', value: undefined },
+  },
+  CLICKHOUSE_CA_FILE: {
+    set: CA,
+    at: (b) => b.sink.analytics.tls?.setting,
+    is: `CLICKHOUSE_CA_FILE=${CA}`,
+    default: { says: "Node's trusted roots", value: undefined },
+  },
   CLICKHOUSE_TABLE_PREFIX: {
     set: 'x_',
     at: (b) => b.sink.analytics.tablePrefix,
@@ -402,11 +487,11 @@ test('every variable in docs/configuration.md has a row here, and every row a va
 
 test('each variable reaches the option it names, and its default on the page is the module DEFAULTS', () => {
   const page = documented();
-  const none = built({});
   for (const [name, row] of Object.entries(ROWS)) {
     const cell = page.get(name);
     assert.ok(cell !== undefined, name);
     checkPage(name, cell, row.default);
+    const none = built(row.unsetWith ?? row.with ?? {});
     assert.deepEqual(row.at(none), moduleValue(row.default), `${name}: unset, the option is the module default`);
     const expected = row.is ?? (row.set.trim() !== '' && !Number.isNaN(Number(row.set)) ? Number(row.set) : row.set);
     const got = row.at(built({ ...row.with, [name]: row.set }));

@@ -70,6 +70,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
       'maxUserShare',
       'maxWaitMs',
       'minSamples',
+      'tisCap',
     ]);
     assert.deepEqual(ev.overrides, { batchSize: 2, minSamples: 2, maxWaitMs: 4000, maxUserShare: 1, maxStaleness: 1000 });
     assert.deepEqual(gym.overrides, {
@@ -80,6 +81,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
       maxStaleness: 1000,
       lr: 1e-3,
       grpoKlCoef: 0.05,
+      tisCap: 2,
     });
   });
 
