@@ -96,6 +96,8 @@ export const LEARNER_DEFAULTS = Object.freeze({
   tisCap: 2,
   /** GRPO_STEP's (trainer/learner.ts): the reference's, no KL to the base in a GRPO step. */
   grpoKlCoef: 0,
+  /** GRPO_STEP's: a GRPO batch's loss is one mean over every trained token of the batch (DAPO's). */
+  grpoTokenMean: 'batch' as 'sample' | 'batch',
 });
 
 /** The settings whose default the model family decides (docs/learning.md says how each was measured). */

@@ -55,6 +55,8 @@ export interface LearnerSettings extends FamilyStepSettings {
   tisCap: number;
   /** KL to the base in a GRPO rollout batch's step (LearnerOptions.grpoStep). @default LEARNER_DEFAULTS.grpoKlCoef (GRPO_STEP's 0) */
   grpoKlCoef: number;
+  /** How a GRPO batch's step averages its per-token loss (LearnerOptions.grpoStep). @default LEARNER_DEFAULTS.grpoTokenMean (GRPO_STEP's 'batch') */
+  grpoTokenMean: 'sample' | 'batch';
 }
 
 /**
@@ -103,6 +105,6 @@ export function learnerOptionsOf(
       tisCap: s.tisCap,
       ...(s.maxKl !== undefined ? { maxKl: s.maxKl } : {}),
     },
-    grpoStep: { klCoef: s.grpoKlCoef },
+    grpoStep: { klCoef: s.grpoKlCoef, tokenMean: s.grpoTokenMean },
   };
 }

@@ -11,9 +11,12 @@ import type { GymSettings } from './gym-options.ts';
  * takes it whole: it comes in one transaction, from one "user" and never stale), waited for as
  * long as a step may take; the run's learning rate and its KL pull towards the base in a GRPO step
  * (`--lr`, `--kl`; gym-options.ts says how they were chosen), and its importance weights' cap
- * (`--tis-cap`, by default the learner's 2).
+ * (`--tis-cap`, by default the learner's 2), and how a step averages its loss (`--loss-agg`, by
+ * default the learner's GRPO per-token mean over the batch).
  */
-export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'stepTimeoutMs'>): Partial<LearnerSettings> {
+export function gymLearnerOverrides(
+  s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'lossAggregation' | 'stepTimeoutMs'>,
+): Partial<LearnerSettings> {
   return {
     batchSize: 1,
     minSamples: 1,
@@ -23,6 +26,7 @@ export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisC
     lr: s.lr,
     grpoKlCoef: s.klCoef,
     tisCap: s.tisCap,
+    grpoTokenMean: s.lossAggregation === 'sample' ? 'sample' : 'batch',
   };
 }
 
@@ -30,7 +34,7 @@ export function gymLearnerOverrides(s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisC
 export function gymLearnerPlan(
   settings: StackSettings,
   served: ServedModel,
-  s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'stepTimeoutMs'>,
+  s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'lossAggregation' | 'stepTimeoutMs'>,
   wiring: Omit<LearnerOverrides, 'settings'> = {},
 ): LearnerPlan {
   return learnerPlan(settings, served, { ...wiring, settings: gymLearnerOverrides(s) });

@@ -113,6 +113,7 @@ describe('loadConfig', () => {
         mismatchTis: true,
         tisCap: 2,
         grpoKlCoef: 0,
+        grpoTokenMean: 'batch',
         metricsPort: 0,
       },
     });
@@ -322,6 +323,7 @@ describe('loadConfig', () => {
       mismatchTis: false,
       tisCap: 2,
       grpoKlCoef: 0,
+      grpoTokenMean: 'batch',
       metricsPort: 9464,
     });
     for (const on of ['1', 'true', 'YES', 'on']) assert.equal(load({ TRAIN_CONSENSUS: on }).train.consensus, true, on);

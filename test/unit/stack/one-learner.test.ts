@@ -65,6 +65,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
     assert.deepEqual(Object.keys(gym.overrides).sort(), [
       'batchSize',
       'grpoKlCoef',
+      'grpoTokenMean',
       'lr',
       'maxStaleness',
       'maxUserShare',
@@ -82,6 +83,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
       lr: 1e-3,
       grpoKlCoef: 0.05,
       tisCap: 2,
+      grpoTokenMean: 'batch',
     });
   });
 
@@ -145,8 +147,8 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
       );
     }
     assert.deepEqual(o.eval.grpoStep, o.up.grpoStep);
-    assert.deepEqual(o.up.grpoStep, { klCoef: 0 });
-    assert.deepEqual(o.gym.grpoStep, { klCoef: 0.05 });
+    assert.deepEqual(o.up.grpoStep, { klCoef: 0, tokenMean: 'batch' });
+    assert.deepEqual(o.gym.grpoStep, { klCoef: 0.05, tokenMean: 'batch' });
     assert.equal(o.gym.consensus, o.up.consensus, "gym keeps up's consensus (it never weighs a GRPO batch)");
   });
 });
