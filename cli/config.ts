@@ -284,6 +284,7 @@ export function readSettings(env: Env = process.env, cwd = process.cwd()): Stack
     javaHome: str(env, 'JAVA_HOME'),
     host: str(env, 'HOST'),
     weightsDir: dir(str(env, 'TURNSTREAM_WEIGHTS_DIR'), cwd),
+    weightsTransport: r.optionalOneOf('TURNSTREAM_WEIGHTS_TRANSPORT', ['file', 'kafka']),
     modelId: str(env, 'TURNSTREAM_MODEL_ID'),
     trainMethod: r.optionalOneOf('TRAIN_METHOD', ['rl', 'opd', 'combined']),
     logLevel: r.optionalOneOf('LOG_LEVEL', LOG_LEVELS),

@@ -30,6 +30,11 @@ export interface LearnerOverrides {
   modelId?: string;
   /** The weight store. @default settings.weightsDir */
   weightsDir?: string;
+  /**
+   * How the gateways get its versions (LearnerOptions.weightsTransport).
+   * @default settings.weightsTransport; 'file' with a `weightsDir` of the run's own (eval's and gym's gateways share it)
+   */
+  weightsTransport?: 'file' | 'kafka';
   samplesTag?: string;
   fromVersion?: number;
   instanceId?: string;
@@ -83,6 +88,7 @@ export function learnerPlan(settings: StackSettings, served: ServedModel, overri
     lineage,
     options: {
       weightsDir,
+      weightsTransport: overrides.weightsTransport ?? (overrides.weightsDir === undefined ? settings.weightsTransport : 'file'),
       modelId,
       samplesTag: overrides.samplesTag,
       fromVersion: overrides.fromVersion,

@@ -33,6 +33,8 @@ export const STACK_DEFAULTS = Object.freeze({
   topicPrefix: '',
   tfjsBackend: 'auto' as TfjsSettings['backend'],
   tfjsGpu: 'auto' as TfjsSettings['gpu'],
+  /** Gateways share the trainer's weight store. */
+  weightsTransport: 'file' as 'file' | 'kafka',
 });
 
 /** The gateway service (`turnstream gateway`). */
@@ -275,6 +277,12 @@ export interface StackSettings {
   host: string;
   /** Weight store folder. `TURNSTREAM_WEIGHTS_DIR` @default <home>/weights */
   weightsDir: string;
+  /**
+   * How the trainer hands its versions to the gateways: `file` (they share the weight store) or
+   * `kafka` (the files travel on `turnstream.weight-blobs.v1`, for gateways with homes of their own).
+   * `TURNSTREAM_WEIGHTS_TRANSPORT` @default STACK_DEFAULTS.weightsTransport ('file')
+   */
+  weightsTransport: 'file' | 'kafka';
   /** Model id of the built-in policy and the learner. `TURNSTREAM_MODEL_ID` @default undefined = 'turnstream-tiny' */
   modelId: string | undefined;
   /** Training method of the judge and the sample builder. `TRAIN_METHOD` (rl|opd|combined) @default SAMPLE_BUILDER_DEFAULTS.method ('combined') */
@@ -334,6 +342,7 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
     javaHome: input.javaHome,
     host: input.host ?? GATEWAY_DEFAULTS.host,
     weightsDir: resolve(cwd, input.weightsDir ?? resolve(home, 'weights')),
+    weightsTransport: input.weightsTransport ?? STACK_DEFAULTS.weightsTransport,
     modelId: input.modelId,
     trainMethod: input.trainMethod ?? SAMPLE_BUILDER_DEFAULTS.method,
     logLevel: input.logLevel ?? STACK_DEFAULTS.logLevel,

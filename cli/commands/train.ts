@@ -10,7 +10,7 @@ import { ensureTopics, KeySet, presentedKey } from '../../streams/index.ts';
 import { createLogger, metricsRegistry } from '../../core/index.ts';
 import { selectBackend, type BackendName } from '../../policy/index.ts';
 import { LEARNER_LR, LORA_LR, type LearnerHandle } from '../../trainer/index.ts';
-import { connectService, learnerService } from '../../stack/index.ts';
+import { connectService, learnerService, type LearnerOverrides } from '../../stack/index.ts';
 import { servedModel } from '../served-model.ts';
 import { dashboardKeys } from './dashboard.ts';
 import { loadConfig, RULES, SettingsReader, type TrainConfig, type TurnstreamConfig } from '../config.ts';
@@ -26,19 +26,21 @@ interface TrainFlags {
   lr?: string;
   /** false with --no-consensus. */
   consensus: boolean;
+  weightsTransport?: string;
   instance: string;
   model?: string;
 }
 
 /**
  * The learner's settings: `--batch-size`, `--max-staleness`, `--max-user-share`, `--lr` and
- * `--no-consensus` over `config.train`; `--model-id` over TURNSTREAM_MODEL_ID. Bad flag values
+ * `--no-consensus` over `config.train`; `--model-id` over TURNSTREAM_MODEL_ID, `--weights-transport`
+ * over TURNSTREAM_WEIGHTS_TRANSPORT. Bad flag values
  * throw one TS_ERR_INVALID_INPUT naming each flag, as bad variables do.
  */
 export function trainSettings(
   config: TurnstreamConfig,
   f: Omit<TrainFlags, 'instance' | 'backend' | 'samplesTag'>,
-): TrainConfig & { modelId: string | undefined; fromVersion: number | undefined } {
+): TrainConfig & { modelId: string | undefined; fromVersion: number | undefined; weightsTransport: 'file' | 'kafka' } {
   const t = config.train;
   const r = new SettingsReader({
     '--batch-size': f.batchSize,
@@ -46,6 +48,7 @@ export function trainSettings(
     '--max-user-share': f.maxUserShare,
     '--lr': f.lr,
     '--from-version': f.fromVersion,
+    '--weights-transport': f.weightsTransport,
   });
   return r.done(
     {
@@ -57,9 +60,23 @@ export function trainSettings(
       consensus: f.consensus && t.consensus,
       modelId: f.modelId ?? config.modelId,
       fromVersion: r.optionalNumber('--from-version', RULES.version),
+      weightsTransport: r.oneOf('--weights-transport', config.weightsTransport, ['file', 'kafka']),
     },
     'invalid flags',
   );
+}
+
+/**
+ * What `turnstream train` gives stack/'s learner: the configuration with the flags' learner
+ * settings, and what is wiring, not learning (the model id, the version to start from, the weight
+ * transport), as overrides.
+ */
+export function trainLearner(
+  config: TurnstreamConfig,
+  s: ReturnType<typeof trainSettings>,
+): { settings: TurnstreamConfig; overrides: LearnerOverrides } {
+  const { modelId, fromVersion, weightsTransport, ...train } = s;
+  return { settings: { ...config, train }, overrides: { modelId, fromVersion, weightsTransport } };
 }
 
 export function register(program: Command): void {
@@ -75,6 +92,10 @@ export function register(program: Command): void {
     .option('--max-user-share <x>', "cap of one user's share of a batch (TRAIN_MAX_USER_SHARE, default 0.5)")
     .option('--lr <x>', `learning rate (TRAIN_LR; default the model family's: ${LORA_LR} LoRA, ${LEARNER_LR} built-in)`)
     .option('--no-consensus', "don't weight users' feedback by their agreement with the others (TRAIN_CONSENSUS=0)")
+    .option(
+      '--weights-transport <file|kafka>',
+      'how gateways get the versions: the shared weight store, or Kafka (TURNSTREAM_WEIGHTS_TRANSPORT, default file)',
+    )
     .option('--instance <id>', "instance id (logs and client id; the transactional id is the group's)", '0')
     .option('--model <spec>', 'the model to train: builtin, a catalog name, a .gguf path or hf:ORG/REPO/FILE.gguf (TURNSTREAM_MODEL)')
     .action(runTrain);
@@ -90,10 +111,10 @@ async function runTrain(f: TrainFlags): Promise<void> {
   const link = await connectService(config, `turnstream-trainer-${f.instance}`, logger);
   if (f.samplesTag) await ensureTopics(link.kafka, { naming: { ...link.naming, tag: f.samplesTag } });
   const served = await servedModel(config, { spec: f.model, logger });
-  const { handle } = await learnerService({ ...config, train: s }, served, link, {
-    modelId: s.modelId,
+  const t = trainLearner(config, s);
+  const { handle } = await learnerService(t.settings, served, link, {
+    ...t.overrides,
     samplesTag: f.samplesTag,
-    fromVersion: s.fromVersion,
     instanceId: f.instance,
     logger,
   });

@@ -189,6 +189,11 @@ const ROWS: Record<string, Row> = {
   },
   HF_ENDPOINT: { set: 'https://mirror', at: (b) => b.config.model.hfEndpoint, default: v(STACK_DEFAULTS.hfEndpoint) },
   HF_TOKEN: { set: 'hf_x', at: (b) => b.config.model.hfToken, default: { says: 'unset', value: undefined } },
+  TURNSTREAM_WEIGHTS_TRANSPORT: {
+    set: 'kafka',
+    at: (b) => b.lora.options.weightsTransport,
+    default: v(STACK_DEFAULTS.weightsTransport),
+  },
   // The served model's id (stack/served-model.ts takes it over the catalog's); the built-in model's own is turnstream-tiny.
   TURNSTREAM_MODEL_ID: { set: 'mine', at: (b) => b.config.modelId, default: { says: '`turnstream-tiny`', value: undefined } },
   TRAIN_METHOD: { set: 'rl', at: (b) => b.processors.sampleBuilder.method, default: v(SAMPLE_BUILDER_DEFAULTS.method) },

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { trainSettings } from '../../../cli/commands/train.ts';
+import { trainLearner, trainSettings } from '../../../cli/commands/train.ts';
 import { loadConfig } from '../../../cli/config.ts';
 import { evalLearnerPlan } from '../../../eval/index.ts';
 import { gymSettings } from '../../../gym/index.ts';
@@ -20,7 +20,8 @@ const served: ServedModel = { kind: 'llama', ...MODEL, modelId: 'smollm2-135m', 
 function threeLearners(env: Record<string, string> = {}): { up: LearnerPlan; eval: LearnerPlan; gym: LearnerPlan } {
   const config = loadConfig(env, '/tmp');
   // `turnstream train` (what `up` runs): its flags over the configuration, no override.
-  const up = learnerPlan({ ...config, train: trainSettings(config, { consensus: true }) }, served);
+  const t = trainLearner(config, trainSettings(config, { consensus: true }));
+  const up = learnerPlan(t.settings, served, t.overrides);
   // `turnstream eval` on a GGUF model: 2 interactions per version, no --lr.
   const ev = evalLearnerPlan(config, served, { batchSize: 2 });
   // `turnstream gym`: its defaults.
@@ -150,5 +151,22 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
     assert.deepEqual(o.up.grpoStep, { klCoef: 0, tokenMean: 'batch' });
     assert.deepEqual(o.gym.grpoStep, { klCoef: 0.05, tokenMean: 'batch' });
     assert.equal(o.gym.consensus, o.up.consensus, "gym keeps up's consensus (it never weighs a GRPO batch)");
+  });
+  it("the weight transport: up's is TURNSTREAM_WEIGHTS_TRANSPORT or --weights-transport; eval's and gym's runs, on a store of their own, keep file", () => {
+    const upOf = (env: Record<string, string>, weightsTransport?: string) => {
+      const config = loadConfig(env, '/tmp');
+      const t = trainLearner(config, trainSettings(config, { consensus: true, weightsTransport }));
+      return learnerPlan(t.settings, served, t.overrides).options.weightsTransport;
+    };
+    assert.equal(upOf({}), 'file');
+    assert.equal(upOf({ TURNSTREAM_WEIGHTS_TRANSPORT: 'kafka' }), 'kafka');
+    assert.equal(upOf({}, 'kafka'), 'kafka');
+    assert.equal(upOf({ TURNSTREAM_WEIGHTS_TRANSPORT: 'kafka' }, 'file'), 'file');
+    const config = loadConfig({ TURNSTREAM_WEIGHTS_TRANSPORT: 'kafka' }, '/tmp');
+    const run = { weightsDir: '/tmp/run-weights' };
+    assert.equal(evalLearnerPlan(config, served, { batchSize: 2 }, run).options.weightsTransport, 'file');
+    const g = gymSettings({ tasks: [], suite: 's', brokers: [], registryUrl: '', model: MODEL, stack: config });
+    assert.equal(gymLearnerPlan(config, gymServed(g, 'gym-x-s1'), g, run).options.weightsTransport, 'file');
+    assert.equal(learnerPlan(config, served, { ...run, weightsTransport: 'kafka' }).options.weightsTransport, 'kafka', 'named, it wins');
   });
 });
