@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { trainSettings } from '../../../cli/commands/train.ts';
+import { trainLearner, trainSettings } from '../../../cli/commands/train.ts';
 import { loadConfig } from '../../../cli/config.ts';
 import { evalLearnerOverrides } from '../../../eval/index.ts';
 import { gymSettings } from '../../../gym/index.ts';
@@ -56,7 +56,8 @@ test("up's, eval's and gym's learners started through the root differ only in wh
     return s;
   };
   // As `turnstream train` builds it (so `up`), as eval's pipeline runs and gym's seeds do.
-  const up = await start('up', { ...config, train: trainSettings(config, { consensus: true }) }, {});
+  const t = trainLearner(config, trainSettings(config, { consensus: true }));
+  const up = await start('up', t.settings, t.overrides);
   const ev = await start('eval', config, { settings: evalLearnerOverrides({ batchSize: 2 }) });
   const gym = await start('gym', config, { settings: gymLearnerOverrides(g) });
 
