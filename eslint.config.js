@@ -19,15 +19,27 @@ const FOLDERS = LAYERS.flat();
 const layerOf = (folder) => LAYERS.findIndex((layer) => layer.includes(folder));
 
 /**
- * Another folder is used through its index.ts only. The one other public entry: core's OpenAI
- * client, left out of core/index.ts because loading `openai` costs ~350 ms and core/index.ts is
- * loaded by every command; the LLM judge, the upstream teacher and the eval's pipeline client
- * import it directly.
+ * Another folder is used through its index.ts only. The other public entries, each kept out of its
+ * folder's index.ts because of what that loads: core's OpenAI client (loading `openai` costs
+ * ~350 ms and core/index.ts is loaded by every command; the LLM judge, the upstream teacher and the
+ * eval's pipeline client import it directly), and the gym's sandbox probe with the sandbox's
+ * defaults (gym/index.ts loads the whole gym, tfjs included; `turnstream doctor` tries the sandbox
+ * and starts in under a second).
  */
-const PUBLIC_BESIDES_INDEX = { core: ['openai-client.ts'] };
+const PUBLIC_BESIDES_INDEX = { core: ['openai-client.ts'], gym: ['sandbox/detect-sandbox.ts', 'sandbox/sandbox.ts'] };
+// (gitignore syntax: a file is re-included only where its folder is not excluded, so each folder
+// on the way to a deeper entry is re-included and its other entries excluded again)
+const reinclude = (folder, file) => [
+  ...file
+    .split('/')
+    .slice(0, -1)
+    .flatMap((_, i, dirs) => [`!**/${folder}/${dirs.slice(0, i + 1).join('/')}`, `**/${folder}/${dirs.slice(0, i + 1).join('/')}/*`]),
+  `!**/${folder}/${file}`,
+];
 const throughIndex = (folder) => ({
-  // (gitignore syntax: a file is re-included only where its folder is not excluded)
-  group: [`**/${folder}/*`, `!**/${folder}/index.ts`, ...(PUBLIC_BESIDES_INDEX[folder] ?? []).map((f) => `!**/${folder}/${f}`)],
+  group: [
+    ...new Set([`**/${folder}/*`, `!**/${folder}/index.ts`, ...(PUBLIC_BESIDES_INDEX[folder] ?? []).flatMap((f) => reinclude(folder, f))]),
+  ],
   message: `another folder is used through its index.ts: import from ${folder}/index.ts`,
 });
 const notUpward = (folder, from) => ({

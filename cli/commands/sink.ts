@@ -5,25 +5,13 @@
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
+import { startDashboard } from '../../analytics/index.ts';
 import { endpointsOf, resolveStackOptions } from '../../infra/index.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/index.ts';
 import { createKafka, parseBrokers, waitForDependencies } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
+import { analyticsFromConfig } from '../analytics-options.ts';
 import { loadConfig, SettingsReader, type TurnstreamConfig } from '../config.ts';
-
-/** Where analytics lives, from the configuration (used by sink, report and dashboard). */
-export function analyticsFromConfig(config: TurnstreamConfig): AnalyticsOptions {
-  const endpoints = endpointsOf(resolveStackOptions({ home: config.home, clickhouseUrl: config.clickhouseUrl }));
-  return {
-    url: endpoints.clickhouseUrl,
-    database: config.clickhouse.database,
-    username: config.clickhouse.username,
-    password: config.clickhouse.password,
-    tls: config.clickhouse.tls,
-    tablePrefix: config.clickhouse.tablePrefix,
-  };
-}
 
 /** Starts the sink from the configuration (also for `turnstream up`). */
 export async function startSinkFromConfig(
