@@ -1,6 +1,6 @@
 // `turnstream bench cli [--json] [--runs 7] [--bin PATH]`: how fast the command starts. Wall time
-// (spawn to exit) and peak RSS of `turnstream --help`, `turnstream doctor` and `turnstream up
-// --help`, each in a fresh process, against `node -e 0` started the same way in the same rounds;
+// (spawn to exit), peak RSS and CPU time of `turnstream --help`, `turnstream doctor` and
+// `turnstream up --help`, each in a fresh process, against `node -e 0` started the same way in the same rounds;
 // medians over the rounds, after one warm-up round (whose doctor, which may have had no kept
 // checks, is reported apart). `--bin` measures another checkout's command (e.g. main's) the same way.
 import { spawn } from 'node:child_process';
@@ -12,7 +12,7 @@ import type { BenchArgs, BenchOptions, BenchResult } from './options.ts';
 import { median } from './support.ts';
 
 export const description =
-  'start-up of the turnstream command: wall time and peak RSS of --help, doctor and up --help, against node -e 0 in the same rounds';
+  'start-up of the turnstream command: wall time, peak RSS and CPU time of --help, doctor and up --help, against node -e 0 in the same rounds';
 
 export const options: BenchOptions = {
   runs: { default: '7', min: 3, help: 'measured rounds (after one warm-up round); medians are reported' },
@@ -32,16 +32,18 @@ function packageRoot(): string {
 interface Run {
   seconds: number;
   rssMb: number;
+  /** CPU time of the process itself (user + system): what a busy machine changes least. */
+  cpuS: number;
 }
 
-/** One process: `node [--import rss-probe] ...args`, its wall time and peak RSS (written by the probe at exit). */
+/** One process: `node [--import probe] ...args`, its wall time, and its peak RSS and CPU time (written by the probe at exit). */
 async function measure(args: string[], probe: string, dir: string, n: number): Promise<Run> {
-  const rssFile = join(dir, `rss-${n}`);
+  const usageFile = join(dir, `usage-${n}`);
   const t0 = performance.now();
   await new Promise<void>((res, rej) => {
     const child = spawn(process.execPath, ['--import', probe, ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, TURNSTREAM_BENCH_RSS_FILE: rssFile },
+      env: { ...process.env, TURNSTREAM_BENCH_USAGE_FILE: usageFile },
     });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
@@ -49,7 +51,8 @@ async function measure(args: string[], probe: string, dir: string, n: number): P
     child.on('exit', (c) => (c === 0 ? res() : rej(new Error(`node ${args.join(' ')} exited ${c}: ${err.trim()}`))));
   });
   const seconds = (performance.now() - t0) / 1000;
-  return { seconds, rssMb: Number(readFileSync(rssFile, 'utf8')) / 1024 };
+  const usage = JSON.parse(readFileSync(usageFile, 'utf8')) as { maxRSS: number; userCPUTime: number; systemCPUTime: number };
+  return { seconds, rssMb: usage.maxRSS / 1024, cpuS: (usage.userCPUTime + usage.systemCPUTime) / 1e6 };
 }
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -59,11 +62,11 @@ export async function run({ options: o, progress }: BenchArgs): Promise<BenchRes
   const bin = resolve(packageRoot(), o.bin);
   if (!existsSync(bin)) throw new Error(`no command at ${bin}`);
   const dir = mkdtempSync(join(tmpdir(), 'turnstream-bench-cli-'));
-  const probe = join(dir, 'rss-probe.mjs');
-  // Peak RSS as the kernel counts it (getrusage), written when the process exits.
+  const probe = join(dir, 'usage-probe.mjs');
+  // Peak RSS and CPU time as the kernel counts them (getrusage), written when the process exits.
   writeFileSync(
     probe,
-    "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(process.env.TURNSTREAM_BENCH_RSS_FILE, String(process.resourceUsage().maxRSS)));\n",
+    "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(process.env.TURNSTREAM_BENCH_USAGE_FILE, JSON.stringify(process.resourceUsage())));\n",
   );
   const cases = {
     baseline: ['-e', '0'],
@@ -105,6 +108,10 @@ export async function run({ options: o, progress }: BenchArgs): Promise<BenchRes
     help_rss_mb: med('help', 'rssMb'),
     doctor_rss_mb: med('doctor', 'rssMb'),
     up_help_rss_mb: med('up_help', 'rssMb'),
+    baseline_cpu_s: med('baseline', 'cpuS'),
+    help_cpu_s: med('help', 'cpuS'),
+    doctor_cpu_s: med('doctor', 'cpuS'),
+    up_help_cpu_s: med('up_help', 'cpuS'),
   };
   return {
     bench: 'cli',
