@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BenchArgs, BenchOptions, BenchResult } from './options.ts';
+import { resolveOptions, type BenchArgs, type BenchOptions, type BenchResult } from './options.ts';
 import { median } from './support.ts';
 
 export const description =
@@ -57,7 +57,9 @@ async function measure(args: string[], probe: string, dir: string, n: number): P
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
-export async function run({ options: o, progress }: BenchArgs): Promise<BenchResult & Record<string, unknown>> {
+export async function run(args: BenchArgs): Promise<BenchResult & Record<string, unknown>> {
+  const o = resolveOptions(options, args.options);
+  const progress = args.progress;
   const runs = Number(o.runs);
   const bin = resolve(packageRoot(), o.bin);
   if (!existsSync(bin)) throw new Error(`no command at ${bin}`);
