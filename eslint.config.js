@@ -22,11 +22,16 @@ const layerOf = (folder) => LAYERS.findIndex((layer) => layer.includes(folder));
  * Another folder is used through its index.ts only. The other public entries, each kept out of its
  * folder's index.ts because of what that loads: core's OpenAI client (loading `openai` costs
  * ~350 ms and core/index.ts is loaded by every command; the LLM judge, the upstream teacher and the
- * eval's pipeline client import it directly), and the gym's sandbox probe with the sandbox's
- * defaults (gym/index.ts loads the whole gym, tfjs included; `turnstream doctor` tries the sandbox
- * and starts in under a second).
+ * eval's pipeline client import it directly); the Kafka security settings, which cli/config.ts
+ * reads for every command (streams/index.ts loads kafkajs and the runtime); and the gym's sandbox
+ * probe with the sandbox's defaults (gym/index.ts loads the whole gym, tfjs included; `turnstream
+ * doctor` tries the sandbox and starts in under a second).
  */
-const PUBLIC_BESIDES_INDEX = { core: ['openai-client.ts'], gym: ['sandbox/detect-sandbox.ts', 'sandbox/sandbox.ts'] };
+const PUBLIC_BESIDES_INDEX = {
+  core: ['openai-client.ts'],
+  streams: ['kafka-security.ts'],
+  gym: ['sandbox/detect-sandbox.ts', 'sandbox/sandbox.ts'],
+};
 // (gitignore syntax: a file is re-included only where its folder is not excluded, so each folder
 // on the way to a deeper entry is re-included and its other entries excluded again)
 const reinclude = (folder, file) => [

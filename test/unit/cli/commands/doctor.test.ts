@@ -73,7 +73,7 @@ describe('turnstream doctor', () => {
     );
   });
 
-  it('keeps the tfjs and llama.cpp checks: the next run reads them without loading tfjs, node-llama-cpp, pino or prom-client, until something they depend on changes', async () => {
+  it('keeps the tfjs and llama.cpp checks: the next run reads them without loading tfjs or node-llama-cpp (nor pino, prom-client, kafkajs or the registry client), until something they depend on changes', async () => {
     const env = { TFJS_BACKEND: 'wasm' };
     const first = (await doctor(['--json', '--no-install', '--fresh'], env)).report;
     assert.equal(first.checks.cached, false);
@@ -87,9 +87,11 @@ describe('turnstream doctor', () => {
     assert.ok(!('error' in again.sandbox) && again.sandbox.kind, 'the sandbox is tried every time');
     const loaded = readFileSync(record, 'utf8').split('\n');
     assert.deepEqual(
-      loaded.filter((u) => /node_modules\/(@tensorflow|node-llama-cpp|pino|prom-client)\//.test(u) || /\/policy\//.test(u)),
+      loaded.filter(
+        (u) => /node_modules\/(@tensorflow|node-llama-cpp|pino|prom-client|kafkajs|@confluentinc)\//.test(u) || /\/policy\//.test(u),
+      ),
       [],
-      'no tfjs, node-llama-cpp or policy/ loaded (nor a logger or metrics, which doctor does not use)',
+      'no tfjs, node-llama-cpp or policy/ loaded (nor a logger, metrics, kafkajs or the registry client, which doctor does not use)',
     );
     const { stdout } = await doctor(['--no-install'], env);
     assert.match(
