@@ -16,8 +16,8 @@ export const stamp = (root = ROOT) => join(root, 'dist', 'build.json');
 /** Folders copied as they are, TypeScript included: the OpenClaw plugin, which OpenClaw loads from source. */
 export const VERBATIM = ['integrations/openclaw/rl-training-headers'];
 
-// Build outputs and installs of the benchmarks' peers (bench/kafka-clients, bench/kstreams), and dot-folders.
-const skipped = (name) => name === 'node_modules' || name === 'target' || name === '__pycache__' || name.startsWith('.');
+/** Left out of the sources: build outputs and installs of the benchmarks' peers (bench/kafka-clients, bench/kstreams), and dot-folders. */
+export const skipped = (name) => name === 'node_modules' || name === 'target' || name === '__pycache__' || name.startsWith('.');
 
 /** The source folders, relative to the root. */
 export function sourceFolders(root = ROOT) {
