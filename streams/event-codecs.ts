@@ -20,6 +20,7 @@ import {
   type TrajectoryState,
   type Turn,
   type TurnPair,
+  type WeightChunk,
   type WeightVersion,
   type RegistrySecurity,
 } from '../schemas/index.ts';
@@ -33,6 +34,7 @@ export interface TopicValues {
   judgements: Judgement;
   samples: Sample;
   weights: WeightVersion;
+  weightBlobs: WeightChunk;
   rewards: Reward;
   trajectoryState: TrajectoryState;
   trajectories: Trajectory;
