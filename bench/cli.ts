@@ -63,7 +63,7 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
   const runs = Number(o.runs);
   const bin = resolve(packageRoot(), o.bin);
   if (!existsSync(bin)) throw new Error(`no command at ${bin}`);
-  const dir = mkdtempSync(join(tmpdir(), 'turnstream-bench-cli-'));
+  const dir = mkdtempSync(join(tmpdir(), 'bench-cli-'));
   const probe = join(dir, 'usage-probe.mjs');
   // Peak RSS and CPU time as the kernel counts them (getrusage), written when the process exits.
   writeFileSync(

@@ -51,6 +51,16 @@ describe('the sources and dist/', () => {
     assert.ok(![...assets].some((a) => a.endsWith('.ts') && !VERBATIM.some((v) => a.startsWith(`${v}/`))), 'no other TypeScript');
   });
 
+  it('compiles every folder the type-check covers, but the tests and bin/ (a new layer is added to both)', () => {
+    const include = (f: string): string[] => JSON.parse(readFileSync(join(REPO_ROOT, f), 'utf8')).include;
+    assert.deepEqual(
+      [...include('tsconfig.build.json')].sort(),
+      include('tsconfig.json')
+        .filter((f) => f !== 'test' && f !== 'bin')
+        .sort(),
+    );
+  });
+
   it('copies what is not TypeScript, skipping installs and build outputs of the peers', () => {
     const root = join(dir(), 'copy');
     write(join(root, 'tsconfig.build.json'), JSON.stringify({ include: ['a', 'integrations'] }));
