@@ -22,25 +22,37 @@ const FOLDERS = LAYERS.flat();
 const layerOf = (folder) => LAYERS.findIndex((layer) => layer.includes(folder));
 
 /**
- * Another folder is used through its index.ts only. The other public entries are there to be
- * loaded without the rest of their folder: core's OpenAI client, left out of core/index.ts because
- * loading `openai` costs ~350 ms and core/index.ts is loaded by every command (the LLM judge, the
- * upstream teacher and the eval's pipeline client import it directly); each service folder's
- * defaults.ts (its DEFAULTS objects, importing nothing), and stack's settings.ts and
- * served-model.ts, which the CLI reads before it knows which service it runs: every command loads
- * the configuration, and loading the services with it took seconds.
+ * Another folder is used through its index.ts only. The other public entries, each kept out of its
+ * folder's index.ts because of what that loads: core's OpenAI client (loading `openai` costs
+ * ~350 ms and core/index.ts is loaded by every command; the LLM judge, the upstream teacher and the
+ * eval's pipeline client import it directly); the Kafka security settings, which cli/config.ts
+ * reads for every command (streams/index.ts loads kafkajs and the runtime); and the gym's sandbox
+ * probe with the sandbox's defaults (gym/index.ts loads the whole gym, tfjs included; `turnstream
+ * doctor` tries the sandbox and starts in under a second).
  */
 const PUBLIC_BESIDES_INDEX = {
   core: ['openai-client.ts'],
+  streams: ['kafka-security.ts'],
+  gym: ['sandbox/detect-sandbox.ts', 'sandbox/sandbox.ts'],
   analytics: ['defaults.ts'],
   gateway: ['defaults.ts'],
   processors: ['defaults.ts'],
   trainer: ['defaults.ts'],
   stack: ['settings.ts', 'served-model.ts'],
 };
+// (gitignore syntax: a file is re-included only where its folder is not excluded, so each folder
+// on the way to a deeper entry is re-included and its other entries excluded again)
+const reinclude = (folder, file) => [
+  ...file
+    .split('/')
+    .slice(0, -1)
+    .flatMap((_, i, dirs) => [`!**/${folder}/${dirs.slice(0, i + 1).join('/')}`, `**/${folder}/${dirs.slice(0, i + 1).join('/')}/*`]),
+  `!**/${folder}/${file}`,
+];
 const throughIndex = (folder) => ({
-  // (gitignore syntax: a file is re-included only where its folder is not excluded)
-  group: [`**/${folder}/*`, `!**/${folder}/index.ts`, ...(PUBLIC_BESIDES_INDEX[folder] ?? []).map((f) => `!**/${folder}/${f}`)],
+  group: [
+    ...new Set([`**/${folder}/*`, `!**/${folder}/index.ts`, ...(PUBLIC_BESIDES_INDEX[folder] ?? []).flatMap((f) => reinclude(folder, f))]),
+  ],
   message: `another folder is used through its index.ts: import from ${folder}/index.ts`,
 });
 const notUpward = (folder, from) => ({

@@ -8,6 +8,7 @@ import { benchHelp, resolveOptions, splitBenchArgs, type BenchConfig, type Bench
 
 /** Every benchmark, loaded on demand (each pulls in what it measures). */
 export const BENCHES: Readonly<Record<string, () => Promise<BenchModule>>> = {
+  cli: () => import('./cli.ts'),
   clients: () => import('./clients.ts'),
   gateway: () => import('./gateway.ts'),
   kstreams: () => import('./kstreams.ts'),

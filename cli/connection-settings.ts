@@ -6,7 +6,9 @@
  */
 import type { Secret, TlsOptions } from '../core/index.ts';
 import type { StackSecurity } from '../infra/index.ts';
-import { SASL_MECHANISMS, securityProtocol, type ConnectionSecurity, type KafkaSecurity } from '../streams/index.ts';
+import type { ConnectionSecurity } from '../streams/index.ts';
+// Read with the configuration, which every command loads: streams/index.ts would load kafkajs and the streams runtime.
+import { SASL_MECHANISMS, securityProtocol, type KafkaSecurity } from '../streams/kafka-security.ts';
 
 /** What of cli/config.ts's SettingsReader these settings use (named here, so neither file imports the other's types in a circle). */
 export interface SecuritySettingsReader {

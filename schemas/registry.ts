@@ -7,8 +7,9 @@
  * 'COMPATIBILITY' already exists"); a conflict is read as "set by another", checked, and a
  * conflicting registration is retried (it then returns the existing schema's id).
  */
-import { Compatibility, SchemaRegistryClient, type Client } from '@confluentinc/schemaregistry';
+import type { Client } from '@confluentinc/schemaregistry';
 import { Agent } from 'node:https';
+import { createRequire } from 'node:module';
 import { ErrorCodes, TurnstreamError, httpGet, retry, untrustedCertificate, type Secret, type TlsOptions } from '../core/index.ts';
 import { TOPICS, topicName, valueSubject, type TopicId, type TopicNaming } from './topics.ts';
 
@@ -31,12 +32,19 @@ export interface RegistryOptions {
   security?: RegistrySecurity;
 }
 
+// The registry client (and the axios and protobuf it brings) is loaded with the first client made,
+// not with schemas/index.ts, which every command loads through its configuration: it alone costs
+// more than the whole start of `turnstream doctor`.
+let registryModule: typeof import('@confluentinc/schemaregistry') | undefined;
+const registryClient = (): typeof import('@confluentinc/schemaregistry') =>
+  (registryModule ??= createRequire(import.meta.url)('@confluentinc/schemaregistry') as typeof import('@confluentinc/schemaregistry'));
+
 /** The security each client made here was given, for its later checks (readiness, refusals). */
 const made = new WeakMap<Client, RegistrySecurity>();
 
 export function createRegistryClient(options: RegistryOptions): Client {
   const s = options.security;
-  const client = new SchemaRegistryClient({
+  const client = new (registryClient().SchemaRegistryClient)({
     baseURLs: [options.url],
     maxRetries: options.maxRetries ?? 3,
     retriesWaitMs: 200,
@@ -124,6 +132,7 @@ function isConflict(err: unknown): boolean {
 
 /** Sets the subject's compatibility to BACKWARD unless it is; a concurrent setter's conflict counts as done once read back. */
 async function ensureBackward(client: Client, subject: string): Promise<void> {
+  const { Compatibility } = registryClient();
   const current = await client.getCompatibility(subject).catch(() => undefined);
   if (current === Compatibility.BACKWARD) return;
   try {

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { AnalyticsStore, migrateWhenReady, startDashboard } from '../../analytics/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
-import { analyticsFromConfig } from './sink.ts';
+import { analyticsFromConfig } from '../analytics-options.ts';
 
 /** What opens the dashboard: its own key and every API and service key (the part before `:`). */
 export function dashboardKeys(config: TurnstreamConfig): string[] {

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { AnalyticsStore, buildReport, migrate } from '../../analytics/index.ts';
 import { invalidInput } from '../../core/index.ts';
 import { loadConfig } from '../config.ts';
-import { analyticsFromConfig } from './sink.ts';
+import { analyticsFromConfig } from '../analytics-options.ts';
 
 export function register(program: Command): void {
   program

@@ -5,14 +5,11 @@
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { startDashboard, type AnalyticsOptions } from '../../analytics/index.ts';
+import { startDashboard } from '../../analytics/index.ts';
 import type { ClickhouseSinkHandle } from '../../processors/index.ts';
 import { createLogger } from '../../core/index.ts';
-import { analyticsOptions, connectService, sinkService } from '../../stack/index.ts';
+import { connectService, sinkService } from '../../stack/index.ts';
 import { loadConfig, SettingsReader, type TurnstreamConfig } from '../config.ts';
-
-/** Where analytics lives, from the configuration (used by sink, report and dashboard). */
-export const analyticsFromConfig = (config: TurnstreamConfig): AnalyticsOptions => analyticsOptions(config);
 
 /** Starts the sink from the configuration, built by stack/ (also for `turnstream up`). */
 export async function startSinkFromConfig(

@@ -27,6 +27,7 @@ const load = async (name: string): Promise<BenchModule> => (await import(`../../
 
 /** Toy sizes: each bench in seconds. */
 const TOY: Record<string, Record<string, string>> = {
+  cli: { runs: '3' },
   streams: { records: '200' },
   kstreams: { records: '200', pairs: '1', warmups: '1' },
   clients: { records: '300', pairs: '1' },
@@ -106,6 +107,13 @@ describe('benchmarks', { timeout: 900_000 }, () => {
           assert.ok(Math.abs(p.total - Object.values(p.seconds).reduce((a, b) => a + b, 0)) < 0.05);
           assert.ok(p.machine_busy > 0 && p.wall > 0);
         }
+      }
+      if (name === 'cli') {
+        // Wall time, peak RSS and CPU time of each command and of node -e 0, and whether each target is met.
+        for (const k of ['baseline_s', 'help_s', 'doctor_s', 'up_help_s', 'help_rss_mb', 'doctor_rss_mb', 'help_cpu_s', 'baseline_cpu_s'])
+          assert.ok(Number(r[k]) > 0, `${k} ${r[k]}`);
+        assert.ok(Number(r.help_rss_mb) > Number(r.baseline_rss_mb), 'the command takes more memory than node -e 0');
+        assert.deepEqual(Object.keys(r.met as object), ['help_s', 'doctor_s', 'help_rss_mb']);
       }
       if (name === 'weights') {
         // Both gateways served the version published for them; the adapter went through Kafka in pieces.

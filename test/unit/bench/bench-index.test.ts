@@ -34,7 +34,7 @@ test('the list, a benchmark’s help, an unknown benchmark or option: before any
   assert.match(String(help.output), /--steps/);
   await assert.rejects(
     runBenchCommand('nosuch', [], config, () => {}),
-    /unknown benchmark "nosuch"; available: clients/,
+    /unknown benchmark "nosuch"; available: cli, clients/,
   );
   await assert.rejects(
     runBenchCommand('trainer', ['--nope', '1'], config, () => {}),

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -7,12 +8,17 @@ import { capsLine, type DoctorReport } from '../../../../cli/commands/doctor.ts'
 import { suiteTempDir } from '../../../support/temp-dir.ts';
 
 const BIN = new URL('../../../../bin/turnstream.js', import.meta.url).pathname;
+const RECORD_LOADS = new URL('../../../support/record-loads.mjs', import.meta.url).pathname;
 
 describe('turnstream doctor', () => {
   const dir = suiteTempDir('ts-doctor-');
 
-  const doctor = async (args: string[], env: Record<string, string>): Promise<{ report: DoctorReport; stdout: string }> => {
-    const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'doctor', ...args], {
+  const doctor = async (
+    args: string[],
+    env: Record<string, string>,
+    nodeArgs: string[] = [],
+  ): Promise<{ report: DoctorReport; stdout: string }> => {
+    const { stdout } = await promisify(execFile)(process.execPath, [...nodeArgs, BIN, 'doctor', ...args], {
       env: { ...process.env, TURNSTREAM_HOME: dir(), LOG_LEVEL: 'silent', ...env },
     });
     return { report: args.includes('--json') ? (JSON.parse(stdout) as DoctorReport) : (undefined as never), stdout };
@@ -65,5 +71,36 @@ describe('turnstream doctor', () => {
       capsLine({ by: 'per-process', detail: 'no cgroup v2 hierarchy is mounted; no cgroup v1 memory hierarchy is mounted' }),
       'per process only (1 GiB of address space and 64 processes per command): no cgroup v2 hierarchy is mounted; no cgroup v1 memory hierarchy is mounted',
     );
+  });
+
+  it('keeps the tfjs and llama.cpp checks: the next run reads them without loading tfjs or node-llama-cpp (nor pino, prom-client, kafkajs or the registry client), until something they depend on changes', async () => {
+    const env = { TFJS_BACKEND: 'wasm' };
+    const first = (await doctor(['--json', '--no-install', '--fresh'], env)).report;
+    assert.equal(first.checks.cached, false);
+    assert.equal(first.checks.file, join(dir(), 'doctor.json'));
+    const record = join(dir(), 'loads');
+    const again = (await doctor(['--json', '--no-install'], { ...env, RECORD_LOADS_FILE: record }, ['--import', RECORD_LOADS])).report;
+    assert.equal(again.checks.cached, true);
+    assert.equal(again.checks.checkedAt, first.checks.checkedAt);
+    for (const k of ['tfjs', 'native', 'cuda', 'llamaCpp'] as const) assert.deepEqual(again[k], first[k], k);
+    assert.equal(again.node.version, process.version);
+    assert.ok(!('error' in again.sandbox) && again.sandbox.kind, 'the sandbox is tried every time');
+    const loaded = readFileSync(record, 'utf8').split('\n');
+    assert.deepEqual(
+      loaded.filter(
+        (u) => /node_modules\/(@tensorflow|node-llama-cpp|pino|prom-client|kafkajs|@confluentinc)\//.test(u) || /\/policy\//.test(u),
+      ),
+      [],
+      'no tfjs, node-llama-cpp or policy/ loaded (nor a logger, metrics, kafkajs or the registry client, which doctor does not use)',
+    );
+    const { stdout } = await doctor(['--no-install'], env);
+    assert.match(
+      stdout,
+      /^checked {5}\d+ s ago: tfjs to llama.cpp, kept in .*doctor\.json \(nothing they depend on changed; --fresh checks again\)$/m,
+    );
+
+    // A setting they depend on, and --fresh, check again.
+    assert.equal((await doctor(['--json', '--no-install'], { ...env, TFJS_GPU: 'off' })).report.checks.cached, false);
+    assert.equal((await doctor(['--json', '--no-install', '--fresh'], env)).report.checks.cached, false);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { analyticsFromConfig, replayTagsFlag } from '../../../../cli/commands/sink.ts';
+import { analyticsFromConfig } from '../../../../cli/analytics-options.ts';
+import { replayTagsFlag } from '../../../../cli/commands/sink.ts';
 import { loadConfig } from '../../../../cli/config.ts';
 
 describe('turnstream sink / report / dashboard: where analytics lives', () => {
