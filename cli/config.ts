@@ -307,6 +307,10 @@ export interface TurnstreamConfig {
   trainMethod: 'rl' | 'opd' | 'combined';
   /** pino level. `LOG_LEVEL` (fatal|error|warn|info|debug|trace|silent) @default 'info' */
   logLevel: string;
+  /** Size at which `turnstream up` rotates a service's log. `TURNSTREAM_LOG_MAX_BYTES` @default 52428800 (50 MiB) */
+  logMaxBytes: number;
+  /** Rotated logs `turnstream up` keeps per service. `TURNSTREAM_LOG_KEEP` @default 3 */
+  logKeep: number;
   /** Topic name prefix (tests isolate themselves with it). `TURNSTREAM_TOPIC_PREFIX` @default '' */
   topicPrefix: string;
   model: ModelConfig;
@@ -561,6 +565,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     modelId: env.TURNSTREAM_MODEL_ID || undefined,
     trainMethod: r.oneOf('TRAIN_METHOD', 'combined', ['rl', 'opd', 'combined']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+    logMaxBytes: r.number('TURNSTREAM_LOG_MAX_BYTES', 50 * 1024 * 1024, count),
+    logKeep: r.number('TURNSTREAM_LOG_KEEP', 3, count),
     topicPrefix,
     model: readModel(env, cwd, home),
     metricsKey: env.TURNSTREAM_METRICS_KEY?.trim() || undefined,

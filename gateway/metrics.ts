@@ -38,14 +38,15 @@ export class GatewayMetrics {
       name: 'turnstream_gateway_request_duration_seconds',
       help: 'Chat completion latency (request to last byte)',
       labelNames: ['route', 'stream'],
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
       registers: r,
     });
     this.timeToFirstToken = new Histogram({
       name: 'turnstream_gateway_time_to_first_token_seconds',
       help: 'Time from request to the first generated text',
       labelNames: ['engine'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      // Up to 300 s: on CPU an 8k-token prompt takes 83 s to its first token (a 10 s cap put it in +Inf).
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 300],
       registers: r,
     });
     this.tokens = new Counter({

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { GatewayMetrics } from '../../../gateway/metrics.ts';
+
+/** `{ le: cumulative count }` of one histogram series in the Prometheus text. */
+function buckets(text: string, name: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{[^}]*le="([^"]+)"[^}]*\\} (\\d+)$`, 'gm'))) out.set(m[1], Number(m[2]));
+  return out;
+}
+
+test('time to first token: an 83 s prompt (an 8k prompt on CPU) lands in a bucket, not +Inf; buckets reach 300 s', async () => {
+  const metrics = new GatewayMetrics('gw-ttft');
+  for (const s of [0.2, 8, 83, 250]) metrics.timeToFirstToken.observe({ engine: 'llama' }, s);
+  const b = buckets((await metrics.render()).body, 'turnstream_gateway_time_to_first_token_seconds');
+  assert.equal(b.get('10'), 2, '0.2 s and 8 s');
+  assert.equal(b.get('60'), 2);
+  assert.equal(b.get('120'), 3, '83 s within 120 s');
+  assert.equal(b.get('180'), 3);
+  assert.equal(b.get('300'), 4, '250 s within the last finite bucket');
+  assert.equal(b.get('+Inf'), 4);
+  const finite = [...b.keys()].filter((k) => k !== '+Inf').map(Number);
+  assert.equal(Math.max(...finite), 300);
+});
+
+test('request duration: a generation of several minutes is told apart from one of two (buckets to 600 s)', async () => {
+  const metrics = new GatewayMetrics('gw-latency');
+  for (const s of [100, 200, 500]) metrics.latency.observe({ route: 'chat', stream: 'false' }, s);
+  const b = buckets((await metrics.render()).body, 'turnstream_gateway_request_duration_seconds');
+  assert.deepEqual(
+    ['120', '300', '600', '+Inf'].map((le) => b.get(le)),
+    [1, 2, 3, 3],
+  );
+});
