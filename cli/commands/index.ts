@@ -4,6 +4,7 @@ import { loadConfig } from '../config.ts';
 import { register as bench } from './bench.ts';
 import { register as chaos } from './chaos.ts';
 import { register as dashboard } from './dashboard.ts';
+import { register as dlq } from './dlq.ts';
 import { register as doctor } from './doctor.ts';
 import { register as evaluate } from './eval.ts';
 import { register as exportVersion } from './export.ts';
@@ -47,6 +48,7 @@ export const commands: Array<(program: Command) => void> = [
   report,
   importHistory,
   replay,
+  dlq,
   exportVersion,
   pretrain,
   evaluate,
