@@ -165,9 +165,14 @@ async function connect(): Promise<{
     brokers: streams.parseBrokers(endpoints.brokers),
     clientId: 'turnstream-dlq',
     logger: core.createLogger('kafka', 'error'),
+    security: config.security.kafka,
   });
   await streams.ensureTopics(kafka, { naming, ids: ['dlq', 'dlqReplays'] });
-  const codecs = await streams.createEventCodecs({ registryUrl: endpoints.registryUrl, naming });
+  const codecs = await streams.createEventCodecs({
+    registryUrl: endpoints.registryUrl,
+    registrySecurity: config.security.registry,
+    naming,
+  });
   const topics = new Map((Object.keys(schemas.TOPICS) as Array<keyof typeof schemas.TOPICS>).map((id) => [id, codecs.topic(id)]));
   return { kafka, codecs, topics, streams, logger };
 }
