@@ -17,6 +17,7 @@ export const BENCHES: Readonly<Record<string, () => Promise<BenchModule>>> = {
   sink: () => import('./sink.ts'),
   streams: () => import('./streams.ts'),
   trainer: () => import('./trainer.ts'),
+  weights: () => import('./weights.ts'),
 };
 
 export const availableBenches = (): string[] => Object.keys(BENCHES).sort();

@@ -301,6 +301,12 @@ export interface TurnstreamConfig {
   host: string;
   /** Weight store folder. `TURNSTREAM_WEIGHTS_DIR` @default <home>/weights */
   weightsDir: string;
+  /**
+   * How the trainer hands its versions to the gateways: `file` (they share the weight store) or
+   * `kafka` (the files travel on `turnstream.weight-blobs.v1`, for gateways with homes of their own).
+   * `TURNSTREAM_WEIGHTS_TRANSPORT` @default 'file'
+   */
+  weightsTransport: 'file' | 'kafka';
   /** Model id of the built-in policy and the learner. `TURNSTREAM_MODEL_ID` @default undefined = 'turnstream-tiny' */
   modelId: string | undefined;
   /** Training method of the judge and the sample builder. `TRAIN_METHOD` (rl|opd|combined) @default 'combined' */
@@ -562,6 +568,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     javaHome: env.JAVA_HOME || undefined,
     host: env.HOST ?? '127.0.0.1',
     weightsDir: resolve(cwd, env.TURNSTREAM_WEIGHTS_DIR ?? resolve(home, 'weights')),
+    weightsTransport: r.oneOf('TURNSTREAM_WEIGHTS_TRANSPORT', 'file', ['file', 'kafka']),
     modelId: env.TURNSTREAM_MODEL_ID || undefined,
     trainMethod: r.oneOf('TRAIN_METHOD', 'combined', ['rl', 'opd', 'combined']),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),

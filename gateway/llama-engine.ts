@@ -39,7 +39,7 @@ import {
   type SequenceEvaluateOptions,
   type Token,
 } from 'node-llama-cpp';
-import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, type OpenAITool } from '../policy/index.ts';
+import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, type OpenAITool, type RemoteWeights } from '../policy/index.ts';
 import { mulberry32, ErrorCodes, TurnstreamError, invalidInput, type Logger } from '../core/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
 import type { ChatRequest } from './chat-request.ts';
@@ -59,6 +59,8 @@ export interface LlamaEngineOptions {
   model: { name: string; modelId: string; path: string; sha256: string };
   /** Weight store root (`TURNSTREAM_WEIGHTS_DIR`). */
   weightsDir: string;
+  /** Where a pinned version (`name@N`) the store lacks is fetched from (policy/weight-transport.ts). @default none */
+  remoteWeights?: RemoteWeights;
   /** Tokens per sequence. @default the model's training context, at most 8192 */
   contextSize?: number;
   /** Generations at once (sequences of each version's context). `LLAMA_PARALLEL` @default 2 */
@@ -140,7 +142,7 @@ export class LlamaEngine implements Engine {
       model,
       modelId: this.o.model.modelId,
       base: { name: this.o.model.name, sha256: this.o.model.sha256 },
-      store: new AdapterStore(this.o.weightsDir),
+      store: new AdapterStore(this.o.weightsDir, this.o.remoteWeights),
       contextSize,
       parallel: this.o.parallel ?? 2,
       threads: this.o.threads ?? Math.max(1, Math.floor(availableParallelism() / 2)),

@@ -5,10 +5,12 @@
  *
  * Starting it loads the weights: for the built-in policy, version 0 is created first when the
  * store is empty (`builtin.initIfEmpty`); with Kafka, new versions from the weights topic are
- * offered as they come.
+ * offered as they come, fetched into the gateway's own store first when the trainer published
+ * them through Kafka (gateway/weights-follower.ts).
  */
 import type { Logger } from '../core/index.ts';
-import { initCheckpoint, loadPolicy, selectBackend, WeightStore } from '../policy/index.ts';
+import type { WeightVersion } from '../schemas/index.ts';
+import { initCheckpoint, loadPolicy, selectBackend, WeightStore, WeightTransport } from '../policy/index.ts';
 import type { Admission } from './admission.ts';
 import { BuiltinEngine } from './builtin-engine.ts';
 import type { Engine } from './engine.ts';
@@ -18,6 +20,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import type { BuiltinOptions, GatewayOptions } from './options.ts';
 import { PolicyRegistry } from './policy-registry.ts';
 import { ProxyEngine } from './proxy-engine.ts';
+import { WeightsFollower } from './weights-follower.ts';
 
 export interface ServedEngine {
   engine: Engine;
@@ -25,6 +28,8 @@ export interface ServedEngine {
   policies: PolicyRegistry | null;
   /** The llama.cpp engine (null otherwise). */
   llama: LlamaEngine | null;
+  /** Fetches versions published through Kafka into the gateway's store (null for an upstream). */
+  weights: WeightTransport | null;
 }
 
 /** Builds the engine; `admission` first, since llama.cpp gets one sequence per admitted generation. */
@@ -34,11 +39,18 @@ export function createServedEngine(options: GatewayOptions, admission: Admission
     metrics.policyVersion.set({ model_id: modelId }, version);
     metrics.policySwaps.inc();
   };
-  if (options.upstream) return { engine: new ProxyEngine(options.upstream), policies: null, llama: null };
+  if (options.upstream) return { engine: new ProxyEngine(options.upstream), policies: null, llama: null, weights: null };
   if (options.llama) {
     const modelId = options.llama.model.modelId;
-    const llama = new LlamaEngine({ ...options.llama, parallel: admission.maxConcurrent, logger, onSwap: (v) => onSwap(modelId, v) });
-    return { engine: llama, policies: null, llama };
+    const weights = new WeightTransport({ weightsDir: options.llama.weightsDir, logger });
+    const llama = new LlamaEngine({
+      ...options.llama,
+      parallel: admission.maxConcurrent,
+      remoteWeights: weights,
+      logger,
+      onSwap: (v) => onSwap(modelId, v),
+    });
+    return { engine: llama, policies: null, llama, weights };
   }
   if (!options.builtin) throw new Error('createGateway: give `builtin` (weights) or `upstream`');
   const b = options.builtin;
@@ -50,19 +62,34 @@ export function createServedEngine(options: GatewayOptions, admission: Admission
     onSwap: (p) => onSwap(p.modelId, p.version),
   });
   const engine = new BuiltinEngine({ registry: policies, defaultMaxTokens: b.defaultMaxTokens, maxPromptTokens: b.maxPromptTokens });
-  return { engine, policies, llama: null };
+  return { engine, policies, llama: null, weights: new WeightTransport({ weightsDir: b.weightsDir, logger }) };
 }
 
 /** Loads the weights to serve and, with Kafka, follows the new versions. */
 export async function startServedEngine(s: ServedEngine, options: GatewayOptions, link: KafkaLink | null, logger: Logger): Promise<void> {
-  const { policies, llama } = s;
+  const { policies, llama, weights } = s;
+  if (link && weights) weights.attach(async () => ({ kafka: link.kafka, codecs: await link.ensureCodecs() }));
+  const follow = (modelId: string, current: () => number | null, offer: (wv: WeightVersion) => Promise<void>): void => {
+    const follower = new WeightsFollower({ modelId, transport: weights!, current, offer, logger });
+    link!.followWeights((wv) => follower.onVersion(wv));
+  };
   if (policies && options.builtin) {
     await loadBuiltin(policies, options.builtin, logger);
-    if (link && (options.builtin.followWeights ?? true)) link.followWeights((wv) => policies.offer(wv));
+    if (link && (options.builtin.followWeights ?? true))
+      follow(
+        policies.modelId,
+        () => policies.version,
+        (wv) => policies.offer(wv),
+      );
   }
-  if (llama) {
+  if (llama && options.llama) {
     await llama.start();
-    if (link) link.followWeights((wv) => llama.offer(wv));
+    if (link)
+      follow(
+        options.llama.model.modelId,
+        () => llama.version,
+        (wv) => llama.offer(wv),
+      );
   }
 }
 

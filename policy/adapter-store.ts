@@ -12,6 +12,7 @@ import { ErrorCodes, TurnstreamError, invalidInput } from '../core/index.ts';
 import type { LoraConfig } from './llama/lora.ts';
 import { sha256File } from './models/file-sha256.ts';
 import { completeVersions } from './models/version-dirs.ts';
+import type { RemoteWeights } from './weight-transport.ts';
 
 export const ADAPTER_FORMAT = 'gguf-lora-v1';
 
@@ -50,7 +51,14 @@ export function baseModelRef(base: { name: string; sha256: string }): string {
 }
 
 export class AdapterStore {
-  constructor(readonly weightsDir: string) {}
+  /**
+   * @param remote where a version the folder lacks is fetched from when asked for by number (a
+   * gateway's pinned `model@N`, policy/weight-transport.ts). @default none: NOT_FOUND
+   */
+  constructor(
+    readonly weightsDir: string,
+    private readonly remote?: RemoteWeights,
+  ) {}
 
   path(modelId: string, version: number): string {
     if (!MODEL_ID.test(modelId)) throw invalidInput(`invalid model id ${JSON.stringify(modelId)}`, 'modelId');
@@ -72,7 +80,10 @@ export class AdapterStore {
     try {
       text = await readFile(join(uri, 'adapter.json'), 'utf8');
     } catch (err) {
-      throw new TurnstreamError(ErrorCodes.NOT_FOUND, `no version ${version} of ${modelId} in ${this.weightsDir}`, { cause: err });
+      if (!(this.remote && (err as NodeJS.ErrnoException).code === 'ENOENT' && (await this.remote.fetch(modelId, version, uri)))) {
+        throw new TurnstreamError(ErrorCodes.NOT_FOUND, `no version ${version} of ${modelId} in ${this.weightsDir}`, { cause: err });
+      }
+      text = await readFile(join(uri, 'adapter.json'), 'utf8');
     }
     let manifest: AdapterManifest;
     try {

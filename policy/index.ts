@@ -77,3 +77,10 @@ export { ggufTensorSource } from './llama/gguf-tensor-source.ts';
 export { loadTfLlama, llamaConfigOf } from './llama/load-tf-llama.ts';
 export { selectRows } from './llama/select-rows.ts';
 export { sampleMany, type SampledReply, type SampleManyOptions } from './builtin/sample-many.ts';
+export {
+  WeightTransport,
+  type Localized,
+  type RemoteWeights,
+  type WeightsTransportKind,
+  type WeightTransportOptions,
+} from './weight-transport.ts';

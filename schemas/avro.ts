@@ -465,6 +465,26 @@ export function weightVersionSchema(ctx: Ctx = new Set()): Schema {
   }));
 }
 
+export function weightChunkSchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'WeightChunk', () => ({
+    type: 'record',
+    doc: "One piece of a weight version's files, for gateways with no shared disk. Key: <modelId>/<version>/<index>.",
+    fields: [
+      field('modelId', 'string'),
+      field('version', 'long'),
+      field('index', 'int', { doc: "position among the version's chunks" }),
+      field('count', 'int', { doc: "the version's chunks" }),
+      field('file', 'string', { doc: "file name in the version's folder" }),
+      field('fileOffset', 'long'),
+      field('fileBytes', 'long'),
+      field('fileSha256', 'string'),
+      field('sha256', 'string', { doc: 'of data' }),
+      field('data', 'bytes'),
+      field('createdAt', millis),
+    ],
+  }));
+}
+
 export function deadLetterSchema(ctx: Ctx = new Set()): Schema {
   return once(ctx, 'DeadLetter', () => ({
     type: 'record',

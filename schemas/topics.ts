@@ -15,6 +15,7 @@ import {
   sessionStateSchema,
   turnPairSchema,
   turnSchema,
+  weightChunkSchema,
   weightVersionSchema,
 } from './avro.ts';
 import type {
@@ -30,6 +31,7 @@ import type {
   TrajectoryState,
   Turn,
   TurnPair,
+  WeightChunk,
   WeightVersion,
 } from './types.ts';
 
@@ -122,6 +124,18 @@ export const TOPICS = {
     key: 'modelId',
     maxMessageBytes: MiB,
   } as TopicSpec<WeightVersion>,
+  weightBlobs: {
+    id: 'weightBlobs',
+    base: 'turnstream.weight-blobs.v1',
+    schema: weightChunkSchema,
+    // Kept as long as the weight store keeps its versions (every one); compaction keeps the last
+    // record of each chunk key and drops what aborted transactions wrote.
+    cleanup: 'compact',
+    retentionMs: -1,
+    key: '<modelId>/<version>/<index>',
+    // A chunk is at most WEIGHT_CHUNK_BYTES (256 KiB) of data, sent in a record batch of its own.
+    maxMessageBytes: MiB,
+  } as TopicSpec<WeightChunk>,
   rewards: {
     id: 'rewards',
     base: 'turnstream.rewards.v1',
@@ -186,6 +200,7 @@ export type TopicId =
   | 'judgements'
   | 'samples'
   | 'weights'
+  | 'weightBlobs'
   | 'rewards'
   | 'trajectoryState'
   | 'trajectories'

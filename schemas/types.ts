@@ -463,6 +463,29 @@ export interface WeightVersion {
   createdAt: number;
 }
 
+/**
+ * One piece of a weight version's files on `turnstream.weight-blobs.v1`, so that a gateway on
+ * another host can fetch the version (policy/weight-transport.ts). Key: `<modelId>/<version>/<index>`.
+ */
+export interface WeightChunk {
+  modelId: string;
+  version: number;
+  /** Position among the version's chunks, from 0. */
+  index: number;
+  /** How many chunks the version has (all its files). */
+  count: number;
+  /** The file this piece belongs to: a name in the version's folder. */
+  file: string;
+  /** Where the piece starts in its file. */
+  fileOffset: number;
+  fileBytes: number;
+  fileSha256: string;
+  /** sha256 of `data`. */
+  sha256: string;
+  data: Buffer;
+  createdAt: number;
+}
+
 /** A record a stage could not decode or process. Key: the original key. */
 export interface DeadLetter {
   topic: string;

@@ -21,6 +21,7 @@ import {
   type TrajectoryState,
   type Turn,
   type TurnPair,
+  type WeightChunk,
   type WeightVersion,
   type RegistrySecurity,
 } from '../schemas/index.ts';
@@ -34,6 +35,7 @@ export interface TopicValues {
   judgements: Judgement;
   samples: Sample;
   weights: WeightVersion;
+  weightBlobs: WeightChunk;
   rewards: Reward;
   trajectoryState: TrajectoryState;
   trajectories: Trajectory;

@@ -56,3 +56,14 @@ export {
   type TransactionOffsets,
   type TransactionsOptions,
 } from './transactions.ts';
+export {
+  assembleChunks,
+  chunkFiles,
+  parseWeightBlobUri,
+  readWeightChunks,
+  weightBlobUri,
+  weightChunkKey,
+  WEIGHT_CHUNK_BYTES,
+  type BlobFile,
+  type ReadWeightChunksOptions,
+} from './weight-blobs.ts';

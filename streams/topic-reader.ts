@@ -21,6 +21,13 @@ export interface ReadToEndOptions {
   /** Per partition, stop below this offset (e.g. a group's committed offsets). @default the end */
   until?: ReadonlyMap<number, bigint>;
   /**
+   * Per partition, start at this offset instead of the beginning (e.g. the offsets of a time).
+   * Records before it may still be handed over (kafkajs fetches before a seek applies). @default the beginning
+   */
+  from?: ReadonlyMap<number, bigint>;
+  /** Checked as records arrive: true ends the read early (what was wanted is in hand). @default never */
+  stopWhen?: () => boolean;
+  /**
    * Stop after this long with nothing fetched and nothing in hand, once joined. Only a partition
    * whose end is an open transaction needs it: commit markers count as read.
    * @default 5000
@@ -83,7 +90,11 @@ export async function readToEnd(
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({ eachBatch: batchReader(topic, progress, onRecord) });
-    // The throwaway group owns every partition; fetch only the ones asked for.
+    // Applied before the first fetch of each partition (kafkajs drops what a fetch brought meanwhile).
+    for (const [partition, offset] of options.from ?? []) {
+      if (plan.targets.has(partition)) consumer.seek({ topic, partition, offset: offset.toString() });
+    }
+    // The throwaway group owns every partition; fetch only the ones with something to read.
     if (plan.others.length > 0) consumer.pause([{ topic, partitions: plan.others }]);
     await waitUntilRead(topic, progress, options);
   } finally {
@@ -99,7 +110,6 @@ async function planRead(kafka: Kafka, topic: string, options: ReadToEndOptions):
   await admin.connect();
   try {
     const offsets = await admin.fetchTopicOffsets(topic);
-    const others = offsets.map((o) => o.partition).filter((p) => options.partitions && !options.partitions.has(p));
     const targets = new Map(
       offsets
         .filter((o) => (!options.partitions || options.partitions.has(o.partition)) && BigInt(o.high) > BigInt(o.low))
@@ -108,8 +118,14 @@ async function planRead(kafka: Kafka, topic: string, options: ReadToEndOptions):
           const until = options.until?.get(o.partition);
           return [o.partition, until !== undefined && until < high ? until : high] as [number, bigint];
         })
-        .filter(([p, end]) => end > BigInt(offsets.find((o) => o.partition === p)!.low)),
+        .filter(([p, end]) => {
+          const low = BigInt(offsets.find((o) => o.partition === p)!.low);
+          const from = options.from?.get(p);
+          return end > (from !== undefined && from > low ? from : low);
+        }),
     );
+    // Nothing to read in the others (not asked for, empty, or starting at their end): not fetched.
+    const others = offsets.map((o) => o.partition).filter((p) => !targets.has(p));
     return { targets, others };
   } finally {
     await admin.disconnect();
@@ -169,7 +185,7 @@ async function waitUntilRead(topic: string, progress: ReadProgress, options: Rea
   const started = Date.now();
   const idleMs = options.idleMs ?? 5000;
   const timeoutMs = options.timeoutMs ?? 120000;
-  while (!isDone(progress)) {
+  while (!isDone(progress) && !options.stopWhen?.()) {
     if (progress.inHand > 0) progress.lastProgress = Date.now();
     else if (progress.joined && Date.now() - progress.lastProgress > idleMs) break;
     if (Date.now() - started > timeoutMs) throw new Error(`reading ${topic} to its end took over ${timeoutMs} ms`);

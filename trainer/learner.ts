@@ -6,8 +6,13 @@
  * Exactly-once, across crashes:
  * - the checkpoint file is written before the transaction; a crash in between leaves an
  *   unpublished folder, which the next start deletes (its version number is reused);
+ * - with the Kafka weight transport (`weightsTransport: 'kafka'`) the checkpoint's files go in
+ *   pieces on the weight-blobs topic in the same transaction, before the WeightVersion that names
+ *   them: a gateway on another host sees both or neither, and a crash before the commit leaves
+ *   nothing readable (the reused number's pieces replace the aborted ones' keys);
  * - on start the learner reads the weights topic to its end and resumes from the last published
- *   version of its model (or `fromVersion`), and its consumer group resumes from the committed
+ *   version of its model (or `fromVersion`), fetched into its store first if it was published
+ *   through Kafka from another home, and its consumer group resumes from the committed
  *   offsets, so a committed batch is never trained again;
  * - the per-user cap can leave a sample buffered while later ones of its partition are trained.
  *   The committed offset stops at the oldest buffered sample, and the offsets above it that are
@@ -20,7 +25,8 @@ import { rm } from 'node:fs/promises';
 import type { Kafka } from 'kafkajs';
 import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
 import { createLogger, type Logger, counter, gauge, histogram } from '../core/index.ts';
-import { deadLetter, type EventCodecs, readToEnd, PublishConsumer } from '../streams/index.ts';
+import { deadLetter, ensureTopics, type EventCodecs, readToEnd, PublishConsumer, type TransactionOutput } from '../streams/index.ts';
+import { WeightTransport, type WeightsTransportKind } from '../policy/index.ts';
 import { AdamW, type AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
@@ -66,6 +72,13 @@ export interface LearnerOptions {
   codecs: EventCodecs;
   /** Weight store root. `TURNSTREAM_WEIGHTS_DIR` */
   weightsDir: string;
+  /**
+   * How gateways get the versions: `file`, the WeightVersion names the version's folder (gateways
+   * share this weight store); `kafka`, its files also go in pieces on `turnstream.weight-blobs.v1`
+   * in the version's transaction, for gateways with a home of their own (policy/weight-transport.ts).
+   * `TURNSTREAM_WEIGHTS_TRANSPORT` @default 'file'
+   */
+  weightsTransport?: WeightsTransportKind;
   /** @default 'turnstream-tiny' (or the lineage's) */
   modelId?: string;
   /**
@@ -196,6 +209,7 @@ class Learner {
   private readonly consensus: UserConsensus | null;
   private readonly groupId: string;
   private readonly pendingDlq: Array<{ key: string; value: DeadLetter }> = [];
+  private readonly transport: WeightTransport;
   /** The samples read and the versions published with their offsets ("publish, then commit"). */
   private kafka!: PublishConsumer;
   /** Aborts a commit still retrying when the learner stops. */
@@ -239,6 +253,11 @@ class Learner {
     const prefix = options.codecs.naming.prefix ?? '';
     this.groupId = options.groupId ?? `${prefix}turnstream.learner.${this.modelId}${options.samplesTag ? `.${options.samplesTag}` : ''}`;
     this.closed.catch(() => undefined);
+    this.transport = new WeightTransport({
+      weightsDir: options.weightsDir,
+      connection: () => Promise.resolve({ kafka: options.kafka, codecs: options.codecs }),
+      logger: this.log,
+    });
   }
 
   handle(): LearnerHandle {
@@ -257,9 +276,14 @@ class Learner {
     const samplesCodec = samplesCodecs.of('samples');
     this.samplesTopic = samplesCodec.topic;
 
+    if (this.o.weightsTransport === 'kafka') await ensureTopics(kafka, { naming: codecs.naming, ids: ['weightBlobs'] });
     // Resume: the last published version, minus whatever a crash left unpublished.
     const published = await lastPublishedVersion(kafka, codecs, this.modelId);
     const v0 = await this.lineage.init();
+    // A home that never held it (the trainer moved to another host): fetched, if it travelled through Kafka.
+    if (published && (await this.transport.localize(published, this.lineage.path(published.version))) === 'fetched') {
+      this.log.info({ version: published.version, uri: published.uri }, 'fetched the last published version into this weight store');
+    }
     const publishedVersion = published?.version ?? 0;
     for (const v of await this.lineage.versions()) {
       if (v > publishedVersion) {
@@ -356,6 +380,7 @@ class Learner {
       this.log.info({ dropped: dropped.length, version: this.version, maxStaleness: this.batcher.maxStaleness }, 'dropped stale samples');
     }
     let published: WeightVersion | null = null;
+    let blobs: TransactionOutput[] = [];
     let m: StepMetrics | null = null;
     const stepStarted = Date.now();
     if (batch.length > 0) {
@@ -369,14 +394,16 @@ class Learner {
         this.counts.rejected++;
         metrics.rejected.inc({ model: this.modelId });
         this.log.warn({ reason: m.rejected, samples: m.samples, gradNorm: m.gradNorm }, 'step rejected; no version published');
-      } else if (m.samples > 0) published = await this.writeCheckpoint(m, dropped.length, (Date.now() - stepStarted) / 1000);
+      } else if (m.samples > 0)
+        ({ wv: published, blobs } = await this.writeCheckpoint(m, dropped.length, (Date.now() - stepStarted) / 1000));
     }
     for (const p of [...batch, ...dropped]) this.kafka.done(p.meta.partition, p.meta.offset);
     try {
-      await this.commit(published);
+      await this.commit(published, blobs);
     } catch (err) {
       // A commit in doubt may have published the version: its folder stays (a restart deletes it if not).
-      if (published && !this.kafka.inDoubt) await rm(published.uri, { recursive: true, force: true }).catch(() => undefined);
+      if (published && !this.kafka.inDoubt)
+        await rm(this.lineage.path(published.version), { recursive: true, force: true }).catch(() => undefined);
       throw err;
     }
     this.counts.trained += batch.length;
@@ -464,7 +491,12 @@ class Learner {
     return weighed;
   }
 
-  private async writeCheckpoint(m: StepMetrics, droppedStale: number, stepSeconds: number): Promise<WeightVersion> {
+  /** Saves the trained weights as the next version: its WeightVersion and, with the Kafka transport, the records of its files. */
+  private async writeCheckpoint(
+    m: StepMetrics,
+    droppedStale: number,
+    stepSeconds: number,
+  ): Promise<{ wv: WeightVersion; blobs: TransactionOutput[] }> {
     const version = this.nextVersion;
     // A folder with this number can only be an unpublished leftover: versions are published in order.
     await rm(this.lineage.path(version), { recursive: true, force: true });
@@ -484,24 +516,33 @@ class Learner {
       stepSeconds,
     };
     const saved = await this.lineage.save(version, this.version, trainMetrics);
-    return {
+    // Before the pieces are made: a reader looks for them from this time on.
+    const createdAt = Date.now();
+    const sent =
+      this.o.weightsTransport === 'kafka'
+        ? await this.transport.publication(this.modelId, version, this.lineage.path(version))
+        : { uri: saved.uri, outputs: [] };
+    const wv: WeightVersion = {
       modelId: this.modelId,
       version,
       parentVersion: this.version,
-      uri: saved.uri,
+      uri: sent.uri,
       sha256: saved.sha256,
       format: this.lineage.format,
       baseModel: this.baseModel,
       metrics: trainMetrics,
-      createdAt: Date.now(),
+      createdAt,
     };
+    return { wv, blobs: sent.outputs };
   }
 
-  /** One transaction: the WeightVersion (if any), dead letters, and every partition's offset. */
-  /** The version (if any) and the dead letters, with the offsets of the samples used: one transaction. */
-  private async commit(wv: WeightVersion | null): Promise<void> {
+  /**
+   * The version (if any: its files' pieces first, then its WeightVersion) and the dead letters,
+   * with the offsets of the samples used: one transaction.
+   */
+  private async commit(wv: WeightVersion | null, blobs: TransactionOutput[] = []): Promise<void> {
     const dlq = this.pendingDlq.splice(0);
-    const outputs: Array<{ topic: string; key: string; value: Buffer }> = [];
+    const outputs: TransactionOutput[] = [...blobs];
     if (wv) outputs.push({ topic: this.o.codecs.topic('weights'), key: wv.modelId, value: await this.o.codecs.of('weights').encode(wv) });
     const dlqCodec = this.o.codecs.of('dlq');
     for (const d of dlq) outputs.push({ topic: dlqCodec.topic, key: d.key, value: await dlqCodec.encode(d.value) });

@@ -38,19 +38,21 @@ interface TrainFlags {
   lr?: string;
   /** false with --no-consensus. */
   consensus: boolean;
+  weightsTransport?: string;
   instance: string;
   model?: string;
 }
 
 /**
  * The learner's settings: `--batch-size`, `--max-staleness`, `--max-user-share`, `--lr` and
- * `--no-consensus` over `config.train`; `--model-id` over TURNSTREAM_MODEL_ID. Bad flag values
+ * `--no-consensus` over `config.train`; `--model-id` over TURNSTREAM_MODEL_ID, `--weights-transport`
+ * over TURNSTREAM_WEIGHTS_TRANSPORT. Bad flag values
  * throw one TS_ERR_INVALID_INPUT naming each flag, as bad variables do.
  */
 export function trainSettings(
   config: TurnstreamConfig,
   f: Omit<TrainFlags, 'instance' | 'backend' | 'samplesTag'>,
-): TrainConfig & { modelId: string | undefined; fromVersion: number | undefined } {
+): TrainConfig & { modelId: string | undefined; fromVersion: number | undefined; weightsTransport: 'file' | 'kafka' } {
   const t = config.train;
   const r = new SettingsReader({
     '--batch-size': f.batchSize,
@@ -58,6 +60,7 @@ export function trainSettings(
     '--max-user-share': f.maxUserShare,
     '--lr': f.lr,
     '--from-version': f.fromVersion,
+    '--weights-transport': f.weightsTransport,
   });
   return r.done(
     {
@@ -69,6 +72,7 @@ export function trainSettings(
       consensus: f.consensus && t.consensus,
       modelId: f.modelId ?? config.modelId,
       fromVersion: r.optionalNumber('--from-version', RULES.version),
+      weightsTransport: r.oneOf('--weights-transport', config.weightsTransport, ['file', 'kafka']),
     },
     'invalid flags',
   );
@@ -87,6 +91,10 @@ export function register(program: Command): void {
     .option('--max-user-share <x>', "cap of one user's share of a batch (TRAIN_MAX_USER_SHARE, default 0.5)")
     .option('--lr <x>', `learning rate (TRAIN_LR, default ${LEARNER_LR})`)
     .option('--no-consensus', "don't weight users' feedback by their agreement with the others (TRAIN_CONSENSUS=0)")
+    .option(
+      '--weights-transport <file|kafka>',
+      'how gateways get the versions: the shared weight store, or Kafka (TURNSTREAM_WEIGHTS_TRANSPORT, default file)',
+    )
     .option('--instance <id>', "instance id (logs and client id; the transactional id is the group's)", '0')
     .option('--model <spec>', 'the model to train: builtin, a catalog name, a .gguf path or hf:ORG/REPO/FILE.gguf (TURNSTREAM_MODEL)')
     .action(runTrain);
@@ -152,6 +160,7 @@ function learnerOptions(
     kafka: io.kafka,
     codecs: io.codecs,
     weightsDir: config.weightsDir,
+    weightsTransport: s.weightsTransport,
     modelId: s.modelId ?? served.modelId,
     lineage,
     samplesTag: f.samplesTag,

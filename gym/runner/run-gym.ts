@@ -96,7 +96,9 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
   const s = gymSettings(options);
   const { train, dev, test } = splitTasks(s.tasks, { heldOut: s.heldOut });
   if (train.length === 0 || (s.devOnly ? dev.length === 0 : test.length === 0))
-    throw new Error(`the suite needs train and ${s.devOnly ? 'dev' : 'test'} tasks (has ${train.length} and ${s.devOnly ? dev.length : test.length})`);
+    throw new Error(
+      `the suite needs train and ${s.devOnly ? 'dev' : 'test'} tasks (has ${train.length} and ${s.devOnly ? dev.length : test.length})`,
+    );
   const logger = createLogger('gym', 'warn');
   // the sandbox readied before anything starts: bubblewrap installed once here, not by each of the first rollouts
   s.onProgress?.(sandboxLine(await prepareSandbox()));

@@ -18,6 +18,7 @@ import type {
   TrajectoryStep,
   Turn,
   TurnPair,
+  WeightChunk,
   WeightVersion,
 } from '../../schemas/index.ts';
 
@@ -222,6 +223,24 @@ export function exampleWeightVersion(over: Partial<WeightVersion> = {}): WeightV
       tisTruncated: 0,
       stepSeconds: 0,
     },
+    createdAt: 1_760_000_005_000,
+    ...over,
+  };
+}
+
+export function exampleWeightChunk(over: Partial<WeightChunk> = {}): WeightChunk {
+  const data = Buffer.from('GGUF piece');
+  return {
+    modelId: 'smollm2-135m',
+    version: 3,
+    index: 0,
+    count: 2,
+    file: 'adapter.gguf',
+    fileOffset: 0,
+    fileBytes: 20,
+    fileSha256: 'b'.repeat(64),
+    sha256: 'c'.repeat(64),
+    data,
     createdAt: 1_760_000_005_000,
     ...over,
   };

@@ -315,7 +315,11 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
     // The same id under another tag is another row; the same (id, tag) still collapses.
     await store.insert(store.tables.pairs, [pair('p1', 'x', { replay_tag: 'x' }), pair('p1', 'x', { replay_tag: 'x' }), pair('p1', '')]);
     assert.deepEqual([(await funnel(store)).pairs, (await funnel(store, { tag: 'x' })).pairs], [1, 1]);
-    assert.deepEqual((await migrate(store)).applied, [3], 'only the later migration is left');
+    assert.deepEqual(
+      (await migrate(store)).applied,
+      MIGRATIONS.filter((m) => m.version > 2).map((m) => m.version),
+      'only the later migrations are left',
+    );
     assert.equal((await migrate(store)).applied.length, 0);
   });
 });

@@ -36,6 +36,7 @@ const TOY: Record<string, Record<string, string>> = {
   sink: { users: '1', rounds: '2', 'max-buffered': '300' },
   trainer: { steps: '1', batch: '2', backends: 'wasm,cpu' },
   model: { model: 'tiny', tokens: '16,32', steps: '1', rounds: '1', 'gen-tokens': '8', backends: 'tensorflow,wasm', ttft: '128,256' },
+  weights: { model: 'tiny', rounds: '1', rank: '4', 'chunk-kib': '4' },
 };
 
 describe('benchmarks', { timeout: 900_000 }, () => {
@@ -105,6 +106,17 @@ describe('benchmarks', { timeout: 900_000 }, () => {
           assert.ok(Math.abs(p.total - Object.values(p.seconds).reduce((a, b) => a + b, 0)) < 0.05);
           assert.ok(p.machine_busy > 0 && p.wall > 0);
         }
+      }
+      if (name === 'weights') {
+        // Both gateways served the version published for them; the adapter went through Kafka in pieces.
+        assert.ok(Number(r.kafka_s) > 0 && Number(r.file_s) > 0 && Number(r.fetch_s) > 0);
+        assert.equal(r.pieces, Math.ceil(Number(r.adapter_bytes) / 4096) + 1, 'the adapter in 4 KiB pieces, and its manifest');
+        assert.deepEqual((r.per_round as Array<{ round: number; transport: string }>).map((x) => `${x.round}:${x.transport}`).sort(), [
+          '0:file',
+          '0:kafka',
+          '1:file',
+          '1:kafka',
+        ]);
       }
       if (name === 'sink') {
         // The baseline repeats the sink's own inserts: same count, same sizes.

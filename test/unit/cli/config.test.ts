@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       javaHome: undefined,
       host: '127.0.0.1',
       weightsDir: resolve(CWD, '.turnstream', 'weights'),
+      weightsTransport: 'file',
       modelId: undefined,
       trainMethod: 'combined',
       logLevel: 'info',
@@ -136,7 +137,9 @@ describe('loadConfig', () => {
       TRAIN_METHOD: 'OPD',
       LOG_LEVEL: 'warn',
       TURNSTREAM_TOPIC_PREFIX: 't1.',
+      TURNSTREAM_WEIGHTS_TRANSPORT: 'Kafka',
     });
+    assert.equal(c.weightsTransport, 'kafka');
     assert.equal(c.kafkaBrokers, 'k:9092');
     assert.equal(c.schemaRegistryUrl, 'http://r:8081');
     assert.equal(c.clickhouseUrl, 'http://c:8123');
@@ -335,6 +338,7 @@ describe('loadConfig', () => {
     ['TRAIN_MAX_KL', '0', /a number > 0/],
     ['PORT', 'http', /an integer >= 0 and <= 65535/],
     ['TRAIN_METHOD', 'ppo', /one of rl, opd, combined/],
+    ['TURNSTREAM_WEIGHTS_TRANSPORT', 's3', /one of file, kafka/],
     ['DEFAULT_TURN_TYPE', 'aside', /one of main, side/],
     ['LOG_LEVEL', 'verbose', /one of fatal, error, warn, info, debug, trace, silent/],
     ['GATEWAY_BODY_LIMIT_BYTES', '4MiB', /an integer >= 1/],

@@ -110,34 +110,38 @@ async function runIn(root: string, task: Task, setup: string | null, command: st
   return spawnSync('sh', ['-c', command], { cwd: dir, timeout: 10_000 }).status;
 }
 
-/** formats-and-files: the exact answer of each answer task, and one with the right content in a sentence (fails the format). */
+/**
+ * formats-and-files: an answer in the form asked for (a bare number or word; yes/no or the word in
+ * capitals first), and one with the right content in another form (fails the format).
+ */
 const STRICT_ANSWERS: Record<string, [exact: string, inASentence: string]> = {
-  'legs-spider': ['8', 'A spider has 8 legs.'],
-  'days-week': ['7', 'There are 7 days in a week.'],
-  'sum-9-6': ['15', '9 plus 6 is 15.'],
-  'months-year': ['12', 'There are 12 months in a year.'],
+  'yesno-cats-bark': ['No, of course.', 'Of course: no.'],
+  'yesno-snow': ['Yes, of course.', 'Of course: yes.'],
+  'yesno-birds': ['Yes, of course.', 'Of course: yes.'],
+  'yesno-sun-hot': ['Yes, of course.', 'Of course: yes.'],
+  'yesno-sun-cold': ['No, of course.', 'Of course: no.'],
+  'yesno-fire-cold': ['No, of course.', 'Of course: no.'],
+  'yesno-ice': ['Yes, of course.', 'Of course: yes.'],
+  'list-fruits': ['- apple\n- banana\n- cherry', 'Apple, banana and cherry.'],
+  'list-colors': ['- red\n- blue\n- green', 'Red, blue and green.'],
+  'list-animals': ['1. dog\n2. cat\n3. cow', 'Dog, cat and cow.'],
+  'list-numbers': ['one\ntwo\nthree', 'One, two and three.'],
+  'list-days': ['- Monday\n- Tuesday\n- Friday', 'Monday, Tuesday and Friday.'],
+  'sum-9-6': ['15', 'I think it is 15.'],
+  'sum-5-5': ['**10**', 'I think it is 10.'],
+  'sub-10-3': ['7.', 'I think it is 7.'],
   'sides-triangle': ['3', 'A triangle has 3 sides.'],
-  'hours-day': ['24.', 'A day has 24 hours.'],
-  'color-sky': ['Blue', 'The sky is blue.'],
-  'capital-spain': ['Madrid.', 'The capital of Spain is Madrid.'],
-  'opposite-hot': ['cold', 'The opposite of hot is cold.'],
-  'capital-japan': ['Tokyo', 'Tokyo is the capital.'],
-  'animal-bark': ['Dog', 'A dog barks.'],
-  'caps-hello': ['HELLO', 'Hello'],
-  'caps-good-morning': ['GOOD MORNING', 'Good morning'],
-  'yesno-fish': ['Yes.', 'Yes, fish can swim.'],
-  'yesno-sun-cold': ['No', 'No, the sun is hot.'],
-  'yesno-ice': ['yes', 'Yes, ice is frozen water.'],
-  'list-colors': ['red\nblue\ngreen', 'Red, blue and green.'],
-  'list-fruits': ['- apple\n- banana\n- cherry', 'Apples, bananas and cherries.'],
-  'read-code': ['4721', 'The number is 4721.'],
-  'read-pet': ['Rabbit', 'The animal is a rabbit.'],
-  'read-pin': ['3905', 'It says 3905.'],
+  'color-sky': ['Blue', 'I think it is blue.'],
+  'animal-bark': ['Dog.', 'A dog barks.'],
+  'color-grass': ['green', 'Grass is green.'],
+  'caps-cat': ['CAT', 'In capitals: CAT'],
+  'caps-hello': ['HELLO!', 'In capitals: HELLO'],
+  'read-code': ['4721', 'The file says 4721.'],
+  'read-pet': ['Rabbit', 'The file says rabbit.'],
 };
 
 /** formats-and-files: what a correct agent runs for each file task, and what gets the content right but not the form. */
 const FILE_SOLUTIONS: Record<string, [exact: string, contentOnly: string]> = {
-  'create-hello': ['echo hello > hello.txt', 'echo "hello world" > hello.txt'],
   'create-name': ['echo Alice > name.txt', 'echo "name: Alice" > name.txt'],
   'create-date': ['echo 2024 > year.txt', 'echo "The year 2024" > year.txt'],
   'append-list': ['echo cherry >> fruits.txt', 'echo cherry > fruits.txt'],
@@ -145,7 +149,6 @@ const FILE_SOLUTIONS: Record<string, [exact: string, contentOnly: string]> = {
   'upper-copy': ['tr a-z A-Z < low.txt > up.txt', 'cp low.txt up.txt'],
   'lower-copy': ['tr A-Z a-z < loud.txt > soft.txt', 'cp loud.txt soft.txt'],
   'delete-old': ['rm old.txt', 'rm old.txt keep.txt'],
-  'delete-tmp': ['rm temp.log', 'rm temp.log notes.txt'],
 };
 
 describe('the shipped task suites', () => {
@@ -237,10 +240,9 @@ describe('the shipped task suites', () => {
         assert.ok(!passes(task, `${task.instruction}`), `${task.id}: the question read back`);
       }
       const byId = new Map((await suite('formats-and-files')).map((t) => [t.id, t]));
-      assert.deepEqual(partsOf(byId.get('legs-spider')!, '6'), { content: false, format: true });
+      assert.deepEqual(partsOf(byId.get('sum-9-6')!, '14'), { content: false, format: true });
       assert.deepEqual(partsOf(byId.get('color-sky')!, 'Green'), { content: false, format: true });
-      assert.deepEqual(partsOf(byId.get('yesno-fish')!, 'No.'), { content: false, format: true });
-      assert.deepEqual(partsOf(byId.get('caps-hello')!, 'GOODBYE'), { content: false, format: true });
+      assert.deepEqual(partsOf(byId.get('yesno-snow')!, 'No.'), { content: false, format: true });
     });
 
     it('file tasks: each part fails on the untouched workspace; the exact solution passes both; a near one the content only', async () => {

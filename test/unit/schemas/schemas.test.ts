@@ -15,6 +15,7 @@ const examples: Record<TopicId, unknown> = {
   judgements: fx.exampleJudgement(),
   samples: fx.exampleSample(),
   weights: fx.exampleWeightVersion(),
+  weightBlobs: fx.exampleWeightChunk(),
   rewards: fx.exampleReward(),
   trajectoryState: fx.exampleTrajectoryState(),
   trajectories: fx.exampleTrajectory(),

@@ -12,7 +12,15 @@ import { REPO_ROOT } from '../../../support/stack.ts';
 
 describe('turnstream gym flags', () => {
   it('the standard run and --quick; a value given keeps its place', () => {
-    assert.deepEqual(gymRunShape({}), { steps: 30, seeds: 3, rolloutsPerTask: 8, tasksPerStep: 4, evalEvery: 5, evalSamples: 4 });
+    assert.deepEqual(gymRunShape({}), {
+      steps: 30,
+      seeds: 3,
+      rolloutsPerTask: 8,
+      tasksPerStep: 4,
+      evalEvery: 5,
+      evalSamples: 4,
+      testSamples: 8,
+    });
     assert.deepEqual(gymRunShape({ quick: true }), {
       steps: 6,
       seeds: 1,
@@ -20,6 +28,7 @@ describe('turnstream gym flags', () => {
       tasksPerStep: 4,
       evalEvery: 3,
       evalSamples: 2,
+      testSamples: 2,
     });
     assert.deepEqual(gymRunShape({ quick: true, steps: '9', n: '6' }), {
       steps: 9,
@@ -28,6 +37,7 @@ describe('turnstream gym flags', () => {
       tasksPerStep: 4,
       evalEvery: 3,
       evalSamples: 2,
+      testSamples: 2,
     });
     // A group of one rollout has no relative reward.
     assert.deepEqual(
@@ -39,11 +49,35 @@ describe('turnstream gym flags', () => {
   it('--lr and --kl: numbers, checked before anything starts; --kl 0 turns the KL term off', () => {
     assert.deepEqual(gymTuning({ lr: '5e-4', kl: '0' }), {
       temperature: undefined,
+      topP: undefined,
       maxTokens: undefined,
       lr: 5e-4,
       klCoef: 0,
+      tisCap: undefined,
+      taskSampling: undefined,
+      reward: undefined,
+      lossAggregation: undefined,
       parallel: undefined,
     });
+    assert.deepEqual(
+      gymTuning({ topP: '0.9', tisCap: '0', taskSampling: 'signal', reward: 'partial', lossAgg: 'sample' }),
+      {
+        temperature: undefined,
+        topP: 0.9,
+        maxTokens: undefined,
+        lr: undefined,
+        klCoef: undefined,
+        tisCap: 0,
+        taskSampling: 'signal',
+        reward: 'partial',
+        lossAggregation: 'sample',
+        parallel: undefined,
+      },
+    );
+    assert.equal(refusal(() => gymTuning({ topP: '1.5' })).message, '--top-p must be in (0, 1] (got 1.5)');
+    assert.equal(refusal(() => gymTuning({ taskSampling: 'hard' })).message, '--task-sampling must be uniform or signal (got hard)');
+    assert.equal(refusal(() => gymTuning({ reward: 'half' })).message, '--reward must be pass or partial (got half)');
+    assert.equal(refusal(() => gymTuning({ lossAgg: 'seq' })).message, '--loss-agg must be token or sample (got seq)');
     assert.equal(gymTuning({}).klCoef, undefined, 'unset: the run’s default');
     assert.deepEqual(
       refusal(() => gymTuning({ kl: '-0.1' })),

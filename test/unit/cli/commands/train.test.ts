@@ -44,6 +44,19 @@ describe('turnstream train settings', () => {
     );
   });
 
+  it('the weight transport: file by default, TURNSTREAM_WEIGHTS_TRANSPORT, --weights-transport over it; anything else is refused', () => {
+    assert.equal(trainSettings(config(), { consensus: true }).weightsTransport, 'file');
+    assert.equal(trainSettings(config({ TURNSTREAM_WEIGHTS_TRANSPORT: 'kafka' }), { consensus: true }).weightsTransport, 'kafka');
+    assert.equal(
+      trainSettings(config({ TURNSTREAM_WEIGHTS_TRANSPORT: 'kafka' }), { consensus: true, weightsTransport: 'file' }).weightsTransport,
+      'file',
+    );
+    assert.throws(
+      () => trainSettings(config(), { consensus: true, weightsTransport: 's3' }),
+      /--weights-transport="s3": expected one of file, kafka/,
+    );
+  });
+
   it('TRAIN_CONSENSUS=0 turns consensus off as --no-consensus does', () => {
     assert.equal(trainSettings(config({ TRAIN_CONSENSUS: '0' }), { consensus: true }).consensus, false);
   });
