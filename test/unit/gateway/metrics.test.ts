@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { interTokenSeconds, type Choice } from '../../../gateway/call-runner.ts';
+import type { EngineResult } from '../../../gateway/engine.ts';
 import { GatewayMetrics } from '../../../gateway/metrics.ts';
 
 /** `{ le: cumulative count }` of one histogram series in the Prometheus text. */
@@ -30,5 +32,25 @@ test('request duration: a generation of several minutes is told apart from one o
   assert.deepEqual(
     ['120', '300', '600', '+Inf'].map((le) => b.get(le)),
     [1, 2, 3, 3],
+  );
+});
+
+test('inter-token latency of a choice: its deltas’ span over its tokens after the first; none under two tokens or untimed', () => {
+  const choice = (completionTokens: number, firstDeltaAt?: number, lastDeltaAt?: number): Choice =>
+    ({ result: { completionTokens } as EngineResult, firstDeltaAt, lastDeltaAt }) as Choice;
+  assert.equal(interTokenSeconds(choice(101, 1_000, 6_000)), 0.05, '100 gaps over 5 s');
+  assert.equal(interTokenSeconds(choice(2, 1_000, 1_030)), 0.03);
+  assert.equal(interTokenSeconds(choice(1, 1_000, 1_000)), null, 'one token: no gap');
+  assert.equal(interTokenSeconds(choice(5)), null, 'no delta timed');
+  assert.equal(interTokenSeconds({ firstDeltaAt: 1, lastDeltaAt: 2 } as Choice), null, 'no result');
+});
+
+test('inter-token latency buckets: 2 ms (a GPU) to 10 s (a loaded CPU) fall in finite buckets', async () => {
+  const metrics = new GatewayMetrics('gw-itl');
+  for (const s of [0.002, 0.04, 0.3, 9]) metrics.interTokenLatency.observe({ engine: 'llama' }, s);
+  const b = buckets((await metrics.render()).body, 'turnstream_gateway_inter_token_latency_seconds');
+  assert.deepEqual(
+    ['0.0025', '0.05', '0.3', '10', '+Inf'].map((le) => b.get(le)),
+    [1, 2, 3, 4, 4],
   );
 });
