@@ -32,6 +32,8 @@ export {
 export { funnel, type Funnel } from './queries/funnel.ts';
 export { rewardByVersion, type VersionReward } from './queries/reward-by-version.ts';
 export { passRateByVersion, type VersionPassRate } from './queries/pass-rate-by-version.ts';
+export { passRateBySplit, type SplitPassRate } from './queries/pass-rate-by-split.ts';
+export { trainingByVersion, trainingModels, type TrainingModel, type VersionTraining } from './queries/training-by-version.ts';
 export { rewardOverTime, type RewardPoint, type RewardOverTimeOptions } from './queries/reward-over-time.ts';
 export { judgeStats, type JudgeStats } from './queries/judge-stats.ts';
 export { latencyPercentiles, type LatencyStats } from './queries/latency.ts';

@@ -288,6 +288,8 @@ export function readSettings(env: Env = process.env, cwd = process.cwd()): Stack
     modelId: str(env, 'TURNSTREAM_MODEL_ID'),
     trainMethod: r.optionalOneOf('TRAIN_METHOD', ['rl', 'opd', 'combined']),
     logLevel: r.optionalOneOf('LOG_LEVEL', LOG_LEVELS),
+    logMaxBytes: r.optionalNumber('TURNSTREAM_LOG_MAX_BYTES', count),
+    logKeep: r.optionalNumber('TURNSTREAM_LOG_KEEP', count),
     topicPrefix: str(env, 'TURNSTREAM_TOPIC_PREFIX'),
     model: {
       spec: str(env, 'TURNSTREAM_MODEL'),

@@ -72,6 +72,9 @@ export interface Choice {
   result?: EngineResult;
   /** The prompt as the engine read it (a prompt of its own only). */
   prompt?: PromptEcho;
+  /** When the choice's first and latest deltas came (epoch ms): its inter-token latency. */
+  firstDeltaAt?: number;
+  lastDeltaAt?: number;
 }
 
 /** What a route does with a call's choices as they run. */
@@ -190,7 +193,10 @@ export async function runChoices(
         c.result = await deps.engine.complete(c.req, {
           signal: call.signal,
           onDelta: (d) => {
-            firstAt ||= Date.now();
+            const now = Date.now();
+            firstAt ||= now;
+            c.firstDeltaAt ??= now;
+            c.lastDeltaAt = now;
             on.delta(c, d);
           },
           onPrompt: (p) => {
@@ -297,5 +303,19 @@ export function recordMetrics(deps: GenerationDeps, route: string, r: Resolved, 
     if (c.firstOfPrompt) deps.metrics.tokens.inc({ kind: 'prompt' }, res.promptTokens);
     if (c.firstOfPrompt && res.cachedPromptTokens) deps.metrics.tokens.inc({ kind: 'prompt_cached' }, res.cachedPromptTokens);
     deps.metrics.tokens.inc({ kind: 'completion' }, res.completionTokens);
+    const itl = interTokenSeconds(c);
+    if (itl !== null) deps.metrics.interTokenLatency.observe({ engine: deps.engine.kind }, itl);
   }
+}
+
+/**
+ * A choice's mean time between generated tokens after its first: (latest delta − first delta) /
+ * (completion tokens − 1); null under two tokens or with no deltas timed. Taken per choice, not
+ * per delta: an engine may hand several tokens in one delta (a proxy's upstream chunks, the text
+ * llama.cpp holds back until a UTF-8 character or a stop string is whole).
+ */
+export function interTokenSeconds(c: Choice): number | null {
+  const tokens = c.result?.completionTokens ?? 0;
+  if (tokens < 2 || c.firstDeltaAt === undefined || c.lastDeltaAt === undefined) return null;
+  return (c.lastDeltaAt - c.firstDeltaAt) / 1000 / (tokens - 1);
 }

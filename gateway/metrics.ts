@@ -11,6 +11,7 @@ export class GatewayMetrics {
   readonly requests: Counter<'route' | 'status'>;
   readonly latency: Histogram<'route' | 'stream'>;
   readonly timeToFirstToken: Histogram<'engine'>;
+  readonly interTokenLatency: Histogram<'engine'>;
   readonly tokens: Counter<'kind'>;
   readonly turnsCaptured: Counter<'turn_type' | 'session_source'>;
   readonly outboxDepth: Gauge;
@@ -38,14 +39,22 @@ export class GatewayMetrics {
       name: 'turnstream_gateway_request_duration_seconds',
       help: 'Chat completion latency (request to last byte)',
       labelNames: ['route', 'stream'],
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
       registers: r,
     });
     this.timeToFirstToken = new Histogram({
       name: 'turnstream_gateway_time_to_first_token_seconds',
       help: 'Time from request to the first generated text',
       labelNames: ['engine'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      // Up to 300 s: on CPU an 8k-token prompt takes 83 s to its first token (a 10 s cap put it in +Inf).
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 300],
+      registers: r,
+    });
+    this.interTokenLatency = new Histogram({
+      name: 'turnstream_gateway_inter_token_latency_seconds',
+      help: "Mean time between a choice's generated tokens after its first: (last delta - first delta) / (completion tokens - 1)",
+      labelNames: ['engine'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10],
       registers: r,
     });
     this.tokens = new Counter({

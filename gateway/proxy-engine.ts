@@ -42,6 +42,34 @@ interface UpstreamLogprob {
   logprob?: number;
 }
 
+/** A tool call as an upstream sends it: whole in an answer, in pieces (by `index`) in stream deltas. */
+interface UpstreamToolCall {
+  index?: number;
+  id?: string;
+  type?: string;
+  /** `arguments` is a JSON string; a few servers send the object itself. */
+  function?: { name?: string; arguments?: string | Record<string, unknown> };
+}
+
+/** `choices[0]` of an answer (`message`) or of a stream chunk (`delta`); vLLM adds the token ids. */
+interface UpstreamChoice {
+  message?: { content?: string | null; tool_calls?: UpstreamToolCall[] | null };
+  delta?: { content?: string | null; tool_calls?: UpstreamToolCall[] | null };
+  logprobs?: ChoiceLogprobs | null;
+  finish_reason?: string | null;
+  token_ids?: number[];
+  prompt_token_ids?: number[];
+}
+
+/** An upstream's answer, or one chunk of its stream; nothing in it is trusted to be there. */
+interface UpstreamReply {
+  model?: string;
+  choices?: UpstreamChoice[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  prompt_token_ids?: number[];
+  error?: { message?: string };
+}
+
 interface Acc {
   content: string;
   sawContent: boolean;
@@ -146,9 +174,9 @@ export class ProxyEngine implements Engine {
       if (req.stream && (res.headers.get('content-type') ?? '').includes('text/event-stream') && res.body) {
         for await (const data of readSseData(res.body)) {
           if (data === '[DONE]') break;
-          let chunk: Record<string, any>;
+          let chunk: UpstreamReply;
           try {
-            chunk = JSON.parse(data);
+            chunk = JSON.parse(data) as UpstreamReply;
           } catch (err) {
             throw new TurnstreamError(ErrorCodes.UPSTREAM, `upstream sent a stream chunk that is not JSON: ${data.slice(0, 100)}`, {
               cause: err,
@@ -159,7 +187,7 @@ export class ProxyEngine implements Engine {
           this.absorbChunk(acc, chunk, call.onDelta);
         }
       } else {
-        const json = (await res.json()) as Record<string, any>;
+        const json = (await res.json()) as UpstreamReply;
         this.absorbMessage(acc, json, call.onDelta);
       }
     } catch (err) {
@@ -179,13 +207,13 @@ export class ProxyEngine implements Engine {
     }
   }
 
-  private absorbUsage(acc: Acc, u: Record<string, any> | null | undefined): void {
+  private absorbUsage(acc: Acc, u: UpstreamReply['usage']): void {
     if (!u) return;
     acc.promptTokens = u.prompt_tokens ?? acc.promptTokens;
     acc.completionTokens = u.completion_tokens ?? acc.completionTokens;
   }
 
-  private absorbChunk(acc: Acc, chunk: Record<string, any>, onDelta?: (d: Delta) => void): void {
+  private absorbChunk(acc: Acc, chunk: UpstreamReply, onDelta?: (d: Delta) => void): void {
     if (typeof chunk.model === 'string') acc.model = chunk.model;
     if (Array.isArray(chunk.prompt_token_ids)) acc.promptIds = chunk.prompt_token_ids;
     this.absorbUsage(acc, chunk.usage);
@@ -210,15 +238,17 @@ export class ProxyEngine implements Engine {
         const slot = (acc.toolCalls[index] ??= { id: '', type: 'function', name: '', arguments: '' });
         if (tc.id) slot.id = tc.id;
         if (tc.type) slot.type = tc.type;
+        const args = tc.function?.arguments;
+        const piece = typeof args === 'string' || args === undefined ? args : JSON.stringify(args);
         if (tc.function?.name) slot.name += tc.function.name;
-        if (tc.function?.arguments) slot.arguments += tc.function.arguments;
+        if (piece) slot.arguments += piece;
         out.toolCalls.push({
           index,
           ...(tc.id ? { id: tc.id } : {}),
           ...(tc.type ? { type: 'function' as const } : {}),
           function: {
             ...(tc.function?.name ? { name: tc.function.name } : {}),
-            ...(tc.function?.arguments !== undefined ? { arguments: tc.function.arguments } : {}),
+            ...(piece !== undefined ? { arguments: piece } : {}),
           },
         });
       }
@@ -226,7 +256,7 @@ export class ProxyEngine implements Engine {
     if (out.content !== undefined || out.toolCalls || out.logprobs) onDelta?.(out);
   }
 
-  private absorbMessage(acc: Acc, json: Record<string, any>, onDelta?: (d: Delta) => void): void {
+  private absorbMessage(acc: Acc, json: UpstreamReply, onDelta?: (d: Delta) => void): void {
     if (json.error) throw new TurnstreamError(ErrorCodes.UPSTREAM, `upstream error: ${json.error.message ?? JSON.stringify(json.error)}`);
     const choice = json.choices?.[0];
     if (!choice) throw new TurnstreamError(ErrorCodes.UPSTREAM, 'upstream answer has no choices');

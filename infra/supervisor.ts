@@ -5,10 +5,22 @@
  * up to `maxRestartDelayMs`); after `maxCrashes` of them it is reported `crash-looping`, and
  * still restarted, so a service that crashed while Kafka or the registry was away comes back
  * once they do. A service that stays up for `crashWindowMs` starts the count afresh.
+ *
+ * A service's log (`<logDir>/<name>.log`, its stdout and stderr) is rotated by size, as
+ * logrotate does: past `logMaxBytes` it becomes `<name>.log.1`, the one before `<name>.log.2`,
+ * and so on up to `logKeep` files; the oldest is removed. One log stream per service outlives its
+ * restarts, so a crash loop's output lands in the same rotation.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { createStream, type RotatingFileStream } from 'rotating-file-stream';
+import { invalidInput } from '../core/index.ts';
+
+/** Size at which a service's log is rotated (50 MiB, as Kafka's own log). */
+export const DEFAULT_LOG_MAX_BYTES = 50 * 1024 * 1024;
+/** Rotated logs kept per service besides the current one. */
+export const DEFAULT_LOG_KEEP = 3;
 
 export interface ServiceSpec {
   /** Shown in the status table and used as the log file name. */
@@ -40,6 +52,10 @@ export interface SupervisorOptions {
   stopTimeoutMs?: number;
   /** How long a service without a health check must stay alive to count as ready. @default 2000 */
   settleMs?: number;
+  /** A service's log is rotated once it reaches this size. `TURNSTREAM_LOG_MAX_BYTES` @default 52428800 (50 MiB) */
+  logMaxBytes?: number;
+  /** Rotated logs kept per service (`<name>.log.1` … `.N`), the oldest removed. `TURNSTREAM_LOG_KEEP` @default 3 */
+  logKeep?: number;
   /** Called on every state change. */
   onChange?: (name: string, state: ServiceState, detail?: string) => void;
 }
@@ -49,7 +65,7 @@ export type ServiceState = 'starting' | 'running' | 'ready' | 'restarting' | 'cr
 interface Slot {
   spec: ServiceSpec;
   child?: ChildProcess;
-  log: WriteStream;
+  log: RotatingFileStream;
   state: ServiceState;
   /** Crashes in the current loop. */
   crashes: number;
@@ -71,7 +87,11 @@ export class Supervisor {
   start(spec: ServiceSpec): void {
     const slot: Slot = {
       spec,
-      log: createWriteStream(join(this.o.logDir, `${spec.name}.log`), { flags: 'a' }),
+      log: rotatingLog(
+        join(this.o.logDir, `${spec.name}.log`),
+        this.o.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
+        this.o.logKeep ?? DEFAULT_LOG_KEEP,
+      ),
       state: 'starting',
       crashes: 0,
       launchedAt: 0,
@@ -162,9 +182,19 @@ export class Supervisor {
           }),
       ),
     );
-    for (const s of slots) {
-      this.set(s, 'stopped');
-      s.log.end();
-    }
+    for (const s of slots) this.set(s, 'stopped');
+    // The logs' last lines are on disk when this returns.
+    await Promise.all(slots.map((s) => new Promise<void>((resolve) => s.log.end(resolve))));
   }
+}
+
+/** Appends to `file`, rotated past `maxBytes` into `file.1` … `file.<keep>`. */
+function rotatingLog(file: string, maxBytes: number, keep: number): RotatingFileStream {
+  if (!Number.isInteger(maxBytes) || maxBytes < 1)
+    throw invalidInput(`logMaxBytes must be an integer >= 1 (got ${maxBytes})`, 'logMaxBytes');
+  if (!Number.isInteger(keep) || keep < 1) throw invalidInput(`logKeep must be an integer >= 1 (got ${keep})`, 'logKeep');
+  const log = createStream(basename(file), { path: dirname(file), size: `${maxBytes}B`, rotate: keep });
+  // A failed rotation (a full disk) must not take the supervisor down; the service keeps running.
+  log.on('error', (err) => process.stderr.write(`turnstream: log ${file}: ${err.message}\n`));
+  return log;
 }

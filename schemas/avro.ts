@@ -503,3 +503,19 @@ export function deadLetterSchema(ctx: Ctx = new Set()): Schema {
     ],
   }));
 }
+
+export function deadLetterReplaySchema(ctx: Ctx = new Set()): Schema {
+  return once(ctx, 'DeadLetterReplay', () => ({
+    type: 'record',
+    doc: 'A dead letter re-sent to its original topic (turnstream dlq replay), so it is never re-sent twice. Key: deadLetterId.',
+    fields: [
+      field('deadLetterId', 'string'),
+      field('topic', 'string'),
+      field('partition', 'int'),
+      field('offset', 'string'),
+      field('stage', 'string'),
+      field('code', 'string'),
+      field('replayedAt', millis),
+    ],
+  }));
+}

@@ -5,6 +5,7 @@
 import {
   batchStateSchema,
   deadLetterSchema,
+  deadLetterReplaySchema,
   rewardSchema,
   trajectorySchema,
   trajectoryStateSchema,
@@ -20,6 +21,7 @@ import {
 import type {
   BatchState,
   DeadLetter,
+  DeadLetterReplay,
   Feedback,
   Judgement,
   Reward,
@@ -179,6 +181,15 @@ export const TOPICS = {
     key: 'original key',
     maxMessageBytes: 8 * MiB,
   } as TopicSpec<DeadLetter>,
+  dlqReplays: {
+    id: 'dlqReplays',
+    base: 'turnstream.dlq-replays.v1',
+    schema: deadLetterReplaySchema,
+    cleanup: 'compact',
+    retentionMs: -1,
+    key: 'deadLetterId',
+    maxMessageBytes: 1 * MiB,
+  } as TopicSpec<DeadLetterReplay>,
 } as const;
 
 export type TopicId =
@@ -194,7 +205,8 @@ export type TopicId =
   | 'trajectoryState'
   | 'trajectories'
   | 'batchState'
-  | 'dlq';
+  | 'dlq'
+  | 'dlqReplays';
 
 /** Where a topic family lives: a prefix for isolation and an optional replay tag. */
 export interface TopicNaming {
@@ -214,6 +226,7 @@ const DERIVED: ReadonlySet<TopicId> = new Set([
   'trajectories',
   'batchState',
   'dlq',
+  'dlqReplays',
 ]);
 
 export function topicName(id: TopicId, naming: TopicNaming = {}): string {

@@ -500,3 +500,21 @@ export interface DeadLetter {
   failedAt: number;
   attempts: number;
 }
+
+/**
+ * A dead letter re-sent to its original topic (`turnstream dlq replay`), written in the same
+ * transaction as the re-sent record: the ledger that keeps a letter from being re-sent twice.
+ * Key: the dead letter's id.
+ */
+export interface DeadLetterReplay {
+  /** The dead letter's id: `deterministicId('dead-letter', stage, topic, partition, offset)` of the failed record. */
+  deadLetterId: string;
+  /** Where the failed record was read (its original topic, partition and offset). */
+  topic: string;
+  partition: number;
+  offset: string;
+  stage: string;
+  code: string;
+  /** When the letter was re-sent. */
+  replayedAt: number;
+}

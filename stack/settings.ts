@@ -30,6 +30,9 @@ export const STACK_DEFAULTS = Object.freeze({
   model: 'smollm2-135m',
   hfEndpoint: 'https://huggingface.co',
   logLevel: 'info',
+  /** 50 MiB. */
+  logMaxBytes: 50 * 1024 * 1024,
+  logKeep: 3,
   topicPrefix: '',
   tfjsBackend: 'auto' as TfjsSettings['backend'],
   tfjsGpu: 'auto' as TfjsSettings['gpu'],
@@ -289,6 +292,10 @@ export interface StackSettings {
   trainMethod: 'rl' | 'opd' | 'combined';
   /** pino level. `LOG_LEVEL` (fatal|error|warn|info|debug|trace|silent) @default STACK_DEFAULTS.logLevel ('info') */
   logLevel: string;
+  /** Size at which `turnstream up` rotates a service's log. `TURNSTREAM_LOG_MAX_BYTES` @default STACK_DEFAULTS.logMaxBytes (50 MiB) */
+  logMaxBytes: number;
+  /** Rotated logs `turnstream up` keeps per service. `TURNSTREAM_LOG_KEEP` @default STACK_DEFAULTS.logKeep (3) */
+  logKeep: number;
   /** Topic name prefix (tests isolate themselves with it). `TURNSTREAM_TOPIC_PREFIX` @default STACK_DEFAULTS.topicPrefix ('') */
   topicPrefix: string;
   model: ModelSettings;
@@ -346,6 +353,8 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
     modelId: input.modelId,
     trainMethod: input.trainMethod ?? SAMPLE_BUILDER_DEFAULTS.method,
     logLevel: input.logLevel ?? STACK_DEFAULTS.logLevel,
+    logMaxBytes: input.logMaxBytes ?? STACK_DEFAULTS.logMaxBytes,
+    logKeep: input.logKeep ?? STACK_DEFAULTS.logKeep,
     topicPrefix,
     model: {
       spec: input.model?.spec ?? STACK_DEFAULTS.model,

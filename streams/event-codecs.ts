@@ -9,6 +9,7 @@ import {
   type BatchState,
   type Codec,
   type DeadLetter,
+  type DeadLetterReplay,
   type Feedback,
   type Judgement,
   type Reward,
@@ -40,6 +41,7 @@ export interface TopicValues {
   trajectories: Trajectory;
   batchState: BatchState;
   dlq: DeadLetter;
+  dlqReplays: DeadLetterReplay;
 }
 
 export interface EventCodecsOptions {

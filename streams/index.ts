@@ -25,6 +25,15 @@ export { PublishConsumer, type PublishConsumerOptions } from './publish-consumer
 export { FlushConsumer, type FlushConsumerOptions, type FlushConsumerStats } from './flush-consumer.ts';
 export { readToEnd, type RawRecord, type ReadToEndOptions } from './topic-reader.ts';
 export { deadLetter } from './dead-letter.ts';
+export {
+  deadLetterId,
+  readDeadLetters,
+  replayDeadLetters,
+  type DeadLetterFilter,
+  type DeadLetterReplayOptions,
+  type DeadLetterReplayResult,
+  type StoredDeadLetter,
+} from './dead-letter-replay.ts';
 export { Outbox, type OutboxRecord, type OutboxStats } from './outbox.ts';
 export {
   runProcessor,

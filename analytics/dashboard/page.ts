@@ -2,8 +2,11 @@
  * The dashboard page: static HTML and a small script that polls /api/overview and draws
  * Chart.js charts (served from node_modules by the service; no CDN). A run selector switches
  * between the live pipeline and the replays ClickHouse holds (`?tag=NAME`); a replay is shown
- * side by side with the live pipeline. The script exposes `window.turnstreamDashboard` (points
- * per chart, runs, last refresh, last error) for tests.
+ * side by side with the live pipeline. The training panels show one model's run per version
+ * (`?model=ID`; the most recently active by default): the learner's loss, reward, KL, clip
+ * fraction, the rollout/trainer mismatch, samples, tokens and step time, and its rollouts' pass
+ * rates by split and verdict part. The script exposes `window.turnstreamDashboard` (points per
+ * chart, runs, the training model, last refresh, last error) for tests.
  */
 
 export interface PageOptions {
@@ -60,6 +63,15 @@ export function dashboardPage(o: PageOptions): string {
   <section><h2>Latency percentiles (ms)</h2><div class="chart"><canvas id="chart-latency"></canvas></div></section>
   <section><h2>Dead letters by reason</h2><div id="dlq"></div></section>
   <section class="wide" id="eval-section" hidden><h2>Simulated users — held-out satisfaction per version (last <code>turnstream eval</code>)</h2><p id="eval-summary"></p><div class="chart"><canvas id="chart-eval"></canvas></div></section>
+  <section class="wide" id="training-section" hidden><h2>Training run — per version of <select id="train-model"></select></h2><p id="training-summary"></p></section>
+  <section class="train-weights" hidden><h2>Loss, KL to the base policy, clip fraction</h2><div class="chart"><canvas id="chart-train-loss"></canvas></div></section>
+  <section class="train-weights" hidden><h2>Mean reward of the step's samples</h2><div class="chart"><canvas id="chart-train-reward"></canvas></div></section>
+  <section class="train-weights" hidden><h2>Rollout engine vs trainer — mean |Δ log-prob|, k3 KL, importance weights</h2><div class="chart"><canvas id="chart-train-mismatch"></canvas></div></section>
+  <section class="train-weights" hidden><h2>Samples and tokens per version</h2><div class="chart"><canvas id="chart-train-volume"></canvas></div></section>
+  <section class="train-weights" hidden><h2>Step time (s)</h2><div class="chart"><canvas id="chart-train-step"></canvas></div></section>
+  <section class="train-tasks" hidden><h2>Tasks — verifier pass rate by split</h2><div class="chart"><canvas id="chart-train-splits"></canvas></div></section>
+  <section class="train-tasks" hidden><h2>Tasks — pass rate of each verdict part, by split</h2><div class="chart"><canvas id="chart-train-parts"></canvas></div></section>
+  <section class="wide train-tasks" hidden><h2>Tasks — pass rates by version and split, with the verdict's parts</h2><div id="train-pass"></div></section>
   <section class="wide" id="gym-section" hidden><h2>Tasks (<code>turnstream gym</code>) — verifier pass rate per policy version, held-out</h2><div class="chart"><canvas id="chart-gym"></canvas></div></section>
   <section class="wide"><h2>Users</h2><div id="users"></div></section>
   <section class="wide"><h2>Recent sessions</h2><div id="sessions"></div></section>
@@ -75,10 +87,18 @@ export function dashboardPage(o: PageOptions): string {
   state.tag = TAG;
   state.source = SOURCE;
   state.imported = null;
+  // The training panels' model (?model=; the API picks the most recently active one without it).
+  const MODEL = new URLSearchParams(location.search).get('model') || '';
+  state.training = null;
   const scoped = (path) => path + (TAG ? '?tag=' + encodeURIComponent(TAG) : SOURCE === 'imported' ? '?source=imported' : '');
   document.getElementById('run').addEventListener('change', (e) => {
     const v = e.target.value;
     location.search = v === '@imported' ? '?source=imported' : v ? '?tag=' + encodeURIComponent(v) : '';
+  });
+  document.getElementById('train-model').addEventListener('change', (e) => {
+    const params = new URLSearchParams(location.search);
+    params.set('model', e.target.value);
+    location.search = '?' + params.toString();
   });
   window.turnstreamDashboard = state;
   Chart.defaults.animation = false;
@@ -220,6 +240,94 @@ export function dashboardPage(o: PageOptions): string {
       options: { scales: { y: { min: 0, max: 1 }, x: { title: { display: true, text: 'policy version' } } } },
     });
   }
+  const showAll = (selector, on) => document.querySelectorAll(selector).forEach((el) => { el.hidden = !on; });
+  const line = (label, data, color, extra = {}) => ({ label, data, borderColor: color, backgroundColor: color, tension: 0.2, spanGaps: true, ...extra });
+  const right = (title) => ({ position: 'right', title: { display: true, text: title }, grid: { drawOnChartArea: false } });
+  const left = (title, extra = {}) => ({ position: 'left', title: { display: true, text: title }, ...extra });
+  function renderTraining(t) {
+    state.training = { model: t.model, models: t.models.map((m) => m.model_id), versions: t.versions.length, pass_rates: t.pass_rates.length };
+    if (!t.model) return;
+    document.getElementById('training-section').hidden = false;
+    const select = document.getElementById('train-model');
+    const options = t.models.map((m) => '<option value="' + esc(m.model_id) + '"' + (m.model_id === t.model ? ' selected' : '') + '>' + esc(m.model_id) +
+      ' (' + m.versions + ' versions, ' + m.rollouts + ' rollouts)</option>').join('');
+    if (select.innerHTML !== options) select.innerHTML = options;
+    const v = t.versions;
+    const sum = (k) => v.reduce((n, x) => n + (x[k] || 0), 0);
+    const timed = v.filter((x) => x.step_seconds > 0);
+    document.getElementById('training-summary').textContent = v.length
+      ? v.length + (v.length === 1 ? ' version' : ' versions') + ' published, the last v' + v[v.length - 1].version + ' at ' + time(v[v.length - 1].published_at_ms) + '; ' +
+        sum('samples') + ' samples, ' + sum('tokens') + ' tokens' +
+        (timed.length ? '; mean step ' + (timed.reduce((n, x) => n + x.step_seconds, 0) / timed.length).toFixed(1) + ' s' : '')
+      : 'no version published yet';
+    showAll('.train-weights', v.length > 0);
+    if (v.length) {
+      const labels = v.map((x) => 'v' + x.version);
+      const col = (k) => v.map((x) => x[k]);
+      draw('train-loss', {
+        type: 'line',
+        data: { labels, datasets: [
+          line('loss', col('loss'), COLORS[0], { yAxisID: 'y' }),
+          line('KL to the base', col('kl'), COLORS[1], { yAxisID: 'y1' }),
+          line('clip fraction', col('clip_fraction'), COLORS[3], { yAxisID: 'y1', borderDash: [4, 3] }),
+        ] },
+        options: { scales: { y: left('loss'), y1: right('KL, clip fraction') } },
+      });
+      draw('train-reward', {
+        type: 'line',
+        data: { labels, datasets: [line('mean reward', col('mean_reward'), COLORS[2])] },
+        options: { scales: { y: { suggestedMin: -1, suggestedMax: 1 } } },
+      });
+      draw('train-mismatch', {
+        type: 'line',
+        data: { labels, datasets: [
+          line('mean |Δ log-prob|', col('logprob_drift'), COLORS[0], { yAxisID: 'y' }),
+          line('k3 KL', col('mismatch_kl'), COLORS[4], { yAxisID: 'y' }),
+          line('share of tokens at the IS cap', col('tis_truncated'), COLORS[5], { yAxisID: 'y1', borderDash: [4, 3] }),
+          line('mean importance weight', col('tis_mean'), COLORS[1], { yAxisID: 'y1', borderDash: [2, 2] }),
+        ] },
+        options: { scales: { y: left('log-prob gap, KL', { beginAtZero: true }), y1: right('share, weight') } },
+      });
+      draw('train-volume', {
+        type: 'bar',
+        data: { labels, datasets: [
+          { label: 'samples', data: col('samples'), backgroundColor: COLORS[0], yAxisID: 'y' },
+          { label: 'tokens', data: col('tokens'), backgroundColor: COLORS[1], yAxisID: 'y1' },
+        ] },
+        options: { scales: { y: left('samples', { beginAtZero: true }), y1: { ...right('tokens'), beginAtZero: true } } },
+      });
+      draw('train-step', {
+        type: 'bar',
+        // 0 = not reported (versions from before step times were kept).
+        data: { labels, datasets: [{ label: 'step time (s)', data: v.map((x) => (x.step_seconds > 0 ? x.step_seconds : null)), backgroundColor: COLORS[2] }] },
+        options: { plugins: { legend: { display: false } }, scales: { y: { beginAtZero: true } } },
+      });
+    }
+    const pr = t.pass_rates;
+    showAll('.train-tasks', pr.length > 0);
+    if (!pr.length) return;
+    const versions = [...new Set(pr.map((r) => r.policy_version))].sort((a, b) => a - b);
+    const splits = [...new Set(pr.map((r) => r.split))];
+    const at = (version, split) => pr.find((r) => r.policy_version === version && r.split === split);
+    draw('train-splits', {
+      type: 'line',
+      data: { labels: versions.map((x) => 'v' + x), datasets: splits.map((sp, i) =>
+        line(sp + (sp === 'EVAL' ? ' (held out, older runs)' : ''), versions.map((x) => at(x, sp)?.pass_rate ?? null), COLORS[i % COLORS.length], { borderDash: sp === 'TRAIN' ? [4, 3] : undefined })) },
+      options: { scales: { y: { min: 0, max: 1 }, x: { title: { display: true, text: 'policy version' } } } },
+    });
+    const parts = [...new Set(pr.flatMap((r) => Object.keys(r.parts)))].sort();
+    const partSets = splits.flatMap((sp) => parts.filter((p) => pr.some((r) => r.split === sp && p in r.parts)).map((p) => [p, sp]));
+    draw('train-parts', {
+      type: 'line',
+      data: { labels: versions.map((x) => 'v' + x), datasets: partSets.map(([p, sp], i) =>
+        line(p + ' · ' + sp, versions.map((x) => at(x, sp)?.parts[p] ?? null), COLORS[i % COLORS.length], { borderDash: sp === 'TRAIN' ? [4, 3] : undefined })) },
+      options: { scales: { y: { min: 0, max: 1 }, x: { title: { display: true, text: 'policy version' } } } },
+    });
+    table('train-pass', pr, [
+      ['version', (r) => r.policy_version], ['split', (r) => r.split], ['rollouts', (r) => r.rollouts], ['pass rate', (r) => r.pass_rate],
+      ['mean reward', (r) => r.mean_reward], ...parts.map((p) => [p, (r) => (p in r.parts ? r.parts[p] : null)]),
+    ]);
+  }
   async function getJson(path) {
     const res = await fetch(path, { cache: 'no-store' });
     const body = await res.json();
@@ -254,15 +362,17 @@ export function dashboardPage(o: PageOptions): string {
   async function refresh() {
     const status = document.getElementById('status');
     try {
-      const [body, runs, compared, evaluation, gym] = await Promise.all([
+      const [body, runs, compared, evaluation, gym, training] = await Promise.all([
         getJson(scoped('api/overview')),
         getJson('api/runs'),
         TAG ? getJson('api/compare?a=&b=' + encodeURIComponent(TAG)) : Promise.resolve(null),
         getJson('api/eval'),
         getJson('api/pass-rate-by-version'),
+        getJson('api/training' + (MODEL ? '?model=' + encodeURIComponent(MODEL) : '')),
       ]);
       renderEval(evaluation);
       renderGym(gym);
+      renderTraining(training);
       state.imported = body.imported || null;
       renderRuns(runs);
       if (compared) renderCompare(compared);

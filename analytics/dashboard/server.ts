@@ -21,6 +21,8 @@ import { judgeStats } from '../queries/judge-stats.ts';
 import { latencyPercentiles } from '../queries/latency.ts';
 import { rewardByVersion } from '../queries/reward-by-version.ts';
 import { passRateByVersion } from '../queries/pass-rate-by-version.ts';
+import { passRateBySplit } from '../queries/pass-rate-by-split.ts';
+import { trainingByVersion, trainingModels } from '../queries/training-by-version.ts';
 import { rewardOverTime } from '../queries/reward-over-time.ts';
 import { listRuns } from '../queries/runs.ts';
 import type { QueryScope, TurnSource } from '../queries/scope.ts';
@@ -86,6 +88,8 @@ function runParam(q: Record<string, string | undefined>, name: string, fallback:
     throw invalidInput(`${name} must be a replay tag (letters, digits, - and _) or empty for the live pipeline`, name);
   return v;
 }
+
+const MODEL_ID = /^[A-Za-z0-9._:/-]{1,200}$/;
 
 /** `?source=live|imported`: live traffic (the default) or imported history. */
 function sourceParam(q: Record<string, string | undefined>): TurnSource {
@@ -164,6 +168,17 @@ export function buildDashboardApp(o: DashboardOptions): FastifyInstance {
   json('/api/sessions', (q) => sessionStats(store, { ...scopeOf(q), limit: limitOf(q), userId: q.user }));
   json('/api/dlq', (q) => dlqByReason(store, scopeOf(q)));
   json('/api/runs', () => listRuns(store));
+  // The training run of one model (?model=; default the most recently active): per version what
+  // the learner reported, and its rollouts' pass rates by split and verdict part.
+  json('/api/training', async (q) => {
+    const models = await trainingModels(store);
+    const asked = q.model;
+    if (asked !== undefined && !MODEL_ID.test(asked)) throw invalidInput('model must be a model id (letters, digits, . _ : / -)', 'model');
+    const model = asked ?? models[0]?.model_id ?? null;
+    if (model === null) return { models, model, versions: [], pass_rates: [] };
+    const [versions, passRates] = await Promise.all([trainingByVersion(store, model), passRateBySplit(store, model)]);
+    return { models, model, versions, pass_rates: passRates };
+  });
   // The latest simulated-user evaluation: held-out satisfaction per version, overall and per persona.
   json('/api/eval', async () => {
     if (!o.evalFile) return { available: false };

@@ -10,6 +10,7 @@ export const MODULES = {
   bench: () => import('./bench.ts'),
   chaos: () => import('./chaos.ts'),
   dashboard: () => import('./dashboard.ts'),
+  dlq: () => import('./dlq.ts'),
   doctor: () => import('./doctor.ts'),
   eval: () => import('./eval.ts'),
   export: () => import('./export.ts'),
@@ -121,6 +122,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     usage: ' [options]',
     description: 're-derive pairs, judgements and samples from history with another configuration, into tagged topics',
     module: 'replay',
+  },
+  {
+    name: 'dlq',
+    usage: ' [options] [command]',
+    description: 'dead letters: list them, show one, re-send them to their original topic once the cause is fixed (each at most once)',
+    module: 'dlq',
+    tfjs: false,
   },
   {
     name: 'export',

@@ -110,6 +110,8 @@ export function register(program: Command): void {
       const sup = new Supervisor({
         bin: BIN,
         logDir: join(config.home, 'logs'),
+        logMaxBytes: config.logMaxBytes,
+        logKeep: config.logKeep,
         env: { ...process.env, KAFKA_BROKERS: stack.brokers, SCHEMA_REGISTRY_URL: stack.registryUrl, CLICKHOUSE_URL: stack.clickhouseUrl },
         onChange: (name, state, detail) => say(`  ${name.padEnd(18)} ${state}${detail ? `  (${detail})` : ''}`),
       });

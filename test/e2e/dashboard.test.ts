@@ -4,30 +4,38 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
-import { chromium, type BrowserContext } from 'playwright-core';
-import { AnalyticsStore, buildDashboardApp, funnel, listRuns, startDashboard, type DashboardHandle } from '../../analytics/index.ts';
+import type { BrowserContext } from 'playwright-core';
+import {
+  AnalyticsStore,
+  buildDashboardApp,
+  funnel,
+  listRuns,
+  passRateBySplit,
+  startDashboard,
+  trainingByVersion,
+  type DashboardHandle,
+} from '../../analytics/index.ts';
 import { learningDataset } from '../../bench/sink-dataset.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/clickhouse-sink/index.ts';
+import type { Reward, RolloutSplit, WeightVersion } from '../../schemas/index.ts';
 import { createKafka, ensureTopics, EventProducer } from '../../streams/index.ts';
+import { exampleReward, exampleWeightVersion } from '../support/fixtures.ts';
 import { dropTables, family, waitFor, type Family } from '../integration/analytics/support.ts';
+import { CANVAS_INK, launchChromium, type CanvasInk } from '../support/chromium.ts';
 import { ensureStack, uniquePrefix } from '../support/stack.ts';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 interface PageState {
   points: Record<string, number>;
   refreshes: number;
   error: string | null;
+}
+
+/** `window.turnstreamDashboard.training`: the model the training panels show. */
+interface TrainingState {
+  model: string;
+  models: string[];
+  versions: number;
+  pass_rates: number;
 }
 
 let kafka: Kafka;
@@ -109,12 +117,7 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
       }),
     );
     dashboard = await startDashboard({ store, port: 0, refreshMs: 1000, evalFile });
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1400, height: 1500 },
-    });
+    browser = await launchChromium(profile);
   });
   after(async () => {
     await browser?.close();
@@ -147,18 +150,27 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     assert.match(await page.locator('#eval-summary').innerText(), /^0\.100 → 0\.700 over 2 personas × 3 seeds, 24 interactions each/);
 
     // Every chart's canvas really has ink on it.
-    const ink = (await page.evaluate(`[...document.querySelectorAll('canvas')].map((c) => {
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let painted = 0;
-      for (let i = 3; i < d.length; i += 4) if (d[i] > 0) painted++;
-      return { id: c.id, painted, total: d.length / 4 };
-    })`)) as Array<{ id: string; painted: number; total: number }>;
-    assert.equal(ink.length, 7);
-    // No gym run in this data: the tasks panel stays hidden and its chart undrawn.
+    const ink = (await page.evaluate(CANVAS_INK)) as CanvasInk;
+    assert.equal(ink.length, 14);
+    // No gym run in this data: the tasks panels stay hidden and their charts undrawn.
     assert.equal(await page.locator('#gym-section').isHidden(), true);
-    assert.equal(ink.find((c) => c.id === 'chart-gym')?.painted, 0);
-    for (const c of ink.filter((c) => c.id !== 'chart-gym'))
+    const undrawn = ['chart-gym', 'chart-train-splits', 'chart-train-parts'];
+    for (const id of undrawn) assert.equal(ink.find((c) => c.id === id)?.painted, 0, `${id} is not drawn`);
+    assert.equal(await page.locator('.train-tasks').first().isHidden(), true);
+    for (const c of ink.filter((c) => !undrawn.includes(c.id)))
       assert.ok(c.painted > c.total * 0.005, `${c.id} is drawn (${c.painted} of ${c.total} pixels)`);
+    // The training panels: the dataset's learner published v1–v4 (loss, KL, clip fraction, reward,
+    // samples and tokens; no mismatch or step time reported, read as 0, importance weight 1).
+    const training = (await page.evaluate('window.turnstreamDashboard.training')) as TrainingState;
+    assert.deepEqual(training, { model: 'turnstream-tiny', models: ['turnstream-tiny'], versions: 4, pass_rates: 0 });
+    assert.deepEqual(
+      ['train-loss', 'train-reward', 'train-mismatch', 'train-volume', 'train-step'].map((id) => state.points[id]),
+      [4 * 3, 4, 4 * 4, 4 * 2, 0],
+    );
+    assert.match(
+      await page.locator('#training-summary').innerText(),
+      /^4 versions published, the last v4 at .*; \d+ samples, 4000 tokens$/,
+    );
 
     const kpis = await page.locator('#kpis .kpi').allInnerTexts();
     const fu = await funnel(store);
@@ -262,5 +274,212 @@ describe('analytics dashboard in headless Chromium (real Kafka and ClickHouse)',
     assert.deepEqual((await noFile.inject({ method: 'GET', url: '/api/eval' })).json(), { available: false });
     await noFile.close();
     await down.close();
+  });
+
+  it('draws a training run per version: the learner, the rollout/trainer mismatch, pass rates by split and verdict part', async () => {
+    const model = `${f.prefix}gym-s1`;
+    const t0 = Date.now();
+    // Three versions as a GRPO run's learner publishes them, every metric known.
+    const learner = [
+      {
+        loss: 0.5,
+        meanReward: 0.25,
+        kl: 0.001,
+        clipFraction: 0.05,
+        tokens: 800,
+        logprobDrift: 0.02,
+        mismatchKl: 0.0004,
+        tisMean: 0.98,
+        tisTruncated: 0.01,
+        stepSeconds: 20,
+      },
+      {
+        loss: 0.4,
+        meanReward: 0.5,
+        kl: 0.002,
+        clipFraction: 0.1,
+        tokens: 900,
+        logprobDrift: 0.01,
+        mismatchKl: 0.0002,
+        tisMean: 0.99,
+        tisTruncated: 0.005,
+        stepSeconds: 22,
+      },
+      {
+        loss: 0.3,
+        meanReward: 0.75,
+        kl: 0.003,
+        clipFraction: 0.15,
+        tokens: 1000,
+        logprobDrift: 0.015,
+        mismatchKl: 0.0003,
+        tisMean: 1,
+        tisTruncated: 0,
+        stepSeconds: 21,
+      },
+    ];
+    const weights: WeightVersion[] = learner.map((m, i) =>
+      exampleWeightVersion({
+        modelId: model,
+        version: i + 1,
+        parentVersion: i,
+        metrics: { ...exampleWeightVersion().metrics, ...m, samples: 16 },
+        createdAt: t0 + i,
+      }),
+    );
+    // Verdicts with content and format parts: [passed content, passed format] per rollout. EVAL is
+    // the held-out split of runs from before the dev split, whose rewards had no parts.
+    const T = true;
+    const F = false;
+    const rollouts: Array<[number, RolloutSplit, boolean[][]]> = [
+      [
+        0,
+        'TEST',
+        [
+          [T, T],
+          [T, F],
+          [F, T],
+          [F, F],
+        ],
+      ],
+      [
+        0,
+        'DEV',
+        [
+          [T, T],
+          [F, T],
+        ],
+      ],
+      [
+        1,
+        'TRAIN',
+        [
+          [T, T],
+          [T, T],
+          [T, T],
+          [T, F],
+        ],
+      ],
+      [
+        3,
+        'TEST',
+        [
+          [T, T],
+          [T, T],
+          [T, T],
+          [F, T],
+        ],
+      ],
+      [
+        3,
+        'DEV',
+        [
+          [T, T],
+          [T, T],
+        ],
+      ],
+    ];
+    const rewards: Reward[] = rollouts.flatMap(([version, split, verdicts]) =>
+      verdicts.map(([content, format], i) =>
+        exampleReward({
+          rewardId: `${model}-v${version}-${split}-${i}`,
+          sessionId: `${model}-v${version}-${split}-${i}`,
+          policyModelId: model,
+          policyVersion: version,
+          passed: content && format,
+          reward: content && format ? 1 : 0,
+          parts: { content, format },
+          rollout: { ...exampleReward().rollout!, split, index: i },
+          createdAt: t0 + 10 + i,
+        }),
+      ),
+    );
+    for (const [i, passed] of [T, F].entries())
+      rewards.push(
+        exampleReward({
+          rewardId: `${model}-v0-EVAL-${i}`,
+          policyModelId: model,
+          policyVersion: 0,
+          passed,
+          reward: passed ? 1 : 0,
+          parts: {},
+          rollout: { ...exampleReward().rollout!, split: 'EVAL', index: i },
+          createdAt: t0 + 20 + i,
+        }),
+      );
+    await f.producer.sendAll([
+      ...weights.map((w) => ({ id: 'weights' as const, key: w.modelId, value: w })),
+      ...rewards.map((r) => ({ id: 'rewards' as const, key: r.sessionId, value: r })),
+    ]);
+    await waitFor(
+      'the run in ClickHouse',
+      async () => (await trainingByVersion(store, model)).length === 3 && (await passRateBySplit(store, model)).length === 6,
+    );
+
+    // The API: the most recently active model by default; each split's pass rate and parts.
+    const api = (await (await fetch(`${dashboard.url}/api/training`)).json()) as {
+      model: string;
+      pass_rates: Array<{ policy_version: number; split: string; rollouts: number; pass_rate: number; parts: Record<string, number> }>;
+    };
+    assert.equal(api.model, model);
+    assert.deepEqual(
+      api.pass_rates.map((r) => [r.policy_version, r.split, r.rollouts, r.pass_rate, r.parts]),
+      [
+        [0, 'DEV', 2, 0.5, { content: 0.5, format: 1 }],
+        [0, 'TEST', 4, 0.25, { content: 0.5, format: 0.5 }],
+        [0, 'EVAL', 2, 0.5, {}],
+        [1, 'TRAIN', 4, 0.75, { content: 1, format: 0.75 }],
+        [3, 'DEV', 2, 1, { content: 1, format: 1 }],
+        [3, 'TEST', 4, 0.75, { content: 0.75, format: 1 }],
+      ],
+    );
+    const bad = await fetch(`${dashboard.url}/api/training?model=${encodeURIComponent("x'; DROP")}`);
+    assert.equal(bad.status, 400);
+
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(`${dashboard.url}/dashboard`);
+    await page.waitForFunction('(window.turnstreamDashboard?.refreshes ?? 0) >= 1', undefined, { timeout: 30000 });
+    const state = (await page.evaluate('({ ...window.turnstreamDashboard, charts: undefined })')) as PageState & {
+      training: TrainingState;
+    };
+    assert.equal(state.error, null);
+    assert.deepEqual(state.training, { model, models: [model, 'turnstream-tiny'], versions: 3, pass_rates: 6 });
+    // Points per chart: 3 versions × (loss, KL, clip fraction), reward, 4 mismatch series, samples
+    // and tokens, step time; pass rate of DEV (v0, v3), TEST (v0, v3), EVAL (v0), TRAIN (v1);
+    // content and format of DEV, TEST and TRAIN at the same versions (EVAL has no parts).
+    assert.deepEqual(
+      ['train-loss', 'train-reward', 'train-mismatch', 'train-volume', 'train-step', 'train-splits', 'train-parts'].map(
+        (id) => state.points[id],
+      ),
+      [9, 3, 12, 6, 3, 6, 10],
+    );
+    const ink = (await page.evaluate(CANVAS_INK)) as CanvasInk;
+    for (const c of ink.filter((c) => c.id.startsWith('chart-train-')))
+      assert.ok(c.painted > c.total * 0.005, `${c.id} is drawn (${c.painted} of ${c.total} pixels)`);
+    assert.match(
+      await page.locator('#training-summary').innerText(),
+      /^3 versions published, the last v3 at .*; 48 samples, 2700 tokens; mean step 21\.0 s$/,
+    );
+    const rows = (await page.locator('#train-pass tbody tr').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+    assert.deepEqual(rows, [
+      '0 DEV 2 0.500 0.500 0.500 1',
+      '0 TEST 4 0.250 0.250 0.500 0.500',
+      '0 EVAL 2 0.500 0.500 — —',
+      '1 TRAIN 4 0.750 0.750 1 0.750',
+      '3 DEV 2 1 1 1 1',
+      '3 TEST 4 0.750 0.750 0.750 1',
+    ]);
+    const shot = join(tmpdir(), `turnstream-dashboard-training-${f.prefix.replace(/\W+/g, '')}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+
+    // The model selector: another model's run, by reloading on ?model=.
+    await page.selectOption('#train-model', 'turnstream-tiny');
+    await page.waitForURL(/\?model=turnstream-tiny$/);
+    await page.waitForFunction('window.turnstreamDashboard?.training?.model === "turnstream-tiny"', undefined, { timeout: 30000 });
+    assert.equal(await page.locator('.train-tasks').first().isHidden(), true, 'no rollouts of that model: the task panels hide');
+    assert.deepEqual(pageErrors, []);
+    await page.close();
   });
 });

@@ -3,19 +3,21 @@
  * a suite the test writes (checks and a command the shipped suites do not use) runs as sandboxed
  * rollouts through the gateway; the turns (with the rollouts' metadata), the verifier's rewards,
  * the samples with group advantages are on Kafka; the learner publishes a version and the gateway
- * serves it; ClickHouse holds the rollouts.
+ * serves it; ClickHouse holds the rollouts, and the dashboard draws the run's training panels from
+ * them in headless Chromium.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { AnalyticsStore, passRateByVersion } from '../../analytics/index.ts';
+import { AnalyticsStore, passRateBySplit, passRateByVersion, startDashboard, trainingByVersion } from '../../analytics/index.ts';
 import { loadConfig } from '../../cli/config.ts';
 import { loadTaskSuite, runGym, type GymResult } from '../../gym/index.ts';
 import { resolveModel } from '../../policy/index.ts';
 import type { Reward, Sample, Turn } from '../../schemas/index.ts';
 import { createEventCodecs, createKafka, readToEnd, type TopicValues } from '../../streams/index.ts';
+import { CANVAS_INK, launchChromium, type CanvasInk } from '../support/chromium.ts';
 import { ensureStack } from '../support/stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -170,3 +172,75 @@ test('ClickHouse holds the rollouts: a row per reward, pass rate by version', { 
     await store.close();
   }
 });
+
+test(
+  'the dashboard draws the run: loss, KL, clip fraction, reward, mismatch, samples, step time, pass rates by split and part',
+  { timeout: 180_000 },
+  async () => {
+    const store = new AnalyticsStore({ url: stack.clickhouseUrl });
+    const model = result.runs[0].modelId;
+    const profile = await mkdtemp(join(tmpdir(), 'gym-e2e-chromium-'));
+    const dashboard = await startDashboard({ store, port: 0, refreshMs: 1000 });
+    const browser = await launchChromium(profile);
+    try {
+      // The versions the learner published and the rollouts of every version, as the sink stored them.
+      const published = result.runs[0].evals.at(-1)!.version;
+      await waitFor(
+        'the run’s versions and rollouts in ClickHouse',
+        async () =>
+          (await trainingByVersion(store, model)).length >= published &&
+          new Set((await passRateBySplit(store, model)).map((r) => r.split)).size === 2,
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      const versions = await trainingByVersion(store, model);
+      const passRates = await passRateBySplit(store, model);
+      const page = await browser.newPage();
+      const pageErrors: string[] = [];
+      page.on('pageerror', (e) => pageErrors.push(e.message));
+      await page.goto(`${dashboard.url}/dashboard?model=${encodeURIComponent(model)}`);
+      await page.waitForFunction('(window.turnstreamDashboard?.refreshes ?? 0) >= 1', undefined, { timeout: 60_000 });
+      const state = (await page.evaluate('({ ...window.turnstreamDashboard, charts: undefined })')) as {
+        error: string | null;
+        points: Record<string, number>;
+        training: { model: string; versions: number; pass_rates: number };
+      };
+      assert.equal(state.error, null);
+      assert.equal(state.training.model, model);
+      assert.equal(state.training.versions, versions.length);
+      assert.equal(state.training.pass_rates, passRates.length);
+      // Every version has its learner's figures and a step time; the mismatch is measured per step.
+      const n = versions.length;
+      assert.ok(n >= 1);
+      for (const v of versions)
+        assert.ok(v.step_seconds! > 0 && v.samples > 0 && v.tokens > 0 && v.logprob_drift !== null, JSON.stringify(v));
+      assert.deepEqual(
+        ['train-loss', 'train-reward', 'train-mismatch', 'train-volume', 'train-step'].map((id) => state.points[id]),
+        [3 * n, n, 4 * n, 2 * n, n],
+      );
+      // Pass rates of the train and test splits, and of each verdict part (one verifier is a part named after its kind).
+      assert.deepEqual([...new Set(passRates.map((r) => r.split))].sort(), ['TEST', 'TRAIN']);
+      assert.ok(passRates.every((r) => Object.keys(r.parts).length > 0));
+      assert.equal(state.points['train-splits'], passRates.filter((r) => r.pass_rate !== null).length);
+      assert.equal(
+        state.points['train-parts'],
+        passRates.reduce((k, r) => k + Object.keys(r.parts).length, 0),
+      );
+      const ink = (await page.evaluate(CANVAS_INK)) as CanvasInk;
+      const train = ink.filter((c) => c.id.startsWith('chart-train-'));
+      assert.equal(train.length, 7);
+      for (const c of train) assert.ok(c.painted > c.total * 0.005, `${c.id} is drawn (${c.painted} of ${c.total} pixels)`);
+      assert.equal(await page.locator('#train-pass tbody tr').count(), passRates.length);
+      assert.match(
+        await page.locator('#training-summary').innerText(),
+        new RegExp(`^${n} versions? published, the last v${versions.at(-1)!.version} at .*; mean step [\\d.]+ s$`),
+      );
+      await page.screenshot({ path: join(tmpdir(), `turnstream-dashboard-${model}.png`), fullPage: true });
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      await browser.close();
+      await dashboard.close();
+      await store.close();
+      await rm(profile, { recursive: true, force: true });
+    }
+  },
+);

@@ -26,7 +26,7 @@ import type { ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { caughtUpOn, family, readAll, waitFor, type Family } from '../integration/processors/support.ts';
 import { caughtUp } from '../support/caught-up.ts';
-import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../unit/processors/support/fake-openai.ts';
+import { chat, startFakeOpenAI, type FakeBody, type FakeReply, type FakeServer } from '../unit/processors/support/fake-openai.ts';
 import { ensureStack } from '../support/stack.ts';
 
 /** Small enough to generate fast on 2 CPU cores. */
@@ -40,10 +40,10 @@ const JUDGE_TIMEOUT_MS = 1500;
  *   [[hintonly]] → 0 and a hint                      [[timeout]] → every vote times out → DLQ
  *   anything else → 0, no hint
  */
-function scriptedJudge(): ((body: any) => FakeReply) & { calls: Map<string, number> } {
+function scriptedJudge(): ((body: FakeBody) => FakeReply) & { calls: Map<string, number> } {
   const seen = new Map<string, number>();
-  const reply = (body: any): FakeReply => {
-    const user: string = body.messages[1].content;
+  const reply = (body: FakeBody): FakeReply => {
+    const user = body.messages[1].content ?? '';
     const next = /<next_state role="user">\n([\s\S]*?)\n<\/next_state>/.exec(user)?.[1] ?? '';
     const marker = /\[\[(\w+)\]\]/.exec(next)?.[1] ?? 'none';
     const hintCall = body.messages[0].content === HINT_SYSTEM_PROMPT;

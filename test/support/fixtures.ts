@@ -6,6 +6,7 @@
 import type {
   BatchState,
   DeadLetter,
+  DeadLetterReplay,
   Feedback,
   Judgement,
   PairTurn,
@@ -257,6 +258,19 @@ export function exampleDeadLetter(over: Partial<DeadLetter> = {}): DeadLetter {
     stage: 'session-assembler',
     failedAt: 1_760_000_006_000,
     attempts: 1,
+    ...over,
+  };
+}
+
+export function exampleDeadLetterReplay(over: Partial<DeadLetterReplay> = {}): DeadLetterReplay {
+  return {
+    deadLetterId: '7c9e6679-7425-50de-944b-e07fc1f90ae7',
+    topic: 'turnstream.pairs.v1',
+    partition: 1,
+    offset: '17',
+    stage: 'judge',
+    code: 'TS_ERR_JUDGE_FAILED',
+    replayedAt: 1_760_000_007_000,
     ...over,
   };
 }

@@ -9,7 +9,7 @@ import {
   type Teacher,
 } from '../../../processors/index.ts';
 import { HINT_SYSTEM_PROMPT } from '../../../processors/judge/index.ts';
-import { chat, startFakeOpenAI, type FakeReply, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
+import { chat, startFakeOpenAI, type FakeBody, type FakeReply, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
 import { conversation, family, pipelineCaughtUp, readAll, waitFor, type Family } from './support.ts';
 
 /**
@@ -18,10 +18,10 @@ import { conversation, family, pipelineCaughtUp, readAll, waitFor, type Family }
  *   [[tie]] → 1, -1, invalid → 0   [[slow]] → one vote times out, the others 1 → 1
  *   [[fail]] → every call 500 → JUDGE_FAILED → DLQ                [[hintonly]] → 0 and a hint
  */
-function scriptedJudge(): (body: any) => FakeReply {
+function scriptedJudge(): (body: FakeBody) => FakeReply {
   const seen = new Map<string, number>();
   return (body) => {
-    const user: string = body.messages[1].content;
+    const user = body.messages[1].content ?? '';
     const next = /<next_state role="user">\n([\s\S]*?)\n<\/next_state>/.exec(user)?.[1] ?? '';
     const marker = /\[\[(\w+)\]\]/.exec(next)?.[1] ?? 'none';
     const hintCall = body.messages[0].content === HINT_SYSTEM_PROMPT;

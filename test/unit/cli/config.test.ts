@@ -36,6 +36,8 @@ describe('loadConfig', () => {
       modelId: undefined,
       trainMethod: 'combined',
       logLevel: 'info',
+      logMaxBytes: 52_428_800,
+      logKeep: 3,
       topicPrefix: '',
       model: {
         spec: 'smollm2-135m',
@@ -139,6 +141,8 @@ describe('loadConfig', () => {
       TURNSTREAM_MODEL_ID: 'mine',
       TRAIN_METHOD: 'OPD',
       LOG_LEVEL: 'warn',
+      TURNSTREAM_LOG_MAX_BYTES: '1048576',
+      TURNSTREAM_LOG_KEEP: '5',
       TURNSTREAM_TOPIC_PREFIX: 't1.',
       TURNSTREAM_WEIGHTS_TRANSPORT: 'Kafka',
     });
@@ -153,6 +157,8 @@ describe('loadConfig', () => {
     assert.equal(c.modelId, 'mine');
     assert.equal(c.trainMethod, 'opd', 'choices are case-insensitive');
     assert.equal(c.logLevel, 'warn');
+    assert.equal(c.logMaxBytes, 1_048_576);
+    assert.equal(c.logKeep, 5);
     assert.equal(c.topicPrefix, 't1.');
     assert.equal(c.sink.groupId, 't1.turnstream-clickhouse-sink', 'the sink group follows the topic prefix');
     assert.equal(load({ TURNSTREAM_WEIGHTS_DIR: 'w' }).weightsDir, resolve(CWD, 'w'));
@@ -347,6 +353,8 @@ describe('loadConfig', () => {
     ['TURNSTREAM_WEIGHTS_TRANSPORT', 's3', /one of file, kafka/],
     ['DEFAULT_TURN_TYPE', 'aside', /one of main, side/],
     ['LOG_LEVEL', 'verbose', /one of fatal, error, warn, info, debug, trace, silent/],
+    ['TURNSTREAM_LOG_MAX_BYTES', '50MiB', /an integer >= 1/],
+    ['TURNSTREAM_LOG_KEEP', '0', /an integer >= 1/],
     ['GATEWAY_BODY_LIMIT_BYTES', '4MiB', /an integer >= 1/],
     ['SINK_REPLAY_TAGS', 'a.b', /"all", "none" or tags/],
     ['SINK_REPLAY_TAGS', ',', /"all", "none" or tags/],

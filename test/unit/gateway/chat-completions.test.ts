@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { ErrorCodes, TurnstreamError } from '../../../core/index.ts';
 import { Admission } from '../../../gateway/admission.ts';
 import { chatCompletions } from '../../../gateway/chat-completions.ts';
+import type { GatewayMetrics } from '../../../gateway/metrics.ts';
 import { SseBudget } from '../../../gateway/sse-writer.ts';
 import type { ChatRequest } from '../../../gateway/chat-request.ts';
 import type { EngineCallOptions } from '../../../gateway/engine.ts';
@@ -34,7 +35,7 @@ after(async () => {
 async function chatApp(
   engine: ScriptedEngine = scriptedEngine(),
   o: TestAppOptions & { admission?: Admission } = {},
-): Promise<{ app: FastifyInstance; outbox: Outbox }> {
+): Promise<{ app: FastifyInstance; outbox: Outbox; metrics: GatewayMetrics }> {
   const { app, metrics } = testApp(o);
   const { capture, outbox, index, close } = await testCapture(metrics);
   await app.register(chatCompletions, {
@@ -56,7 +57,7 @@ async function chatApp(
     await app.close();
     await close();
   });
-  return { app, outbox };
+  return { app, outbox, metrics };
 }
 
 const hi = { messages: [{ role: 'user', content: 'hi' }] };
@@ -272,4 +273,22 @@ test('a choice that fails fails the call: the others are aborted and no Turn is 
   assert.equal(res.statusCode, 502);
   assert.equal(openAIError(res.body).message, 'the second choice broke');
   assert.equal(outbox.depth, 0);
+});
+
+test('inter-token latency: one observation per choice of two tokens or more, streamed or not; none for a one-token reply', async () => {
+  const series = async (metrics: GatewayMetrics) => {
+    const text = (await metrics.render()).body;
+    const count = /^turnstream_gateway_inter_token_latency_seconds_count\{[^}]*engine="builtin"[^}]*\} (\d+)$/m.exec(text);
+    const sum = /^turnstream_gateway_inter_token_latency_seconds_sum\{[^}]*engine="builtin"[^}]*\} (\S+)$/m.exec(text);
+    return { count: Number(count?.[1] ?? 0), sum: Number(sum?.[1] ?? 0) };
+  };
+  const four = await chatApp(scriptedEngine({ answer: ['a', 'b', 'c', 'd'] }));
+  assert.equal((await post(four.app, { ...hi, n: 2 })).statusCode, 200);
+  assert.equal((await post(four.app, { ...hi, stream: true })).statusCode, 200);
+  const seen = await series(four.metrics);
+  assert.equal(seen.count, 3, 'two choices, then one streamed');
+  assert.ok(seen.sum >= 0 && Number.isFinite(seen.sum), String(seen.sum));
+  const one = await chatApp(scriptedEngine({ answer: ['a'] }));
+  assert.equal((await post(one.app, hi)).statusCode, 200);
+  assert.equal((await series(one.metrics)).count, 0, 'a single token has no gap');
 });

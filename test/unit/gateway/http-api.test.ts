@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type { OpenAIErrorBody } from '../../../gateway/openai-errors.ts';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
@@ -19,22 +20,25 @@ after(async () => {
 });
 
 const auth = { authorization: 'Bearer sk-1' };
+/** What these tests read of an answer: the OpenAI error shape, or a stored feedback's ids. */
+type Reply = Partial<OpenAIErrorBody> & { id?: string; session_id?: string };
+
 async function post(
   path: string,
   body: string | object,
   headers: Record<string, string> = {},
-): Promise<{ status: number; json: any; headers: Headers }> {
+): Promise<{ status: number; json: Reply; headers: Headers }> {
   const res = await fetch(`${g.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...auth, ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  let json: unknown = text;
+  let json: Reply = {};
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(text) as Reply;
   } catch {
-    /* SSE or text */
+    /* SSE or text: no fields to read */
   }
   return { status: res.status, json, headers: res.headers };
 }
@@ -74,10 +78,10 @@ test('every bad input gets a 400 in OpenAI error shape, and the server keeps ans
   for (const [body, param] of cases) {
     const r = await post('/v1/chat/completions', body);
     assert.equal(r.status, 400, JSON.stringify(body));
-    assert.equal(r.json.error.type, 'invalid_request_error');
-    assert.equal(typeof r.json.error.message, 'string');
-    assert.ok('code' in r.json.error && 'param' in r.json.error);
-    if (param) assert.equal(r.json.error.param, param);
+    assert.equal(r.json.error?.type, 'invalid_request_error');
+    assert.equal(typeof r.json.error?.message, 'string');
+    assert.ok(r.json.error && 'code' in r.json.error && 'param' in r.json.error);
+    if (param) assert.equal(r.json.error?.param, param);
   }
   // Bytes that are not UTF-8 are refused, not silently replaced.
   const raw = await fetch(`${g.url}/v1/chat/completions`, {
@@ -97,7 +101,7 @@ test('every bad input gets a 400 in OpenAI error shape, and the server keeps ans
 test('auth: 401 in OpenAI shape; health and readiness are public, /metrics needs the metrics key', async () => {
   const r = await post('/v1/chat/completions', ok, { authorization: 'Bearer nope' });
   assert.equal(r.status, 401);
-  assert.equal(r.json.error.type, 'authentication_error');
+  assert.equal(r.json.error?.type, 'authentication_error');
   const m = await fetch(`${g.url}/v1/models`);
   assert.equal(m.status, 401);
   assert.equal((await fetch(`${g.url}/healthz`)).status, 200);
@@ -126,7 +130,7 @@ test('auth: 401 in OpenAI shape; health and readiness are public, /metrics needs
 test('body limit: 413 in OpenAI shape; a ~47 KB system prompt is fine and truncated, not refused', async () => {
   const huge = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'x'.repeat(300_000) }] });
   assert.equal(huge.status, 413);
-  assert.equal(huge.json.error.type, 'invalid_request_error');
+  assert.equal(huge.json.error?.type, 'invalid_request_error');
   const big = await post('/v1/chat/completions', {
     messages: [
       { role: 'system', content: 'rules '.repeat(8000) },
@@ -144,11 +148,11 @@ test('feedback: by turn id (session looked up), by session id, and clear errors'
   const byTurn = await post('/v1/feedback', { turn_id: turnId, rating: 1 });
   assert.equal(byTurn.status, 201);
   assert.equal(byTurn.json.session_id, 'fb-s');
-  assert.match(byTurn.json.id, /^[0-9a-f-]{36}$/);
+  assert.match(byTurn.json.id ?? '', /^[0-9a-f-]{36}$/);
   const bySession = await post('/v1/feedback', { session_id: 'fb-s', text: 'use shorter answers' });
   assert.equal(bySession.status, 201);
   assert.equal((await post('/v1/feedback', { turn_id: 'unknown', rating: 1 })).status, 404);
-  assert.equal((await post('/v1/feedback', { session_id: 's', rating: 5 })).json.error.param, 'rating');
+  assert.equal((await post('/v1/feedback', { session_id: 's', rating: 5 })).json.error?.param, 'rating');
   assert.equal((await post('/v1/feedback', { rating: 1 })).status, 400);
   assert.ok(g.gw.outbox.depth >= 3, 'turns and feedback wait in the outbox');
 });

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Feedback, Turn } from '../../../schemas/index.ts';
+import type { OpenAIErrorBody } from '../../../gateway/openai-errors.ts';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
 
 let home: Awaited<ReturnType<typeof tempHome>>;
@@ -24,17 +25,20 @@ after(async () => {
 const key = (k: string) => ({ authorization: `Bearer ${k}` });
 const ok = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 };
 
+/** What these tests read of an answer: the OpenAI error shape, or a stored feedback's ids. */
+type Reply = Partial<OpenAIErrorBody> & { id?: string; session_id?: string };
+
 async function post(
   path: string,
   body: object,
   headers: Record<string, string>,
-): Promise<{ status: number; json: any; turnId: string | null }> {
+): Promise<{ status: number; json: Reply; turnId: string | null }> {
   const res = await fetch(`${g.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   });
-  return { status: res.status, json: await res.json(), turnId: res.headers.get('x-turn-id') };
+  return { status: res.status, json: (await res.json()) as Reply, turnId: res.headers.get('x-turn-id') };
 }
 
 /** The events captured so far, as the outbox holds them. */
@@ -52,12 +56,12 @@ test('a user key cannot pose as another user, by header or body; naming itself i
   const byHeader = await post('/v1/chat/completions', ok, { ...key('sk-alice'), 'x-user-id': 'bob' });
   assert.equal(byHeader.status, 403);
   assert.deepEqual(
-    [byHeader.json.error.type, byHeader.json.error.code, byHeader.json.error.param],
+    [byHeader.json.error?.type, byHeader.json.error?.code, byHeader.json.error?.param],
     ['permission_error', 'TS_ERR_FORBIDDEN', 'X-User-Id'],
   );
   const byBody = await post('/v1/chat/completions', { ...ok, user: 'bob' }, key('sk-alice'));
   assert.equal(byBody.status, 403);
-  assert.equal(byBody.json.error.param, 'user');
+  assert.equal(byBody.json.error?.param, 'user');
   const anon = await post('/v1/chat/completions', ok, { ...key('sk-anon'), 'x-user-id': 'bob' });
   assert.equal(anon.status, 403, 'a key without a user cannot name one');
   const self = await post('/v1/chat/completions', ok, { ...key('sk-alice'), 'x-user-id': 'alice', 'x-session-id': 'alice-own' });
@@ -73,10 +77,10 @@ test("another user's session: chats into it and feedback on it or its turns are 
   assert.equal(a.status, 200);
   const intoHeader = await post('/v1/chat/completions', ok, { ...key('sk-bob'), 'x-session-id': 'alice-s' });
   assert.equal(intoHeader.status, 403);
-  assert.equal(intoHeader.json.error.param, 'X-Session-Id');
+  assert.equal(intoHeader.json.error?.param, 'X-Session-Id');
   const intoBody = await post('/v1/chat/completions', { ...ok, session_id: 'alice-s' }, key('sk-bob'));
   assert.equal(intoBody.status, 403);
-  assert.equal(intoBody.json.error.param, 'session_id');
+  assert.equal(intoBody.json.error?.param, 'session_id');
   assert.equal((await post('/v1/feedback', { turn_id: a.turnId, rating: -1 }, key('sk-bob'))).status, 403, "rating alice's turn");
   assert.equal((await post('/v1/feedback', { turn_id: `chatcmpl-${a.turnId}`, rating: -1 }, key('sk-bob'))).status, 403);
   assert.equal((await post('/v1/feedback', { session_id: 'alice-s', rating: -1 }, key('sk-bob'))).status, 403, "rating alice's session");
@@ -102,13 +106,13 @@ test('feedback on an unknown turn is 404, with or without a session id; an unkno
   ]) {
     const r = await post('/v1/feedback', body, key('sk-alice'));
     assert.equal(r.status, 404, JSON.stringify(body));
-    assert.deepEqual([r.json.error.code, r.json.error.param], ['TS_ERR_NOT_FOUND', 'turn_id']);
+    assert.deepEqual([r.json.error?.code, r.json.error?.param], ['TS_ERR_NOT_FOUND', 'turn_id']);
   }
   assert.equal((await post('/v1/feedback', { session_id: 'never-seen', rating: 1 }, key('sk-alice'))).status, 404);
   const a = await post('/v1/chat/completions', ok, { ...key('sk-alice'), 'x-session-id': 'alice-t' });
   const mismatch = await post('/v1/feedback', { turn_id: a.turnId, session_id: 'alice-own', rating: 1 }, key('sk-alice'));
   assert.equal(mismatch.status, 400, 'a turn named with another session');
-  assert.equal(mismatch.json.error.param, 'session_id');
+  assert.equal(mismatch.json.error?.param, 'session_id');
 });
 
 test('a service key acts for any user; the Turn and the Feedback record who acted', async () => {

@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import OpenAI from 'openai';
+import type { Turn } from '../../../schemas/index.ts';
 import { startGateway, tempHome, type StartedGateway } from '../../integration/gateway/support.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
@@ -34,6 +35,14 @@ function upstreamLogprobs(withIds: boolean, top: number): Array<Record<string, u
   ];
 }
 
+/** What the gateway sends its upstream, as the fake reads it; every other field as sent. */
+interface UpstreamBody {
+  messages: Array<{ role: string; content: string }>;
+  stream?: boolean;
+  top_logprobs?: number;
+  [field: string]: unknown;
+}
+
 let upstream: Server;
 let seen: Array<Record<string, unknown>> = [];
 let home: Awaited<ReturnType<typeof tempHome>>;
@@ -51,9 +60,9 @@ before(async () => {
   upstream = createServer(async (req, res) => {
     if (req.url === '/v1/models')
       return void res.end(JSON.stringify({ object: 'list', data: [{ id: 'up-model', object: 'model', created: 0, owned_by: 'x' }] }));
-    const body = JSON.parse(await read(req)) as Record<string, any>;
+    const body = JSON.parse(await read(req)) as UpstreamBody;
     seen.push(body);
-    const last = body.messages.at(-1).content as string;
+    const last = body.messages.at(-1)?.content ?? '';
     if (last === 'fail') {
       res.writeHead(400, { 'content-type': 'application/json' });
       return void res.end(JSON.stringify({ error: { message: 'bad tool schema' } }));
@@ -128,20 +137,28 @@ after(async () => {
 });
 
 /** The turns this gateway put in its outbox, read from the file. */
-async function outboxTurns(): Promise<any[]> {
+async function outboxTurns(): Promise<Turn[]> {
   const { readFile } = await import('node:fs/promises');
   const captured = (await g.gw.metrics.turnsCaptured.get()).values.reduce((n, v) => n + v.value, 0);
   const read = async () =>
     (await readFile(`${home.dir}/outbox/outbox.jsonl`, 'utf8'))
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l))
+      .map((l) => JSON.parse(l) as { topic: string; value: Turn })
       .filter((r) => r.topic === 'turns')
       .map((r) => r.value);
   return waitFor('every captured turn in the outbox file', async () => {
     const turns = await read();
     return turns.length >= captured && turns;
   });
+}
+
+/** The captured turn of a reply (`chatcmpl-<turnId>`), or the last one; the test fails when it is missing. */
+async function outboxTurn(replyId?: string): Promise<Turn> {
+  const turns = await outboxTurns();
+  const t = replyId === undefined ? turns.at(-1) : turns.find((x) => `chatcmpl-${x.turnId}` === replyId);
+  assert.ok(t, `the turn of ${replyId ?? 'the last reply'} in the outbox`);
+  return t;
 }
 
 test('non-stream: answer passed through, non-standard fields stripped, logprobs requested, untokenized turn', async () => {
@@ -157,7 +174,7 @@ test('non-stream: answer passed through, non-standard fields stripped, logprobs 
   assert.equal(seen.length, 1);
   for (const k of ['session_id', 'turn_type', 'session_done']) assert.ok(!(k in seen[0]), `${k} not sent upstream`);
   assert.equal(seen[0].logprobs, true);
-  const t = (await outboxTurns()).find((x) => `chatcmpl-${x.turnId}` === r.id);
+  const t = await outboxTurn(r.id);
   assert.equal(t.sessionId, 'p-1');
   assert.equal(t.turnType, 'SIDE');
   assert.equal(t.sessionDone, true);
@@ -169,7 +186,7 @@ test('non-stream: answer passed through, non-standard fields stripped, logprobs 
 
 test('token ids are recorded when the upstream returns them', async () => {
   const r = await client.chat.completions.create({ model: 'up-model', messages: [{ role: 'user', content: 'ids please' }] });
-  const t = (await outboxTurns()).find((x) => `chatcmpl-${x.turnId}` === r.id);
+  const t = await outboxTurn(r.id);
   assert.equal(t.tokenized, true);
   assert.deepEqual(t.responseTokenIds, [11, 12]);
   assert.deepEqual(t.promptTokenIds, [1, 2, 3]);
@@ -214,7 +231,7 @@ test('tools pass through; tool calls come back, streamed as deltas too', async (
   assert.equal(args, '{"dir":"/tmp"}');
   assert.equal(id, 'call_9');
   assert.equal(finish, 'tool_calls');
-  const t = (await outboxTurns()).at(-1);
+  const t = await outboxTurn();
   assert.deepEqual(t.response.toolCalls, [{ id: 'call_9', type: 'function', name: 'ls', arguments: '{"dir":"/tmp"}' }]);
   assert.equal(t.toolsJson, JSON.stringify(tools));
 });
@@ -255,7 +272,7 @@ test("logprobs the client asks for pass through both ways unchanged; the gateway
   assert.equal(seen.at(-1)!.logprobs, true);
   assert.equal(seen.at(-1)!.top_logprobs, 2, 'top_logprobs reaches the upstream');
   assert.deepEqual(asked.choices[0].logprobs, { content: upstreamLogprobs(false, 2) }, "the upstream's logprobs, unchanged");
-  const t = (await outboxTurns()).find((x) => `chatcmpl-${x.turnId}` === asked.id);
+  const t = await outboxTurn(asked.id);
   assert.deepEqual(t.responseLogprobs, [-0.1, -0.2], 'still captured');
 
   for (const extra of [{}, { logprobs: false }]) {
@@ -263,7 +280,7 @@ test("logprobs the client asks for pass through both ways unchanged; the gateway
     assert.equal(seen.at(-1)!.logprobs, true, 'the gateway still asks, for the Turn');
     assert.ok(!('top_logprobs' in seen.at(-1)!));
     assert.equal(plain.choices[0].logprobs, null, 'but the client did not ask');
-    const pt = (await outboxTurns()).find((x) => `chatcmpl-${x.turnId}` === plain.id);
+    const pt = await outboxTurn(plain.id);
     assert.deepEqual(pt.responseLogprobs, [-0.1, -0.2]);
   }
 });
@@ -294,14 +311,14 @@ test("streamed: each chunk carries the upstream's logprobs when asked, and null 
   assert.equal(asked.text, 'Hello');
   assert.deepEqual(asked.entries, upstreamLogprobs(false, 3));
   assert.equal(asked.chunksWithLogprobs, 2, 'one upstream chunk, one client chunk');
-  const t = (await outboxTurns()).at(-1);
+  const t = await outboxTurn();
   assert.deepEqual(t.responseLogprobs, [-0.1, -0.2]);
 
   const plain = await collect({});
   assert.equal(seen.at(-1)!.logprobs, true);
   assert.equal(plain.text, 'Hello');
   assert.equal(plain.chunksWithLogprobs, 0, 'the log-probs the gateway asked for stay in the Turn');
-  assert.deepEqual((await outboxTurns()).at(-1).responseLogprobs, [-0.1, -0.2]);
+  assert.deepEqual((await outboxTurn()).responseLogprobs, [-0.1, -0.2]);
 });
 
 test('n: 2 and fields the upstream decides on — one upstream call per choice (seed + i), every other field forwarded as sent', async () => {

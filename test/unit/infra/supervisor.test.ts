@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Supervisor } from '../../../infra/supervisor.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
-// A stand-in `turnstream` whose sub-commands are: `live` (runs until SIGTERM), `crash` (exits 3)
-// and `flaky <file>` (exits 3 until the file exists, then runs: a service whose dependency returns).
+// A stand-in `turnstream` whose sub-commands are: `live` (runs until SIGTERM), `crash` (exits 3),
+// `flaky <file>` (exits 3 until the file exists, then runs: a service whose dependency returns)
+// and `chatty <n>` (prints n numbered 100-byte lines, then runs until SIGTERM).
 const dir = mkdtempSync(join(tmpdir(), 'supervisor-'));
 const bin = join(dir, 'fake-turnstream.cjs');
 writeFileSync(
@@ -16,6 +17,7 @@ writeFileSync(
    console.log('started ' + cmd);
    if (cmd === 'crash') process.exit(3);
    if (cmd === 'flaky' && !require('node:fs').existsSync(process.argv[3])) process.exit(3);
+   if (cmd === 'chatty') for (let i = 0; i < Number(process.argv[3]); i++) console.log(('line ' + i + ' ').padEnd(99, 'x'));
    process.on('SIGTERM', () => { console.log('bye'); process.exit(0); });
    setInterval(() => {}, 1000);`,
 );
@@ -109,5 +111,44 @@ describe('Supervisor', () => {
     } finally {
       await sup.stopAll();
     }
+  });
+
+  it('rotates a service log past its size limit and keeps the newest files (logMaxBytes, logKeep)', async () => {
+    const logDir = join(dir, 'logs3');
+    const sup = new Supervisor({ bin, logDir, env: process.env, settleMs: 200, logMaxBytes: 10_000, logKeep: 2 });
+    // 2,000 lines of 100 bytes: 200 kB through a limit of 10 kB.
+    sup.start({ name: 'chatty', args: ['chatty', '2000'] });
+    const lastLine = 'line 1999 '.padEnd(99, 'x');
+    // The write that crosses the limit rotates the file, so the last line may be in `.1`.
+    const logged = (): string =>
+      readdirSync(logDir)
+        .map((f) => readFileSync(join(logDir, f), 'utf8'))
+        .join('');
+    try {
+      await waitFor('the last line logged', () => logged().includes(lastLine));
+    } finally {
+      await sup.stopAll();
+    }
+    assert.deepEqual(readdirSync(logDir).sort(), ['chatty.log', 'chatty.log.1', 'chatty.log.2'], 'the log and the two newest rotated ones');
+    for (const f of ['chatty.log.1', 'chatty.log.2']) {
+      const size = statSync(join(logDir, f)).size;
+      // A write is never split between two files: a rotated file is the limit plus at most one pipe chunk (64 KiB).
+      assert.ok(size >= 10_000 && size < 10_000 + 65_536, `${f}: ${size} bytes`);
+    }
+    // Oldest to newest, the kept files hold consecutive lines ending with the last one: nothing
+    // lost or repeated inside the rotation, only the files beyond the second dropped.
+    const kept = ['chatty.log.2', 'chatty.log.1', 'chatty.log'].map((f) => readFileSync(join(logDir, f), 'utf8')).join('');
+    const numbers = [...kept.matchAll(/^line (\d+) /gm)].map((m) => Number(m[1]));
+    assert.ok(numbers[0] > 0, 'the first lines were rotated out');
+    assert.deepEqual(
+      numbers,
+      Array.from({ length: numbers.length }, (_, i) => numbers[0] + i),
+    );
+    assert.equal(numbers.at(-1), 1999);
+  });
+
+  it('refuses a log size or count below 1', () => {
+    const sup = new Supervisor({ bin, logDir: join(dir, 'logs4'), env: process.env, logKeep: 0 });
+    assert.throws(() => sup.start({ name: 'live', args: ['live'] }), /logKeep must be an integer >= 1 \(got 0\)/);
   });
 });

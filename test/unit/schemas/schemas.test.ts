@@ -21,6 +21,7 @@ const examples: Record<TopicId, unknown> = {
   trajectories: fx.exampleTrajectory(),
   batchState: fx.exampleBatchState(),
   dlq: fx.exampleDeadLetter(),
+  dlqReplays: fx.exampleDeadLetterReplay(),
 };
 
 const grpoSample = fx.exampleSample({

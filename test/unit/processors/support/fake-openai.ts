@@ -10,10 +10,25 @@ export interface FakeReply {
   delayMs?: number;
 }
 
+/** One message of a request, as the fakes read it. */
+export interface FakeMessage {
+  role: string;
+  content: string | null;
+  [field: string]: unknown;
+}
+
+/** A request's JSON body (chat completions, completions): the fields the fakes script on, any other as sent. */
+export interface FakeBody {
+  model?: string;
+  messages: FakeMessage[];
+  [field: string]: unknown;
+}
+
 export interface FakeRequest {
   url: string;
   headers: IncomingHttpHeaders;
-  body: any;
+  /** `{ messages: [] }` for a request without a body (a GET). */
+  body: FakeBody;
 }
 
 export interface FakeServer {
@@ -35,7 +50,7 @@ export async function startFakeOpenAI(handler: (req: FakeRequest, n: number) => 
     req.on('data', (c) => chunks.push(c));
     req.on('end', async () => {
       const raw = Buffer.concat(chunks).toString('utf8');
-      const r: FakeRequest = { url: req.url ?? '', headers: req.headers, body: raw ? JSON.parse(raw) : null };
+      const r: FakeRequest = { url: req.url ?? '', headers: req.headers, body: raw ? (JSON.parse(raw) as FakeBody) : { messages: [] } };
       requests.push(r);
       const reply = await handler(r, requests.length - 1);
       if (reply.delayMs) await new Promise((ok) => setTimeout(ok, reply.delayMs)); // deliberate: a slow server, as scripted
