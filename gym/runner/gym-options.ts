@@ -51,7 +51,11 @@ export interface GymRunOptions {
    * same nucleus either way (trainer/step/sampled-logits.ts). @default 1
    */
   topP?: number;
-  /** How a batch's train tasks are drawn (gym/runner/task-schedule.ts). @default 'uniform' */
+  /**
+   * How a batch's train tasks are drawn (gym/runner/task-schedule.ts): `signal` favours tasks
+   * likelier to give a group with a signal (chosen on dev: docs/gym.md, the runs that chose the
+   * defaults). @default 'signal'
+   */
   taskSampling?: TaskSampling;
   /**
    * What a rollout is trained on: `pass`, 1 when the whole verdict passed, else 0; `partial`, the
@@ -66,7 +70,7 @@ export interface GymRunOptions {
    * How a step averages its per-token loss: `token`, one mean over every trained token of the
    * batch (DAPO's per-token loss: a long rollout weighs by its length); `sample`, each rollout's
    * token mean, then the mean over rollouts (a short right answer weighs as much as a long wrong
-   * one). @default 'token'
+   * one; chosen on dev with `signal`). @default 'sample'
    */
   lossAggregation?: 'token' | 'sample';
   /** Skip the test split (a tuning run: dev only, so that test stays unseen until the reported run). @default false */
@@ -149,10 +153,10 @@ export function gymSettings(o: GymRunOptions): GymSettings {
     testSamples: o.testSamples ?? 8,
     temperature: o.temperature ?? GYM_SAMPLING.temperature,
     topP: o.topP ?? GYM_SAMPLING.topP,
-    taskSampling: o.taskSampling ?? 'uniform',
+    taskSampling: o.taskSampling ?? 'signal',
     reward: o.reward ?? 'pass',
     tisCap: o.tisCap ?? 2,
-    lossAggregation: o.lossAggregation ?? 'token',
+    lossAggregation: o.lossAggregation ?? 'sample',
     devOnly: o.devOnly ?? false,
     maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens,
     lr: o.lr ?? GYM_LR,
