@@ -125,7 +125,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'dlq',
-    usage: ' [options] [command]',
+    usage: '',
     description: 'dead letters: list them, show one, re-send them to their original topic once the cause is fixed (each at most once)',
     module: 'dlq',
     tfjs: false,

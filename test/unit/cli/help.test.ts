@@ -114,7 +114,7 @@ describe('turnstream help, with commands loaded on demand', { timeout: 300_000 }
     const marked = COMMANDS.filter((c) => c.tfjs === false);
     assert.deepEqual(
       marked.map((c) => c.name),
-      ['infra', 'dashboard', 'report', 'openclaw', 'doctor'],
+      ['infra', 'dashboard', 'report', 'dlq', 'openclaw', 'doctor'],
     );
     for (const c of marked) {
       const g = importGraph(join(REPO_ROOT, 'cli', 'commands', `${c.module}.ts`));

@@ -203,6 +203,8 @@ const ROWS: Record<string, Row> = {
     default: { says: 'empty', value: STACK_DEFAULTS.topicPrefix },
   },
   LOG_LEVEL: { set: 'warn', at: (b) => b.config.logLevel, default: v(STACK_DEFAULTS.logLevel) },
+  TURNSTREAM_LOG_MAX_BYTES: { set: '1048576', at: (b) => b.config.logMaxBytes, default: v(STACK_DEFAULTS.logMaxBytes) },
+  TURNSTREAM_LOG_KEEP: { set: '5', at: (b) => b.config.logKeep, default: v(STACK_DEFAULTS.logKeep) },
   TURNSTREAM_METRICS_KEY: { set: 'mk', at: (b) => b.gateway.metricsKey, default: { says: 'unset', value: undefined } },
   TURNSTREAM_DASHBOARD_KEY: { set: 'dk', at: (b) => b.config.dashboardKey, default: { says: 'unset', value: undefined } },
   // gateway

@@ -59,21 +59,18 @@ describe('turnstream gym flags', () => {
       lossAggregation: undefined,
       parallel: undefined,
     });
-    assert.deepEqual(
-      gymTuning({ topP: '0.9', tisCap: '0', taskSampling: 'signal', reward: 'partial', lossAgg: 'sample' }),
-      {
-        temperature: undefined,
-        topP: 0.9,
-        maxTokens: undefined,
-        lr: undefined,
-        klCoef: undefined,
-        tisCap: 0,
-        taskSampling: 'signal',
-        reward: 'partial',
-        lossAggregation: 'sample',
-        parallel: undefined,
-      },
-    );
+    assert.deepEqual(gymTuning({ topP: '0.9', tisCap: '0', taskSampling: 'signal', reward: 'partial', lossAgg: 'sample' }), {
+      temperature: undefined,
+      topP: 0.9,
+      maxTokens: undefined,
+      lr: undefined,
+      klCoef: undefined,
+      tisCap: 0,
+      taskSampling: 'signal',
+      reward: 'partial',
+      lossAggregation: 'sample',
+      parallel: undefined,
+    });
     assert.equal(refusal(() => gymTuning({ topP: '1.5' })).message, '--top-p must be in (0, 1] (got 1.5)');
     assert.equal(refusal(() => gymTuning({ taskSampling: 'hard' })).message, '--task-sampling must be uniform or signal (got hard)');
     assert.equal(refusal(() => gymTuning({ reward: 'half' })).message, '--reward must be pass or partial (got half)');
