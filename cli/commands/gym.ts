@@ -317,9 +317,15 @@ export function register(program: Command): void {
     .option('--lr <x>', 'learning rate of the LoRA adapter (default 1e-3)')
     .option('--kl <coef>', 'weight of the KL penalty to the base model in each step (default 0.05; 0: none)')
     .option('--tis-cap <c>', 'cap of the truncated importance weights against the engine’s log-probs (default 2; 0: off)')
-    .option('--task-sampling <how>', 'signal (the default: tasks likelier to give a group with a signal) or uniform (each train task in turn)')
+    .option(
+      '--task-sampling <how>',
+      'signal (the default: tasks likelier to give a group with a signal) or uniform (each train task in turn)',
+    )
     .option('--reward <what>', 'pass (1 when the whole verdict passes) or partial (the share of its parts and checks that held)')
-    .option('--loss-agg <how>', 'sample (the default: each rollout’s mean, then their mean) or token (one mean over every trained token of a step)')
+    .option(
+      '--loss-agg <how>',
+      'sample (the default: each rollout’s mean, then their mean) or token (one mean over every trained token of a step)',
+    )
     .option('--dev-only', 'a tuning run: evaluate the dev split only, leaving test unseen')
     .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')
     .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
