@@ -145,6 +145,19 @@ export class SampleBatcher<M = unknown> {
     return { take, drop, trainable };
   }
 
+  /**
+   * Samples the GRPO batch at the head of the buffer still waits for (0 when the head is no such
+   * batch, or it is whole). The consumer must not pause on a full buffer while this is above 0:
+   * the batch is released only whole, so a pause would hold it until `maxWaitMs`.
+   */
+  missingOfHeadGroup(): number {
+    const head = this.buffer[0]?.sample.group;
+    if (!head) return 0;
+    let members = 0;
+    for (const p of this.buffer) if (p.sample.group?.batchId === head.batchId) members++;
+    return Math.max(0, head.batchSamples - members);
+  }
+
   /** A full batch is available, or a partial one whose oldest sample has waited `maxWaitMs`. */
   ready(currentVersion: number, now = Date.now()): boolean {
     const grouped = this.groupPlan(currentVersion);

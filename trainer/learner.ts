@@ -331,7 +331,8 @@ class Learner {
       },
       afterBatch: () => {
         metrics.buffered.set({ model: this.modelId }, this.batcher.size);
-        if (this.batcher.size >= maxBuffered) this.kafka.pause();
+        // A GRPO batch larger than the buffer (a batch of multi-turn rollouts) is read whole first.
+        if (this.batcher.size >= maxBuffered && this.batcher.missingOfHeadGroup() === 0) this.kafka.pause();
       },
       onAssigned: (partitions) => {
         const mine = new Set(partitions);

@@ -138,3 +138,19 @@ test('a GRPO batch missing samples is let go after maxWaitMs; an ordinary batch 
     [2],
   );
 });
+
+test('a GRPO batch larger than the buffer: the batcher says how many samples its head batch still waits for', () => {
+  // The learner pauses its consumer on a full buffer only when this is 0 (a gym batch of 12
+  // samples waited 600 s behind a buffer of 4 × batchSize = 4 before).
+  const b = new SampleBatcher<number>({ batchSize: 1, maxWaitMs: 600_000 });
+  assert.equal(b.missingOfHeadGroup(), 0, 'empty');
+  for (let i = 0; i < 5; i++) b.add(grouped(`g${i}`, 'b5', 12), i, 0);
+  assert.equal(b.missingOfHeadGroup(), 7);
+  assert.equal(b.ready(0, 10), false);
+  for (let i = 5; i < 12; i++) b.add(grouped(`g${i}`, 'b5', 12), i, 0);
+  assert.equal(b.missingOfHeadGroup(), 0, 'whole');
+  assert.equal(b.ready(0, 10), true);
+  assert.equal(b.take(0).batch.length, 12);
+  b.add(s('plain', 'alice'), 12, 0);
+  assert.equal(b.missingOfHeadGroup(), 0, 'an ordinary sample at the head');
+});
