@@ -5,6 +5,7 @@ export { mulberry32 } from './random.ts';
 export { retry, type RetryOptions } from './retry.ts';
 export { aptInstall, canUseApt, findExecutable, runCommand, type Runner } from './system-packages.ts';
 export { withFileLock, type FileLockOptions } from './file-lock.ts';
+export { pathExists } from './path-exists.ts';
 export { Secret, readSecretFile } from './secret.ts';
 export { readCaFile, untrustedCertificate, errorCodeOf, type TlsOptions } from './tls.ts';
 export { httpGet, type HttpGetOptions, type HttpGetResult } from './http-get.ts';

@@ -15,10 +15,10 @@
  *   seen so far (`remember`), else by reading the topic from its beginning.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
-import { counter, ErrorCodes, histogram, TurnstreamError, type Logger } from '../core/index.ts';
+import { counter, ErrorCodes, histogram, pathExists, TurnstreamError, type Logger } from '../core/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
 import {
   assembleChunks,
@@ -124,7 +124,7 @@ export class WeightTransport implements RemoteWeights {
     const at = parseWeightBlobUri(wv.uri);
     if (!at) return 'not-kafka';
     this.remember(wv);
-    if (await exists(dir)) return 'local';
+    if (await pathExists(dir)) return 'local';
     await this.fetchInto(dir, wv.modelId, wv.version, { topic: at.topic, since: wv.createdAt });
     return 'fetched';
   }
@@ -178,7 +178,7 @@ export class WeightTransport implements RemoteWeights {
       } catch (err) {
         await rm(tmp, { recursive: true, force: true });
         // Another process (a trainer sharing the home, a second gateway) put it there meanwhile.
-        if (!(await exists(dir))) throw err;
+        if (!(await pathExists(dir))) throw err;
       }
       const seconds = (performance.now() - started) / 1000;
       metrics.fetched.inc({ model: modelId });
@@ -199,14 +199,4 @@ interface FetchWhere {
   topic?: string;
   since?: number;
   waitMs?: number;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
 }

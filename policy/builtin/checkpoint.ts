@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { ErrorCodes, TurnstreamError, invalidInput } from '../../core/index.ts';
+import { ErrorCodes, pathExists, TurnstreamError, invalidInput } from '../../core/index.ts';
 import { resolveModelConfig, TransformerModel, weightShapes, type ModelConfig } from './model.ts';
 
 export const CHECKPOINT_FORMAT = 'turnstream-tfjs-v1';
@@ -72,7 +72,7 @@ const sha256Hex = (buf: Uint8Array): string => createHash('sha256').update(buf).
  */
 export async function saveCheckpoint(model: TransformerModel, opts: SaveCheckpointOptions): Promise<SavedCheckpoint> {
   const dir = checkpointPath(opts.weightsDir, opts.modelId, opts.version);
-  if (await exists(dir)) throw invalidInput(`checkpoint ${dir} already exists; versions are immutable`, 'version');
+  if (await pathExists(dir)) throw invalidInput(`checkpoint ${dir} already exists; versions are immutable`, 'version');
   const tensors: TensorEntry[] = [];
   const chunks: Uint8Array[] = [];
   let offset = 0;
@@ -193,14 +193,4 @@ function uriToDir(uri: string): string {
 
 function corrupt(message: string, cause?: unknown): TurnstreamError {
   return new TurnstreamError(ErrorCodes.CORRUPT_WEIGHTS, message, { cause });
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
 }
