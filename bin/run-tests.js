@@ -47,9 +47,9 @@ if (suites.some((s) => s !== 'unit')) {
 }
 
 // test/support/run-test-files.ts runs the files one after another, each in a process of its own
-// with --test-force-exit (a file whose tests are done but which left a handle open must not stall
-// the run), and fails the run when a file reported fewer tests than it declared: that flag can
-// drop a file's last results, and the runner alone would still pass.
+// (stopped when it lingers after its last result: a handle left open must not stall the run), and
+// fails the run when a file reported fewer tests than it declared, which node's runner alone
+// would let pass.
 const runner = fileURLToPath(new URL('../test/support/run-test-files.ts', import.meta.url));
 const args = ['--import', 'tsx', runner, ...files];
 const child = spawn(process.execPath, args, { stdio: 'inherit', env });

@@ -1,14 +1,16 @@
 /**
- * Runs test files with node:test, one after another, each in a process of its own with
- * `--test-force-exit` (a file that leaves a handle open must not stall the run), shows them
+ * Runs test files with node:test, one after another, each in a process of its own, shows them
  * with the spec reporter, checks that every test each file declared was reported
- * (test-tally.ts) and prints the totals. bin/run-tests.js starts it as
+ * (test-tally.ts) and prints the totals. A file whose tests have all reported but whose process
+ * lingers (a handle left open) is stopped after LINGER_MS, and named. bin/run-tests.js starts it as
  * `node --import tsx test/support/run-test-files.ts FILE...`; node:test hands the `--import tsx`
  * on to the files' processes.
  *
  * Each file is a run of its own (node:test's `run()`), so what a run reports belongs to that
- * file whatever module declared the test. This process does not force its own exit: it reads
- * every event a file's process delivered before it looks at the counts.
+ * file whatever module declared the test. Nothing here forces an exit: `--test-force-exit` ends
+ * a file's process with its last results still on their way to the runner (nodejs/node#64833;
+ * on CI's Node 24 a file lost 25 of 63 results three runs in a row), so a lingering process is
+ * stopped from here, once every result it declared is in.
  *
  * Exit status 0 when every test passed and every declared test was reported, else 1.
  */
@@ -32,6 +34,9 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => interr
 const tally = new RunTally();
 /** Runs of a file after the first, when its report came up short. */
 const MAX_RERUNS = 2;
+/** How long a file's process may live on, without a word, once every test it declared has reported. */
+const LINGER_MS = 5_000;
+const lingering: string[] = [];
 /** A line of the runner's own, in order with the reporter's output. */
 const note = (message: string): void =>
   void reporter.write({ type: 'test:diagnostic', data: { message, nesting: 0, file: undefined } } as unknown as TestEvent);
@@ -40,17 +45,24 @@ for (const file of files) {
   if (interrupt.signal.aborted) break;
   let fileTally = tally.file(file);
   for (let attempt = 0; ; attempt++) {
-    const events = run({ files: [file], concurrency: 1, forceExit: true, signal: interrupt.signal });
+    const stop = new AbortController();
+    const events = run({ files: [file], concurrency: 1, signal: AbortSignal.any([interrupt.signal, stop.signal]) });
+    let timer: NodeJS.Timeout | undefined;
     for await (const event of events as AsyncIterable<TestEvent>) {
+      if (stop.signal.aborted) continue; // the cancellation of a process whose every test had reported
       fileTally.add(event);
       if (!isRunSummary(event)) reporter.write(event);
+      clearTimeout(timer);
+      if (fileTally.complete) timer = setTimeout(() => stop.abort(), LINGER_MS);
     }
-    // --test-force-exit can end a file's process with its last results still in the pipe to
-    // this one (nodejs/node#64833). A file that failed nothing but came up short runs again, at
-    // most twice; the tally kept is the last run's, so a file counts only when it reported whole.
+    clearTimeout(timer);
+    if (stop.signal.aborted) lingering.push(fileTally.name());
+    // A process that ends in the middle of a test (a `process.exit`) loses the rest. A file that
+    // failed nothing but came up short runs again, at most twice; the tally kept is the last
+    // run's, so a file counts only when it reported whole.
     const short = fileTally.difference();
     if (short === undefined || fileTally.failed || attempt >= MAX_RERUNS || interrupt.signal.aborted) break;
-    note(`${short}; running it again (--test-force-exit drops results at times: nodejs/node#64833)`);
+    note(`${short}; running it again`);
     fileTally = tally.rerun(fileTally);
   }
 }
@@ -62,6 +74,7 @@ const lines = [
   ...differences.map((d) => `✖ ${d}`),
   differences.length ? `✖ ${differences.length} of ${tally.files.length} files did not report every test they declared` : '',
   interrupt.signal.aborted ? '✖ interrupted' : '',
+  lingering.length ? `ℹ stopped ${LINGER_MS / 1000} s after their last result (a handle left open): ${lingering.join(', ')}` : '',
   `ℹ ${tally.summary()} in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
 ].filter(Boolean);
 process.stdout.write(`${lines.join('\n')}\n`);

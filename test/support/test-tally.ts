@@ -1,10 +1,10 @@
 /**
  * What node:test reported for each test file, checked against what the file declared.
  *
- * A test file's process can end before its last results reach the runner: `--test-force-exit`
- * exits as soon as the tests are done, and output still in the reporter's pipeline is lost
- * (nodejs/node#54327, #64833); a test that calls `process.exit` loses the rest outright. The
- * runner then reports fewer tests and still passes. So each file is tallied on its own: every
+ * A test file's process can end before its last results reach the runner: a test that calls
+ * `process.exit` loses the rest outright, and `--test-force-exit` loses what is still in the
+ * reporter's pipeline (nodejs/node#54327, #64833). The runner then reports fewer tests and
+ * still passes. So each file is tallied on its own: every
  * test the runner saw start (`test:enqueue`, emitted as a test is registered, long before its
  * result) must have a result (`test:pass` or `test:fail`), and a file must report at least one
  * test. Suites and subtests count like tests here, on both sides.
@@ -42,6 +42,7 @@ export class FileTally {
   readonly #reported = new Map<string, number>();
   /** The file's own result: node:test reports the file as a test when none of its tests reported. */
   #fileVerdict: 'pass' | 'fail' | undefined;
+  #topLevelReported = 0;
   readonly counts = { tests: 0, passed: 0, failed: 0, skipped: 0, todo: 0, suitesFailed: 0 };
 
   /** @param file - the path the file was run by (node:test names the file's own test so). */
@@ -60,7 +61,10 @@ export class FileTally {
       // The file stands in for tests that never reported: a failure counts, a pass is no test.
       this.#fileVerdict = pass ? 'pass' : 'fail';
       if (pass) return;
-    } else bump(this.#reported, key(data.nesting, data.name));
+    } else {
+      bump(this.#reported, key(data.nesting, data.name));
+      if (data.nesting === 0) this.#topLevelReported++;
+    }
     if (event.data.details.type === 'suite') {
       if (!pass) this.counts.suitesFailed++;
       return;
@@ -70,6 +74,19 @@ export class FileTally {
     else if (marked(event.data.skip)) this.counts.skipped++;
     else if (marked(event.data.todo)) this.counts.todo++;
     else this.counts.passed++;
+  }
+
+  /**
+   * Whether the file's report is whole so far: a top-level test has a result, and so has every
+   * test seen to start (a parent test's result comes after its subtests').
+   */
+  get complete(): boolean {
+    return this.#topLevelReported > 0 && this.difference() === undefined;
+  }
+
+  /** The file's path, relative to `cwd`. */
+  name(cwd = process.cwd()): string {
+    return relative(cwd, this.file) || this.file;
   }
 
   /** Whether anything in the file failed: a test, a suite's hook, or the file itself. */
@@ -82,7 +99,7 @@ export class FileTally {
    * when every declared test has a result.
    */
   difference(cwd = process.cwd()): string | undefined {
-    const name = relative(cwd, this.file) || this.file;
+    const name = this.name(cwd);
     const declared = total(this.#declared);
     const reported = total(this.#reported);
     if (declared === 0 && reported === 0) {

@@ -64,7 +64,7 @@ test('a file whose report came up short once is run again, and counts when the r
     assert.equal(r.status, 0, r.out);
     assert.match(
       r.out,
-      /exits-once\.ts: 1 of 3 declared tests reported; missing "cut short the first time", "reported once run again"; running it again \(--test-force-exit drops results at times: nodejs\/node#64833\)/,
+      /exits-once\.ts: 1 of 3 declared tests reported; missing "cut short the first time", "reported once run again"; running it again$/m,
     );
     assert.equal(summary(r.out), '8 tests, 7 passed, 0 failed, 2 files (1 skipped, 1 file run again after a report cut short)', r.out);
     assert.doesNotMatch(r.out, /did not report every test/);
@@ -85,4 +85,12 @@ test('a file that exits before any result leaves it: node:test counts the file a
   );
   assert.match(r.out, /^✖ 1 of 2 files did not report every test they declared$/m);
   assert.equal(summary(r.out), '5 tests, 4 passed, 0 failed, 2 files (1 skipped, 1 file run again after a report cut short)', r.out);
+});
+
+test('a file whose tests all reported but whose process lingers is stopped, counted whole, and named', () => {
+  const r = runFiles('lingers', 'clean');
+  assert.equal(r.status, 0, r.out);
+  assert.equal(summary(r.out), '7 tests, 6 passed, 0 failed, 2 files (1 skipped)', r.out);
+  assert.match(r.out, /^ℹ stopped 5 s after their last result \(a handle left open\): test\/fixtures\/test-runner\/lingers\.ts$/m);
+  assert.doesNotMatch(r.out, /declared|cancel/);
 });
