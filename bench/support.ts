@@ -13,6 +13,7 @@ import type { BenchConfig } from './options.ts';
 import { stackUp, type StackEndpoints } from '../infra/index.ts';
 import { createRegistryClient, type RegistryOptions, type TopicId } from '../schemas/index.ts';
 import {
+  createTopicsRetrying,
   createEventCodecs,
   createKafka,
   ensureTopics,
@@ -120,7 +121,7 @@ export async function createPlainTopic(kafka: Kafka, topic: string, partitions: 
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+    await createTopicsRetrying(admin, { topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
   } finally {
     await admin.disconnect();
   }

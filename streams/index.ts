@@ -10,7 +10,7 @@ export {
   type SaslMechanism,
 } from './kafka-security.ts';
 export type { ConnectionSecurity } from './connection-security.ts';
-export { ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
+export { createTopicsRetrying, ensureTopics, type TopicAdminOptions } from './topic-admin.ts';
 export { createEventCodecs, EventCodecs, type EventCodecsOptions, type TopicValues } from './event-codecs.ts';
 export {
   EventProducer,

@@ -10,7 +10,7 @@
  * older version, which left the broker's 1 MiB default) is raised to it, keeping the topic's
  * other settings; a larger one set by an operator is left alone.
  */
-import type { Admin, Kafka } from 'kafkajs';
+import type { Admin, ITopicConfig, Kafka } from 'kafkajs';
 import kafkajs from './kafkajs.ts';
 import { retry } from '../core/index.ts';
 import { settingErrorOf } from './kafka-client.ts';
@@ -53,32 +53,20 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
     if (missing.length > 0) {
       const replicationFactor = options.replicationFactor ?? Math.min(3, (await admin.describeCluster()).brokers.length);
       const minInsync = options.minInsyncReplicas ?? (replicationFactor >= 2 ? 2 : 1);
-      await retry(
-        () =>
-          admin.createTopics({
-            waitForLeaders: true,
-            topics: missing.map(({ id, name }) => ({
-              topic: name,
-              numPartitions: options.partitions ?? 6,
-              replicationFactor,
-              configEntries: [
-                { name: 'min.insync.replicas', value: String(minInsync) },
-                { name: 'cleanup.policy', value: TOPICS[id].cleanup },
-                { name: 'retention.ms', value: String(TOPICS[id].retentionMs) },
-                { name: 'max.message.bytes', value: String(TOPICS[id].maxMessageBytes) },
-                ...(TOPICS[id].cleanup.includes('compact') ? [{ name: 'min.cleanable.dirty.ratio', value: '0.1' }] : []),
-              ],
-            })),
-          }),
-        {
-          attempts: 7,
-          // A topic being created under another client's feet answers UNKNOWN_TOPIC_OR_PARTITION for a moment.
-          retryIf: (err) => {
-            const e = err as { retriable?: boolean; type?: string; originalError?: { type?: string } };
-            return e.retriable === true || [e.type, e.originalError?.type].includes('UNKNOWN_TOPIC_OR_PARTITION');
-          },
-        },
-      );
+      await createTopicsRetrying(admin, {
+        topics: missing.map(({ id, name }) => ({
+          topic: name,
+          numPartitions: options.partitions ?? 6,
+          replicationFactor,
+          configEntries: [
+            { name: 'min.insync.replicas', value: String(minInsync) },
+            { name: 'cleanup.policy', value: TOPICS[id].cleanup },
+            { name: 'retention.ms', value: String(TOPICS[id].retentionMs) },
+            { name: 'max.message.bytes', value: String(TOPICS[id].maxMessageBytes) },
+            ...(TOPICS[id].cleanup.includes('compact') ? [{ name: 'min.cleanable.dirty.ratio', value: '0.1' }] : []),
+          ],
+        })),
+      });
     }
     const old = wanted.filter((w) => existing.has(w.name));
     if (old.length > 0) await raiseMessageLimits(admin, old);
@@ -86,6 +74,21 @@ export async function ensureTopics(kafka: Kafka, options: TopicAdminOptions = {}
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * Creates `topics` and waits for their leaders, again while the broker answers that a just-created
+ * topic's partitions are not hosted yet (UNKNOWN_TOPIC_OR_PARTITION, which kafkajs's own wait for
+ * leaders does not retry) or with another retriable error.
+ */
+export async function createTopicsRetrying(admin: Admin, { topics }: { topics: ITopicConfig[] }): Promise<void> {
+  await retry(() => admin.createTopics({ waitForLeaders: true, topics }), {
+    attempts: 7,
+    retryIf: (err) => {
+      const e = err as { retriable?: boolean; type?: string; originalError?: { type?: string } };
+      return e.retriable === true || [e.type, e.originalError?.type].includes('UNKNOWN_TOPIC_OR_PARTITION');
+    },
+  });
 }
 
 /** Raises `max.message.bytes` of existing topics to the catalogue's, keeping their other topic-level settings. */

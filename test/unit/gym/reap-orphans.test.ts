@@ -26,8 +26,10 @@ describe('reaping what killed parents left', () => {
     const liveBox = join(root, `${boxPrefix()}ghijkl`);
     await mkdir(join(orphanBox, 'workspace'), { recursive: true });
     await mkdir(liveBox);
-    // stand-ins for a sandbox's processes: their command lines name the folders
-    const sleeper = (box: string) => spawn('python3', ['-c', 'import time; time.sleep(600)', box], { stdio: 'ignore' });
+    // Stand-ins for a sandbox's processes: their command lines name the folders. Node itself, by
+    // its path: a `python3` found on PATH can be a shell shim whose forked subshells carry the
+    // same command line, and count as a second process.
+    const sleeper = (box: string) => spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600_000)', box], { stdio: 'ignore' });
     const orphan = sleeper(join(orphanBox, 'workspace'));
     const live = sleeper(liveBox);
     try {
