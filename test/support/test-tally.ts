@@ -4,10 +4,9 @@
  * A test file's process can end before its last results reach the runner: a test that calls
  * `process.exit` loses the rest outright, and `--test-force-exit` loses what is still in the
  * reporter's pipeline (nodejs/node#54327, #64833). The runner then reports fewer tests and
- * still passes. So each file is tallied on its own: every
- * test the runner saw start (`test:enqueue`, emitted as a test is registered, long before its
- * result) must have a result (`test:pass` or `test:fail`), and a file must report at least one
- * test. Suites and subtests count like tests here, on both sides.
+ * still passes. So each file is tallied on its own: every test the runner saw start
+ * (`test:enqueue`, emitted as a test is registered, long before its result) must have a result
+ * (`test:pass` or `test:fail`), and a file must report at least one test. Suites and subtests count like tests here, on both sides.
  */
 import { relative } from 'node:path';
 import type { TestEvent } from 'node:test/reporters';
