@@ -56,14 +56,17 @@ export const BUILTIN_STEP_DEFAULTS: Readonly<FamilyStepSettings> = {
  * the KL to the base the adapter learned a persona's form by wrecking the answers; with the raw OPD
  * term, users the model could not please drove it to fragments and empty replies (answered 0.66),
  * while OPD's positive part with a baseline that starts at −1 kept 0.92 of the answers and learned
- * more of the hard personas (0.46 against 0.35–0.40).
+ * more of the hard personas (0.46 against 0.35–0.40). The pleased damping was chosen on the dev
+ * personas (eval/personas.json, ten seeds, defaults-10x3 against positive-damped-10x3): the same
+ * mean (0.64 and 0.65), and half the runs ending below their own peak (8 of 30 to 4 of 30): once a
+ * user is pleased, the RL advantage shrinks while the KL to the base still pulls back.
  */
 export const LORA_STEP_DEFAULTS: Readonly<FamilyStepSettings> = {
   klCoef: 0.25,
   rewardBaseline: 0.3,
   rewardBaselinePrior: -1,
   opdAdvantage: 'positive',
-  pleasedDamping: 0,
+  pleasedDamping: 1,
 };
 
 /** The batcher's defaults (`TRAIN_*` when nothing is set; trainer/learner-settings.ts). */

@@ -4,13 +4,13 @@ import { RewardBaseline } from '../../../trainer/reward-baseline.ts';
 import { BUILTIN_STEP_DEFAULTS, familyStepOptions, familyStepSettings, LORA_STEP_DEFAULTS } from '../../../trainer/step-defaults.ts';
 
 describe('familyStepSettings', () => {
-  it('fills what is unset with the family’s defaults: the KL, baseline and positive OPD for LoRA, none for the built-in model', () => {
+  it('fills what is unset with the family’s defaults: the KL, baseline, positive OPD and pleased damping for LoRA, none for the built-in model', () => {
     assert.deepEqual(familyStepSettings(true, {}), {
       klCoef: 0.25,
       rewardBaseline: 0.3,
       rewardBaselinePrior: -1,
       opdAdvantage: 'positive',
-      pleasedDamping: 0,
+      pleasedDamping: 1,
     });
     assert.deepEqual(familyStepSettings(false, {}), {
       klCoef: 0,
