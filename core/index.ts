@@ -9,3 +9,4 @@ export { pathExists } from './path-exists.ts';
 export { Secret, readSecretFile } from './secret.ts';
 export { readCaFile, untrustedCertificate, errorCodeOf, type TlsOptions } from './tls.ts';
 export { httpGet, type HttpGetOptions, type HttpGetResult } from './http-get.ts';
+export { KeySet, presentedKey } from './api-keys.ts';

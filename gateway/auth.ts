@@ -5,8 +5,7 @@
  * `key:name`) may act for any user (a chat front end, an importer); the Turn or Feedback then
  * records the service's name in `actedBy`. With auth off, the named user is taken at its word.
  */
-import { ErrorCodes, TurnstreamError } from '../core/index.ts';
-import { KeySet, presentedKey } from '../streams/index.ts';
+import { ErrorCodes, TurnstreamError, KeySet, presentedKey } from '../core/index.ts';
 import type { HeaderBag } from './turn-context.ts';
 
 /** The authenticated caller of a request. */

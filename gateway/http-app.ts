@@ -7,8 +7,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
-import { KeySet, presentedKey } from '../streams/index.ts';
+import { ErrorCodes, TurnstreamError, type Logger, KeySet, presentedKey } from '../core/index.ts';
 import type { Authenticator, Caller } from './auth.ts';
 import { GATEWAY_DEFAULTS } from './defaults.ts';
 import { bodyStillArriving, drainRejectedBody, type BodyDrainLimits } from './body-drain.ts';

@@ -1,9 +1,9 @@
 /** What other folders (cli, replay, bench, tests) may use of the processors. */
-export { startSessionAssembler, type SessionAssemblerServiceOptions } from './session-assembler.ts';
-export { startJudge, type JudgeServiceOptions } from './judge.ts';
-export { startSampleBuilder, type SampleBuilderServiceOptions } from './sample-builder.ts';
-export { startTrajectoryAssembler, type TrajectoryAssemblerServiceOptions } from './trajectory-assembler.ts';
-export { startGroupBuilder, type GroupBuilderServiceOptions } from './group-builder.ts';
+export { startSessionAssembler, type SessionAssemblerServiceOptions } from './session-assembler/index.ts';
+export { startJudge, type JudgeServiceOptions } from './judge/index.ts';
+export { startSampleBuilder, type SampleBuilderServiceOptions } from './sample-builder/index.ts';
+export { startTrajectoryAssembler, type TrajectoryAssemblerServiceOptions } from './trajectory-assembler/index.ts';
+export { startGroupBuilder, type GroupBuilderServiceOptions } from './group-builder/index.ts';
 export { TrajectoryCore, stepOf, DEFAULT_SETTLE_MS, type TrajectoryAssemblerOptions } from './trajectory-assembler/index.ts';
 export { BatchCore, batchSamples, groupAdvantages, type BatchReport, type GroupBuilderOptions } from './group-builder/index.ts';
 export { defaultGroupId, type ServiceOptions } from './service-options.ts';

@@ -47,7 +47,6 @@ export {
 } from './processor.ts';
 export { KeyedWorkPool } from './work-pool.ts';
 export { OffsetTracker } from './offset-tracker.ts';
-export { KeySet, presentedKey } from './api-keys.ts';
 export { waitForDependencies, type DependenciesOptions } from './dependencies.ts';
 export {
   Transactions,

@@ -6,8 +6,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Command } from 'commander';
-import { ensureTopics, KeySet, presentedKey } from '../../streams/index.ts';
-import { createLogger, metricsRegistry } from '../../core/index.ts';
+import { ensureTopics } from '../../streams/index.ts';
+import { createLogger, metricsRegistry, KeySet, presentedKey } from '../../core/index.ts';
 import { selectBackend, type BackendName } from '../../policy/index.ts';
 import { LEARNER_LR, LORA_LR, type LearnerHandle } from '../../trainer/index.ts';
 import { connectService, learnerService, type LearnerOverrides } from '../../stack/index.ts';

@@ -1,5 +1,5 @@
 /**
- * Rollout batches, pure logic (the service is processors/group-builder.ts): trajectories keyed by
+ * Rollout batches, pure logic (the service is group-builder-service.ts): trajectories keyed by
  * batch are gathered until the batch has all of them (its groups × group size), or until
  * `batchTimeoutMs` after the first came; then the batch's samples go out together (batch-samples.ts).
  */

@@ -8,3 +8,4 @@ export { EmbeddedJudge, createEmbeddedJudge, type EmbeddedJudgeOptions } from '.
 export { classifyToolResult, type ToolOutcome } from './tool-result.ts';
 export { hintFromCorrection, isCorrection, sentimentScore, type SentimentThresholds } from './user-reply.ts';
 export { createJudge, type CreateJudgeOptions } from './create-judge.ts';
+export { startJudge, type JudgeServiceOptions } from './judge-service.ts';

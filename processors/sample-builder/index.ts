@@ -11,3 +11,4 @@ export { PolicyTeacher, createPolicyTeacher, type ScoringPolicy } from './policy
 export { UpstreamTeacher, createUpstreamTeacher, type UpstreamTeacherOptions } from './upstream-teacher.ts';
 export { loadTeacher, type LoadTeacherOptions } from './load-teacher.ts';
 export { LlamaTeacher, type LlamaTeacherOptions } from './llama-teacher.ts';
+export { startSampleBuilder, type SampleBuilderServiceOptions } from './sample-builder-service.ts';

@@ -24,3 +24,4 @@ export {
 } from './options.ts';
 export { StreamClock } from './stream-clock.ts';
 export { StreamAssembler, type AssemblerObserver, type AssemblerRecord, type AssemblerState } from './stream-assembler.ts';
+export { startSessionAssembler, type SessionAssemblerServiceOptions } from './session-assembler-service.ts';

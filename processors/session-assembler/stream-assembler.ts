@@ -2,7 +2,7 @@
  * The session assembler as the live service runs it, without Kafka: fetched batches of turns and
  * feedback go through the pure steps (session-assembler.ts) against the per-session state, and
  * punctuations, on a timer, release held pairs and close idle sessions by the stream clock
- * (stream-clock.ts). The service (processors/session-assembler.ts) gives it the runtime's state
+ * (stream-clock.ts). The service (session-assembler-service.ts) gives it the runtime's state
  * store and emitter; a test gives it a map and any schedule of batches and punctuations, to check
  * that the live pairs do not depend on that schedule.
  */

@@ -6,3 +6,4 @@ export {
   type TrajectoryEvents,
   type TrajectoryRecord,
 } from './trajectory-core.ts';
+export { startTrajectoryAssembler, type TrajectoryAssemblerServiceOptions } from './trajectory-assembler-service.ts';

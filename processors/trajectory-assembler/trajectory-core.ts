@@ -1,5 +1,5 @@
 /**
- * Trajectories of gym rollouts, pure logic (the service is processors/trajectory-assembler.ts):
+ * Trajectories of gym rollouts, pure logic (the service is trajectory-assembler-service.ts):
  * the steps of a rollout are its main turns that carry rollout metadata (schemas/rollout-metadata.ts),
  * read from the turns topic; its outcome is the verifier's Reward, read from the rewards topic.
  * Both are keyed by session, so one instance sees all of a rollout. When the outcome and every turn

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { actAs, Authenticator, OPEN_CALLER } from '../../../gateway/auth.ts';
-import { presentedKey } from '../../../streams/api-keys.ts';
+import { presentedKey } from '../../../core/api-keys.ts';
 import { TurnstreamError } from '../../../core/errors.ts';
 
 const code = (c: string) => (e: unknown) => e instanceof TurnstreamError && e.code === c;

@@ -3,11 +3,11 @@
  * by rollout batch, with per-session state in a changelog-backed store
  * (`turnstream.trajectory-state.v1`). The work itself is trajectory-assembler/trajectory-core.ts.
  */
-import type { TrajectoryState } from '../schemas/index.ts';
-import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
-import { counter } from '../core/index.ts';
-import { TrajectoryCore, type TrajectoryAssemblerOptions, type TrajectoryRecord } from './trajectory-assembler/index.ts';
-import { serviceRuntime, type ServiceOptions } from './service-options.ts';
+import type { TrajectoryState } from '../../schemas/index.ts';
+import { runProcessor, type ProcessorHandle } from '../../streams/index.ts';
+import { counter } from '../../core/index.ts';
+import { TrajectoryCore, type TrajectoryAssemblerOptions, type TrajectoryRecord } from './trajectory-core.ts';
+import { serviceRuntime, type ServiceOptions } from '../service-options.ts';
 
 export interface TrajectoryAssemblerServiceOptions extends ServiceOptions, TrajectoryAssemblerOptions {
   /** How often waiting outcomes and old state are looked at, ms. @default 1000 */

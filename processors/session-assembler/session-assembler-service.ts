@@ -9,18 +9,14 @@
  * with the rest of the state. The work itself, records and punctuations without Kafka, is
  * session-assembler/stream-assembler.ts.
  */
-import type { SessionState, TurnPair } from '../schemas/index.ts';
-import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
-import { counter, type Logger } from '../core/index.ts';
-import {
-  emptySession,
-  resolveAssemblerOptions,
-  StreamAssembler,
-  StreamClock,
-  type AssemblerRecord,
-  type SessionAssemblerOptions,
-} from './session-assembler/index.ts';
-import { serviceRuntime, type ServiceOptions } from './service-options.ts';
+import type { SessionState, TurnPair } from '../../schemas/index.ts';
+import { runProcessor, type ProcessorHandle } from '../../streams/index.ts';
+import { counter, type Logger } from '../../core/index.ts';
+import { emptySession } from './session-state.ts';
+import { resolveAssemblerOptions, type SessionAssemblerOptions } from './options.ts';
+import { StreamAssembler, type AssemblerRecord } from './stream-assembler.ts';
+import { StreamClock } from './stream-clock.ts';
+import { serviceRuntime, type ServiceOptions } from '../service-options.ts';
 
 export interface SessionAssemblerServiceOptions extends ServiceOptions, SessionAssemblerOptions {
   /** How often idle sessions are looked for, in ms. @default min(60_000, idleTimeoutMs / 4), at least 100 */

@@ -3,11 +3,11 @@
  * advantages (GRPO), the batch's samples in one transaction; per-batch state in a
  * changelog-backed store (`turnstream.batch-state.v1`). The work itself is group-builder/.
  */
-import type { BatchState, Trajectory } from '../schemas/index.ts';
-import { runProcessor, type ProcessorHandle } from '../streams/index.ts';
-import { counter } from '../core/index.ts';
-import { BatchCore, type GroupBuilderOptions } from './group-builder/index.ts';
-import { serviceRuntime, type ServiceOptions } from './service-options.ts';
+import type { BatchState, Trajectory } from '../../schemas/index.ts';
+import { runProcessor, type ProcessorHandle } from '../../streams/index.ts';
+import { counter } from '../../core/index.ts';
+import { BatchCore, type GroupBuilderOptions } from './batch-core.ts';
+import { serviceRuntime, type ServiceOptions } from '../service-options.ts';
 
 export interface GroupBuilderServiceOptions extends ServiceOptions, GroupBuilderOptions {
   /** How often batches that waited too long are looked for, ms. @default 1000 */

@@ -4,12 +4,12 @@
  * runtime, then the judgement goes to the DLQ with the reason. Without a teacher, a fetched batch
  * goes in one call.
  */
-import type { Judgement, Sample } from '../schemas/index.ts';
-import type { ProcessorHandle } from '../streams/index.ts';
-import { counter } from '../core/index.ts';
-import { buildSample, type SampleBuilderOptions } from './sample-builder/index.ts';
-import { runStage } from './run-stage.ts';
-import type { ServiceOptions } from './service-options.ts';
+import type { Judgement, Sample } from '../../schemas/index.ts';
+import type { ProcessorHandle } from '../../streams/index.ts';
+import { counter } from '../../core/index.ts';
+import { buildSample, type SampleBuilderOptions } from './build-sample.ts';
+import { runStage } from '../run-stage.ts';
+import type { ServiceOptions } from '../service-options.ts';
 
 export interface SampleBuilderServiceOptions extends ServiceOptions, SampleBuilderOptions {}
 

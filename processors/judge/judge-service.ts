@@ -5,13 +5,13 @@
  * A pair whose votes all failed throws `JUDGE_FAILED`, which the runtime sends to the DLQ with the
  * reason, so it is counted and can be re-judged by replay, never silently scored 0.
  */
-import type { TurnPair } from '../schemas/index.ts';
-import type { ProcessorHandle } from '../streams/index.ts';
-import { counter, histogram } from '../core/index.ts';
-import type { Judge } from './judge/index.ts';
-import { isTrainable } from './session-assembler/index.ts';
-import { runStage } from './run-stage.ts';
-import type { ServiceOptions } from './service-options.ts';
+import type { TurnPair } from '../../schemas/index.ts';
+import type { ProcessorHandle } from '../../streams/index.ts';
+import { counter, histogram } from '../../core/index.ts';
+import type { Judge } from './judge.ts';
+import { isTrainable } from '../session-assembler/index.ts';
+import { runStage } from '../run-stage.ts';
+import type { ServiceOptions } from '../service-options.ts';
 
 export interface JudgeServiceOptions extends ServiceOptions {
   /** The LLM judge or the embedded one. */
