@@ -10,12 +10,14 @@ const LAYERS = [
   ['schemas'],
   ['streams'],
   ['policy', 'infra', 'analytics', 'integrations'],
+  // What eval and gym measure with (checks, statistics, charts): below both, so that they are siblings.
+  ['measure'],
   ['gateway', 'processors', 'trainer'],
   ['history'],
   // The composition root: every service built from one settings object (stack/index.ts).
   ['stack'],
-  ['eval'],
-  ['gym', 'bench'],
+  // Siblings: neither imports the other (what both measure with is in measure/).
+  ['eval', 'gym', 'bench'],
   ['cli'],
 ];
 const FOLDERS = LAYERS.flat();

@@ -20,6 +20,7 @@ const SOURCE_FOLDERS = [
   'processors',
   'history',
   'trainer',
+  'measure',
   'eval',
   'gym',
   'integrations',
