@@ -15,6 +15,7 @@ const SOURCE_FOLDERS = [
   'core',
   'schemas',
   'streams',
+  'warehouse',
   'policy',
   'gateway',
   'processors',
