@@ -8,14 +8,18 @@ import tseslint from 'typescript-eslint';
 const LAYERS = [
   ['core'],
   ['schemas'],
-  ['streams'],
-  ['policy', 'infra', 'analytics', 'integrations'],
+  // The ClickHouse store (the client, DDL, rows, RowBinary): the sink writes with it, analytics reads.
+  ['streams', 'warehouse'],
+  ['policy', 'infra', 'integrations'],
+  // What eval and gym measure with (checks, statistics, charts): below both, so that they are siblings.
+  ['measure'],
   ['gateway', 'processors', 'trainer'],
-  ['history'],
+  // analytics: the queries, the report and the dashboard, read by the CLI only.
+  ['history', 'analytics'],
   // The composition root: every service built from one settings object (stack/index.ts).
   ['stack'],
-  ['eval'],
-  ['gym', 'bench'],
+  // Siblings: none imports another (what eval and gym both measure with is in measure/).
+  ['eval', 'gym', 'bench'],
   ['cli'],
 ];
 const FOLDERS = LAYERS.flat();
@@ -34,7 +38,7 @@ const PUBLIC_BESIDES_INDEX = {
   core: ['openai-client.ts'],
   streams: ['kafka-security.ts'],
   gym: ['sandbox/detect-sandbox.ts', 'sandbox/sandbox.ts'],
-  analytics: ['defaults.ts'],
+  warehouse: ['defaults.ts'],
   gateway: ['defaults.ts'],
   processors: ['defaults.ts'],
   trainer: ['defaults.ts'],
@@ -60,36 +64,11 @@ const notUpward = (folder, from) => ({
   message: `imports run downward (LAYERS in eslint.config.js): not ${folder}/ from ${from}/`,
 });
 
-/**
- * Analytics in two levels: the store (analytics/store/: the client, DDL, rows, RowBinary) below,
- * the queries, report and dashboard on top. Processors (the sink) use the store through its
- * index.ts only; the store imports nothing of the level above it, and of the other folders only
- * core/ and schemas/.
- */
-const analyticsStoreOnly = {
-  // (gitignore syntax: a file is re-included only where its folder is not excluded)
-  group: ['**/analytics/*', '!**/analytics/store', '**/analytics/store/*', '!**/analytics/store/index.ts'],
-  message: 'processors use analytics through analytics/store/index.ts only, never its queries, report or dashboard',
-};
-const aboveTheStore = {
-  group: ['../index.ts', '../overview.ts', '../report.ts', '../queries/**', '../dashboard/**', '**/analytics/index.ts'],
-  message: 'the analytics store is below the queries, report and dashboard: not them from analytics/store/',
-};
-
-/**
- * The import rule of one folder's files: the folders below through their index.ts, none of the
- * others. `layer` places the files lower than their folder (the analytics store, named `label`);
- * `replace` swaps the pattern of one folder for another; `also` adds patterns.
- */
-const layered = (from, { layer = layerOf(from), label = from, replace = {}, also = [] } = {}) => ({
+/** The import rule of one folder's files: the folders below through their index.ts, none of the others. */
+const layered = (from) => ({
   'no-restricted-imports': [
     'error',
-    {
-      patterns: [
-        ...FOLDERS.filter((f) => f !== from).map((f) => replace[f] ?? (layerOf(f) < layer ? throughIndex(f) : notUpward(f, label))),
-        ...also,
-      ],
-    },
+    { patterns: FOLDERS.filter((f) => f !== from).map((f) => (layerOf(f) < layerOf(from) ? throughIndex(f) : notUpward(f, from))) },
   ],
 });
 
@@ -116,13 +95,5 @@ export default tseslint.config(
     },
   },
   { files: ['streams/kafkajs.ts'], rules: { '@typescript-eslint/no-restricted-imports': 'off' } },
-  ...FOLDERS.map((folder) => ({
-    files: [`${folder}/**/*.ts`],
-    rules: layered(folder, folder === 'processors' ? { replace: { analytics: analyticsStoreOnly } } : {}),
-  })),
-  // The store sits at streams' layer (core/ and schemas/ only), below the rest of analytics/.
-  {
-    files: ['analytics/store/**/*.ts'],
-    rules: layered('analytics', { layer: layerOf('streams'), label: 'analytics/store', also: [aboveTheStore] }),
-  },
+  ...FOLDERS.map((folder) => ({ files: [`${folder}/**/*.ts`], rules: layered(folder) })),
 );

@@ -1,34 +1,4 @@
-/** Analytics: the ClickHouse store (analytics/store/), and on top of it the queries, the report and the dashboard service. */
-// The store (analytics/store/): what the sink writes with, and the queries read through.
-export {
-  ANALYTICS_DEFAULTS,
-  migrateWhenReady,
-  resolveAnalyticsOptions,
-  AnalyticsStore,
-  tableNames,
-  TABLE_IDS,
-  migrate,
-  MIGRATIONS,
-  REPLAY_KEYS,
-  RowBinaryEncoder,
-  toRow,
-  TABLE_OF,
-  REPLAY_TABLES,
-  sqlString,
-  sqlNumber,
-  type AnalyticsOptions,
-  type ResolvedAnalyticsOptions,
-  type TableId,
-  type Tables,
-  type Migration,
-  type MigrationResult,
-  type MigrateWhenReadyOptions,
-  type Column,
-  type MappedRow,
-  type Row,
-  type SourcePosition,
-} from './store/index.ts';
-// On top of it: the queries, the overview and report, the dashboard.
+/** Analytics: the queries, the report and the dashboard service, on the ClickHouse store (warehouse/). */
 export { funnel, type Funnel } from './queries/funnel.ts';
 export { rewardByVersion, type VersionReward } from './queries/reward-by-version.ts';
 export { passRateByVersion, type VersionPassRate } from './queries/pass-rate-by-version.ts';

@@ -8,7 +8,7 @@ import { rewardOverTime, type RewardPoint } from './queries/reward-over-time.ts'
 import type { QueryScope, TurnSource } from './queries/scope.ts';
 import { sessionStats, type SessionStats } from './queries/session-stats.ts';
 import { userStats, type UserStats } from './queries/user-stats.ts';
-import type { AnalyticsStore } from './store/index.ts';
+import type { AnalyticsStore } from '../warehouse/index.ts';
 
 export interface Overview {
   generated_at_ms: number;

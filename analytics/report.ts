@@ -5,7 +5,7 @@
 import { overview, type Overview } from './overview.ts';
 import { compareRuns, type RunComparison, type RunStats } from './queries/compare-runs.ts';
 import type { TurnSource } from './queries/scope.ts';
-import type { AnalyticsStore } from './store/index.ts';
+import type { AnalyticsStore } from '../warehouse/index.ts';
 
 const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
 const lpad = (s: string, n: number): string => (s.length >= n ? s : ' '.repeat(n - s.length) + s);

@@ -7,7 +7,7 @@
 // inserts everything buffered, so inserts are often bigger).
 // Each round is a new consumer group over the same topics, then its baseline; medians reported.
 //   turnstream bench sink [--json] [--users 20] [--batch 500] [--max-buffered 0] [--rounds 3]
-import { AnalyticsStore, migrate, TABLE_IDS, toRow, type Row, type TableId } from '../analytics/index.ts';
+import { AnalyticsStore, migrate, TABLE_IDS, toRow, type Row, type TableId } from '../warehouse/index.ts';
 import type { BenchArgs } from './options.ts';
 import { SINK_TOPICS, startClickhouseSink, type ClickhouseSinkOptions } from '../processors/index.ts';
 import { EventProducer, type OutgoingEvent } from '../streams/index.ts';

@@ -2,7 +2,7 @@
  * Where analytics lives, from the configuration: used by `sink`, `report` and `dashboard`. A
  * module of its own, so that `report` and `dashboard` do not load the sink's (the processors').
  */
-import type { AnalyticsOptions } from '../analytics/index.ts';
+import type { AnalyticsOptions } from '../warehouse/index.ts';
 import { endpointsOf, resolveStackOptions } from '../infra/index.ts';
 import type { TurnstreamConfig } from './config.ts';
 

@@ -1,7 +1,4 @@
 // The eval's public surface: what other folders may use.
-export { CHECK_OPERATORS, compileCheck, type CheckFn, type PersonaCheck, type RegexSpec } from './persona-check.ts';
-export { pairedPermutationTest, mean, type PairedTest } from './stats.ts';
-export { lineChart, seedSeries, svgToPng, type Series } from './report.ts';
 export { BUILTIN_PERSONAS_FILE, DEFAULT_PERSONAS_FILE } from './persona.ts';
 export { runEvalCommand, type EvalCommandOutcome, type EvalCommandSettings } from './eval-command.ts';
 export type { EvalConfig, EvalServedModel } from './eval-config.ts';

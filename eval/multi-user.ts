@@ -23,11 +23,10 @@ import {
 } from '../trainer/index.ts';
 import { mulberry32 } from '../core/index.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
-import { compileCheck } from './persona-check.ts';
+import { compileCheck, mean } from '../measure/index.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_HELD_OUT, loadPersonas, openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { react } from './reaction.ts';
 import { eventMessages, makePair, scoreModel } from './run-eval.ts';
-import { mean } from './stats.ts';
 
 export interface MultiUserEvalOptions {
   /** The model every run starts from and learns on. */

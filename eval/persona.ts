@@ -1,6 +1,6 @@
 /**
  * Simulated users for the evaluation (docs/design/algorithms.md §8), as an open file format. Each persona has
- * one hidden preference, written as a declarative check (persona-check.ts), asks its own prompts
+ * one hidden preference, written as a declarative check (measure/check-language.ts), asks its own prompts
  * and reacts in its own words (reaction.ts): thanks when satisfied, a correction otherwise.
  *
  * ```json
@@ -21,7 +21,7 @@ import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { invalidInput, TurnstreamError } from '../core/index.ts';
-import { compileCheck, type CheckFn, type PersonaCheck } from './persona-check.ts';
+import { compileCheck, type CheckFn, type PersonaCheck } from '../measure/index.ts';
 
 /** A persona as the file writes it. */
 export interface PersonaSpec {

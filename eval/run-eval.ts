@@ -20,7 +20,7 @@ import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
 import type { EvalLearnerReport } from './eval-learner.ts';
 import { isAnswer, react, satisfies } from './reaction.ts';
-import { mean, pairedPermutationTest, type PairedTest } from './stats.ts';
+import { mean, pairedPermutationTest, type PairedTest } from '../measure/index.ts';
 
 export interface EvalOptions {
   personas: Persona[];

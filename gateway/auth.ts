@@ -6,7 +6,7 @@
  * records the service's name in `actedBy`. With auth off, the named user is taken at its word.
  */
 import { ErrorCodes, TurnstreamError, KeySet, presentedKey } from '../core/index.ts';
-import type { HeaderBag } from './turn-context.ts';
+import type { HeaderBag } from './request-values.ts';
 
 /** The authenticated caller of a request. */
 export interface Caller {

@@ -7,7 +7,7 @@ import type { ChatMessage, ToolCall } from '../schemas/index.ts';
 import { invalidInput } from '../core/index.ts';
 import { flattenContent, wellFormed } from './content.ts';
 import { parseResponseFormat, type ResponseFormat } from './response-format.ts';
-import { parseTruthy } from './turn-context.ts';
+import { parseTruthy } from './request-values.ts';
 
 /** Body fields turnstream understands that are not OpenAI's: stripped before an upstream sees them. */
 export const NON_STANDARD_FIELDS = ['session_id', 'turn_type', 'session_done'] as const;

@@ -16,7 +16,8 @@ import { ErrorCodes, TurnstreamError, invalidInput } from '../core/index.ts';
 import { actAs, OPEN_CALLER, type Caller } from './auth.ts';
 import { wellFormed } from './content.ts';
 import { forbidden, type Ownership } from './ownership.ts';
-import { checkId, header, type HeaderBag } from './turn-context.ts';
+import { checkId } from './turn-context.ts';
+import { header, type HeaderBag } from './request-values.ts';
 import type { TurnCapture } from './turn-capture.ts';
 
 const MAX_TEXT = 16_384;

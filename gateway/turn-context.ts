@@ -8,8 +8,7 @@ import type { SessionSource, TurnType } from '../schemas/index.ts';
 import { invalidInput } from '../core/index.ts';
 import { actAs, OPEN_CALLER, type Caller } from './auth.ts';
 import type { ChatRequest } from './chat-request.ts';
-
-export type HeaderBag = Record<string, string | string[] | undefined>;
+import { header, parseTruthy, type HeaderBag } from './request-values.ts';
 
 export interface TurnContext {
   /** null when the call named no session (then it is inferred or generated). */
@@ -22,34 +21,12 @@ export interface TurnContext {
   sessionDone: boolean;
 }
 
-const TRUTHY = new Set(['1', 'true', 'yes', 'on']);
-const FALSY = new Set(['0', 'false', 'no', 'off', '']);
-
-/** 1/true/yes/on (any case) → true; 0/false/no/off/empty/absent → false; booleans and numbers as such. */
-export function parseTruthy(v: unknown, param = 'session_done'): boolean {
-  if (v === undefined || v === null) return false;
-  if (typeof v === 'boolean') return v;
-  if (typeof v === 'number') return v !== 0;
-  if (typeof v === 'string') {
-    const s = v.trim().toLowerCase();
-    if (TRUTHY.has(s)) return true;
-    if (FALSY.has(s)) return false;
-  }
-  throw invalidInput(`${param} must be one of 1/true/yes/on or 0/false/no/off`, param);
-}
-
 /** `main`/`side` (any case) → MAIN/SIDE; anything else is a 400. */
 export function parseTurnType(v: string, param: string): TurnType {
   const s = v.trim().toLowerCase();
   if (s === 'main') return 'MAIN';
   if (s === 'side') return 'SIDE';
   throw invalidInput(`${param} must be "main" or "side", got ${JSON.stringify(v)}`, param);
-}
-
-export function header(headers: HeaderBag, name: string): string | undefined {
-  const v = headers[name.toLowerCase()];
-  const s = Array.isArray(v) ? v[0] : v;
-  return s === undefined || s.trim() === '' ? undefined : s.trim();
 }
 
 const MAX_ID = 256;

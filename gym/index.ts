@@ -34,7 +34,7 @@ export {
 export { explainCheck, verifyRollout, VERIFY_LIMITS, type Verdict, type VerifyOptions } from './verify/verify-rollout.ts';
 export { runRollout } from './agent/run-rollout.ts';
 export type { AgentKind, RolloutMetadata, RolloutOptions, RolloutResult, SamplingOptions, StoppedBy } from './agent/rollout-types.ts';
-export type { OpenClawAgentOptions } from './agent/openclaw-agent.ts';
+export type { OpenClawAgentOptions } from './agent/rollout-types.ts';
 export { LEARNABLE_BAND, measureBaseRates, type BaseRateOptions, type BaseRates, type TaskBaseRate } from './base-rates.ts';
 export { runGym, splitFigures, summarize, type GymResult, type SplitFigures } from './runner/run-gym.ts';
 export { signalProbability, TaskSchedule, type TaskSampling, type TaskScheduleOptions } from './runner/task-schedule.ts';

@@ -5,7 +5,7 @@
  * overrides. `turnstream process <name>` and `sink` (so `up`) override nothing but the instance.
  */
 import type { Logger } from '../core/index.ts';
-import type { AnalyticsOptions } from '../analytics/index.ts';
+import type { AnalyticsOptions } from '../warehouse/index.ts';
 import {
   createJudge,
   loadTeacher,

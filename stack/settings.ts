@@ -8,7 +8,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 // Each folder's defaults.ts: its DEFAULTS objects alone, so that reading the settings loads no service.
-import { ANALYTICS_DEFAULTS } from '../analytics/defaults.ts';
+import { ANALYTICS_DEFAULTS } from '../warehouse/defaults.ts';
 import { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS } from '../gateway/defaults.ts';
 import {
   GROUP_BUILDER_DEFAULTS,

@@ -28,7 +28,7 @@ import type { QueryScope, TurnSource } from '../queries/scope.ts';
 import { sessionStats } from '../queries/session-stats.ts';
 import { userStats } from '../queries/user-stats.ts';
 import { overview } from '../overview.ts';
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { dashboardPage } from './page.ts';
 
 export interface DashboardOptions {

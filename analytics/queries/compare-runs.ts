@@ -3,7 +3,7 @@
  * settings, the same history). Per run: pairs, judged turns, samples and the judge's score
  * distribution; across runs: the turns both judged and how often their scores agree.
  */
-import { sqlString, type AnalyticsStore } from '../store/index.ts';
+import { sqlString, type AnalyticsStore } from '../../warehouse/index.ts';
 import { int, num, r4 } from './scope.ts';
 
 export interface RunStats {

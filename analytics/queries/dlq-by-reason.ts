@@ -1,5 +1,5 @@
 /** Dead letters grouped by the stage that gave up and the error code, newest message kept. */
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { int, tagFilter, type QueryScope } from './scope.ts';
 
 export interface DlqReason {

@@ -13,7 +13,7 @@
  * - trained_reported: what the trainer itself reports, Σ metrics.samples over published
  *            versions; it counts training passes, so it can differ from `trained`.
  */
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { derivedFilter, int, turnFilter, type QueryScope } from './scope.ts';
 
 export interface Funnel {

@@ -3,7 +3,7 @@
  * the majority score / valid votes), how often votes fail (no score: timeout, garbage,
  * error), the score distribution and vote latency.
  */
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { derivedFilter, int, num, r4, type QueryScope } from './scope.ts';
 
 export interface JudgeStats {

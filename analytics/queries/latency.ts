@@ -1,5 +1,5 @@
 /** Gateway latency percentiles per turn type (and all turns), from the turns table: live turns only by default. */
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { int, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface LatencyStats {

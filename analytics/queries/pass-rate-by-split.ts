@@ -3,7 +3,7 @@
  * before the dev split), and the pass rate of each named part of the verdicts (`parts`, e.g.
  * content and format), from the rewards table.
  */
-import { sqlString, type AnalyticsStore } from '../store/index.ts';
+import { sqlString, type AnalyticsStore } from '../../warehouse/index.ts';
 import { int, num, r4 } from './scope.ts';
 
 export interface SplitPassRate {

@@ -2,7 +2,7 @@
  * Learning from tasks: the verifier's pass rate per model and policy version (from the rewards
  * table), held-out (EVAL) and train (TRAIN) rollouts apart, with how many rollouts each is over.
  */
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { int, num, r4 } from './scope.ts';
 
 export interface VersionPassRate {

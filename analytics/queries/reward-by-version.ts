@@ -3,7 +3,7 @@
  * each version answered (what users got), the sample rewards built from them, and what
  * the trainer reported when it published that version.
  */
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { derivedFilter, int, num, r4, type QueryScope } from './scope.ts';
 
 export interface VersionReward {

@@ -1,5 +1,5 @@
 /** Mean judged score per time bucket (by judgement time): the learning curve in wall-clock time. */
-import { sqlNumber, type AnalyticsStore } from '../store/index.ts';
+import { sqlNumber, type AnalyticsStore } from '../../warehouse/index.ts';
 import { derivedFilter, int, num, r4, type QueryScope } from './scope.ts';
 
 export interface RewardPoint {

@@ -1,5 +1,5 @@
 /** The runs ClickHouse holds: the live pipeline ('') and every replay tag, with their sizes. */
-import type { AnalyticsStore } from '../store/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import { int } from './scope.ts';
 
 export interface RunSummary {

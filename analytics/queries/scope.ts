@@ -3,7 +3,7 @@
  * or one replay tag. Live figures never include imported turns (their latency is not a gateway's,
  * and they are not live traffic) nor what was derived from them; replays have tags of their own.
  */
-import { sqlString } from '../store/index.ts';
+import { sqlString } from '../../warehouse/index.ts';
 
 /** Where turns came from: served by a gateway (`live`) or `turnstream import` (`imported`). */
 export type TurnSource = 'live' | 'imported';

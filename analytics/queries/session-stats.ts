@@ -1,5 +1,5 @@
 /** Per session (most recent first): length, pairs, judged quality, how it ended. */
-import { sqlNumber, sqlString, type AnalyticsStore } from '../store/index.ts';
+import { sqlNumber, sqlString, type AnalyticsStore } from '../../warehouse/index.ts';
 import { derivedFilter, int, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface SessionStats {

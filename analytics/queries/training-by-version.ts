@@ -4,7 +4,7 @@
  * tokens, step time) and how far the rollout engine's log-probs were from the trainer's on that
  * step's samples (mean |Δ log-prob|, the k3 KL estimate, the truncated importance weights).
  */
-import { sqlString, type AnalyticsStore } from '../store/index.ts';
+import { sqlString, type AnalyticsStore } from '../../warehouse/index.ts';
 import { int, num, r4 } from './scope.ts';
 
 /** A model that has published versions or rollouts, newest activity first. */

@@ -1,5 +1,5 @@
 /** Per user: activity, judged quality and explicit feedback. Anonymous turns are user ''. */
-import { sqlNumber, type AnalyticsStore } from '../store/index.ts';
+import { sqlNumber, type AnalyticsStore } from '../../warehouse/index.ts';
 import { derivedFilter, int, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface UserStats {

@@ -4,7 +4,7 @@
  * does not count a record twice), and the ClickHouse tables read with FINAL.
  */
 import type { Kafka } from 'kafkajs';
-import type { AnalyticsStore } from '../../analytics/index.ts';
+import type { AnalyticsStore } from '../../warehouse/index.ts';
 import type { DeadLetter, Judgement, Sample, Turn, TurnPair, WeightVersion } from '../../schemas/index.ts';
 import { followTopic, type EventCodecs, type Follower } from '../../streams/index.ts';
 import type { Logger } from '../../core/index.ts';

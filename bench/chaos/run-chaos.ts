@@ -24,7 +24,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
-import { AnalyticsStore } from '../../analytics/index.ts';
+import { AnalyticsStore } from '../../warehouse/index.ts';
 import { getFreePort, stackDown, stackUp, type StackOptions, type StackUpResult, type Supervisor } from '../../infra/index.ts';
 import { createKafka, parseBrokers, waitForDependencies, type EventCodecs } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';

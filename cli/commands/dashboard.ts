@@ -4,7 +4,8 @@
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { AnalyticsStore, migrateWhenReady, startDashboard } from '../../analytics/index.ts';
+import { startDashboard } from '../../analytics/index.ts';
+import { AnalyticsStore, migrateWhenReady } from '../../warehouse/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { analyticsFromConfig } from '../analytics-options.ts';

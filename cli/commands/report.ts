@@ -1,6 +1,7 @@
 /** `turnstream report [--json] [--tag name] [--compare name]`: the funnel and learning curve from ClickHouse, or two runs side by side. */
 import type { Command } from 'commander';
-import { AnalyticsStore, buildReport, migrate } from '../../analytics/index.ts';
+import { buildReport } from '../../analytics/index.ts';
+import { AnalyticsStore, migrate } from '../../warehouse/index.ts';
 import { invalidInput } from '../../core/index.ts';
 import { loadConfig } from '../config.ts';
 import { analyticsFromConfig } from '../analytics-options.ts';

@@ -26,32 +26,8 @@ import { FORWARDER_SOURCE } from './bridge-forwarder.ts';
 import { aborted, episodeClock } from './episode-clock.ts';
 import { openAIBaseURL, rolloutHeaders } from './gateway-client.ts';
 import { startGatewayBridge } from './gateway-bridge.ts';
-import type { Episode, RolloutOptions } from './rollout-types.ts';
+import type { Episode, OpenClawAgentOptions, RolloutOptions } from './rollout-types.ts';
 import { DEFAULT_SAMPLING } from './builtin-agent.ts';
-
-/** Options of the OpenClaw agent. */
-export interface OpenClawAgentOptions {
-  /** An installed OpenClaw. @default ensureOpenClaw({ dir: installDir }) (installed on first use, ≈ 830 MB) */
-  install?: OpenClawInstall;
-  /**
-   * Where OpenClaw is installed; it must be reachable by the sandbox's user (a root process runs
-   * sandboxes as an unprivileged uid, which cannot enter /root). @default ensureOpenClaw's (~/.cache/turnstream/openclaw-<version>)
-   */
-  installDir?: string;
-  /**
-   * Least wall-clock bound of an episode, seconds: OpenClaw's first call sends an ~8k-token
-   * prompt, 1–3 minutes on a CPU. The episode's bound is the larger of this and the task's `timeout_s`. @default 600
-   */
-  minTimeoutS?: number;
-  /** `--local-model-lean`: OpenClaw's reduced tool surface for small local models. @default true */
-  lean?: boolean;
-  /** The context window OpenClaw is told (the gateway fits longer prompts to the model). @default 131072 */
-  contextWindow?: number;
-  /** The loopback port OpenClaw's provider uses inside the sandbox. @default 18080 */
-  port?: number;
-  /** Heap bound of OpenClaw's Node, MiB. @default 2048 */
-  maxOldSpaceMiB?: number;
-}
 
 /** Where the bridge's socket is made in the workspace, for the episode only. */
 export const BRIDGE_SOCKET = '.turnstream-gateway.sock';

@@ -4,7 +4,7 @@
  * (ClawGym-RL: 8 tasks × 8 samples, temperature 0.7, PPO clip 0.2/0.28, eval every 5 steps),
  * scaled to a CPU where its hour demands it (docs/gym.md says what was measured).
  */
-import type { AnalyticsOptions } from '../../analytics/index.ts';
+import type { AnalyticsOptions } from '../../warehouse/index.ts';
 import { resolveSettings, type StackSettings } from '../../stack/index.ts';
 import type { AgentKind } from '../agent/rollout-types.ts';
 import type { Task } from '../tasks/task.ts';

@@ -5,7 +5,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { lineChart, seedSeries, svgToPng } from '../../eval/index.ts';
+import { lineChart, seedSeries, svgToPng } from '../../measure/index.ts';
 import type { GymResult } from './run-gym.ts';
 
 export function gymCsv(r: GymResult): string {

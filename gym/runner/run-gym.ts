@@ -12,7 +12,7 @@ import { loadTfLlama, selectBackend } from '../../policy/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { analyticsOptions, inProcessPipeline, type InProcessPipeline } from '../../stack/index.ts';
 import type { LearnerSettings } from '../../trainer/index.ts';
-import { pairedPermutationTest } from '../../eval/index.ts';
+import { pairedPermutationTest } from '../../measure/index.ts';
 import { prepareSandbox, sandboxLine } from '../sandbox/create-sandbox.ts';
 import { splitTasks } from '../tasks/split-tasks.ts';
 import { gymSettings, type GymRunOptions, type GymSettings } from './gym-options.ts';

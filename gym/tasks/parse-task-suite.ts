@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { invalidInput, TurnstreamError } from '../../core/index.ts';
-import { compileCheck } from '../../eval/index.ts';
+import { compileCheck } from '../../measure/index.ts';
 import {
   DEFAULT_MAX_TURNS,
   DEFAULT_TIMEOUT_S,

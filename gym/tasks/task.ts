@@ -9,7 +9,7 @@
  *  "verify": {"command": "grep -qx 'QUIET WORDS' up.txt"}, "max_turns": 6, "timeout_s": 60}
  * ```
  */
-import type { PersonaCheck } from '../../eval/index.ts';
+import type { PersonaCheck } from '../../measure/index.ts';
 
 /** The tools an agent may be offered: a shell, file reading and writing, and a Python code tool. */
 export const TOOL_NAMES = ['bash', 'read_file', 'write_file', 'python'] as const;
@@ -27,7 +27,7 @@ export type TaskSplit = 'train' | 'dev' | 'test';
 /**
  * One verifier.
  * - `command`: run with `sh -c` in the sandboxed workspace; exit 0 passes.
- * - `answer`: a check in the persona check language (eval/persona-check.ts), applied to the
+ * - `answer`: a check in the persona check language (measure/check-language.ts), applied to the
  *   final assistant message.
  */
 export type VerifyPart = { command: string } | { answer: PersonaCheck };

@@ -3,11 +3,11 @@
  * - `command`: `sh -c command` in the rollout's sandboxed workspace, under limits of its own
  *   (whatever the agent left running is gone: each command runs in namespaces of its own);
  *   exit 0 passes.
- * - `answer`: the task's check (the persona check language, eval/persona-check.ts) on the
+ * - `answer`: the task's check (the persona check language, measure/check-language.ts) on the
  *   final assistant message.
  */
 import { invalidInput } from '../../core/index.ts';
-import { compileCheck, type PersonaCheck } from '../../eval/index.ts';
+import { compileCheck, type PersonaCheck } from '../../measure/index.ts';
 import type { ExecResult, Sandbox, SandboxLimits } from '../sandbox/sandbox.ts';
 import { isCommandVerify, verifyParts, type Task, type VerifyPart } from '../tasks/task.ts';
 

@@ -1,5 +1,5 @@
 import type { Kafka } from 'kafkajs';
-import type { AnalyticsOptions, TableId } from '../../analytics/store/index.ts';
+import type { AnalyticsOptions, TableId } from '../../warehouse/index.ts';
 import type { TopicId } from '../../schemas/index.ts';
 import type { EventCodecs } from '../../streams/index.ts';
 import type { Logger } from '../../core/index.ts';

@@ -3,7 +3,7 @@
  * each table it writes handed to the row buffer (rows are encoded as RowBinary as they arrive).
  * ClickHouse may be starting: both are retried instead of failing the service.
  */
-import { migrateWhenReady, TABLE_OF, type AnalyticsStore } from '../../analytics/store/index.ts';
+import { migrateWhenReady, TABLE_OF, type AnalyticsStore } from '../../warehouse/index.ts';
 import type { TopicId } from '../../schemas/index.ts';
 import { isRetriable, retry, type Logger } from '../../core/index.ts';
 import type { RowBuffer } from './row-buffer.ts';

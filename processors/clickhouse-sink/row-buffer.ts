@@ -1,12 +1,12 @@
 /**
- * Rows waiting for ClickHouse, by table, already encoded as RowBinary (analytics/store/row-binary.ts):
+ * Rows waiting for ClickHouse, by table, already encoded as RowBinary (warehouse/row-binary.ts):
  * the encoding is spread over the records as they arrive, so a flush only sends bytes. A flush
  * takes everything (`drain`); when an insert fails the rows go back (`restore`) in front of what
  * arrived meanwhile. The Kafka offsets they cover are kept by the consumer
  * (streams/flush-consumer.ts), committed once the rows are stored.
  */
 import { invalidInput } from '../../core/index.ts';
-import { RowBinaryEncoder, type Column, type Row, type TableId } from '../../analytics/store/index.ts';
+import { RowBinaryEncoder, type Column, type Row, type TableId } from '../../warehouse/index.ts';
 
 /** Encoded rows of one table: chunks to send in order. */
 export interface EncodedRows {

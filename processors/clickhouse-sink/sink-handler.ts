@@ -6,7 +6,7 @@
  * the buffer).
  */
 import type { KafkaMessage } from 'kafkajs';
-import { toRow, type AnalyticsStore, type TableId } from '../../analytics/store/index.ts';
+import { toRow, type AnalyticsStore, type TableId } from '../../warehouse/index.ts';
 import type { FlushConsumerOptions } from '../../streams/index.ts';
 import { isRetriable } from '../../core/index.ts';
 import type { ReplayTopic } from './replay-topics.ts';

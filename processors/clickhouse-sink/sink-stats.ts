@@ -1,5 +1,5 @@
 /** What the sink has done: the counts its handle reports (`stats()`) and its Prometheus metrics, kept in step. */
-import type { TableId } from '../../analytics/store/index.ts';
+import type { TableId } from '../../warehouse/index.ts';
 import { sinkMetrics } from './metrics.ts';
 
 export interface SinkStats {

@@ -1,7 +1,7 @@
 /**
  * Every topic → ClickHouse: a handler (sink-handler.ts) on the "flush, then commit" consumer
  * (streams/flush-consumer.ts). Each record is decoded, mapped to a row and encoded as RowBinary
- * (analytics/store/); a batch is inserted when it reaches `batchRows` or `flushIntervalMs`, and
+ * (warehouse/); a batch is inserted when it reaches `batchRows` or `flushIntervalMs`, and
  * only then are its offsets committed. A failed insert pauses fetching and retries with backoff
  * until ClickHouse is back, so nothing is lost and the process does not crash. Tables are
  * ReplacingMergeTrees keyed by event id: a record delivered twice (crash before commit,
@@ -16,7 +16,7 @@
  * the DLQ itself that fails is counted and skipped (dead-lettering it would loop). The counts
  * behind `stats()` and the Prometheus metrics move together (sink-stats.ts).
  */
-import { AnalyticsStore, TABLE_OF } from '../../analytics/store/index.ts';
+import { AnalyticsStore, TABLE_OF } from '../../warehouse/index.ts';
 import { EventProducer, FlushConsumer } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { SINK_DEFAULTS, SINK_TOPICS, type ClickhouseSinkOptions } from './options.ts';

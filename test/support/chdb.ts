@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import type { AnalyticsOptions } from '../../analytics/index.ts';
+import type { AnalyticsOptions } from '../../warehouse/index.ts';
 
 export const CHDB_VERSION = '3.4.0';
 

@@ -1,6 +1,6 @@
 /** Personas for tests, as the persona file writes them: the hidden preference and its check, the rest filled in unless given. */
 import { parsePersonas, type Persona, type PersonaSpec } from '../../eval/persona.ts';
-import type { PersonaCheck } from '../../eval/persona-check.ts';
+import type { PersonaCheck } from '../../measure/check-language.ts';
 
 /** A persona entry of the file: one thanks, one correction and four one-letter prompts unless `over` gives them. */
 export function personaSpec(name: string, preference: string, check: PersonaCheck, over: Partial<PersonaSpec> = {}): PersonaSpec {

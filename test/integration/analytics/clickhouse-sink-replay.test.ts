@@ -1,18 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
-import {
-  AnalyticsStore,
-  buildReport,
-  compareRuns,
-  dlqByReason,
-  funnel,
-  judgeStats,
-  migrate,
-  MIGRATIONS,
-  rewardByVersion,
-  type AnalyticsOptions,
-} from '../../../analytics/index.ts';
+import { buildReport, compareRuns, dlqByReason, funnel, judgeStats, rewardByVersion } from '../../../analytics/index.ts';
+import { AnalyticsStore, migrate, MIGRATIONS, type AnalyticsOptions } from '../../../warehouse/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../../processors/clickhouse-sink/index.ts';
 import type { Judgement } from '../../../schemas/index.ts';

@@ -2,15 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
 import avro from 'avsc';
-import {
-  AnalyticsStore,
-  funnel,
-  rewardByVersion,
-  judgeStats,
-  dlqByReason,
-  userStats,
-  latencyPercentiles,
-} from '../../../analytics/index.ts';
+import { funnel, rewardByVersion, judgeStats, dlqByReason, userStats, latencyPercentiles } from '../../../analytics/index.ts';
+import { AnalyticsStore } from '../../../warehouse/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { startClickhouseSink } from '../../../processors/clickhouse-sink/index.ts';
 import { loadConfig } from '../../../cli/config.ts';

@@ -8,20 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  AnalyticsStore,
-  buildDashboardApp,
-  buildReport,
-  compareRuns,
-  listRuns,
-  migrate,
-  MIGRATIONS,
-  overview,
-  REPLAY_TABLES,
-  toRow,
-  type MappedRow,
-  type Overview,
-} from '../../../analytics/index.ts';
+import { buildDashboardApp, buildReport, compareRuns, listRuns, overview, type Overview } from '../../../analytics/index.ts';
+import { AnalyticsStore, migrate, MIGRATIONS, REPLAY_TABLES, toRow, type MappedRow } from '../../../warehouse/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureChdb } from '../../support/chdb.ts';

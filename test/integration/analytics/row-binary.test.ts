@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AnalyticsStore, migrate, RowBinaryEncoder, TABLE_IDS, toRow, type MappedRow, type TableId } from '../../../analytics/index.ts';
+import { AnalyticsStore, migrate, RowBinaryEncoder, TABLE_IDS, toRow, type MappedRow, type TableId } from '../../../warehouse/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { exampleDeadLetter, exampleReward, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';

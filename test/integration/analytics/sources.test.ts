@@ -6,17 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  AnalyticsStore,
-  buildDashboardApp,
-  buildReport,
-  funnel,
-  latencyPercentiles,
-  migrate,
-  overview,
-  toRow,
-  type MappedRow,
-} from '../../../analytics/index.ts';
+import { buildDashboardApp, buildReport, funnel, latencyPercentiles, overview } from '../../../analytics/index.ts';
+import { AnalyticsStore, migrate, toRow, type MappedRow } from '../../../warehouse/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { exampleJudgement, examplePair, exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';

@@ -1,6 +1,6 @@
 /** Shared steps of the analytics integration tests: an isolated topic family and tables. */
 import type { Kafka } from 'kafkajs';
-import { AnalyticsStore, TABLE_IDS, type AnalyticsOptions } from '../../../analytics/index.ts';
+import { AnalyticsStore, TABLE_IDS, type AnalyticsOptions } from '../../../warehouse/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { createEventCodecs, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
 import { waitFor as waitForCondition } from '../../support/wait-for.ts';

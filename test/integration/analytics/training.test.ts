@@ -6,16 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  AnalyticsStore,
-  buildDashboardApp,
-  migrate,
-  passRateBySplit,
-  toRow,
-  trainingByVersion,
-  trainingModels,
-  type MappedRow,
-} from '../../../analytics/index.ts';
+import { buildDashboardApp, passRateBySplit, trainingByVersion, trainingModels } from '../../../analytics/index.ts';
+import { AnalyticsStore, migrate, toRow, type MappedRow } from '../../../warehouse/index.ts';
 import type { Reward, RolloutSplit, TopicId } from '../../../schemas/index.ts';
 import { exampleReward, exampleWeightVersion } from '../../support/fixtures.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';

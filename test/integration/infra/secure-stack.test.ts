@@ -13,7 +13,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { AnalyticsStore } from '../../../analytics/index.ts';
+import { AnalyticsStore } from '../../../warehouse/index.ts';
 import { httpGet, readCaFile, readSecretFile } from '../../../core/index.ts';
 import {
   clientSettings,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Column } from '../../../analytics/index.ts';
+import type { Column } from '../../../warehouse/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 import { RowBuffer, type EncodedRows } from '../../../processors/clickhouse-sink/row-buffer.ts';
 

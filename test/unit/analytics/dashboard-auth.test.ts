@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { AnalyticsStore, buildDashboardApp } from '../../../analytics/index.ts';
+import { buildDashboardApp } from '../../../analytics/index.ts';
+import { AnalyticsStore } from '../../../warehouse/index.ts';
 
 const store = new AnalyticsStore({ url: 'http://127.0.0.1:9' });
 const app = buildDashboardApp({ store, keys: ['dash-key', 'sk-alice'], metricsKey: 'mk' });

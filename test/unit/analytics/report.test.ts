@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatComparison, formatReport, sqlString, type Overview, type RunStats } from '../../../analytics/index.ts';
+import { formatComparison, formatReport, type Overview, type RunStats } from '../../../analytics/index.ts';
+import { sqlString } from '../../../warehouse/index.ts';
 
 const overview: Overview = {
   generated_at_ms: 0,

@@ -15,7 +15,7 @@ import type { Kafka } from 'kafkajs';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../../cli/config.ts';
 import { Secret } from '../../../core/index.ts';
-import { ANALYTICS_DEFAULTS } from '../../../analytics/index.ts';
+import { ANALYTICS_DEFAULTS } from '../../../warehouse/index.ts';
 import { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS } from '../../../gateway/index.ts';
 import {
   DEFAULT_SETTLE_MS,

@@ -9,7 +9,6 @@ import {
   CSV_HEADER,
   perPersona,
   stability,
-  svgToPng,
   toCsv,
   toPersonaSvg,
   toResultJson,
@@ -17,6 +16,7 @@ import {
   writeReports,
   type ReportInput,
 } from '../../../eval/report.ts';
+import { svgToPng } from '../../../measure/charts.ts';
 import { summarize, type RunResult } from '../../../eval/run-eval.ts';
 import type { Persona } from '../../../eval/persona.ts';
 

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseChatRequest } from '../../../gateway/chat-request.ts';
 import { flattenContent } from '../../../gateway/content.ts';
-import { parseTruthy, resolveTurnContext } from '../../../gateway/turn-context.ts';
+import { resolveTurnContext } from '../../../gateway/turn-context.ts';
+import { parseTruthy } from '../../../gateway/request-values.ts';
 import { TurnstreamError } from '../../../core/errors.ts';
 
 const base = { messages: [{ role: 'user', content: 'hi' }] };

@@ -3,10 +3,9 @@
  * deterministic id (so a re-delivered event replaces itself). Kept beside the DDL in
  * migrations.ts: a column added there is filled here.
  */
-import type { DeadLetter, Feedback, Judgement, Reward, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../../schemas/index.ts';
-import { invalidInput } from '../../core/index.ts';
-import { REPLAY_KEYS } from './migrations.ts';
-import type { TableId } from './tables.ts';
+import type { DeadLetter, Feedback, Judgement, Reward, Sample, TopicId, Turn, TurnPair, WeightVersion } from '../schemas/index.ts';
+import { invalidInput } from '../core/index.ts';
+import { REPLAY_KEYS, type TableId } from './tables.ts';
 
 /** Where a record was read; every row carries it. */
 export interface SourcePosition {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RowBinaryEncoder, type Column, type Row } from '../../../analytics/index.ts';
+import { RowBinaryEncoder, type Column, type Row } from '../../../warehouse/index.ts';
 import { ErrorCodes, TurnstreamError } from '../../../core/errors.ts';
 
 const B = Buffer.prototype;

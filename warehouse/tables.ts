@@ -22,3 +22,16 @@ export function tableNames(database: string, prefix: string): Tables {
     migrations: q('schema_migrations'),
   };
 }
+
+/**
+ * The tables a replay writes to, with their event id. Their rows carry `replay_tag` (the tag
+ * of the topic the sink read them from; '' = live), and the ReplacingMergeTree key is
+ * `(id, replay_tag)`: a replay re-derives the same ids (a pair's id is its turn's id), and a
+ * replayed row must sit beside the live one, not replace it.
+ */
+export const REPLAY_KEYS: ReadonlyArray<readonly [TableId, string]> = [
+  ['pairs', 'pair_id'],
+  ['judgements', 'judgement_id'],
+  ['samples', 'sample_id'],
+  ['dlq', 'dlq_id'],
+];

@@ -6,7 +6,7 @@
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { ErrorCodes, Secret, TurnstreamError, untrustedCertificate } from '../../core/index.ts';
+import { ErrorCodes, Secret, TurnstreamError, untrustedCertificate } from '../core/index.ts';
 import type { Column } from './row-binary.ts';
 import { resolveAnalyticsOptions, type AnalyticsOptions, type ResolvedAnalyticsOptions } from './options.ts';
 import { tableNames, type Tables } from './tables.ts';

@@ -7,7 +7,7 @@
  * in a number column) throws TS_ERR_INVALID_INPUT and leaves nothing behind: that record is
  * dead-lettered, and the insert of the others never fails for it.
  */
-import { invalidInput } from '../../core/index.ts';
+import { invalidInput } from '../core/index.ts';
 import type { Row } from './rows.ts';
 
 /** One column of a table, as `DESCRIBE TABLE` gives it. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { toRow, type Row } from '../../../analytics/index.ts';
+import { toRow, type Row } from '../../../warehouse/index.ts';
 import {
   exampleDeadLetter,
   exampleFeedback,

@@ -1,5 +1,5 @@
 import type { createClient } from '@clickhouse/client';
-import type { Secret, TlsOptions } from '../../core/index.ts';
+import type { Secret, TlsOptions } from '../core/index.ts';
 
 /** Where the analytics tables live when nothing is set (`CLICKHOUSE_*`). */
 export const ANALYTICS_DEFAULTS = Object.freeze({

@@ -3,7 +3,7 @@
  * (connection refused, a 5xx) is retried with backoff through core's one retrier, anything else
  * surfaces. The sink does this before it reads; the dashboard before it serves.
  */
-import { retry, toTurnstreamError, type Logger } from '../../core/index.ts';
+import { retry, toTurnstreamError, type Logger } from '../core/index.ts';
 import type { AnalyticsStore } from './client.ts';
 import { migrate, type MigrationResult } from './migrations.ts';
 

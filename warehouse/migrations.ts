@@ -9,7 +9,7 @@
  * into one row; queries read with FINAL.
  */
 import type { AnalyticsStore } from './client.ts';
-import type { TableId, Tables } from './tables.ts';
+import { REPLAY_KEYS, type TableId, type Tables } from './tables.ts';
 
 export interface Migration {
   version: number;
@@ -128,18 +128,6 @@ async function addColumns(store: AnalyticsStore, table: TableId, columns: Readon
   }
 }
 
-/**
- * The tables a replay writes to, with their event id. Their rows carry `replay_tag` (the tag
- * of the topic the sink read them from; '' = live), and the ReplacingMergeTree key is
- * `(id, replay_tag)`: a replay re-derives the same ids (a pair's id is its turn's id), and a
- * replayed row must sit beside the live one, not replace it.
- */
-export const REPLAY_KEYS: ReadonlyArray<readonly [TableId, string]> = [
-  ['pairs', 'pair_id'],
-  ['judgements', 'judgement_id'],
-  ['samples', 'sample_id'],
-  ['dlq', 'dlq_id'],
-];
 
 /** The table's insertable column names, in order (AnalyticsStore.columns). */
 async function columnsOf(store: AnalyticsStore, table: TableId): Promise<string[]> {

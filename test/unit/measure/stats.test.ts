@@ -1,7 +1,7 @@
 /** The eval's paired permutation test. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pairedPermutationTest } from '../../../eval/stats.ts';
+import { pairedPermutationTest } from '../../../measure/stats.ts';
 
 /**
  * The exact two-sided p of integer differences by meet in the middle: the 2^h sums of each half,

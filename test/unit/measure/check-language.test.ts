@@ -1,7 +1,7 @@
 /** The personas' declarative checks: every operator, their compositions, the edge cases, and the errors. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CHECK_OPERATORS, compileCheck, wordCount } from '../../../eval/persona-check.ts';
+import { CHECK_OPERATORS, compileCheck, wordCount } from '../../../measure/check-language.ts';
 import { TurnstreamError } from '../../../core/errors.ts';
 
 const ok = (check: unknown, reply: string): boolean => compileCheck(check)(reply);
