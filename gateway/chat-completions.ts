@@ -37,7 +37,8 @@ import { parseChatRequest } from './chat-request.ts';
 import type { EngineResult } from './engine.ts';
 import { toOpenAIError } from './openai-errors.ts';
 import { SseWriter } from './sse-writer.ts';
-import { header, resolveTurnContext } from './turn-context.ts';
+import { resolveTurnContext } from './turn-context.ts';
+import { header } from './request-values.ts';
 import { turnIdFor } from './turn-capture.ts';
 
 export type ChatRouteDeps = GenerationDeps;

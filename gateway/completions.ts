@@ -33,7 +33,8 @@ import { openStream, streamCall } from './chat-completions.ts';
 import { CompletionLogprobsBuilder, type CompletionLogprobs } from './completion-logprobs.ts';
 import { parseCompletionRequest, type CompletionRequest } from './completion-request.ts';
 import type { Delta } from './engine.ts';
-import { header, resolveTurnContext } from './turn-context.ts';
+import { resolveTurnContext } from './turn-context.ts';
+import { header } from './request-values.ts';
 import { turnIdFor } from './turn-capture.ts';
 
 const ROUTE = '/v1/completions';
