@@ -128,7 +128,6 @@ async function addColumns(store: AnalyticsStore, table: TableId, columns: Readon
   }
 }
 
-
 /** The table's insertable column names, in order (AnalyticsStore.columns). */
 async function columnsOf(store: AnalyticsStore, table: TableId): Promise<string[]> {
   return (await store.columns(store.tables[table])).map((c) => c.name);

@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
 import type { BrowserContext } from 'playwright-core';
-import { buildDashboardApp, funnel, listRuns, passRateBySplit, startDashboard, trainingByVersion, type DashboardHandle } from '../../analytics/index.ts';
+import {
+  buildDashboardApp,
+  funnel,
+  listRuns,
+  passRateBySplit,
+  startDashboard,
+  trainingByVersion,
+  type DashboardHandle,
+} from '../../analytics/index.ts';
 import { AnalyticsStore } from '../../warehouse/index.ts';
 import { learningDataset } from '../../bench/sink-dataset.ts';
 import { startClickhouseSink, type ClickhouseSinkHandle } from '../../processors/clickhouse-sink/index.ts';
