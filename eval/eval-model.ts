@@ -25,10 +25,10 @@ import {
 import { createPolicyTeacher, LlamaTeacher, type Teacher } from '../processors/index.ts';
 import type { ChatMessage, Sample } from '../schemas/index.ts';
 import {
-  AdamW,
-  learnerStep,
   LEARNER_DEFAULTS,
   LoraLineage,
+  PolicyStepper,
+  trainMetricsOf,
   type LearnerStepOptions,
   type StepMetrics,
   type SampleText,
@@ -169,7 +169,7 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
       });
       await lineage.init();
       const { policy } = await lineage.load(0);
-      const opt = new AdamW({ lr: o.lr });
+      const stepper = new PolicyStepper(policy, { optimizer: { lr: o.lr }, step: { measureAfter: false, ...o.step } });
       let version = 0;
       return {
         modelId: runId,
@@ -200,15 +200,11 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
           return out;
         },
         async step(samples) {
-          const m = await learnerStep(
-            policy,
-            opt,
-            samples.map((sample) => ({ sample })),
-            { measureAfter: false, ...o.step },
-          );
+          const t0 = performance.now();
+          const m = await stepper.step(samples.map((sample) => ({ sample })));
           if (m.samples > 0 && !m.rejected) {
             version++;
-            const metrics = { loss: m.loss, meanReward: m.meanReward, kl: m.kl, samples: m.samples, tokens: m.tokens, steps: version };
+            const metrics = trainMetricsOf(m, { steps: version, droppedStale: 0, stepSeconds: (performance.now() - t0) / 1000 });
             const saved = await lineage.save(version, version - 1, metrics);
             await engine.offer({
               modelId: runId,
@@ -218,14 +214,14 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
               sha256: saved.sha256,
               format: lineage.format,
               baseModel: lineage.baseModel,
-              metrics: { ...metrics, clipFraction: m.clipFraction, logprobDrift: m.logprobDrift, droppedStale: 0 },
+              metrics,
               createdAt: Date.now(),
             });
           }
           return m;
         },
         async close() {
-          opt.dispose();
+          stepper.dispose();
           lineage.dispose();
           await engine.close();
         },
@@ -256,7 +252,7 @@ export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
   return {
     async open(runId: string): Promise<EvalModel> {
       const { model }: { model: TransformerModel } = await loadCheckpoint(o.baseUri);
-      const opt = new AdamW({ lr: o.lr });
+      const stepper = new PolicyStepper(model, { optimizer: { lr: o.lr }, step: o.step });
       let version = 0;
       return {
         modelId: runId,
@@ -281,18 +277,13 @@ export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
           }));
         },
         async step(samples) {
-          const m = await learnerStep(
-            model,
-            opt,
-            samples.map((sample) => ({ sample })),
-            o.step,
-          );
+          const m = await stepper.step(samples.map((sample) => ({ sample })));
           if (m.samples > 0 && !m.rejected) version++;
           return m;
         },
         async close() {
           model.dispose();
-          opt.dispose();
+          stepper.dispose();
         },
       };
     },

@@ -10,7 +10,7 @@
  * Measured: the shared preference's held-out satisfaction before/after; the adversary's share of
  * the trained samples, its mean effective consensus weight and its share of the total loss weight.
  */
-import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
+import { createEmbeddedJudge, type TrainMethod } from '../processors/index.ts';
 import {
   SampleBatcher,
   ratedTurnOf,
@@ -26,7 +26,9 @@ import type { EvalModel, EvalModels } from './eval-model.ts';
 import { compileCheck, mean } from '../measure/index.ts';
 import { BUILTIN_PERSONAS_FILE, DEFAULT_HELD_OUT, loadPersonas, openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { react } from './reaction.ts';
-import { eventMessages, makePair, scoreModel } from './run-eval.ts';
+import { judgedSample } from './in-process-path.ts';
+import { scoreModel } from './run-eval.ts';
+import { eventMessages, makePair } from './turn-pair.ts';
 
 export interface MultiUserEvalOptions {
   /** The model every run starts from and learns on. */
@@ -247,10 +249,8 @@ async function interact(st: RunState, i: number, p: Persona, train: string[]): P
       modelId: m.modelId,
       exactLogprobs: reply.exactLogprobs,
     });
-    const { votes, score: js, hint } = st.judge.evaluate(pair);
-    const judgement = makeJudgement(pair, 'embedded', votes, js, hint, Date.now());
-    const built = await buildSample(judgement, { method: st.o.method, teacher: m.teacher });
-    if (built.sample) st.batcher.add(built.sample, null);
+    const { sample } = await judgedSample(st.judge, pair, st.o.method, m.teacher);
+    if (sample) st.batcher.add(sample, null);
   }
 }
 

@@ -13,7 +13,7 @@ import { selectBackend, loadCheckpoint, type TransformerModel, sampleMany, ByteT
 import { HELD_OUT_NAMES, HINT_HEADER, REAL_NAMES, TOPICS, type Topic } from '../trainer/index.ts';
 import { mulberry32 } from '../core/index.ts';
 import { BUILTIN_PERSONAS_FILE, loadPersonas, openingMessages, splitPrompts } from './persona.ts';
-import { promptIds } from './run-eval.ts';
+import { promptIds } from './turn-pair.ts';
 
 /** A greeting and the word after it: "Hi Sam!" → "Sam". */
 const GREETING = /^(?:hi|hello|hey|dear|good (?:morning|day))\b[ ,]*([\p{L}]+)/iu;

@@ -8,9 +8,11 @@
  * model a LoRA lineage of its own served by llama.cpp), gateway and learner; the processors are
  * shared. Everything lives under a fresh topic prefix.
  *
- * On a GGUF model a run is the in-process run of the same (persona, seed) sent through the wire:
- * the same prompts and reactions (`runRandom`), the same sampling seeds sent with each request, a
- * version per `batchSize` interactions. So the two modes differ only by what the transport does.
+ * The loop is the in-process one (run-eval.ts `evaluate`); this file is only its learning path
+ * (eval/learning-path.ts). So on a GGUF model a run is the in-process run of the same (persona,
+ * seed) sent through the wire: the same prompts and reactions, the same sampling seeds sent with
+ * each request, a version per `batchSize` interactions; the two modes differ only by what the
+ * transport does.
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -33,24 +35,13 @@ import {
   type ServedModel,
   type StackSettings,
 } from '../stack/index.ts';
-import { openingMessages, splitPrompts, type Persona } from './persona.ts';
+import type { Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import { evalLearnerOverrides, evalLearnerPlan, learnerReport, type EvalLearnerOptions } from './eval-learner.ts';
-import { evalGatewayClient, type ChatSampling, type EvalGatewayClient } from './pipeline-client.ts';
+import { evalGatewayClient, type ChatSampling } from './pipeline-client.ts';
 import { EVAL_SAMPLING, sampleSeed } from './eval-model.ts';
-import { react } from './reaction.ts';
-import {
-  heldOutReply,
-  heldOutSeed,
-  runRandom,
-  shares,
-  summarize,
-  type EvalOptions,
-  type EvalResult,
-  type HeldOutReply,
-  type Interaction,
-  type RunResult,
-} from './run-eval.ts';
+import type { LearningPath, RunPath } from './learning-path.ts';
+import { evaluate, type EvalOptions, type EvalResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions extends Omit<EvalOptions, 'models' | 'seeds' | 'lr'> {
   brokers: string[];
@@ -119,25 +110,30 @@ const servedOf = (ctx: Pick<PipelineContext, 'llama'>, modelId: string): ServedM
     : { kind: 'builtin', modelId };
 
 export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
-  const t0 = Date.now();
   const ctx = await openPipeline(opts);
-  const runs: RunResult[] = [];
-  let plan: LearnerPlan | undefined;
   try {
-    for (const seed of ctx.o.seedList) {
-      for (const persona of ctx.o.personas) {
-        const run = await runOne(ctx, persona, seed);
-        plan = run.plan;
-        runs.push(run.result);
-      }
-    }
+    return await evaluate(pipelinePath(ctx), { ...ctx.o, evalEvery: ctx.evalEvery, onProgress: opts.onProgress });
   } finally {
     await ctx.pipeline.stop();
     ctx.baseTf?.model.dispose();
     await rm(ctx.weightsDir, { recursive: true, force: true });
   }
-  const result = summarize(runs, ctx.o, { agree: 0, total: 0 }, 'pipeline', (Date.now() - t0) / 1000);
-  return plan ? { ...result, learner: learnerReport(plan) } : result;
+}
+
+/** Learning through the real system: each run its own gateway and learner, the shared processors between them. */
+function pipelinePath(ctx: PipelineContext): LearningPath {
+  let plan: LearnerPlan | undefined;
+  return {
+    mode: 'pipeline',
+    async open(persona, seed) {
+      const run = await openRun(ctx, persona, seed);
+      plan = run.plan;
+      return run.path;
+    },
+    // The judge ran in the pipeline's judge stage; its agreement is not counted here.
+    judgeAgreement: () => NaN,
+    learner: () => (plan ? learnerReport(plan) : undefined),
+  };
 }
 
 /**
@@ -236,108 +232,58 @@ async function startRunLearner(ctx: PipelineContext, modelId: string): Promise<{
   return { handle, plan };
 }
 
-/** One (persona, seed) run: its gateway and learner, the held-out score at version 0, the interactions, a score per scored version. */
-async function runOne(ctx: PipelineContext, persona: Persona, seed: number): Promise<{ result: RunResult; plan: LearnerPlan }> {
-  const { o, llama } = ctx;
-  const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
+/** One (persona, seed) run: its gateway and learner on a model id of its own (a copy of the base, or a LoRA lineage of its own). */
+async function openRun(ctx: PipelineContext, persona: Persona, seed: number): Promise<{ path: RunPath; plan: LearnerPlan }> {
   const modelId = `eval-${persona.name}-s${seed}`;
-  if (!llama) await cp(join(ctx.weightsDir, ctx.baseModelId, 'v0'), join(ctx.weightsDir, modelId, 'v0'), { recursive: true });
+  if (!ctx.llama) await cp(join(ctx.weightsDir, ctx.baseModelId, 'v0'), join(ctx.weightsDir, modelId, 'v0'), { recursive: true });
   const home = await mkdtemp(join(tmpdir(), 'turnstream-eval-gw-'));
   const gw = startRunGateway(ctx, modelId, home);
   const url = await gw.start();
   const api = evalGatewayClient(url, ctx.logger);
   const { handle: learner, plan } = await startRunLearner(ctx, modelId);
-  const rand = runRandom(persona, seed);
-  const scorer = heldOutScorer(ctx, api, persona, seed, modelId, heldOut);
-  let satisfied = 0;
-  let steps = 0;
-  const talk: Interaction[] = [];
-  try {
-    await scorer.score(0);
-    for (let i = 0; i < o.interactions; i++) {
-      const t = await interact(ctx, api, persona, `${modelId}-i${i}`, train, rand);
-      if (t.satisfied) satisfied++;
-      talk.push(t);
-      const last = i === o.interactions - 1;
-      if ((i + 1) % o.batchSize === 0 || last) {
-        await awaitNextVersion(ctx, url, learner, modelId, i + 1);
-        steps++;
-        if (steps % ctx.evalEvery === 0 || last) await scorer.score(i + 1);
-      }
-    }
-  } finally {
-    await learner.stop();
-    await gw.stop();
-    await rm(home, { recursive: true, force: true });
-  }
-  const { scores, replies } = scorer;
-  ctx.opts.onProgress?.(
-    `${modelId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')} (satisfied during interactions: ${satisfied}/${o.interactions})`,
-  );
-  const result: RunResult = {
-    persona: persona.name,
-    preference: persona.preference,
-    seed,
-    scores,
-    replies,
-    talk,
-    trainSatisfaction: satisfied / o.interactions,
-    samples: learner.stats().trained,
-    steps: [],
-  };
-  return { result, plan };
-}
-
-/** Scores the held-out prompts as `side` turns (recorded, never trained); keeps the first and the last scored replies. */
-function heldOutScorer(ctx: PipelineContext, api: EvalGatewayClient, persona: Persona, seed: number, modelId: string, heldOut: string[]) {
-  const scores: RunResult['scores'] = [];
-  const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
-  const score = async (interactions: number): Promise<void> => {
-    const scored = interactions === 0 ? replies.first : (replies.last = []);
-    let version = -1;
-    for (const [j, prompt] of heldOut.entries()) {
-      for (let r = 0; r < ctx.o.heldOutSamples; r++) {
+  const path: RunPath = {
+    runId: modelId,
+    async heldOut(messages, s, n, label) {
+      const texts: string[] = [];
+      let version = -1;
+      for (let r = 0; r < n; r++) {
+        // A side turn: recorded, never trained.
         const res = await api.chat(
-          openingMessages(persona, prompt),
-          {
-            'x-turn-type': 'side',
-            'x-user-id': 'eval-scorer',
-            'x-session-id': `${modelId}-heldout-${interactions}-${j}-${r}`,
-          },
-          { ...ctx.sampling, seed: sampleSeed(heldOutSeed(seed, j), r) },
+          messages,
+          { 'x-turn-type': 'side', 'x-user-id': 'eval-scorer', 'x-session-id': `${modelId}-heldout-${label}-${r}` },
+          { ...ctx.sampling, seed: sampleSeed(s, r) },
         );
         version = res.version;
-        scored.push(heldOutReply(persona, prompt, res.text));
+        texts.push(res.text);
       }
-    }
-    scores.push({ version, interactions, ...shares(scored) });
+      return { texts, version };
+    },
+    async interact(i, messages, replySeed, react) {
+      // The persona's reaction (and now and then a 👍/👎) goes to the gateway as the session's next turn, which closes it.
+      const session = `${modelId}-i${i}`;
+      const headers = { 'x-session-id': session, 'x-user-id': persona.name };
+      const first = await api.chat(messages, headers, { ...ctx.sampling, seed: sampleSeed(replySeed, 0) });
+      const reaction = react(first.text);
+      if (reaction.rating !== null) await api.feedback(headers, { turnId: first.turnId, sessionId: session, rating: reaction.rating });
+      await api.chat(
+        [...messages, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
+        { ...headers, 'x-session-done': 'yes' },
+        ctx.oneToken,
+      );
+      return { reply: first.text, version: first.version, reaction, judgingSeconds: 0 };
+    },
+    async endBlock(interactions) {
+      await awaitNextVersion(ctx, url, learner, modelId, interactions);
+      return null;
+    },
+    trained: () => learner.stats().trained,
+    async close() {
+      await learner.stop();
+      await gw.stop();
+      await rm(home, { recursive: true, force: true });
+    },
   };
-  return { scores, replies, score };
-}
-
-/** One interaction: a training prompt, the reply, the persona's reaction (and now and then a 👍/👎), the session closed. */
-async function interact(
-  ctx: PipelineContext,
-  api: EvalGatewayClient,
-  persona: Persona,
-  session: string,
-  train: string[],
-  rand: () => number,
-): Promise<Interaction> {
-  const headers = { 'x-session-id': session, 'x-user-id': persona.name };
-  const question = train[Math.floor(rand() * train.length)];
-  const opening = openingMessages(persona, question);
-  // Drawn in the in-process order (prompt, reply seed, reaction): the same user in both modes.
-  const replySeed = Math.floor(rand() * 2 ** 31);
-  const first = await api.chat(opening, headers, { ...ctx.sampling, seed: sampleSeed(replySeed, 0) });
-  const reaction = react(persona, first.text, rand, undefined, question);
-  if (reaction.rating !== null) await api.feedback(headers, { turnId: first.turnId, sessionId: session, rating: reaction.rating });
-  await api.chat(
-    [...opening, { role: 'assistant', content: first.text }, { role: 'user', content: reaction.text }],
-    { ...headers, 'x-session-done': 'yes' },
-    ctx.oneToken,
-  );
-  return { prompt: question, reply: first.text, reaction: reaction.text, satisfied: reaction.satisfied, version: first.version };
+  return { path, plan };
 }
 
 /** Waits for the learner to publish from this block, then for the gateway to serve it (a warning when none came before the deadline). */

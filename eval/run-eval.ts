@@ -1,25 +1,25 @@
 /**
- * The evaluation loop, in-process: personas talk to the policy; each reply and the persona's
- * reaction form a TurnPair that goes through the SAME functions the Kafka pipeline runs — the
- * embedded judge (processors/judge) and the sample builder with the frozen base model as OPD
- * teacher (processors/sample-builder) — and every `batchSize` interactions the learner takes one
- * step (trainer/learner-step.ts, the learner service's step) and a new version exists. What is
- * skipped is only the transport: no gateway, no Kafka.
+ * The evaluation loop, one for every mode: personas talk to the model, and every `batchSize`
+ * interactions a block ends in a learner step and a new version. How the model replies and learns
+ * is the run's learning path (eval/learning-path.ts): in-process (the pipeline's judge and sample
+ * builder called directly, the learner's step: eval/in-process-path.ts) or through the gateway
+ * and Kafka (eval/pipeline.ts). The users, their random streams and the scoring are the same.
  *
  * Score: for each version, the share of replies to HELD-OUT prompts (prompts no interaction used)
  * that satisfy the persona's hidden preference, `heldOutSamples` sampled replies per prompt at
  * temperature 1 (as served). One run = one persona × one seed, from the base checkpoint.
  */
-import { avroTypeOf, type ChatMessage as EventMessage, type Sample, type TopicId, type TurnPair } from '../schemas/index.ts';
-import { buildSample, createEmbeddedJudge, makeJudgement, type TrainMethod } from '../processors/index.ts';
-import { renderPrompt, type ChatMessage, type TransformerModel, ByteTokenizer } from '../policy/index.ts';
+import type { TrainMethod } from '../processors/index.ts';
 import { mulberry32 } from '../core/index.ts';
 import type { StepMetrics, FamilyStepSettings } from '../trainer/index.ts';
 import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
+import { inProcessPath } from './in-process-path.ts';
+import type { LearningPath } from './learning-path.ts';
+import { eventMessages } from './turn-pair.ts';
 import type { EvalLearnerReport } from './eval-learner.ts';
-import { isAnswer, react, satisfies } from './reaction.ts';
+import { isAnswer, react, satisfies, type Reaction } from './reaction.ts';
 import { mean, pairedPermutationTest, type PairedTest } from '../measure/index.ts';
 
 export interface EvalOptions {
@@ -129,63 +129,6 @@ export interface EvalResult {
   runs: RunResult[];
 }
 
-const tok = new ByteTokenizer();
-
-function toEvent(m: ChatMessage): EventMessage {
-  return { role: m.role, content: m.content, name: null, toolCallId: null, toolCalls: [] };
-}
-
-export function promptIds(model: TransformerModel, messages: ChatMessage[]): number[] {
-  return renderPrompt(tok, messages, { maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4) }).ids;
-}
-
-/** A TurnPair as the session assembler would emit it for (reply, reaction). */
-export function makePair(
-  run: string,
-  i: number,
-  persona: Persona,
-  messages: ChatMessage[],
-  prompt: number[],
-  reply: { ids: number[]; logprobs: number[]; text: string; temperature?: number; topP?: number },
-  reaction: { text: string; rating: number | null },
-  version: number,
-  served: { modelId?: string; exactLogprobs?: boolean } = {},
-): TurnPair {
-  const modelId = served.modelId ?? 'turnstream-tiny';
-  const turnId = `${run}-t${i}`;
-  const now = Date.now();
-  return {
-    pairId: turnId,
-    sessionId: `${run}-s${i}`,
-    userId: persona.name,
-    turn: {
-      turnId,
-      mainTurnIndex: 0,
-      policyModelId: modelId,
-      policyVersion: version,
-      model: modelId,
-      requestMessages: messages.map(toEvent),
-      response: { content: reply.text, toolCalls: [], finishReason: 'stop' },
-      promptTokenIds: prompt,
-      responseTokenIds: reply.ids,
-      responseLogprobs: reply.logprobs,
-      tokenized: true,
-      exactLogprobs: served.exactLogprobs ?? true,
-      samplingTemperature: reply.temperature ?? 1,
-      samplingTopP: reply.topP ?? 1,
-      toolsJson: null,
-      requestedAt: now,
-      completedAt: now,
-    },
-    nextState: [{ role: 'USER', content: reaction.text, toolCallId: null }],
-    endMarker: null,
-    feedback: reaction.rating === null ? [] : [{ feedbackId: `${turnId}-fb`, rating: reaction.rating, text: null, createdAt: now }],
-    historyVerified: true,
-    createdAt: now,
-    tag: null,
-  };
-}
-
 /**
  * A run's random stream: its training prompts, reply seeds and reactions. In-process and pipeline
  * runs of one (persona, seed) draw the same, so that the two modes are compared on the same user.
@@ -195,15 +138,6 @@ export const runRandom = (persona: Pick<Persona, 'name'>, seed: number): (() => 
 
 /** The request seed of held-out prompt `j` (its samples are `sampleSeed(heldOutSeed(seed, j), i)`). */
 export const heldOutSeed = (seed: number, j: number): number => seed * 7919 + j;
-
-/**
- * `value` as a consumer of topic `id` reads it: the log-probs, rewards and weights that `eval
- * --pipeline` sends as Avro floats come back as float32, so both modes train on the same numbers.
- */
-export function onTheWire<T>(id: TopicId, value: T): T {
-  const type = avroTypeOf(id);
-  return type.fromBuffer(type.toBuffer(value)) as T;
-}
 
 /**
  * The current version's held-out satisfaction (share of `samples` replies per prompt that satisfy
@@ -240,19 +174,10 @@ export function shares(replies: readonly HeldOutReply[]): { satisfaction: number
   };
 }
 
-export const eventMessages = (messages: ChatMessage[]): EventMessage[] => messages.map(toEvent);
-
-async function runOne(
-  o: Required<Omit<EvalOptions, 'onProgress' | 'models'>> & Pick<EvalOptions, 'onProgress'>,
-  models: EvalModels,
-  persona: Persona,
-  seed: number,
-  judgeTally: { agree: number; total: number },
-): Promise<RunResult> {
+/** One (persona, seed) run on `path`: version 0 scored, then blocks of `batchSize` interactions, each ending in a learner step (a new version), scored every `evalEvery` blocks and after the last. */
+async function runOne(path: LearningPath, o: LoopSettings, persona: Persona, seed: number): Promise<RunResult> {
   const { train, heldOut } = splitPrompts(persona, { heldOut: o.heldOut });
-  const runId = `${persona.name}-seed${seed}`;
-  const m = await models.open(runId);
-  const judge = createEmbeddedJudge({ mode: o.method });
+  const run = await path.open(persona, seed);
   const rand = runRandom(persona, seed);
   const scores: RunResult['scores'] = [];
   const steps: StepMetrics[] = [];
@@ -265,65 +190,48 @@ async function runOne(
       time[k] += (performance.now() - t) / 1000;
     }
   };
-  let satisfied = 0;
-  let samples = 0;
-  let stepsTaken = 0;
-  const totalSteps = Math.ceil(o.interactions / o.batchSize);
   const replies = { first: [] as HeldOutReply[], last: [] as HeldOutReply[] };
+  const score = async (interactions: number): Promise<void> => {
+    const scored = interactions === 0 ? replies.first : (replies.last = []);
+    let version = 0;
+    for (const [j, prompt] of heldOut.entries()) {
+      const r = await run.heldOut(openingMessages(persona, prompt), heldOutSeed(seed, j), o.heldOutSamples, `${interactions}-${j}`);
+      version = r.version;
+      for (const text of r.texts) scored.push(heldOutReply(persona, prompt, text));
+    }
+    scores.push({ version, interactions, ...shares(scored) });
+  };
+  let satisfied = 0;
+  let blocks = 0;
   const talk: Interaction[] = [];
   try {
-    scores.push({
-      version: 0,
-      interactions: 0,
-      ...(await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.first))),
-    });
-    let batch: Sample[] = [];
+    await timed('scoring', () => score(0));
     for (let i = 0; i < o.interactions; i++) {
+      // Drawn in this order (prompt, reply seed, reaction) in both modes: the same user either way.
       const question = train[Math.floor(rand() * train.length)];
-      const messages = openingMessages(persona, question);
-      const [reply] = await timed('generation', () => m.reply(eventMessages(messages), { seed: Math.floor(rand() * 2 ** 31) }));
-      const reaction = react(persona, reply.text, rand, undefined, question);
-      if (reaction.satisfied) satisfied++;
-      talk.push({ prompt: question, reply: reply.text, reaction: reaction.text, satisfied: reaction.satisfied, version: reply.version });
-      const pair = makePair(runId, i, persona, messages, reply.promptIds, reply, reaction, reply.version, {
-        modelId: m.modelId,
-        exactLogprobs: reply.exactLogprobs,
-      });
-      const built = await timed('judging', async () => {
-        const { votes, score: s, hint } = judge.evaluate(pair);
-        if (s !== 0) {
-          judgeTally.total++;
-          if (s > 0 === reaction.satisfied) judgeTally.agree++;
-        }
-        return buildSample(onTheWire('judgements', makeJudgement(pair, 'embedded', votes, s, hint, Date.now())), {
-          method: o.method,
-          teacher: m.teacher,
-        });
-      });
-      if (built.sample) batch.push(onTheWire('samples', built.sample));
-      if ((i + 1) % o.batchSize === 0 || i === o.interactions - 1) {
-        if (batch.length > 0) {
-          const taken = batch;
-          steps.push(await timed('training', () => m.step(taken)));
-          samples += batch.length;
-        }
-        batch = [];
-        stepsTaken++;
-        if (stepsTaken % o.evalEvery === 0 || stepsTaken === totalSteps) {
-          replies.last = [];
-          scores.push({
-            version: stepsTaken,
-            interactions: i + 1,
-            ...(await timed('scoring', () => scoreModel(m, persona, heldOut, o.heldOutSamples, seed, replies.last))),
-          });
-        }
+      const replySeed = Math.floor(rand() * 2 ** 31);
+      const t = await timed('generation', () =>
+        run.interact(i, openingMessages(persona, question), replySeed, (reply: string): Reaction =>
+          react(persona, reply, rand, undefined, question),
+        ),
+      );
+      time.generation -= t.judgingSeconds;
+      time.judging += t.judgingSeconds;
+      if (t.reaction.satisfied) satisfied++;
+      talk.push({ prompt: question, reply: t.reply, reaction: t.reaction.text, satisfied: t.reaction.satisfied, version: t.version });
+      const last = i === o.interactions - 1;
+      if ((i + 1) % o.batchSize === 0 || last) {
+        const m = await timed('training', () => run.endBlock(i + 1));
+        if (m) steps.push(m);
+        blocks++;
+        if (blocks % o.evalEvery === 0 || last) await timed('scoring', () => score(i + 1));
       }
     }
   } finally {
-    await m.close();
+    await run.close();
   }
   o.onProgress?.(
-    `${runId}: ${scores.map((s) => s.satisfaction.toFixed(2)).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions}; ` +
+    `${run.runId}: ${scores.map((s) => `v${s.version} ${s.satisfaction.toFixed(2)}`).join(' → ')}  (satisfied during interactions: ${satisfied}/${o.interactions}; ` +
       `${Object.entries(time)
         .map(([k, v]) => `${k} ${v.toFixed(0)} s`)
         .join(', ')})`,
@@ -336,21 +244,31 @@ async function runOne(
     replies,
     talk,
     trainSatisfaction: satisfied / o.interactions,
-    samples,
+    samples: run.trained(),
     steps,
     time,
   };
 }
 
-export async function runEval(opts: EvalOptions): Promise<EvalResult> {
+/** What the loop needs of an eval's settings. */
+export type LoopSettings = EvalSettings & { evalEvery: number; onProgress?: (line: string) => void };
+
+/** The eval loop: every (persona, seed) run on `path`, one after another, and their summary. */
+export async function evaluate(path: LearningPath, o: LoopSettings): Promise<EvalResult> {
   const t0 = Date.now();
-  const o = { ...evalSettings(opts, { seeds: 3 }), evalEvery: opts.evalEvery ?? 1, onProgress: opts.onProgress };
-  const tally = { agree: 0, total: 0 };
   const runs: RunResult[] = [];
   for (const seed of o.seedList) {
-    for (const persona of o.personas) runs.push(await runOne(o, opts.models, persona, seed, tally));
+    for (const persona of o.personas) runs.push(await runOne(path, o, persona, seed));
   }
-  return summarize(runs, o, tally, 'in-process', (Date.now() - t0) / 1000);
+  const result = summarize(runs, o, { agree: 0, total: 0 }, path.mode, (Date.now() - t0) / 1000);
+  const learner = path.learner();
+  return { ...result, judgeAgreement: path.judgeAgreement(), ...(learner ? { learner } : {}) };
+}
+
+/** The eval in-process: `opts.models` trained by the learner's step, the pipeline's judge and sample builder called directly. */
+export function runEval(opts: EvalOptions): Promise<EvalResult> {
+  const o = { ...evalSettings(opts, { seeds: 3 }), evalEvery: opts.evalEvery ?? 1, onProgress: opts.onProgress };
+  return evaluate(inProcessPath({ models: opts.models, method: o.method }), o);
 }
 
 export function summarize(

@@ -1,6 +1,6 @@
 // Public surface of trainer/: what the gateway, processors and CLI may use.
 export * from './losses/index.ts';
-export { GRPO_STEP } from './learner.ts';
+export { GRPO_STEP, PolicyStepper, trainMetricsOf, type PolicyStepperOptions } from './policy-stepper.ts';
 export { AdamW, type AdamWOptions } from './adamw.ts';
 export {
   corpus,

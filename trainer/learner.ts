@@ -27,26 +27,15 @@ import type { DeadLetter, Sample, WeightVersion } from '../schemas/index.ts';
 import { createLogger, type Logger, counter, gauge, histogram } from '../core/index.ts';
 import { deadLetter, ensureTopics, type EventCodecs, readToEnd, PublishConsumer, type TransactionOutput } from '../streams/index.ts';
 import { WeightTransport, type WeightsTransportKind } from '../policy/index.ts';
-import { AdamW, type AdamWOptions } from './adamw.ts';
-import { LEARNER_LR } from './defaults.ts';
+import type { AdamWOptions } from './adamw.ts';
 import { SampleBatcher, type BatcherOptions } from './batcher.ts';
 import { ratedTurnOf, weighByConsensus } from './consensus-weighting.ts';
-import { learnerStep, type LearnerStepOptions, type StepMetrics, type StepSample } from './learner-step.ts';
+import type { LearnerStepOptions, StepMetrics, StepSample } from './learner-step.ts';
+import { PolicyStepper, trainMetricsOf } from './policy-stepper.ts';
 import { UserConsensus, type UserConsensusOptions } from './user-consensus.ts';
 import { BuiltinLineage, type PolicyLineage } from './policy-lineage.ts';
-import type { TrainablePolicy } from './trainable-policy.ts';
 
 export { LEARNER_LR, LORA_LR, LORA_MIN_SAMPLES, LORA_MAX_KL } from './defaults.ts';
-
-/** What a GRPO rollout batch's step changes of the configured step options (LearnerOptions.grpoStep). */
-export const GRPO_STEP: Partial<LearnerStepOptions> = Object.freeze({
-  tokenMean: 'batch',
-  klCoef: 0,
-  rewardBaseline: undefined,
-  pleasedDamping: 0,
-  wOpd: 0,
-  wRl: 1,
-});
 
 export interface LearnerOptions {
   kafka: Kafka;
@@ -187,7 +176,7 @@ class Learner {
   private readonly modelId: string;
   private readonly lineage: PolicyLineage;
   private readonly batcher: SampleBatcher<Origin>;
-  private readonly optimizer: AdamW;
+  private stepper: PolicyStepper | null = null;
   private readonly consensus: UserConsensus | null;
   private readonly groupId: string;
   private readonly pendingDlq: Array<{ key: string; value: DeadLetter }> = [];
@@ -197,7 +186,6 @@ class Learner {
   /** Aborts a commit still retrying when the learner stops. */
   private readonly stopCommits = new AbortController();
   private samplesTopic = '';
-  private policy: TrainablePolicy | null = null;
   private version = 0;
   private nextVersion = 1;
   private steps = 0;
@@ -230,7 +218,6 @@ class Learner {
     this.log = options.logger ?? createLogger('learner');
     this.lineage = options.lineage ?? new BuiltinLineage(options.weightsDir, this.modelId);
     this.batcher = new SampleBatcher<Origin>(options.batch);
-    this.optimizer = new AdamW({ lr: LEARNER_LR, ...options.optimizer });
     this.consensus = options.consensus === false ? null : new UserConsensus(options.consensusOptions);
     const prefix = options.codecs.naming.prefix ?? '';
     this.groupId = options.groupId ?? `${prefix}turnstream.learner.${this.modelId}${options.samplesTag ? `.${options.samplesTag}` : ''}`;
@@ -279,7 +266,7 @@ class Learner {
       from,
       published && published.version === from ? published.sha256 : from === 0 ? v0.sha256 : undefined,
     );
-    this.policy = loaded.policy;
+    this.stepper = new PolicyStepper(loaded.policy, { optimizer: this.o.optimizer, step: this.o.step, grpoStep: this.o.grpoStep });
     this.version = from;
     this.nextVersion = publishedVersion + 1;
     // Learner steps since version 0 (a base's own metrics count pretraining steps, not ours).
@@ -369,9 +356,8 @@ class Learner {
     if (batch.length > 0) {
       const end = metrics.stepSeconds.startTimer({ model: this.modelId });
       let items: StepSample[] = batch.map((b) => ({ sample: b.sample, stale: b.stale }));
-      const grpo = batch.every((b) => b.sample.group);
-      if (this.consensus && !grpo) items = this.weigh(items);
-      m = await learnerStep(this.policy!, this.optimizer, items, grpo ? { ...this.o.step, ...GRPO_STEP, ...this.o.grpoStep } : this.o.step);
+      if (this.consensus && !batch.every((b) => b.sample.group)) items = this.weigh(items);
+      m = await this.stepper!.step(items);
       end();
       if (m.rejected) {
         this.counts.rejected++;
@@ -483,21 +469,7 @@ class Learner {
     const version = this.nextVersion;
     // A folder with this number can only be an unpublished leftover: versions are published in order.
     await rm(this.lineage.path(version), { recursive: true, force: true });
-    const trainMetrics = {
-      loss: m.loss,
-      meanReward: m.meanReward,
-      kl: m.kl,
-      clipFraction: m.clipFraction,
-      samples: m.samples,
-      tokens: m.tokens,
-      logprobDrift: m.logprobDrift,
-      droppedStale,
-      steps: this.steps + 1,
-      mismatchKl: m.mismatchKl,
-      tisMean: m.tisMean,
-      tisTruncated: m.tisTruncated,
-      stepSeconds,
-    };
+    const trainMetrics = trainMetricsOf(m, { steps: this.steps + 1, droppedStale, stepSeconds });
     const saved = await this.lineage.save(version, this.version, trainMetrics);
     // Before the pieces are made: a reader looks for them from this time on.
     const createdAt = Date.now();
@@ -562,8 +534,7 @@ class Learner {
   private async shutdown(): Promise<void> {
     this.stopCommits.abort(new Error('the learner is stopping'));
     await this.kafka?.stop();
-    this.optimizer.dispose();
+    this.stepper?.dispose();
     this.lineage.dispose();
-    this.policy = null;
   }
 }

@@ -9,7 +9,7 @@ import * as tf from '@tensorflow/tfjs';
 import { LoraAdapter, TfLlamaModel } from '../../../policy/index.ts';
 import { TransformerModel } from '../../../policy/builtin/model.ts';
 import { AdamW } from '../../../trainer/adamw.ts';
-import { GRPO_STEP } from '../../../trainer/learner.ts';
+import { GRPO_STEP } from '../../../trainer/policy-stepper.ts';
 import { learnerStep, type LearnerStepOptions } from '../../../trainer/learner-step.ts';
 import { LoraTrainable, type TrainablePolicy } from '../../../trainer/trainable-policy.ts';
 import { onEachBackend } from '../../support/on-each-backend.ts';
