@@ -106,7 +106,7 @@ export class BuiltinEngine implements Engine {
     const lease = this.opts.registry.lease();
     if (!lease) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the policy is not loaded yet');
     try {
-      const policy = lease.policy;
+      const policy = lease.value;
       const { ids: promptIds, truncatedTokens, text: promptText } = this.promptOf(req, policy);
       if (promptText !== undefined) call.onPrompt?.({ text: promptText, logprobs: null });
       const sampling = {

@@ -1,5 +1,7 @@
 /**
- * The weight versions a llama.cpp engine serves, hot-swapped with no pause (docs/design/algorithms.md §6).
+ * The weight versions a llama.cpp engine serves: the version registry (version-registry.ts), hot-swapped
+ * with no pause, plus what is llama.cpp's own: contexts, their sequences, pinned versions, the
+ * prefix cache.
  *
  * A version is the frozen base plus one LoRA adapter file. llama.cpp applies an adapter to a
  * whole context (every sequence of a batch), so each served version has a context of its own,
@@ -21,10 +23,10 @@
  */
 import type { LlamaContext, LlamaContextSequence, LlamaModel as NodeLlamaModel } from 'node-llama-cpp';
 import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/index.ts';
-import type { WeightVersion } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import { kvKeyOf } from './kv-key.ts';
 import { commonPrefix, type KvStates } from './kv-states.ts';
+import { HeldVersion, VersionRegistry, type ServedVersion, type VersionLease } from './version-registry.ts';
 
 export interface LlamaVersionsOptions {
   model: NodeLlamaModel;
@@ -61,15 +63,11 @@ export interface SequenceLease {
   release: () => void;
 }
 
-/** A version's context and its sequences. */
-export class VersionSlot {
+/** A version's context and its sequences (leased and retired by the registry: `HeldVersion`). */
+export class VersionSlot implements ServedVersion {
   /** Free sequences, the least recently released first. */
   private readonly free: LlamaContextSequence[] = [];
   private readonly waiting: Array<(s: LlamaContextSequence) => void> = [];
-  private leases = 0;
-  private retired = false;
-  private disposed = false;
-  lastUsed = Date.now();
 
   constructor(
     readonly version: number,
@@ -81,25 +79,6 @@ export class VersionSlot {
     private readonly minStateTokens = 256,
   ) {
     while (context.sequencesLeft > 0) this.free.push(context.getSequence());
-  }
-
-  get inUse(): number {
-    return this.leases;
-  }
-
-  get isDisposed(): boolean {
-    return this.disposed;
-  }
-
-  /** Holds the slot: it is not freed while leased, even once retired. */
-  lease(): void {
-    this.leases++;
-    this.lastUsed = Date.now();
-  }
-
-  unlease(): void {
-    this.leases--;
-    this.maybeDispose();
   }
 
   /**
@@ -167,30 +146,22 @@ export class VersionSlot {
     else this.free.push(seq);
   }
 
-  retire(): void {
-    this.retired = true;
-    this.maybeDispose();
-  }
-
-  private maybeDispose(): void {
-    if (this.retired && this.leases === 0 && !this.disposed) {
-      this.disposed = true;
-      void this.context.dispose();
-    }
+  dispose(): void {
+    void this.context.dispose();
   }
 }
 
-export class LlamaVersions {
-  private current: VersionSlot | null = null;
-  private readonly pinned = new Map<number, Promise<VersionSlot>>();
-  private loading: Promise<void> = Promise.resolve();
-  private wanted = -1;
-  loadFailures = 0;
+export class LlamaVersions extends VersionRegistry<VersionSlot> {
+  private readonly pinned = new Map<number, Promise<HeldVersion<VersionSlot>>>();
 
-  constructor(private readonly o: LlamaVersionsOptions) {}
-
-  get version(): number | null {
-    return this.current?.version ?? null;
+  constructor(private readonly o: LlamaVersionsOptions) {
+    super({
+      modelId: o.modelId,
+      what: 'adapter',
+      logger: o.logger,
+      onSwap: (slot) => o.onSwap?.(slot.version),
+      load: async (wv) => this.createSlot(await this.verified(wv.version, wv.sha256)),
+    });
   }
 
   /** The current version's llama.cpp context (its settings: contextSize, batchSize, threads…). */
@@ -232,57 +203,26 @@ export class LlamaVersions {
     return slot.version;
   }
 
-  private install(slot: VersionSlot): void {
-    const old = this.current;
-    this.current = slot;
-    this.o.onSwap?.(slot.version);
-    old?.retire();
-  }
-
-  /** A WeightVersion from the weights topic: loaded in the background (in order), then swapped in. */
-  offer(wv: WeightVersion): Promise<void> {
-    if (wv.modelId !== this.o.modelId) return Promise.resolve();
-    if (wv.version <= Math.max(this.version ?? -1, this.wanted)) return Promise.resolve();
-    this.wanted = wv.version;
-    this.loading = this.loading.then(async () => {
-      if (wv.version <= (this.version ?? -1)) return;
-      const started = Date.now();
-      try {
-        const slot = await this.createSlot(await this.verified(wv.version, wv.sha256));
-        this.install(slot);
-        this.o.logger?.info({ modelId: wv.modelId, version: wv.version, loadMs: Date.now() - started }, 'adapter swapped in');
-      } catch (err) {
-        this.loadFailures++;
-        this.o.logger?.error(
-          { err, modelId: wv.modelId, version: wv.version },
-          'could not load a new adapter version; still serving the current one',
-        );
-      }
-    });
-    return this.loading;
-  }
-
   /**
    * A sequence of `version`'s context (null: the current version), leased until `release()`.
    * The current slot is leased in the same tick it is read, so a swap cannot free it meanwhile.
    * `fresh`: nothing of the prompt is reused (see `VersionSlot.prepare`).
    */
   async acquire(version: number | null, prompt: readonly number[], signal: AbortSignal, fresh = false): Promise<SequenceLease> {
-    let slot: VersionSlot;
+    let held: VersionLease<VersionSlot>;
     for (;;) {
-      const cur = this.current;
-      if (!cur) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the model is not loaded yet');
-      if (version === null || version === cur.version) {
-        slot = cur;
-        slot.lease();
+      const cur = this.version;
+      if (cur === null) throw new TurnstreamError(ErrorCodes.UNAVAILABLE, 'the model is not loaded yet');
+      if (version === null || version === cur) {
+        held = this.lease()!;
         break;
       }
       const pinned = await this.pinnedSlot(version);
       if (pinned.isDisposed) continue; // evicted meanwhile: load it again
-      slot = pinned;
-      slot.lease();
+      held = pinned.lease();
       break;
     }
+    const slot = held.value;
     let seq: LlamaContextSequence | null = null;
     try {
       seq = await slot.acquireSequence(prompt, signal);
@@ -297,27 +237,27 @@ export class LlamaVersions {
           if (released) return;
           released = true;
           slot.releaseSequence(s);
-          slot.unlease();
+          held.release();
         },
       };
     } catch (err) {
       if (seq) slot.releaseSequence(seq);
-      slot.unlease();
+      held.release();
       throw err;
     }
   }
 
-  private async pinnedSlot(version: number): Promise<VersionSlot> {
+  private async pinnedSlot(version: number): Promise<HeldVersion<VersionSlot>> {
     let p = this.pinned.get(version);
     if (!p) {
-      p = this.verified(version).then((ref) => this.createSlot(ref));
+      p = this.verified(version).then(async (ref) => new HeldVersion(await this.createSlot(ref)));
       this.pinned.set(version, p);
       p.catch(() => this.pinned.delete(version));
       void this.evictPinned();
     }
-    const slot = await p;
-    slot.lastUsed = Date.now();
-    return slot;
+    const held = await p;
+    held.lastUsed = Date.now();
+    return held;
   }
 
   private async evictPinned(): Promise<void> {
@@ -337,10 +277,8 @@ export class LlamaVersions {
     return this.o.store.list(this.o.modelId);
   }
 
-  async close(): Promise<void> {
-    await this.loading;
-    this.current?.retire();
-    this.current = null;
+  override async close(): Promise<void> {
+    await super.close();
     for (const p of this.pinned.values()) (await p.catch(() => null))?.retire();
     this.pinned.clear();
   }
