@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BUILTIN_PERSONAS_FILE, loadPersonas } from '../../../eval/persona.ts';
-import { runEval } from '../../../eval/run-eval.ts';
+import { evaluate, runEval } from '../../../eval/run-eval.ts';
+import type { LearningPath, RunPath } from '../../../eval/learning-path.ts';
 import { builtinEvalModels } from '../../../eval/eval-model.ts';
 import { initCheckpoint, loadPolicy } from '../../../policy/index.ts';
 
@@ -69,4 +70,88 @@ test('runEval: versions, before/after in [0, 1], the paired test over the runs, 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('evaluate: one loop over any learning path: blocks end in a step, scores at version 0, every evalEvery blocks and the last, each with the version that answered', async () => {
+  const personas = (await loadPersonas(BUILTIN_PERSONAS_FILE)).filter((p) => p.name === 'brief-bea' || p.name === 'plain-pat');
+  const calls: string[] = [];
+  const opened: string[] = [];
+  // A path whose model answers "yes" from version 2 on, and makes a version only when a block had a satisfied reply.
+  const path: LearningPath = {
+    mode: 'pipeline',
+    async open(persona, seed): Promise<RunPath> {
+      const runId = `${persona.name}/${seed}`;
+      opened.push(runId);
+      let version = 0;
+      let pending = 0;
+      let trained = 0;
+      return {
+        runId,
+        async heldOut(messages, s, n, label) {
+          calls.push(`${runId} heldOut ${label} n=${n}`);
+          assert.equal(messages.at(-1)!.role, 'user');
+          return {
+            texts: Array.from({ length: n }, () =>
+              version >= 2 ? 'Yes.' : 'Well, it depends on many things, so let me explain at length.',
+            ),
+            version,
+          };
+        },
+        async interact(i, messages, replySeed, react) {
+          assert.ok(Number.isInteger(replySeed) && replySeed >= 0);
+          const reply = 'A short answer.';
+          const reaction = react(reply);
+          pending++;
+          return { reply, version, reaction, judgingSeconds: 0 };
+        },
+        async endBlock(interactions) {
+          calls.push(`${runId} endBlock ${interactions}`);
+          trained += pending;
+          pending = 0;
+          version++;
+          return null;
+        },
+        trained: () => trained,
+        async close() {
+          calls.push(`${runId} close`);
+        },
+      };
+    },
+    judgeAgreement: () => 0.5,
+    learner: () => undefined,
+  };
+  const r = await evaluate(path, {
+    personas,
+    interactions: 5,
+    seeds: 1,
+    seedList: [1],
+    method: 'combined',
+    batchSize: 2,
+    lr: 1e-3,
+    heldOut: 0.06,
+    heldOutSamples: 2,
+    evalEvery: 2,
+  });
+  assert.deepEqual(opened, ['brief-bea/1', 'plain-pat/1']);
+  const bea = calls.filter((c) => c.startsWith('brief-bea/1'));
+  // Blocks end after interactions 2, 4 and 5 (the last, partial); scored at 0, after block 2 and after the last.
+  assert.deepEqual(
+    bea.filter((c) => c.includes('endBlock')),
+    ['brief-bea/1 endBlock 2', 'brief-bea/1 endBlock 4', 'brief-bea/1 endBlock 5'],
+  );
+  const run = r.runs[0];
+  assert.deepEqual(
+    run.scores.map((s) => [s.interactions, s.version]),
+    [
+      [0, 0],
+      [4, 2],
+      [5, 3],
+    ],
+  );
+  assert.equal(bea.at(-1), 'brief-bea/1 close');
+  assert.equal(run.samples, 5);
+  assert.equal(run.talk!.length, 5);
+  assert.equal(r.mode, 'pipeline');
+  assert.equal(r.judgeAgreement, 0.5);
+  assert.equal(r.statistic.n, 2);
 });
