@@ -21,13 +21,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { deterministicId, type SessionSource, type Turn } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError, toTurnstreamError, type Logger } from '../core/index.ts';
 import type { Admission } from './admission.ts';
+import type { Caller } from './auth.ts';
 import type { ChatRequest, RawPrompt } from './chat-request.ts';
 import type { Delta, Engine, EngineResult, PromptEcho } from './engine.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { SessionIndex } from './session-index.ts';
 import type { SseBudget } from './sse-writer.ts';
 import type { TurnContext } from './turn-context.ts';
-import type { TurnCapture } from './turn-capture.ts';
+import { turnIdFor, type TurnCapture } from './turn-capture.ts';
+import { header } from './request-values.ts';
 
 export interface GenerationDeps {
   engine: Engine;
@@ -216,6 +218,71 @@ export async function runChoices(
   );
   if (failure) throw failure;
   return { firstAt };
+}
+
+/** A call under way: its route, request, choices, abort signal and admission slot. */
+export interface CallRun {
+  reply: FastifyReply;
+  route: string;
+  r: Resolved;
+  choices: Choice[];
+  deps: GenerationDeps;
+  call: CallSignal;
+  /** Gives the admission slot back. */
+  release: () => void;
+}
+
+/** Starts a call: its headers, its abort signal, then its admission slot (429 when none comes). */
+export async function startCall(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  route: string,
+  r: Resolved,
+  choices: Choice[],
+  deps: GenerationDeps,
+): Promise<CallRun> {
+  callHeaders(reply, r, choices);
+  const call = callSignal(reply, deps);
+  const slot = await admit(request, r, deps, call);
+  return { reply, route, r, choices, deps, call, release: slot.release };
+}
+
+/**
+ * Runs a call that does not stream: its choices, then (the slot released) their Turns and metrics;
+ * sets `x-policy-version` and returns the fields that open both routes' answers after `id` and `object`.
+ */
+export async function completeCall(
+  { reply, route, r, choices, deps, call, release }: CallRun,
+  on: ChoiceEvents,
+): Promise<{ created: number; model: string; system_fingerprint: string }> {
+  let firstAt: number;
+  try {
+    ({ firstAt } = await runChoices(deps, choices, call, on));
+  } finally {
+    release();
+    call.dispose();
+  }
+  await captureChoices(r, choices, deps);
+  recordMetrics(deps, route, r, choices, false, firstAt);
+  const first = choices[0].result!;
+  reply.header('x-policy-version', String(first.policyVersion));
+  return { created: createdOf(r), model: r.model, system_fingerprint: `${first.policyModelId}-v${first.policyVersion}` };
+}
+
+/** OpenAI's `created` of a call: its request time in whole seconds. */
+export const createdOf = (r: Resolved): number => Math.floor(r.requestedAt / 1000);
+
+/**
+ * The turn id of a call in `sessionId`: derived from the client's `Idempotency-Key` (or
+ * `X-Request-Id`) when it sends one, so a retry keeps it.
+ */
+export const callTurnId = (request: FastifyRequest, sessionId: string): string =>
+  turnIdFor(sessionId, header(request.headers, 'idempotency-key') ?? header(request.headers, 'x-request-id'));
+
+/** A session named by the client must be the caller's own (inferred ones are, by construction). */
+export function enterNamedSession(deps: GenerationDeps, caller: Caller, ctx: TurnContext): void {
+  if (ctx.sessionId)
+    deps.capture.ownership.enter(caller, ctx.sessionId, ctx.userId, ctx.sessionSource === 'HEADER' ? 'X-Session-Id' : 'session_id');
 }
 
 /** The Turn of a finished choice. */

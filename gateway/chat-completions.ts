@@ -18,11 +18,14 @@ import type { SessionSource } from '../schemas/index.ts';
 import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { OPEN_CALLER } from './auth.ts';
 import {
-  admit,
-  callHeaders,
-  callSignal,
+  callTurnId,
   captureChoices,
   choicesOf,
+  startCall,
+  type CallRun,
+  completeCall,
+  createdOf,
+  enterNamedSession,
   recordMetrics,
   runChoices,
   usageOf,
@@ -38,8 +41,6 @@ import type { EngineResult } from './engine.ts';
 import { toOpenAIError } from './openai-errors.ts';
 import { SseWriter } from './sse-writer.ts';
 import { resolveTurnContext } from './turn-context.ts';
-import { header } from './request-values.ts';
-import { turnIdFor } from './turn-capture.ts';
 
 export type ChatRouteDeps = GenerationDeps;
 
@@ -52,9 +53,7 @@ function resolve(request: FastifyRequest, deps: ChatRouteDeps): Resolved {
   deps.engine.checkRequest(req);
   const caller = request.caller ?? OPEN_CALLER;
   const ctx = resolveTurnContext(request.headers, req, { defaultTurnType: deps.defaultTurnType, caller });
-  // A session named by the client must be the caller's own (inferred ones are, by construction).
-  if (ctx.sessionId)
-    deps.capture.ownership.enter(caller, ctx.sessionId, ctx.userId, ctx.sessionSource === 'HEADER' ? 'X-Session-Id' : 'session_id');
+  enterNamedSession(deps, caller, ctx);
   let sessionId = ctx.sessionId;
   let sessionSource: SessionSource = ctx.sessionSource ?? 'GENERATED';
   if (!sessionId) {
@@ -62,7 +61,7 @@ function resolve(request: FastifyRequest, deps: ChatRouteDeps): Resolved {
     sessionSource = sessionId ? 'INFERRED' : 'GENERATED';
     sessionId ??= randomUUID();
   }
-  const turnId = turnIdFor(sessionId, header(request.headers, 'idempotency-key') ?? header(request.headers, 'x-request-id'));
+  const turnId = callTurnId(request, sessionId);
   return { req, ctx, sessionId, sessionSource, turnId, requestedAt, model: req.model || deps.defaultModel() };
 }
 
@@ -81,36 +80,20 @@ function messageOf(res: EngineResult) {
 export const chatCompletions: FastifyPluginAsync<ChatRouteDeps> = async (app, deps) => {
   app.post(ROUTE, async (request, reply) => {
     const r = resolve(request, deps);
-    const choices = choicesOf(r, [null]);
-    callHeaders(reply, r, choices);
-    const call = callSignal(reply, deps);
-    const slot = await admit(request, r, deps, call);
-    if (r.req.stream) return streamCompletion(reply, r, choices, deps, call, slot.release);
+    const run = await startCall(request, reply, ROUTE, r, choicesOf(r, [null]), deps);
+    if (r.req.stream) return streamCompletion(run);
 
-    let firstAt: number;
-    try {
-      ({ firstAt } = await runChoices(deps, choices, call, { delta: () => {} }));
-    } finally {
-      slot.release();
-      call.dispose();
-    }
-    await captureChoices(r, choices, deps);
-    recordMetrics(deps, ROUTE, r, choices, false, firstAt);
-    const first = choices[0].result!;
-    reply.header('x-policy-version', String(first.policyVersion));
     return {
       id: `chatcmpl-${r.turnId}`,
       object: 'chat.completion',
-      created: Math.floor(r.requestedAt / 1000),
-      model: r.model,
-      system_fingerprint: `${first.policyModelId}-v${first.policyVersion}`,
-      choices: choices.map((c) => ({
+      ...(await completeCall(run, { delta: () => {} })),
+      choices: run.choices.map((c) => ({
         index: c.index,
         message: messageOf(c.result!),
         logprobs: r.req.logprobs ? c.result!.logprobs : null,
         finish_reason: c.result!.finishReason,
       })),
-      usage: usageOf(choices),
+      usage: usageOf(run.choices),
     };
   });
 };
@@ -137,19 +120,19 @@ export function openStream(reply: FastifyReply, r: Resolved, deps: GenerationDep
 
 /**
  * Streams a call: its chunks, then each choice's finish, the usage when asked and `[DONE]`; a
- * failure after the headers travels in the stream, as OpenAI does. `chunks` writes the route's
- * chunks; every Turn is captured once all choices are done.
+ * failure after the headers travels in the stream, as OpenAI does. `events` gets the writer of
+ * the route's chunks (`head`, `created`, `model`, then one choice, then `usage: null` when usage
+ * is asked for) and says what each choice writes; every Turn is captured once all choices are done.
  */
 export async function streamCall(
-  route: string,
-  r: Resolved,
-  choices: Choice[],
-  deps: GenerationDeps,
-  call: CallSignal,
-  release: () => void,
-  out: SseWriter,
-  chunks: ChoiceEvents & { start?: (c: Choice) => void; usage: () => void },
+  { reply, route, r, choices, deps, call, release }: CallRun,
+  head: { id: string; object: string },
+  events: (write: (choice: Record<string, unknown>) => void) => ChoiceEvents & { start?: (c: Choice) => void },
 ): Promise<void> {
+  const out = openStream(reply, r, deps, call);
+  const base = { ...head, created: createdOf(r), model: r.model };
+  const usageNull = r.req.includeUsage ? { usage: null } : {};
+  const chunks = events((choice) => out.write({ ...base, choices: [choice], ...usageNull }));
   let status = 200;
   try {
     for (const c of choices) chunks.start?.(c);
@@ -159,7 +142,7 @@ export async function streamCall(
     } finally {
       release();
     }
-    if (r.req.includeUsage) chunks.usage();
+    if (r.req.includeUsage) out.write({ ...base, choices: [], usage: usageOf(choices) });
     await captureChoices(r, choices, deps);
     recordMetrics(deps, route, r, choices, true, firstAt);
     out.write('[DONE]');
@@ -180,31 +163,21 @@ export async function streamCall(
   }
 }
 
-function streamCompletion(
-  reply: FastifyReply,
-  r: Resolved,
-  choices: Choice[],
-  deps: ChatRouteDeps,
-  call: CallSignal,
-  release: () => void,
-): Promise<void> {
-  const out = openStream(reply, r, deps, call);
-  const base = { id: `chatcmpl-${r.turnId}`, object: 'chat.completion.chunk', created: Math.floor(r.requestedAt / 1000), model: r.model };
-  const usageNull = r.req.includeUsage ? { usage: null } : {};
-  const chunk = (index: number, delta: Record<string, unknown>, finish: string | null = null, logprobs: unknown = null) => ({
-    ...base,
-    choices: [{ index, delta, logprobs, finish_reason: finish }],
-    ...usageNull,
-  });
-  return streamCall(ROUTE, r, choices, deps, call, release, out, {
-    start: (c) => out.write(chunk(c.index, { role: 'assistant', content: '' })),
-    delta: (c, d) => {
-      const delta: Record<string, unknown> = {};
-      if (d.content !== undefined) delta.content = d.content;
-      if (d.toolCalls) delta.tool_calls = d.toolCalls;
-      out.write(chunk(c.index, delta, null, (r.req.logprobs && d.logprobs) || null));
-    },
-    done: (c) => out.write(chunk(c.index, {}, c.result!.finishReason)),
-    usage: () => out.write({ ...base, choices: [], usage: usageOf(choices) }),
+function streamCompletion(run: CallRun): Promise<void> {
+  const { r } = run;
+  const head = { id: `chatcmpl-${r.turnId}`, object: 'chat.completion.chunk' };
+  return streamCall(run, head, (write) => {
+    const chunk = (index: number, delta: Record<string, unknown>, finish: string | null = null, logprobs: unknown = null) =>
+      write({ index, delta, logprobs, finish_reason: finish });
+    return {
+      start: (c) => chunk(c.index, { role: 'assistant', content: '' }),
+      delta: (c, d) => {
+        const delta: Record<string, unknown> = {};
+        if (d.content !== undefined) delta.content = d.content;
+        if (d.toolCalls) delta.tool_calls = d.toolCalls;
+        chunk(c.index, delta, null, (r.req.logprobs && d.logprobs) || null);
+      },
+      done: (c) => chunk(c.index, {}, c.result!.finishReason),
+    };
   });
 }

@@ -12,30 +12,26 @@
  * alternatives, in the legacy shape (completion-logprobs.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { SessionSource } from '../schemas/index.ts';
 import { OPEN_CALLER } from './auth.ts';
 import {
-  admit,
-  callHeaders,
-  callSignal,
-  captureChoices,
+  callTurnId,
   choicesOf,
-  recordMetrics,
-  runChoices,
+  startCall,
+  type CallRun,
+  completeCall,
+  enterNamedSession,
   usageOf,
-  type CallSignal,
   type Choice,
   type GenerationDeps,
   type Resolved,
 } from './call-runner.ts';
-import { openStream, streamCall } from './chat-completions.ts';
+import { streamCall } from './chat-completions.ts';
 import { CompletionLogprobsBuilder, type CompletionLogprobs } from './completion-logprobs.ts';
 import { parseCompletionRequest, type CompletionRequest } from './completion-request.ts';
 import type { Delta } from './engine.ts';
 import { resolveTurnContext } from './turn-context.ts';
-import { header } from './request-values.ts';
-import { turnIdFor } from './turn-capture.ts';
 
 const ROUTE = '/v1/completions';
 
@@ -47,11 +43,10 @@ function resolve(request: FastifyRequest, deps: GenerationDeps): { r: Resolved; 
   for (const prompt of c.prompts) deps.engine.checkRequest({ ...req, prompt });
   const caller = request.caller ?? OPEN_CALLER;
   const ctx = resolveTurnContext(request.headers, req, { defaultTurnType: 'side', caller });
-  if (ctx.sessionId)
-    deps.capture.ownership.enter(caller, ctx.sessionId, ctx.userId, ctx.sessionSource === 'HEADER' ? 'X-Session-Id' : 'session_id');
+  enterNamedSession(deps, caller, ctx);
   const sessionId = ctx.sessionId ?? randomUUID();
   const sessionSource: SessionSource = ctx.sessionSource ?? 'GENERATED';
-  const turnId = turnIdFor(sessionId, header(request.headers, 'idempotency-key') ?? header(request.headers, 'x-request-id'));
+  const turnId = callTurnId(request, sessionId);
   return { r: { req, ctx, sessionId, sessionSource, turnId, requestedAt, model: req.model || deps.defaultModel() }, c };
 }
 
@@ -103,69 +98,42 @@ class ChoiceText {
 export const completions: FastifyPluginAsync<GenerationDeps> = async (app, deps) => {
   app.post(ROUTE, async (request, reply) => {
     const { r, c } = resolve(request, deps);
-    const choices = choicesOf(r, c.prompts);
-    callHeaders(reply, r, choices);
-    const texts = new Map(choices.map((ch) => [ch.index, new ChoiceText(r.req.echo === true, c.logprobs !== null)]));
-    const call = callSignal(reply, deps);
-    const slot = await admit(request, r, deps, call);
-    if (r.req.stream) return streamCompletions(reply, r, choices, texts, deps, call, slot.release);
+    const run = await startCall(request, reply, ROUTE, r, choicesOf(r, c.prompts), deps);
+    const texts = new Map(run.choices.map((ch) => [ch.index, new ChoiceText(r.req.echo === true, c.logprobs !== null)]));
+    if (r.req.stream) return streamCompletions(run, texts);
 
-    let firstAt: number;
-    try {
-      ({ firstAt } = await runChoices(deps, choices, call, {
-        prompt: (ch) => texts.get(ch.index)!.prompt(ch),
-        delta: (ch, d) => texts.get(ch.index)!.delta(d),
-      }));
-    } finally {
-      slot.release();
-      call.dispose();
-    }
-    await captureChoices(r, choices, deps);
-    recordMetrics(deps, ROUTE, r, choices, false, firstAt);
-    const first = choices[0].result!;
-    reply.header('x-policy-version', String(first.policyVersion));
     return {
       id: `cmpl-${r.turnId}`,
       object: 'text_completion',
-      created: Math.floor(r.requestedAt / 1000),
-      model: r.model,
-      system_fingerprint: `${first.policyModelId}-v${first.policyVersion}`,
-      choices: choices.map((ch) => {
+      ...(await completeCall(run, {
+        prompt: (ch) => texts.get(ch.index)!.prompt(ch),
+        delta: (ch, d) => texts.get(ch.index)!.delta(d),
+      })),
+      choices: run.choices.map((ch) => {
         const t = texts.get(ch.index)!;
         return { text: t.text, index: ch.index, logprobs: t.allLogprobs, finish_reason: ch.result!.finishReason };
       }),
-      usage: usageOf(choices),
+      usage: usageOf(run.choices),
     };
   });
 };
 
-function streamCompletions(
-  reply: FastifyReply,
-  r: Resolved,
-  choices: Choice[],
-  texts: Map<number, ChoiceText>,
-  deps: GenerationDeps,
-  call: CallSignal,
-  release: () => void,
-): Promise<void> {
-  const out = openStream(reply, r, deps, call);
-  const base = { id: `cmpl-${r.turnId}`, object: 'text_completion', created: Math.floor(r.requestedAt / 1000), model: r.model };
-  const usageNull = r.req.includeUsage ? { usage: null } : {};
-  const chunk = (index: number, text: string, logprobs: CompletionLogprobs | null, finish: string | null = null) => ({
-    ...base,
-    choices: [{ text, index, logprobs, finish_reason: finish }],
-    ...usageNull,
-  });
-  return streamCall(ROUTE, r, choices, deps, call, release, out, {
-    prompt: (ch) => {
-      const p = texts.get(ch.index)!.prompt(ch);
-      if (p) out.write(chunk(ch.index, p.text, p.logprobs));
-    },
-    delta: (ch, d) => {
-      const piece = texts.get(ch.index)!.delta(d);
-      if (piece.text || piece.logprobs) out.write(chunk(ch.index, piece.text, piece.logprobs));
-    },
-    done: (ch) => out.write(chunk(ch.index, '', null, ch.result!.finishReason)),
-    usage: () => out.write({ ...base, choices: [], usage: usageOf(choices) }),
+function streamCompletions(run: CallRun, texts: Map<number, ChoiceText>): Promise<void> {
+  const { r } = run;
+  const head = { id: `cmpl-${r.turnId}`, object: 'text_completion' };
+  return streamCall(run, head, (write) => {
+    const chunk = (index: number, text: string, logprobs: CompletionLogprobs | null, finish: string | null = null) =>
+      write({ text, index, logprobs, finish_reason: finish });
+    return {
+      prompt: (ch) => {
+        const p = texts.get(ch.index)!.prompt(ch);
+        if (p) chunk(ch.index, p.text, p.logprobs);
+      },
+      delta: (ch, d) => {
+        const piece = texts.get(ch.index)!.delta(d);
+        if (piece.text || piece.logprobs) chunk(ch.index, piece.text, piece.logprobs);
+      },
+      done: (ch) => chunk(ch.index, '', null, ch.result!.finishReason),
+    };
   });
 }
