@@ -84,6 +84,21 @@ export function ggmlTypeFromName(name: string): GgmlType | undefined {
 }
 
 /**
+ * A table by type id from one by type name, in any case (`{ q8_0: f }` is `{ 8: f }`), so that a
+ * codec table can name each type once.
+ * @throws TurnstreamError TS_ERR_INVALID_INPUT for a name that is not a ggml type
+ */
+export function byGgmlType<T>(byName: Record<string, T>): Record<number, T> {
+  const out: Record<number, T> = {};
+  for (const [name, value] of Object.entries(byName)) {
+    const type = ggmlTypeFromName(name);
+    if (type === undefined) throw new TurnstreamError(ErrorCodes.INVALID_INPUT, `unknown ggml type name ${name}`);
+    out[type] = value;
+  }
+  return out;
+}
+
+/**
  * Bytes a tensor of `dims` (ne0 first) takes in `type`. ggml quantizes along ne0 only, so ne0
  * must be a multiple of the block size.
  * @throws TurnstreamError TS_ERR_INVALID_INPUT for an unknown type or a row that is not whole blocks

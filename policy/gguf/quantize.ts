@@ -5,7 +5,7 @@
  * which is all the project needs: test models, adapters and merged exports that llama.cpp reads.
  */
 import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
-import { GgmlType, ggmlTypeLayout, ggmlTypeName } from './ggml-type.ts';
+import { byGgmlType, ggmlTypeLayout, ggmlTypeName } from './ggml-type.ts';
 import { HALF_TO_FLOAT, floatToHalf } from './half.ts';
 
 type BlockEncoder = (x: Float32Array, dst: Uint8Array, nBlocks: number) => void;
@@ -300,21 +300,7 @@ const q6_K: BlockEncoder = (x, dst, n) => {
   }
 };
 
-const ENCODERS: Record<number, BlockEncoder> = {
-  [GgmlType.F32]: f32,
-  [GgmlType.F16]: f16,
-  [GgmlType.BF16]: bf16,
-  [GgmlType.Q4_0]: q4_0,
-  [GgmlType.Q4_1]: q4_1,
-  [GgmlType.Q5_0]: q5_0,
-  [GgmlType.Q5_1]: q5_1,
-  [GgmlType.Q8_0]: q8_0,
-  [GgmlType.Q2_K]: q2_K,
-  [GgmlType.Q3_K]: q3_K,
-  [GgmlType.Q4_K]: q4_K,
-  [GgmlType.Q5_K]: q5_K,
-  [GgmlType.Q6_K]: q6_K,
-};
+const ENCODERS: Record<number, BlockEncoder> = byGgmlType({ f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K });
 
 /** True when {@link quantize} can encode `type`. */
 export const canQuantize = (type: number): boolean => type in ENCODERS;
