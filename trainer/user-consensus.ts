@@ -32,6 +32,7 @@
  * carry one reward (the judge's verdict, itself read from the user's feedback), not the user's
  * and the judge's opinions apart, so the judge cannot be a separate voice here.
  */
+import { withDefaults } from '../core/index.ts';
 
 export interface UserConsensusOptions {
   /** Prior agreements (Beta α). @default 4 */
@@ -71,6 +72,28 @@ export interface UserConsensusOptions {
   /** Exact-turn disagreement rate at or above which two users conflict. @default 0.6 */
   conflictRate?: number;
 }
+
+/** What a {@link UserConsensus} uses where its options say nothing (the `@default`s above). */
+export const USER_CONSENSUS_DEFAULTS: Readonly<Required<UserConsensusOptions>> = Object.freeze({
+  priorAgree: 4,
+  priorDisagree: 1,
+  minWeight: 0.05,
+  preferences: true,
+  dimensions: 512,
+  halfLife: 256,
+  agreementScale: 0.5,
+  evidencePerTurn: 0.5,
+  maxUsers: 4096,
+  minConflictEvidence: 8,
+  conflictCosine: -0.25,
+  maxConflictUsers: 64,
+  similarity: 0.8,
+  maxResponsesPerPrompt: 64,
+  maxPrompts: 10000,
+  maxPairs: 100000,
+  minConflictComparisons: 3,
+  conflictRate: 0.6,
+});
 
 export interface RatedTurn {
   userId: string | null;
@@ -243,26 +266,7 @@ export class UserConsensus {
   private dirty = false;
 
   constructor(options: UserConsensusOptions = {}) {
-    this.o = {
-      priorAgree: options.priorAgree ?? 4,
-      priorDisagree: options.priorDisagree ?? 1,
-      minWeight: options.minWeight ?? 0.05,
-      preferences: options.preferences ?? true,
-      dimensions: options.dimensions ?? 512,
-      halfLife: options.halfLife ?? 256,
-      agreementScale: options.agreementScale ?? 0.5,
-      evidencePerTurn: options.evidencePerTurn ?? 0.5,
-      maxUsers: options.maxUsers ?? 4096,
-      minConflictEvidence: options.minConflictEvidence ?? 8,
-      conflictCosine: options.conflictCosine ?? -0.25,
-      maxConflictUsers: options.maxConflictUsers ?? 64,
-      similarity: options.similarity ?? 0.8,
-      maxResponsesPerPrompt: options.maxResponsesPerPrompt ?? 64,
-      maxPrompts: options.maxPrompts ?? 10000,
-      maxPairs: options.maxPairs ?? 100000,
-      minConflictComparisons: options.minConflictComparisons ?? 3,
-      conflictRate: options.conflictRate ?? 0.6,
-    };
+    this.o = withDefaults(USER_CONSENSUS_DEFAULTS, options);
     if (this.o.dimensions < STRUCT + 8) throw new RangeError(`dimensions must be at least ${STRUCT + 8}`);
     this.decay = Math.pow(2, -1 / this.o.halfLife);
   }

@@ -9,7 +9,7 @@
  */
 import type { Judgement, TurnPair, Vote } from '../../schemas/index.ts';
 import type OpenAI from 'openai';
-import { ErrorCodes, TurnstreamError, retry } from '../../core/index.ts';
+import { ErrorCodes, TurnstreamError, retry, withDefaults } from '../../core/index.ts';
 import { jsonOf, openAIClient, openAIFailure } from '../../core/openai-client.ts';
 import { parseBoxed, parseHint } from './boxed.ts';
 import { hasEvidence, makeJudgement, type Judge, type JudgeCallOptions, type JudgeMode } from './judge.ts';
@@ -115,18 +115,10 @@ export class LlmJudge implements Judge {
   constructor(options: LlmJudgeOptions) {
     if (!options.baseUrl) throw new TurnstreamError(ErrorCodes.INVALID_INPUT, 'LLM judge needs a baseUrl', { param: 'baseUrl' });
     this.o = {
+      ...withDefaults<Required<Pick<LlmJudgeOptions, keyof typeof JUDGE_DEFAULTS>>>(JUDGE_DEFAULTS, options),
       baseUrl: options.baseUrl,
       model: options.model,
       apiKey: options.apiKey,
-      mode: options.mode ?? JUDGE_DEFAULTS.mode,
-      votes: options.votes ?? JUDGE_DEFAULTS.votes,
-      hintVotes: options.hintVotes ?? JUDGE_DEFAULTS.hintVotes,
-      temperature: options.temperature ?? JUDGE_DEFAULTS.temperature,
-      maxTokens: options.maxTokens ?? JUDGE_DEFAULTS.maxTokens,
-      timeoutMs: options.timeoutMs ?? JUDGE_DEFAULTS.timeoutMs,
-      retries: options.retries ?? JUDGE_DEFAULTS.retries,
-      minBackoffMs: options.minBackoffMs ?? JUDGE_DEFAULTS.minBackoffMs,
-      maxQuoteChars: options.maxQuoteChars ?? JUDGE_DEFAULTS.maxQuoteChars,
     };
     if (!(this.o.votes >= 1) || !(this.o.hintVotes >= 1)) throw new RangeError('votes and hintVotes must be >= 1');
     this.id = options.id ?? `llm:${options.model}`;
