@@ -123,6 +123,18 @@ export function parseRating(v: unknown, path: string): number | null {
   return fail(path, 'a rating (1, -1, "up", "down")', v);
 }
 
+/**
+ * The explicit feedback `m` carries (a line, or a message whose paths start with `prefix`): its
+ * `feedback` (`{rating, text}` or a list), else its `rating`; null when it has neither, so that a
+ * format can look further.
+ */
+export function feedbackFields(m: Json, prefix: string): FeedbackInput[] | null {
+  if (m.feedback !== undefined && m.feedback !== null) return feedbackInputs(m.feedback, `${prefix}feedback`);
+  if (m.rating === undefined || m.rating === null) return null;
+  const rating = parseRating(m.rating, `${prefix}rating`);
+  return rating === null ? [] : [{ rating, text: null, createdAt: null }];
+}
+
 /** Explicit feedback: `{rating?, text?, created_at?}` (or a list of them). */
 export interface FeedbackInput {
   rating: number | null;

@@ -20,25 +20,17 @@ import { deterministicId } from '../../schemas/index.ts';
 import {
   chatMessage,
   fail,
-  feedbackInputs,
+  feedbackFields,
   isObject,
   optString,
-  parseRating,
   parseTimestamp,
   toEvents,
   toolsJsonOf,
   turnTypeOf,
   usageOf,
-  type FeedbackInput,
   type Json,
   type ParsedLine,
 } from './common.ts';
-
-function feedbackOf(m: Json, path: string): FeedbackInput[] {
-  if (m.feedback !== undefined && m.feedback !== null) return feedbackInputs(m.feedback, `${path}.feedback`);
-  const rating = parseRating(m.rating, `${path}.rating`);
-  return rating === null ? [] : [{ rating, text: null, createdAt: null }];
-}
 
 export function openaiChatParser(now: () => number = Date.now): (rec: unknown) => ParsedLine {
   return (rec) => {
@@ -86,7 +78,7 @@ export function openaiChatParser(now: () => number = Date.now): (rec: unknown) =
         toolsJson: toolsJsonOf(rec.tools, 'tools'),
         response: { content: a.content, toolCalls: a.toolCalls, finishReason: a.toolCalls.length > 0 ? 'tool_calls' : 'stop' },
         usage: usageOf((raw[i] as Json).usage),
-        feedback: feedbackOf(raw[i] as Json, `messages[${i}]`),
+        feedback: feedbackFields(raw[i] as Json, `messages[${i}].`) ?? [],
         nextMessages: i === last ? after : [],
       });
       out.turns.push(...parsed.turns);

@@ -30,10 +30,9 @@ import {
   chatMessage,
   chatMessages,
   fail,
-  feedbackInputs,
+  feedbackFields,
   isObject,
   optString,
-  parseRating,
   parseTimestamp,
   toEvents,
   toolCalls,
@@ -57,11 +56,8 @@ export function cleanRenderedResponse(text: string, hasToolCalls: boolean): stri
 }
 
 function feedbackOf(rec: Json): FeedbackInput[] {
-  if (rec.feedback !== undefined && rec.feedback !== null) return feedbackInputs(rec.feedback, 'feedback');
-  if (rec.rating !== undefined && rec.rating !== null) {
-    const rating = parseRating(rec.rating, 'rating');
-    return rating === null ? [] : [{ rating, text: null, createdAt: null }];
-  }
+  const explicit = feedbackFields(rec, '');
+  if (explicit) return explicit;
   if (rec.label === -1 || rec.label === '-1') return [{ rating: -1, text: null, createdAt: null }];
   return [];
 }
