@@ -22,30 +22,27 @@ import { constants } from 'node:os';
 import { invalidInput } from '../../core/index.ts';
 import { DEFAULT_CAPS, DEFAULT_LIMITS, type KilledBy, type SandboxCaps, type SandboxLimits } from './sandbox.ts';
 
-/** Limits over defaults, each checked to be a positive integer (TS_ERR_INVALID_INPUT naming the field). */
-export function resolveLimits(base: Readonly<SandboxLimits> = DEFAULT_LIMITS, over: Partial<SandboxLimits> = {}): SandboxLimits {
-  const limits = { ...base };
-  for (const key of Object.keys(DEFAULT_LIMITS) as (keyof SandboxLimits)[]) {
+/** `over` applied to `base`, each value given checked to be a positive integer (TS_ERR_INVALID_INPUT naming the field). */
+function positiveOver<T extends { [K in keyof T]: number }>(what: string, base: Readonly<T>, over: Partial<T>): T {
+  const out: T = { ...base };
+  for (const key of Object.keys(base) as (keyof T & string)[]) {
     const value = over[key];
     if (value === undefined) continue;
     if (!Number.isSafeInteger(value) || value <= 0)
-      throw invalidInput(`sandbox limit ${key} must be a positive integer, got ${String(value)}`, key);
-    limits[key] = value;
+      throw invalidInput(`sandbox ${what} ${key} must be a positive integer, got ${String(value)}`, key);
+    out[key] = value;
   }
-  return limits;
+  return out;
+}
+
+/** Limits over defaults, each checked to be a positive integer (TS_ERR_INVALID_INPUT naming the field). */
+export function resolveLimits(base: Readonly<SandboxLimits> = DEFAULT_LIMITS, over: Partial<SandboxLimits> = {}): SandboxLimits {
+  return positiveOver('limit', base, over);
 }
 
 /** Caps over defaults, each checked to be a positive integer (TS_ERR_INVALID_INPUT naming the field). */
 export function resolveCaps(over: Partial<SandboxCaps> = {}): SandboxCaps {
-  const caps = { ...DEFAULT_CAPS };
-  for (const key of Object.keys(DEFAULT_CAPS) as (keyof SandboxCaps)[]) {
-    const value = over[key];
-    if (value === undefined) continue;
-    if (!Number.isSafeInteger(value) || value <= 0)
-      throw invalidInput(`sandbox cap ${key} must be a positive integer, got ${String(value)}`, key);
-    caps[key] = value;
-  }
-  return caps;
+  return positiveOver('cap', DEFAULT_CAPS, over);
 }
 
 /** `prlimit` and its arguments, to put before the command inside the sandbox. */
