@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import type { BenchArgs } from './options.ts';
 import { KAFKA_VERSION, checkPrerequisites, runCommand } from '../infra/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
-import { benchFamily, benchTempDir, median, rawPassthrough, rawProduce, type BenchFamily } from './support.ts';
+import { median, withBenchFamily, rawPassthrough, rawProduce, type BenchFamily } from './support.ts';
 import { runtimePassthrough, turnRecords } from './runtime-passthrough.ts';
 
 export const description =
@@ -160,23 +160,9 @@ export async function run(args: BenchArgs): Promise<KStreamsBenchResult> {
   const { config, progress } = args;
   const o = resolveOptions(options, args.options);
   const classpath = await buildKStreamsPeer(progress);
-  const family = await benchFamily(config, 'kstreams', Number(o.partitions), ['turns', 'dlq']);
-  const temp = await benchTempDir('kstreams');
-  try {
-    return await measure(
-      family,
-      classpath,
-      temp.dir,
-      Number(o.records),
-      Number(o.partitions),
-      Number(o.pairs),
-      Number(o.warmups),
-      progress,
-    );
-  } finally {
-    await family.cleanup();
-    await temp.remove();
-  }
+  return withBenchFamily(config, 'kstreams', Number(o.partitions), ['turns', 'dlq'], (family, dir) =>
+    measure(family, classpath, dir, Number(o.records), Number(o.partitions), Number(o.pairs), Number(o.warmups), progress),
+  );
 }
 
 async function measure(

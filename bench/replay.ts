@@ -13,7 +13,7 @@ import { parseBound, runReplay } from '../history/index.ts';
 import type { ChatMessage, Turn } from '../schemas/index.ts';
 import { EventProducer, readToEnd } from '../streams/index.ts';
 import { createLogger } from '../core/index.ts';
-import { benchFamily, benchTempDir, createPlainTopic, rawProduce, type BenchFamily } from './support.ts';
+import { createPlainTopic, withBenchFamily, rawProduce, type BenchFamily } from './support.ts';
 import { stockKafka } from './stock-kafkajs.ts';
 import { cores, CpuMeter, type CpuPhase } from './cpu.ts';
 
@@ -105,14 +105,7 @@ export async function run(args: BenchArgs): Promise<ReplayBenchResult> {
   const o = resolveOptions(options, args.options);
   const turns = Number(o.turns);
   const perSession = Number(o['turns-per-session']);
-  const family = await benchFamily(config, 'replay', 6);
-  const temp = await benchTempDir('replay');
-  try {
-    return await measure(family, temp.dir, turns, perSession, progress);
-  } finally {
-    await family.cleanup();
-    await temp.remove();
-  }
+  return withBenchFamily(config, 'replay', 6, undefined, (family, dir) => measure(family, dir, turns, perSession, progress));
 }
 
 async function measure(

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Consumer, ICustomPartitioner, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import type { BenchConfig } from './options.ts';
-import { stackUp, type StackEndpoints } from '../infra/index.ts';
+import { stackUpFor, type StackEndpoints } from '../infra/index.ts';
 import { createRegistryClient, type RegistryOptions, type TopicId } from '../schemas/index.ts';
 import {
   createTopicsRetrying,
@@ -62,13 +62,7 @@ export async function deleteByPrefix(kafka: Kafka, registry: RegistryOptions, pr
 
 /** The stack, a Kafka client and the codecs of a fresh topic family for one benchmark run. */
 export async function benchFamily(config: BenchConfig, name: string, partitions: number, ids?: readonly TopicId[]): Promise<BenchFamily> {
-  const endpoints = await stackUp({
-    home: config.home,
-    kafkaBrokers: config.kafkaBrokers,
-    schemaRegistryUrl: config.schemaRegistryUrl,
-    clickhouseUrl: config.clickhouseUrl,
-    security: { ...config.security, clickhouse: config.clickhouse },
-  });
+  const endpoints = await stackUpFor(config);
   const prefix = `${config.topicPrefix}bench-${name}-${randomBytes(3).toString('hex')}.`;
   const clientOptions = {
     brokers: parseBrokers(endpoints.brokers),
@@ -96,6 +90,24 @@ export async function benchFamily(config: BenchConfig, name: string, partitions:
 export async function benchTempDir(name: string): Promise<{ dir: string; remove: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), `bench-${name}-`));
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Runs `fn` with a topic family and a temporary folder of its own, both removed after it. */
+export async function withBenchFamily<T>(
+  config: BenchConfig,
+  name: string,
+  partitions: number,
+  ids: readonly TopicId[] | undefined,
+  fn: (family: BenchFamily, dir: string) => Promise<T>,
+): Promise<T> {
+  const family = await benchFamily(config, name, partitions, ids);
+  const temp = await benchTempDir(name);
+  try {
+    return await fn(family, temp.dir);
+  } finally {
+    await family.cleanup();
+    await temp.remove();
+  }
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,6 +1,6 @@
 /** The local stack (Kafka, Schema Registry, ClickHouse): what other folders may use. */
-export { stackUp, stackDown, stackStatus, stackPids, kafkaNodePids, clientSettings } from './stack.ts';
-export type { StackStatus, StackUpResult, ServiceReport, ServiceName } from './stack.ts';
+export { stackUp, stackUpFor, stackDown, stackStatus, stackPids, kafkaNodePids, clientSettings } from './stack.ts';
+export type { ConfiguredStack, StackStatus, StackUpResult, ServiceReport, ServiceName } from './stack.ts';
 export { resolveStackOptions, endpointsOf, MAX_BROKER_COUNT } from './options.ts';
 export type { StackOptions, StackEndpoints, StackProgress, RegistryStorage, StackSecurity, ClickhouseSecurity } from './options.ts';
 export { getFreePort, isPortFree } from './ports.ts';

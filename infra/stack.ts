@@ -9,7 +9,7 @@ import { ErrorCodes, TurnstreamError } from '../core/index.ts';
 import { clickhouseCommand, clickhouseVersion, prepareClickhouse } from './clickhouse.ts';
 import { installKafka, kafkaCommand, kafkaHealthy, prepareKafka } from './kafka.ts';
 import { withLock } from './lock.ts';
-import type { StackEndpoints, StackOptions, StackSecurity } from './options.ts';
+import type { ClickhouseSecurity, StackEndpoints, StackOptions, StackSecurity } from './options.ts';
 import { preflight } from './preflight.ts';
 import { findClickhouse } from './prerequisites.ts';
 import { readLivePid, spawnDetached, stopByPidFile, waitFor } from './process.ts';
@@ -48,6 +48,32 @@ export interface StackUpResult extends StackEndpoints {
   security: StackSecurity;
   /** Total milliseconds of `up`. */
   ms: number;
+}
+
+/** The endpoints and logins a configuration gives (`TurnstreamConfig`, a bench's or a stack's settings). */
+export interface ConfiguredStack {
+  home: string;
+  kafkaBrokers: string | undefined;
+  schemaRegistryUrl: string | undefined;
+  clickhouseUrl: string | undefined;
+  security: Omit<StackSecurity, 'clickhouse'>;
+  clickhouse: ClickhouseSecurity;
+}
+
+/**
+ * {@link stackUp} for a configuration: the local stack where it gives no endpoint, a health check
+ * of the ones it gives, each with its security; `onProgress` hears each step.
+ */
+export function stackUpFor(config: ConfiguredStack, onProgress?: StackOptions['onProgress']): Promise<StackUpResult> {
+  const c = config.clickhouse;
+  return stackUp({
+    home: config.home,
+    kafkaBrokers: config.kafkaBrokers,
+    schemaRegistryUrl: config.schemaRegistryUrl,
+    clickhouseUrl: config.clickhouseUrl,
+    security: { ...config.security, clickhouse: { username: c.username, password: c.password, tls: c.tls } },
+    onProgress,
+  });
 }
 
 /** Starts what is not running (or reuses it) and waits until all three are healthy. */

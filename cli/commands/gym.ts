@@ -29,10 +29,9 @@ import {
   type TaskSampling,
   type GymReward,
 } from '../../gym/index.ts';
-import { stackDown, stackUp } from '../../infra/index.ts';
+import { stackDown, stackUpFor } from '../../infra/index.ts';
 import { parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
-import { stackSecurity } from '../connection-settings.ts';
 import { servedModel } from '../served-model.ts';
 
 /** The suite `turnstream gym` runs when none is given. */
@@ -351,14 +350,7 @@ export function register(program: Command): void {
       if (served.kind !== 'llama')
         throw invalidInput('turnstream gym trains a GGUF model served by llama.cpp (TURNSTREAM_MODEL, --model)', '--model');
       const progress = (line: string) => process.stderr.write(`${line}\n`);
-      const stack = await stackUp({
-        home: config.home,
-        kafkaBrokers: config.kafkaBrokers,
-        schemaRegistryUrl: config.schemaRegistryUrl,
-        clickhouseUrl: config.clickhouseUrl,
-        security: stackSecurity(config),
-        onProgress: (p) => progress(`  ${p.service}: ${p.message}`),
-      });
+      const stack = await stackUpFor(config, (p) => progress(`  ${p.service}: ${p.message}`));
       const startedInfra = Object.values(stack.services).some((s) => s.state === 'started');
       const stop = stopOnSignals(progress);
       try {

@@ -5,12 +5,11 @@
 import type { Command } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { stackDown, stackUp, type StackUpResult } from '../../infra/index.ts';
+import { stackDown, stackUpFor, type StackUpResult } from '../../infra/index.ts';
 import { detectCudaDevice, ensureNativeTensorflow } from '../../policy/index.ts';
 import { createEventCodecs, createKafka, ensureTopics, parseBrokers } from '../../streams/index.ts';
 import { loadConfig, type TurnstreamConfig } from '../config.ts';
 import { servedModel } from '../served-model.ts';
-import { stackSecurity } from '../connection-settings.ts';
 import { progressReporter } from './model.ts';
 import { PROCESSORS } from './process.ts';
 import { Supervisor, type ServiceSpec } from '../../infra/index.ts';
@@ -84,14 +83,7 @@ export function register(program: Command): void {
           : served.modelId;
       await prepareNativeTensorflow(config, say);
       say('turnstream: starting the local stack (Kafka, Schema Registry, ClickHouse)…');
-      const stack: StackUpResult = await stackUp({
-        home: config.home,
-        kafkaBrokers: config.kafkaBrokers,
-        schemaRegistryUrl: config.schemaRegistryUrl,
-        clickhouseUrl: config.clickhouseUrl,
-        security: stackSecurity(config),
-        onProgress: (p) => say(`  ${p.service}: ${p.message}`),
-      });
+      const stack: StackUpResult = await stackUpFor(config, (p) => say(`  ${p.service}: ${p.message}`));
       const startedInfra = Object.values(stack.services).some((s) => s.state === 'started');
       say(`  kafka      ${stack.brokers}\n  registry   ${stack.registryUrl}\n  clickhouse ${stack.clickhouseUrl}   (${stack.ms} ms)`);
 
