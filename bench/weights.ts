@@ -26,9 +26,8 @@ import {
   WeightTransport,
   writeLoraAdapter,
   writeTinyModel,
-  baseModelRef,
+  untrainedLoraVersion,
 } from '../policy/index.ts';
-import type { WeightVersion } from '../schemas/index.ts';
 import { Transactions } from '../streams/index.ts';
 import type { BenchArgs } from './options.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
@@ -139,27 +138,7 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
         const sent =
           side.transport === 'kafka' ? await t.publication(side.modelId, version, written.dir) : { uri: written.dir, outputs: [] };
         if (side.transport === 'kafka') pieces = sent.outputs.length;
-        const wv: WeightVersion = {
-          modelId: side.modelId,
-          version,
-          parentVersion: version - 1,
-          uri: sent.uri,
-          sha256: written.sha256,
-          format: 'gguf-lora-v1',
-          baseModel: baseModelRef(base),
-          metrics: {
-            loss: 0,
-            meanReward: 0,
-            kl: 0,
-            clipFraction: 0,
-            samples: 1,
-            tokens: 1,
-            logprobDrift: 0,
-            droppedStale: 0,
-            steps: version,
-          },
-          createdAt,
-        };
+        const wv = untrainedLoraVersion({ modelId: side.modelId, version, uri: sent.uri, sha256: written.sha256, base }, createdAt);
         const weights = side.family.codecs.of('weights');
         await side.tx.commit(() => ({
           outputs: [...sent.outputs, { topic: weights.topic, key: side.modelId, value: weights.encodeNow(wv) }],

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCodes, TurnstreamError, invalidInput } from '../core/index.ts';
+import type { WeightVersion } from '../schemas/index.ts';
 import type { LoraConfig } from './llama/lora.ts';
 import { sha256File } from './models/file-sha256.ts';
 import { completeVersions } from './models/version-dirs.ts';
@@ -48,6 +49,28 @@ const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 /** How a WeightVersion names its base: `name@sha256:<hex>`. */
 export function baseModelRef(base: { name: string; sha256: string }): string {
   return `${base.name}@sha256:${base.sha256}`;
+}
+
+/**
+ * The WeightVersion that announces a LoRA version written without training (a benchmark's or a
+ * test's): parent `version - 1`, the adapter format, its base, and placeholder metrics (one
+ * sample, one token, `steps` the version).
+ */
+export function untrainedLoraVersion(
+  v: { modelId: string; version: number; uri: string; sha256: string; base: { name: string; sha256: string } },
+  createdAt = Date.now(),
+): WeightVersion {
+  return {
+    modelId: v.modelId,
+    version: v.version,
+    parentVersion: v.version - 1,
+    uri: v.uri,
+    sha256: v.sha256,
+    format: ADAPTER_FORMAT,
+    baseModel: baseModelRef(v.base),
+    metrics: { loss: 0, meanReward: 0, kl: 0, clipFraction: 0, samples: 1, tokens: 1, logprobDrift: 0, droppedStale: 0, steps: v.version },
+    createdAt,
+  };
 }
 
 export class AdapterStore {

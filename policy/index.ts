@@ -47,7 +47,14 @@ export {
   type WeightVersionRef,
 } from './builtin/weight-store.ts';
 export { toPolicyMessages } from './builtin/policy-messages.ts';
-export { AdapterStore, ADAPTER_FORMAT, baseModelRef, type AdapterManifest, type AdapterVersionRef } from './adapter-store.ts';
+export {
+  AdapterStore,
+  ADAPTER_FORMAT,
+  baseModelRef,
+  untrainedLoraVersion,
+  type AdapterManifest,
+  type AdapterVersionRef,
+} from './adapter-store.ts';
 export { ChatFormat, type ChatFormatOptions, type OpenAITool, type ParsedOutput, type RenderedChat } from './llama/chat-format.ts';
 export { llamaRuntime, llamaBackendName, type LlamaRuntimeOptions } from './llama/llama-runtime.ts';
 export { TokenBytes } from './llama/token-bytes.ts';

@@ -1,7 +1,7 @@
 /** A LoRA version of a llama-architecture GGUF model written into a weight store, with the WeightVersion that announces it. */
 import {
   AdapterStore,
-  baseModelRef,
+  untrainedLoraVersion,
   writeLoraAdapter,
   type AdapterVersionRef,
   type LoraConfig,
@@ -22,26 +22,6 @@ export async function storeLoraVersion(
   const ref = await new AdapterStore(weightsDir).write({ ...meta, parentVersion }, (path) =>
     writeLoraAdapter(path, { architecture: 'llama', alpha: meta.lora.alpha, pairs }).then(() => undefined),
   );
-  const wv: WeightVersion = {
-    modelId: meta.modelId,
-    version: meta.version,
-    parentVersion,
-    uri: ref.uri,
-    sha256: ref.manifest.sha256,
-    format: 'gguf-lora-v1',
-    baseModel: baseModelRef(ref.manifest.base),
-    metrics: {
-      loss: 0,
-      meanReward: 0,
-      kl: 0,
-      clipFraction: 0,
-      samples: 1,
-      tokens: 1,
-      logprobDrift: 0,
-      droppedStale: 0,
-      steps: meta.version,
-    },
-    createdAt: Date.now(),
-  };
+  const wv = untrainedLoraVersion({ ...meta, uri: ref.uri, sha256: ref.manifest.sha256, base: ref.manifest.base });
   return { ref, wv };
 }
