@@ -54,8 +54,44 @@ export interface Usage {
   totalTokens: number;
 }
 
+/** A model call's tokens as the engine used them, and whether their log-probs are exact (Turn, PairTurn, TrajectoryStep). */
+export interface RolloutTokens {
+  /** Token ids the engine actually used (after truncation). */
+  promptTokenIds: number[];
+  responseTokenIds: number[];
+  /** log π_rollout of each response token, as the engine produced it. */
+  responseLogprobs: number[];
+  /** False when the engine gave no token ids: not trainable by token-level methods. */
+  tokenized: boolean;
+  /**
+   * True when `responseLogprobs` are the engine's log-probs of the sampled tokens under the
+   * distribution they were drawn from: the model's logits ÷ `sampling.temperature`, renormalised
+   * over the `sampling.topP` nucleus (the greedy token's own log-prob at temperature 0). The
+   * trainer scores the same distribution, so the two differ only by the engines (quantization).
+   * False when the engine could not say (an upstream without them, a grammar or penalties shaped
+   * the draw): such turns train without the importance correction.
+   */
+  exactLogprobs: boolean;
+}
+
+/** How a response was drawn, so that the trainer scores it under the same distribution (PairTurn, TrajectoryStep, Sample). */
+export interface RolloutSampling {
+  /**
+   * The temperature the response was sampled at: the trainer scores its tokens under logits ÷ T
+   * (0, greedy, is scored at 1). @default 1
+   */
+  samplingTemperature?: number;
+  /** The top-p nucleus the response was drawn from: the trainer renormalises over the same set. @default 1 */
+  samplingTopP?: number;
+  /**
+   * Prompt tokens up to the end of the first user message (the system message and the task): a
+   * trainer that must shorten a long prompt cuts its middle and keeps these. 0 when unknown. @default 0
+   */
+  promptHeadTokens?: number;
+}
+
 /** One API call to the gateway. Key: sessionId. */
-export interface Turn {
+export interface Turn extends RolloutTokens, Pick<RolloutSampling, 'promptHeadTokens'> {
   turnId: string;
   sessionId: string;
   sessionSource: SessionSource;
@@ -74,29 +110,8 @@ export interface Turn {
   /** `tools` as sent, as JSON, or null. */
   toolsJson: string | null;
   response: AssistantResponse;
-  /** Token ids the engine actually used (after truncation). */
-  promptTokenIds: number[];
-  responseTokenIds: number[];
-  /** log π_rollout of each response token, as the engine produced it. */
-  responseLogprobs: number[];
-  /** False when the engine gave no token ids: not trainable by token-level methods. */
-  tokenized: boolean;
-  /**
-   * True when `responseLogprobs` are the engine's log-probs of the sampled tokens under the
-   * distribution they were drawn from: the model's logits ÷ `sampling.temperature`, renormalised
-   * over the `sampling.topP` nucleus (the greedy token's own log-prob at temperature 0). The
-   * trainer scores the same distribution, so the two differ only by the engines (quantization).
-   * False when the engine could not say (an upstream without them, a grammar or penalties shaped
-   * the draw): such turns train without the importance correction.
-   */
-  exactLogprobs: boolean;
   /** Prompt tokens dropped by the truncation policy (0 when none). */
   promptTruncatedTokens: number;
-  /**
-   * Prompt tokens up to the end of the first user message (the system message and the task): a
-   * trainer that must shorten a long prompt cuts its middle and keeps these. 0 when unknown. @default 0
-   */
-  promptHeadTokens?: number;
   sampling: SamplingParams;
   usage: Usage;
   latencyMs: number;
@@ -164,7 +179,7 @@ export interface FeedbackEvidence {
 }
 
 /** What the judge and the trainer need of a main turn. */
-export interface PairTurn {
+export interface PairTurn extends RolloutTokens, RolloutSampling {
   turnId: string;
   mainTurnIndex: number;
   policyModelId: string;
@@ -172,18 +187,6 @@ export interface PairTurn {
   model: string;
   requestMessages: ChatMessage[];
   response: AssistantResponse;
-  promptTokenIds: number[];
-  responseTokenIds: number[];
-  responseLogprobs: number[];
-  tokenized: boolean;
-  /** As the Turn's. */
-  exactLogprobs: boolean;
-  /** The turn's sampling temperature (Sample.samplingTemperature). @default 1 */
-  samplingTemperature?: number;
-  /** The turn's top-p (Sample.samplingTopP). @default 1 */
-  samplingTopP?: number;
-  /** As the Turn's. @default 0 */
-  promptHeadTokens?: number;
   /** The request's `tools`, as JSON (a teacher renders them as the engine did), or null. */
   toolsJson: string | null;
   requestedAt: number;
@@ -273,7 +276,7 @@ export interface TopKEntry {
 }
 
 /** One training sample. Key: sessionId. */
-export interface Sample {
+export interface Sample extends RolloutSampling {
   sampleId: string;
   turnId: string;
   sessionId: string;
@@ -291,15 +294,6 @@ export interface Sample {
   rolloutLogprobs: number[];
   /** As the Turn's `exactLogprobs`: whether `rolloutLogprobs` are the engine's under the sampling distribution below. */
   exactLogprobs: boolean;
-  /**
-   * The temperature the response was sampled at: the trainer scores its tokens under logits ÷ T
-   * (0, greedy, is scored at 1). @default 1
-   */
-  samplingTemperature?: number;
-  /** The top-p nucleus the response was drawn from: the trainer renormalises over the same set. @default 1 */
-  samplingTopP?: number;
-  /** Prompt tokens of the task (system message and first user message), kept when a long prompt is cut (Turn.promptHeadTokens). @default 0 */
-  promptHeadTokens?: number;
   reward: number;
   /** One per response token, or null (RL-only: the teacher term is exactly 0). */
   teacherLogprobs: number[] | null;
@@ -378,21 +372,10 @@ export interface Reward {
 }
 
 /** What the learner needs of one model call of a rollout. */
-export interface TrajectoryStep {
+export interface TrajectoryStep extends RolloutTokens, RolloutSampling {
   turnId: string;
   policyModelId: string;
   policyVersion: number;
-  promptTokenIds: number[];
-  responseTokenIds: number[];
-  responseLogprobs: number[];
-  exactLogprobs: boolean;
-  /** The turn's sampling temperature (Sample.samplingTemperature). @default 1 */
-  samplingTemperature?: number;
-  /** The turn's top-p (Sample.samplingTopP). @default 1 */
-  samplingTopP?: number;
-  /** As the Turn's. @default 0 */
-  promptHeadTokens?: number;
-  tokenized: boolean;
   completedAt: number;
 }
 
