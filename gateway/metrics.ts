@@ -29,99 +29,66 @@ export class GatewayMetrics {
   constructor(gatewayId: string) {
     this.registry.setDefaultLabels({ gateway_id: gatewayId });
     const r = [this.registry];
-    this.requests = new Counter({
-      name: 'turnstream_gateway_requests_total',
-      help: 'HTTP requests by route and status',
-      labelNames: ['route', 'status'],
-      registers: r,
-    });
-    this.latency = new Histogram({
-      name: 'turnstream_gateway_request_duration_seconds',
-      help: 'Chat completion latency (request to last byte)',
-      labelNames: ['route', 'stream'],
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
-      registers: r,
-    });
-    this.timeToFirstToken = new Histogram({
-      name: 'turnstream_gateway_time_to_first_token_seconds',
-      help: 'Time from request to the first generated text',
-      labelNames: ['engine'],
-      // Up to 300 s: on CPU an 8k-token prompt takes 83 s to its first token (a 10 s cap put it in +Inf).
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 300],
-      registers: r,
-    });
-    this.interTokenLatency = new Histogram({
-      name: 'turnstream_gateway_inter_token_latency_seconds',
-      help: "Mean time between a choice's generated tokens after its first: (last delta - first delta) / (completion tokens - 1)",
-      labelNames: ['engine'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10],
-      registers: r,
-    });
-    this.tokens = new Counter({
-      name: 'turnstream_gateway_tokens_total',
-      help: 'Tokens processed, by kind (prompt, completion; prompt_cached: prompt tokens whose evaluation the prefix cache reused)',
-      labelNames: ['kind'],
-      registers: r,
-    });
-    this.turnsCaptured = new Counter({
-      name: 'turnstream_gateway_turns_captured_total',
-      help: 'Turn events written to the outbox',
-      labelNames: ['turn_type', 'session_source'],
-      registers: r,
-    });
-    this.outboxDepth = new Gauge({
-      name: 'turnstream_gateway_outbox_depth',
-      help: 'Events in the local outbox not yet acknowledged by Kafka',
-      registers: r,
-    });
-    this.kafkaConnected = new Gauge({
-      name: 'turnstream_gateway_kafka_connected',
-      help: '1 when the last Kafka send succeeded',
-      registers: r,
-    });
-    this.policyVersion = new Gauge({
-      name: 'turnstream_gateway_policy_version',
-      help: 'Version of the policy being served',
-      labelNames: ['model_id'],
-      registers: r,
-    });
-    this.policySwaps = new Counter({ name: 'turnstream_gateway_policy_swaps_total', help: 'Hot swaps of the served policy', registers: r });
-    this.sessionIndexSize = new Gauge({
-      name: 'turnstream_gateway_session_index_size',
-      help: 'Turns remembered for session inference',
-      registers: r,
-    });
-    this.turnsTruncated = new Counter({
-      name: 'turnstream_gateway_turns_truncated_total',
-      help: 'Turns larger than their topic allows, shrunk to fit (kept whole on disk)',
-      registers: r,
-    });
-    this.outboxDeadLetters = new Gauge({
-      name: 'turnstream_gateway_outbox_dead_letters',
-      help: 'Outbox records Kafka refused for good since start, set aside (dead-letters.jsonl, DLQ)',
-      registers: r,
-    });
-    this.generationsActive = new Gauge({
-      name: 'turnstream_gateway_generations_active',
-      help: 'Generations running (at most GATEWAY_MAX_CONCURRENT_GENERATIONS)',
-      registers: r,
-    });
-    this.generationsQueued = new Gauge({
-      name: 'turnstream_gateway_generations_queued',
-      help: 'Requests waiting for a generation slot',
-      registers: r,
-    });
-    this.generationsRejected = new Counter({
-      name: 'turnstream_gateway_generations_rejected_total',
-      help: 'Requests answered 429: slots and queue full, or waited too long',
-      registers: r,
-    });
-    this.streamsCut = new Counter({
-      name: 'turnstream_gateway_streams_cut_total',
-      help: 'Streaming responses cut because the client stopped reading',
-      labelNames: ['reason'],
-      registers: r,
-    });
+    const counter = <L extends string = never>(name: string, help: string, labelNames: L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers: r });
+    const gauge = <L extends string = never>(name: string, help: string, labelNames: L[] = []) =>
+      new Gauge<L>({ name, help, labelNames, registers: r });
+    const histogram = <L extends string>(name: string, help: string, labelNames: L[], buckets: number[]) =>
+      new Histogram<L>({ name, help, labelNames, buckets, registers: r });
+    this.requests = counter('turnstream_gateway_requests_total', 'HTTP requests by route and status', ['route', 'status']);
+    this.latency = histogram(
+      'turnstream_gateway_request_duration_seconds',
+      'Chat completion latency (request to last byte)',
+      ['route', 'stream'],
+      [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    );
+    // Up to 300 s: on CPU an 8k-token prompt takes 83 s to its first token (a 10 s cap put it in +Inf).
+    this.timeToFirstToken = histogram(
+      'turnstream_gateway_time_to_first_token_seconds',
+      'Time from request to the first generated text',
+      ['engine'],
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 300],
+    );
+    this.interTokenLatency = histogram(
+      'turnstream_gateway_inter_token_latency_seconds',
+      "Mean time between a choice's generated tokens after its first: (last delta - first delta) / (completion tokens - 1)",
+      ['engine'],
+      [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10],
+    );
+    this.tokens = counter(
+      'turnstream_gateway_tokens_total',
+      'Tokens processed, by kind (prompt, completion; prompt_cached: prompt tokens whose evaluation the prefix cache reused)',
+      ['kind'],
+    );
+    this.turnsCaptured = counter('turnstream_gateway_turns_captured_total', 'Turn events written to the outbox', [
+      'turn_type',
+      'session_source',
+    ]);
+    this.outboxDepth = gauge('turnstream_gateway_outbox_depth', 'Events in the local outbox not yet acknowledged by Kafka');
+    this.kafkaConnected = gauge('turnstream_gateway_kafka_connected', '1 when the last Kafka send succeeded');
+    this.policyVersion = gauge('turnstream_gateway_policy_version', 'Version of the policy being served', ['model_id']);
+    this.policySwaps = counter('turnstream_gateway_policy_swaps_total', 'Hot swaps of the served policy');
+    this.sessionIndexSize = gauge('turnstream_gateway_session_index_size', 'Turns remembered for session inference');
+    this.turnsTruncated = counter(
+      'turnstream_gateway_turns_truncated_total',
+      'Turns larger than their topic allows, shrunk to fit (kept whole on disk)',
+    );
+    this.outboxDeadLetters = gauge(
+      'turnstream_gateway_outbox_dead_letters',
+      'Outbox records Kafka refused for good since start, set aside (dead-letters.jsonl, DLQ)',
+    );
+    this.generationsActive = gauge(
+      'turnstream_gateway_generations_active',
+      'Generations running (at most GATEWAY_MAX_CONCURRENT_GENERATIONS)',
+    );
+    this.generationsQueued = gauge('turnstream_gateway_generations_queued', 'Requests waiting for a generation slot');
+    this.generationsRejected = counter(
+      'turnstream_gateway_generations_rejected_total',
+      'Requests answered 429: slots and queue full, or waited too long',
+    );
+    this.streamsCut = counter('turnstream_gateway_streams_cut_total', 'Streaming responses cut because the client stopped reading', [
+      'reason',
+    ]);
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
