@@ -149,34 +149,25 @@ function scaleMinK4(s: Uint8Array, p: number, j: number, sm: Uint8Array): void {
   }
 }
 
-/**
- * Q4_K / Q5_K: the factors of chunk c (sub-blocks 2c and 2c + 1) of the block at `b` into `dm`:
- * d·scale and dmin·min of each (d1, m1, d2, m2), as doubles like the arithmetic they feed.
- */
-function chunkScalesK4(s: Uint8Array, b: number, c: number, sm: Uint8Array, dm: Float64Array): void {
-  const d = half(s, b);
-  const dmin = half(s, b + 2);
-  scaleMinK4(s, b + 4, 2 * c, sm);
-  dm[0] = d * sm[0];
-  dm[1] = dmin * sm[1];
-  scaleMinK4(s, b + 4, 2 * c + 1, sm);
-  dm[2] = d * sm[0];
-  dm[3] = dmin * sm[1];
-}
-
 // Q4_K: fp16 d, fp16 dmin, scales[12], qs[128]; 8 sub-blocks of 32, value = d·sc·q − dmin·m.
 // Chunk c (64 values): low nibbles of qs[32c..] are sub-block 2c, high nibbles sub-block 2c + 1.
 const q4_K: BlockDecoder = (s, out, n) => {
   const sm = new Uint8Array(2);
-  const dm = new Float64Array(4);
   for (let i = 0, b = 0, o = 0; i < n; i++, b += 144, o += 256) {
+    const d = half(s, b);
+    const dmin = half(s, b + 2);
     for (let c = 0; c < 4; c++) {
-      chunkScalesK4(s, b, c, sm, dm);
+      scaleMinK4(s, b + 4, 2 * c, sm);
+      const d1 = d * sm[0];
+      const m1 = dmin * sm[1];
+      scaleMinK4(s, b + 4, 2 * c + 1, sm);
+      const d2 = d * sm[0];
+      const m2 = dmin * sm[1];
       const q = b + 16 + 32 * c;
       const y = o + 64 * c;
       for (let l = 0; l < 32; l++) {
-        out[y + l] = dm[0] * (s[q + l] & 15) - dm[1];
-        out[y + 32 + l] = dm[2] * (s[q + l] >> 4) - dm[3];
+        out[y + l] = d1 * (s[q + l] & 15) - m1;
+        out[y + 32 + l] = d2 * (s[q + l] >> 4) - m2;
       }
     }
   }
@@ -185,18 +176,24 @@ const q4_K: BlockDecoder = (s, out, n) => {
 // Q5_K: as Q4_K plus qh[32]: bit 2c of qh[l] is the 5th bit of low-nibble value l of chunk c, bit 2c + 1 of the high one.
 const q5_K: BlockDecoder = (s, out, n) => {
   const sm = new Uint8Array(2);
-  const dm = new Float64Array(4);
   for (let i = 0, b = 0, o = 0; i < n; i++, b += 176, o += 256) {
+    const d = half(s, b);
+    const dmin = half(s, b + 2);
     const qh = b + 16;
     for (let c = 0; c < 4; c++) {
-      chunkScalesK4(s, b, c, sm, dm);
+      scaleMinK4(s, b + 4, 2 * c, sm);
+      const d1 = d * sm[0];
+      const m1 = dmin * sm[1];
+      scaleMinK4(s, b + 4, 2 * c + 1, sm);
+      const d2 = d * sm[0];
+      const m2 = dmin * sm[1];
       const u1 = 1 << (2 * c);
       const u2 = 2 << (2 * c);
       const q = b + 48 + 32 * c;
       const y = o + 64 * c;
       for (let l = 0; l < 32; l++) {
-        out[y + l] = dm[0] * ((s[q + l] & 15) + (s[qh + l] & u1 ? 16 : 0)) - dm[1];
-        out[y + 32 + l] = dm[2] * ((s[q + l] >> 4) + (s[qh + l] & u2 ? 16 : 0)) - dm[3];
+        out[y + l] = d1 * ((s[q + l] & 15) + (s[qh + l] & u1 ? 16 : 0)) - m1;
+        out[y + 32 + l] = d2 * ((s[q + l] >> 4) + (s[qh + l] & u2 ? 16 : 0)) - m2;
       }
     }
   }
