@@ -169,15 +169,11 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
       });
       await lineage.init();
       const { policy } = await lineage.load(0);
-      const stepper = new PolicyStepper(policy, { optimizer: { lr: o.lr }, step: { measureAfter: false, ...o.step } });
-      let version = 0;
-      return {
+      return steppedModel({
         modelId: runId,
-        get version() {
-          return version;
-        },
         teacher,
         sampleText: lineage.sampleText,
+        stepper: new PolicyStepper(policy, { optimizer: { lr: o.lr }, step: { measureAfter: false, ...o.step } }),
         async reply(messages, r) {
           const signal = new AbortController().signal;
           // One at a time, as the gateway serves `eval --pipeline`: llama.cpp's sums differ with the
@@ -199,33 +195,25 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
           }
           return out;
         },
-        async step(samples) {
-          const t0 = performance.now();
-          const m = await stepper.step(samples.map((sample) => ({ sample })));
-          if (m.samples > 0 && !m.rejected) {
-            version++;
-            const metrics = trainMetricsOf(m, { steps: version, droppedStale: 0, stepSeconds: (performance.now() - t0) / 1000 });
-            const saved = await lineage.save(version, version - 1, metrics);
-            await engine.offer({
-              modelId: runId,
-              version,
-              parentVersion: version - 1,
-              uri: saved.uri,
-              sha256: saved.sha256,
-              format: lineage.format,
-              baseModel: lineage.baseModel,
-              metrics,
-              createdAt: Date.now(),
-            });
-          }
-          return m;
+        async publish(version, metrics) {
+          const saved = await lineage.save(version, version - 1, metrics);
+          await engine.offer({
+            modelId: runId,
+            version,
+            parentVersion: version - 1,
+            uri: saved.uri,
+            sha256: saved.sha256,
+            format: lineage.format,
+            baseModel: lineage.baseModel,
+            metrics,
+            createdAt: Date.now(),
+          });
         },
         async close() {
-          stepper.dispose();
           lineage.dispose();
           await engine.close();
         },
-      };
+      });
     },
     async close() {
       base.model.dispose();
@@ -252,15 +240,11 @@ export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
   return {
     async open(runId: string): Promise<EvalModel> {
       const { model }: { model: TransformerModel } = await loadCheckpoint(o.baseUri);
-      const stepper = new PolicyStepper(model, { optimizer: { lr: o.lr }, step: o.step });
-      let version = 0;
-      return {
+      return steppedModel({
         modelId: runId,
-        get version() {
-          return version;
-        },
         teacher,
-        async reply(messages, r) {
+        stepper: new PolicyStepper(model, { optimizer: { lr: o.lr }, step: o.step }),
+        async reply(messages, r, version) {
           const ids = renderPrompt(tok, toPolicyMessages(messages), {
             maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4),
           }).ids;
@@ -276,18 +260,51 @@ export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
             version,
           }));
         },
-        async step(samples) {
-          const m = await stepper.step(samples.map((sample) => ({ sample })));
-          if (m.samples > 0 && !m.rejected) version++;
-          return m;
-        },
         async close() {
           model.dispose();
-          stepper.dispose();
         },
-      };
+      });
     },
     async close() {},
+  };
+}
+
+/** What a model of {@link steppedModel} brings: its replies, and what it does with each version the learner's step makes. */
+interface SteppedModelParts {
+  modelId: string;
+  teacher: Teacher;
+  sampleText?: SampleText;
+  stepper: PolicyStepper;
+  reply(messages: ChatMessage[], opts: ReplyOptions, version: number): Promise<EvalReply[]>;
+  /** Makes `version` served (a LoRA version saved and offered to the engine). @default nothing: the model trained in place serves it */
+  publish?(version: number, metrics: ReturnType<typeof trainMetricsOf>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** An eval model trained by the learner's step (trainer/policy-stepper.ts): a new version each time a step trains anything and is not undone. */
+function steppedModel(p: SteppedModelParts): EvalModel {
+  let version = 0;
+  return {
+    modelId: p.modelId,
+    get version() {
+      return version;
+    },
+    teacher: p.teacher,
+    sampleText: p.sampleText,
+    reply: (messages, r) => p.reply(messages, r, version),
+    async step(samples) {
+      const t0 = performance.now();
+      const m = await p.stepper.step(samples.map((sample) => ({ sample })));
+      if (m.samples > 0 && !m.rejected) {
+        version++;
+        await p.publish?.(version, trainMetricsOf(m, { steps: version, droppedStale: 0, stepSeconds: (performance.now() - t0) / 1000 }));
+      }
+      return m;
+    },
+    async close() {
+      p.stepper.dispose();
+      await p.close();
+    },
   };
 }
 
