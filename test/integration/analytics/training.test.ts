@@ -7,11 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildDashboardApp, passRateBySplit, trainingByVersion, trainingModels } from '../../../analytics/index.ts';
-import { AnalyticsStore, migrate, toRow, type MappedRow } from '../../../warehouse/index.ts';
+import { toRow, type AnalyticsStore, type MappedRow } from '../../../warehouse/index.ts';
 import type { Reward, RolloutSplit, TopicId } from '../../../schemas/index.ts';
 import { exampleReward, exampleWeightVersion } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { dropTables } from './support.ts';
+import { discardStores, insertRows, testStore } from './support.ts';
 
 const MODEL = 'smollm2-135m';
 
@@ -19,13 +18,7 @@ describe('the training run per version and the pass rates by split, from ClickHo
   let store: AnalyticsStore;
 
   before(async () => {
-    const stack = await ensureStack();
-    store = new AnalyticsStore({
-      url: stack.clickhouseUrl,
-      database: 'turnstream_test',
-      tablePrefix: uniquePrefix('training').replace(/\W/g, '_'),
-    });
-    await migrate(store);
+    store = await testStore('training');
     const rows: MappedRow[] = [];
     const add = (id: TopicId, value: unknown) => rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) }));
     const base = exampleWeightVersion().metrics;
@@ -108,15 +101,10 @@ describe('the training run per version and the pass rates by split, from ClickHo
     // Left out: a rollout no version answered, and another model's.
     reward(-1, 'TRAIN', false, { content: false });
     reward(1, 'TRAIN', true, { content: true }, { policyModelId: 'other-model' });
-    const byTable = new Map<string, MappedRow['row'][]>();
-    for (const r of rows) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
-    for (const [table, list] of byTable) await store.insert(store.tables[table as keyof typeof store.tables], list);
+    await insertRows(store, rows);
   });
   after(async () => {
-    if (store) {
-      await dropTables(store);
-      await store.close();
-    }
+    await discardStores(store);
   });
 
   it('lists every model with versions or rollouts, the most recently active first', async () => {
