@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Sample, WeightVersion } from '../../../schemas/index.ts';
+import type { Sample } from '../../../schemas/index.ts';
 import { createLogger, metricsRegistry } from '../../../core/index.ts';
 import { selectBackend } from '../../../policy/index.ts';
 import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
@@ -18,29 +18,10 @@ import { family as topicFamily, type Family } from '../../support/topic-family.t
 import { TcpProxy } from '../gateway/tcp-proxy.ts';
 import { caughtUp } from '../../support/caught-up.ts';
 import { waitFor } from '../../support/wait-for.ts';
-import { publishedVersions as versions, tinyCheckpoint, yesNoSample } from './support.ts';
+import { assertExactlyOnce, publishedVersions as versions, tinyCheckpoint, yesNoSample } from './support.ts';
 
 const logger = createLogger('learner-survival', process.env.LOG_LEVEL ?? 'error');
 const sample = (i: number): Sample => yesNoSample(i, { sessionId: `s${i % 5}`, userId: `u${i % 4}` });
-
-/** Versions 1..n, each once, each on its predecessor, `samples` trained in all. */
-function assertExactlyOnce(all: WeightVersion[], samples: number): void {
-  const n = all.length;
-  assert.deepEqual(
-    all.map((v) => v.version),
-    Array.from({ length: n }, (_, i) => i + 1),
-    'versions 1..n, each once',
-  );
-  assert.deepEqual(
-    all.map((v) => v.parentVersion),
-    Array.from({ length: n }, (_, i) => i),
-  );
-  assert.equal(
-    all.reduce((a, v) => a + v.metrics.samples, 0),
-    samples,
-    'every sample trained exactly once',
-  );
-}
 
 /** A topic family (the learner's client logs errors only) and a weights folder with the tiny model's version 0. */
 async function family(name: string, partitions: number, dir: string): Promise<Family & { weightsDir: string }> {

@@ -2,6 +2,7 @@
  * Shared helpers of the learner's integration tests: the tiny built-in model, RL samples of the
  * byte tokenizer, the versions a learner published, and `turnstream train` as a child process.
  */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -33,6 +34,26 @@ export function yesNoSample(i: number, over: Pick<Sample, 'sessionId' | 'userId'
 /** Every version published on the family's weights topic, in version order. */
 export async function publishedVersions(f: Pick<Family, 'kafka' | 'codecs'>): Promise<WeightVersion[]> {
   return (await readAll(f, 'weights', { idleMs: 500 })).sort((a, b) => a.version - b.version);
+}
+
+/** Versions 1..n, each once, each on its predecessor, `samples` trained in all. */
+export function assertExactlyOnce(all: WeightVersion[], samples: number): void {
+  const n = all.length;
+  assert.deepEqual(
+    all.map((v) => v.version),
+    Array.from({ length: n }, (_, i) => i + 1),
+    'versions 1..n, each once',
+  );
+  assert.deepEqual(
+    all.map((v) => v.parentVersion),
+    Array.from({ length: n }, (_, i) => i),
+    'each trained on its predecessor',
+  );
+  assert.equal(
+    all.reduce((a, v) => a + v.metrics.samples, 0),
+    samples,
+    'every sample trained exactly once',
+  );
 }
 
 /** Folder `name` under `parent`, made, with version 0 of the tiny model in it (`config` other than TINY where given). */
