@@ -23,40 +23,19 @@ describe('the training run per version and the pass rates by split, from ClickHo
     const add = (id: TopicId, value: unknown) => rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) }));
     const base = exampleWeightVersion().metrics;
     // Versions 1–3 of the model; version 2 published twice (a re-sent record): FINAL keeps one.
+    const v2 = {
+      version: 2,
+      parentVersion: 1,
+      metrics: { ...base, loss: 0.7, meanReward: 0.3, kl: 0.0021, mismatchKl: 0.0002, tisMean: 0.99, tisTruncated: 0, stepSeconds: 50.25 },
+    };
     const versions = [
       {
         version: 1,
         parentVersion: -1,
         metrics: { ...base, loss: 0.9, meanReward: 0.1, kl: 0, mismatchKl: 0.0004, tisMean: 0.98, tisTruncated: 0.01, stepSeconds: 187.5 },
       },
-      {
-        version: 2,
-        parentVersion: 1,
-        metrics: {
-          ...base,
-          loss: 0.7,
-          meanReward: 0.3,
-          kl: 0.0021,
-          mismatchKl: 0.0002,
-          tisMean: 0.99,
-          tisTruncated: 0,
-          stepSeconds: 50.25,
-        },
-      },
-      {
-        version: 2,
-        parentVersion: 1,
-        metrics: {
-          ...base,
-          loss: 0.7,
-          meanReward: 0.3,
-          kl: 0.0021,
-          mismatchKl: 0.0002,
-          tisMean: 0.99,
-          tisTruncated: 0,
-          stepSeconds: 50.25,
-        },
-      },
+      v2,
+      v2,
       {
         version: 3,
         parentVersion: 2,
