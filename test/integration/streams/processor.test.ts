@@ -16,6 +16,7 @@ import {
   type ProcessorHandle,
 } from '../../../streams/index.ts';
 import { CoPartitionedAssigner } from '../../../streams/co-partitioned-assigner.ts';
+import { aroundCommits } from '../../support/around-commits.ts';
 import { produceTurns, startCountingProcessor } from '../../support/counting-processor.ts';
 import { exampleFeedback, examplePair, exampleSessionState, exampleTurn } from '../../support/fixtures.ts';
 import { family, readAll } from '../../support/topic-family.ts';
@@ -370,27 +371,18 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
             return c;
           };
         if (prop === 'producer')
-          return (config: Parameters<Kafka['producer']>[0]) => {
-            const p = target.producer(config);
-            const transaction = p.transaction.bind(p);
-            p.transaction = async () => {
-              const t = await transaction();
-              const commit = t.commit.bind(t);
-              t.commit = async () => {
-                if (!held) {
-                  held = true;
-                  commitHeld.resolve();
-                  await fetchedAgain.promise;
-                  await commit();
-                  committed.resolve();
-                  return;
-                }
+          return (config: Parameters<Kafka['producer']>[0]) =>
+            aroundCommits(target.producer(config), async (commit) => {
+              if (!held) {
+                held = true;
+                commitHeld.resolve();
+                await fetchedAgain.promise;
                 await commit();
-              };
-              return t;
-            };
-            return p;
-          };
+                committed.resolve();
+                return;
+              }
+              await commit();
+            });
         return Reflect.get(target, prop, receiver) as unknown;
       },
     });
