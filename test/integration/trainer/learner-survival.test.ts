@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kafka } from 'kafkajs';
 import type { Sample } from '../../../schemas/index.ts';
 import { createLogger, metricsRegistry } from '../../../core/index.ts';
 import { selectBackend } from '../../../policy/index.ts';
-import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
+import { startLearner, type LearnerHandle, type LearnerOptions } from '../../../trainer/index.ts';
 import { ensureStack } from '../../support/stack.ts';
 import { suiteTempDir } from '../../support/temp-dir.ts';
 import { family as topicFamily, type Family } from '../../support/topic-family.ts';
@@ -29,14 +30,20 @@ async function family(name: string, partitions: number, dir: string): Promise<Fa
   return { ...f, weightsDir: await tinyCheckpoint(dir, name) };
 }
 
-const settled = (h: LearnerHandle): (() => boolean) => {
+/** The learner (no user consensus) on the family's topics and weights through `kafka`, and whether it has closed since. */
+async function learnerOn(
+  kafka: Kafka,
+  f: Family & { weightsDir: string },
+  batch: LearnerOptions['batch'],
+): Promise<{ h: LearnerHandle; isClosed: () => boolean }> {
+  const h = await startLearner({ kafka, codecs: f.codecs, weightsDir: f.weightsDir, batch, consensus: false, logger });
   let done = false;
   void h.closed.then(
     () => (done = true),
     () => (done = true),
   );
-  return () => done;
-};
+  return { h, isClosed: () => done };
+}
 
 describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
   const dir = suiteTempDir('ts-learner-survival-');
@@ -46,20 +53,12 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
 
   it('rides out a 60 s Kafka outage: keeps running, then trains what arrived, each sample once', async () => {
     const f = await family('learner-outage', 2, dir());
-    const { kafka, codecs, producer, weightsDir, prefix } = f;
+    const { kafka, codecs, producer, prefix } = f;
     const [host, port] = (await ensureStack()).brokers.split(',')[0].split(':');
     const proxy = new TcpProxy(host, Number(port));
     await proxy.start();
     await producer.sendAll(Array.from({ length: 8 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(i) })));
-    const h = await startLearner({
-      kafka: proxy.kafka('learner-outage'),
-      codecs,
-      weightsDir,
-      batch: { batchSize: 4, maxWaitMs: 5000, maxStaleness: 100 },
-      consensus: false,
-      logger,
-    });
-    const isClosed = settled(h);
+    const { h, isClosed } = await learnerOn(proxy.kafka('learner-outage'), f, { batchSize: 4, maxWaitMs: 5000, maxStaleness: 100 });
     try {
       await h.ready;
       await waitFor('v2', async () => (await versions(f)).length >= 2, { timeoutMs: 120_000, intervalMs: 500 });
@@ -92,7 +91,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
 
   it('rides out bursts of back-to-back transactions (CONCURRENT_TRANSACTIONS): keeps running, each sample once', async () => {
     const f = await family('learner-burst', 2, dir());
-    const { kafka, codecs, producer, weightsDir, prefix } = f;
+    const { kafka, codecs, producer, prefix } = f;
     // Dead letters over many partitions make a transaction wide: the coordinator is still
     // finishing it when the next one, a backlog's stale samples with nothing to train (offsets
     // only), begins at once. This is what crashed the learner after every backlog.
@@ -103,15 +102,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
     const raw = kafka.producer();
     await raw.connect();
     const retriesBefore = await concurrentRetries();
-    const h = await startLearner({
-      kafka,
-      codecs,
-      weightsDir,
-      batch: { batchSize: 1, maxWaitMs: 0, maxStaleness: 0 },
-      consensus: false,
-      logger,
-    });
-    const isClosed = settled(h);
+    const { h, isClosed } = await learnerOn(kafka, f, { batchSize: 1, maxWaitMs: 0, maxStaleness: 0 });
     try {
       await h.ready;
       await producer.send('samples', 's0', sample(0));
