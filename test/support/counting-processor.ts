@@ -6,12 +6,14 @@
  * Run as a child process (for kill -9 tests) with:
  *   tsx test/support/counting-processor.ts <brokers> <registryUrl> <prefix> <delayMs> [instance] [batch]
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createEventCodecs,
   createKafka,
   runProcessor,
   type EventCodecs,
+  type EventProducer,
   type HandlerContext,
   type InputRecord,
   type ProcessorHandle,
@@ -19,7 +21,7 @@ import {
 import { ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import type { SessionState, Turn } from '../../schemas/index.ts';
 import type { Kafka } from 'kafkajs';
-import { examplePair, exampleSessionState } from './fixtures.ts';
+import { examplePair, exampleSessionState, exampleTurn } from './fixtures.ts';
 
 export interface CountingOptions {
   kafka: Kafka;
@@ -67,6 +69,21 @@ export function startCountingProcessor(o: CountingOptions): Promise<ProcessorHan
         }
       : { handle: count }),
   });
+}
+
+/** The counting processor's input: `perSession` turns for each of `sessions` sessions (keys s0…), in session-interleaved order, `tag` before each id; their ids. */
+export async function produceTurns(producer: EventProducer, sessions: number, perSession: number, tag = ''): Promise<string[]> {
+  const ids: string[] = [];
+  const events = [];
+  for (let i = 0; i < perSession; i++) {
+    for (let s = 0; s < sessions; s++) {
+      const turnId = `${tag}${randomUUID()}`;
+      ids.push(turnId);
+      events.push({ id: 'turns' as const, key: `s${s}`, value: exampleTurn({ turnId, sessionId: `s${s}` }) });
+    }
+  }
+  for (let i = 0; i < events.length; i += 100) await producer.sendAll(events.slice(i, i + 100));
+  return ids;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -8,6 +8,7 @@
 import type { Kafka } from 'kafkajs';
 import type { GroupMembers } from '../../bench/chaos/partition-moves.ts';
 import { createKafka, type EventCodecs, type ProcessorHandle } from '../../streams/index.ts';
+import { aroundCommits } from './around-commits.ts';
 import { startCountingProcessor } from './counting-processor.ts';
 
 interface Hold {
@@ -35,29 +36,20 @@ function holdingKafka(kafka: Kafka, holding: () => Hold | undefined): Kafka {
   return new Proxy(kafka, {
     get(target, prop, receiver) {
       if (prop !== 'producer') return Reflect.get(target, prop, receiver) as unknown;
-      return (config: Parameters<Kafka['producer']>[0]) => {
-        const p = target.producer(config);
-        const transaction = p.transaction.bind(p);
-        p.transaction = async () => {
-          const t = await transaction();
-          const commit = t.commit.bind(t);
-          t.commit = async () => {
-            const h = holding();
-            if (!h) return commit();
-            h.reach();
-            await h.released;
-            try {
-              await commit();
-              h.finish('committed');
-            } catch (err) {
-              h.finish(err);
-              throw err;
-            }
-          };
-          return t;
-        };
-        return p;
-      };
+      return (config: Parameters<Kafka['producer']>[0]) =>
+        aroundCommits(target.producer(config), async (commit) => {
+          const h = holding();
+          if (!h) return commit();
+          h.reach();
+          await h.released;
+          try {
+            await commit();
+            h.finish('committed');
+          } catch (err) {
+            h.finish(err);
+            throw err;
+          }
+        });
     },
   });
 }

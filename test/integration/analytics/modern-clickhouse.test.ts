@@ -13,8 +13,7 @@ import { AnalyticsStore, migrate, MIGRATIONS, REPLAY_TABLES, toRow, type MappedR
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureChdb } from '../../support/chdb.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { dropTables } from './support.ts';
+import { dropTables, insertRows, testStore } from './support.ts';
 
 /** Rows as the sink writes them: a learning history, its replay under tag "b", and imported turns. */
 function rows(): MappedRow[] {
@@ -47,12 +46,6 @@ function rows(): MappedRow[] {
   return out;
 }
 
-async function load(store: AnalyticsStore, data: MappedRow[]): Promise<void> {
-  const byTable = new Map<string, MappedRow['row'][]>();
-  for (const r of data) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
-  for (const [table, list] of byTable) await store.insert(store.tables[table as keyof typeof store.tables], list);
-}
-
 /** The figures of an overview that must agree across servers (no clocks, no float noise). */
 const figures = (o: Overview) => ({
   funnel: o.funnel,
@@ -75,15 +68,10 @@ describe('analytics on ClickHouse 26.x (chdb) and 18.16', { timeout: 600_000 }, 
   let dir: string;
 
   before(async () => {
-    const stack = await ensureStack();
     const chdb = await ensureChdb();
     dir = await mkdtemp(join(tmpdir(), 'ts-chdb-'));
     modern = new AnalyticsStore({ database: 'turnstream_test', connection: chdb.connection(join(dir, 'data')) });
-    old = new AnalyticsStore({
-      url: stack.clickhouseUrl,
-      database: 'turnstream_test',
-      tablePrefix: uniquePrefix('modern').replace(/\W/g, '_'),
-    });
+    old = await testStore('modern', { migrated: false });
   });
   after(async () => {
     await old?.close();
@@ -101,8 +89,8 @@ describe('analytics on ClickHouse 26.x (chdb) and 18.16', { timeout: 600_000 }, 
       assert.equal(Number(v.v), MIGRATIONS.at(-1)!.version);
     }
     const data = rows();
-    await load(modern, data);
-    await load(old, data);
+    await insertRows(modern, data);
+    await insertRows(old, data);
   });
 
   it('every report and dashboard query runs on both and gives the same figures', async () => {

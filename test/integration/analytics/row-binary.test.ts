@@ -6,11 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AnalyticsStore, migrate, RowBinaryEncoder, TABLE_IDS, toRow, type MappedRow, type TableId } from '../../../warehouse/index.ts';
+import { RowBinaryEncoder, TABLE_IDS, toRow, type AnalyticsStore, type MappedRow } from '../../../warehouse/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
 import { exampleDeadLetter, exampleReward, exampleTurn } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { dropTables } from './support.ts';
+import { discardStores, rowsByTable, testStore } from './support.ts';
 
 function rows(): MappedRow[] {
   const data = learningDataset({
@@ -51,24 +50,15 @@ describe('RowBinary inserts (the sink) against JSONEachRow', { timeout: 120_000 
   let json: AnalyticsStore;
 
   before(async () => {
-    const stack = await ensureStack();
-    const prefix = uniquePrefix('rowbin').replace(/\W/g, '_');
-    binary = new AnalyticsStore({ url: stack.clickhouseUrl, database: 'turnstream_test', tablePrefix: `${prefix}b_` });
-    json = new AnalyticsStore({ url: stack.clickhouseUrl, database: 'turnstream_test', tablePrefix: `${prefix}j_` });
-    await migrate(binary);
-    await migrate(json);
+    binary = await testStore('rowbin-b');
+    json = await testStore('rowbin-j');
   });
   after(async () => {
-    for (const s of [binary, json]) {
-      if (!s) continue;
-      await dropTables(s);
-      await s.close();
-    }
+    await discardStores(binary, json);
   });
 
   it('stores the same values in every column of every table', async () => {
-    const byTable = new Map<TableId, MappedRow['row'][]>();
-    for (const r of rows()) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
+    const byTable = rowsByTable(rows());
     assert.deepEqual([...byTable.keys()].sort(), [...TABLE_IDS].sort(), 'the rows cover every table');
     for (const [table, list] of byTable) {
       const columns = await binary.columns(binary.tables[table]);

@@ -7,23 +7,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildDashboardApp, buildReport, funnel, latencyPercentiles, overview } from '../../../analytics/index.ts';
-import { AnalyticsStore, migrate, toRow, type MappedRow } from '../../../warehouse/index.ts';
+import { toRow, type AnalyticsStore, type MappedRow } from '../../../warehouse/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { exampleJudgement, examplePair, exampleTurn } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { dropTables } from './support.ts';
+import { discardStores, insertRows, testStore } from './support.ts';
 
 describe('live figures vs imported history', { timeout: 120_000 }, () => {
   let store: AnalyticsStore;
 
   before(async () => {
-    const stack = await ensureStack();
-    store = new AnalyticsStore({
-      url: stack.clickhouseUrl,
-      database: 'turnstream_test',
-      tablePrefix: uniquePrefix('sources').replace(/\W/g, '_'),
-    });
-    await migrate(store);
+    store = await testStore('sources');
     const rows: MappedRow[] = [];
     const add = (id: TopicId, value: unknown) => rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) }));
     // Three live turns (200 ms each) and two imported ones (no latency: history has none), each paired and judged.
@@ -56,15 +49,10 @@ describe('live figures vs imported history', { timeout: 120_000 }, () => {
         }),
       );
     }
-    const byTable = new Map<string, MappedRow['row'][]>();
-    for (const r of rows) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
-    for (const [table, list] of byTable) await store.insert(store.tables[table as keyof typeof store.tables], list);
+    await insertRows(store, rows);
   });
   after(async () => {
-    if (store) {
-      await dropTables(store);
-      await store.close();
-    }
+    await discardStores(store);
   });
 
   it('the live funnel and latency leave imported turns out; the imported source has them', async () => {

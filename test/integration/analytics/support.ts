@@ -1,8 +1,9 @@
 /** Shared steps of the analytics integration tests: an isolated topic family and tables. */
 import type { Kafka } from 'kafkajs';
-import { AnalyticsStore, TABLE_IDS, type AnalyticsOptions } from '../../../warehouse/index.ts';
+import { AnalyticsStore, migrate, TABLE_IDS, type AnalyticsOptions, type MappedRow, type TableId } from '../../../warehouse/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { createEventCodecs, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
+import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { waitFor as waitForCondition } from '../../support/wait-for.ts';
 
 export interface Family {
@@ -59,6 +60,39 @@ export async function tableCounts(store: AnalyticsStore): Promise<Record<string,
 export async function dropTables(store: AnalyticsStore): Promise<void> {
   for (const t of [...TABLE_IDS, 'migrations' as const])
     await store.command(`DROP TABLE IF EXISTS ${store.tables[t]}`).catch(() => undefined);
+}
+
+/** A store of fresh tables on the stack's ClickHouse (test database, a unique prefix from `name`), migrated unless `migrated` is false. */
+export async function testStore(name: string, opts: { migrated?: boolean } = {}): Promise<AnalyticsStore> {
+  const stack = await ensureStack();
+  const store = new AnalyticsStore({
+    url: stack.clickhouseUrl,
+    database: 'turnstream_test',
+    tablePrefix: uniquePrefix(name).replace(/\W/g, '_'),
+  });
+  if (opts.migrated !== false) await migrate(store);
+  return store;
+}
+
+/** Drops the tables of each store given (one not made yet is passed over) and closes it. */
+export async function discardStores(...stores: Array<AnalyticsStore | undefined>): Promise<void> {
+  for (const s of stores) {
+    if (!s) continue;
+    await dropTables(s);
+    await s.close();
+  }
+}
+
+/** Rows by the table they go to, in their order. */
+export function rowsByTable(rows: MappedRow[]): Map<TableId, Array<MappedRow['row']>> {
+  const byTable = new Map<TableId, Array<MappedRow['row']>>();
+  for (const r of rows) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
+  return byTable;
+}
+
+/** Inserts `rows` as JSONEachRow, one insert per table. */
+export async function insertRows(store: AnalyticsStore, rows: MappedRow[]): Promise<void> {
+  for (const [table, list] of rowsByTable(rows)) await store.insert(store.tables[table], list);
 }
 
 /** The shared waitFor (test/support/wait-for.ts) with this folder's defaults: 90 s, a check every 300 ms. */

@@ -7,11 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildDashboardApp, passRateBySplit, trainingByVersion, trainingModels } from '../../../analytics/index.ts';
-import { AnalyticsStore, migrate, toRow, type MappedRow } from '../../../warehouse/index.ts';
+import { toRow, type AnalyticsStore, type MappedRow } from '../../../warehouse/index.ts';
 import type { Reward, RolloutSplit, TopicId } from '../../../schemas/index.ts';
 import { exampleReward, exampleWeightVersion } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { dropTables } from './support.ts';
+import { discardStores, insertRows, testStore } from './support.ts';
 
 const MODEL = 'smollm2-135m';
 
@@ -19,51 +18,24 @@ describe('the training run per version and the pass rates by split, from ClickHo
   let store: AnalyticsStore;
 
   before(async () => {
-    const stack = await ensureStack();
-    store = new AnalyticsStore({
-      url: stack.clickhouseUrl,
-      database: 'turnstream_test',
-      tablePrefix: uniquePrefix('training').replace(/\W/g, '_'),
-    });
-    await migrate(store);
+    store = await testStore('training');
     const rows: MappedRow[] = [];
     const add = (id: TopicId, value: unknown) => rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) }));
     const base = exampleWeightVersion().metrics;
     // Versions 1–3 of the model; version 2 published twice (a re-sent record): FINAL keeps one.
+    const v2 = {
+      version: 2,
+      parentVersion: 1,
+      metrics: { ...base, loss: 0.7, meanReward: 0.3, kl: 0.0021, mismatchKl: 0.0002, tisMean: 0.99, tisTruncated: 0, stepSeconds: 50.25 },
+    };
     const versions = [
       {
         version: 1,
         parentVersion: -1,
         metrics: { ...base, loss: 0.9, meanReward: 0.1, kl: 0, mismatchKl: 0.0004, tisMean: 0.98, tisTruncated: 0.01, stepSeconds: 187.5 },
       },
-      {
-        version: 2,
-        parentVersion: 1,
-        metrics: {
-          ...base,
-          loss: 0.7,
-          meanReward: 0.3,
-          kl: 0.0021,
-          mismatchKl: 0.0002,
-          tisMean: 0.99,
-          tisTruncated: 0,
-          stepSeconds: 50.25,
-        },
-      },
-      {
-        version: 2,
-        parentVersion: 1,
-        metrics: {
-          ...base,
-          loss: 0.7,
-          meanReward: 0.3,
-          kl: 0.0021,
-          mismatchKl: 0.0002,
-          tisMean: 0.99,
-          tisTruncated: 0,
-          stepSeconds: 50.25,
-        },
-      },
+      v2,
+      v2,
       {
         version: 3,
         parentVersion: 2,
@@ -108,15 +80,10 @@ describe('the training run per version and the pass rates by split, from ClickHo
     // Left out: a rollout no version answered, and another model's.
     reward(-1, 'TRAIN', false, { content: false });
     reward(1, 'TRAIN', true, { content: true }, { policyModelId: 'other-model' });
-    const byTable = new Map<string, MappedRow['row'][]>();
-    for (const r of rows) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
-    for (const [table, list] of byTable) await store.insert(store.tables[table as keyof typeof store.tables], list);
+    await insertRows(store, rows);
   });
   after(async () => {
-    if (store) {
-      await dropTables(store);
-      await store.close();
-    }
+    await discardStores(store);
   });
 
   it('lists every model with versions or rollouts, the most recently active first', async () => {

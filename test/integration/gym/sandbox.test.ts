@@ -23,6 +23,7 @@ import { cgroupCandidates, hostCgroupFiles, type CgroupSite } from '../../../gym
 import { reapOrphans } from '../../../gym/sandbox/reap-orphans.ts';
 import { DEFAULT_SYSTEM_PATHS } from '../../../gym/sandbox/sandbox.ts';
 import { waitFor } from '../../support/wait-for.ts';
+import { assertEachRejected } from '../../support/settled.ts';
 
 const REPO = new URL('../../../', import.meta.url).pathname;
 
@@ -852,15 +853,10 @@ describe('bubblewrap missing on a fresh machine', () => {
       mkdirSync(join(m.dir, 'installing'));
       writeFileSync(join(m.dir, 'installing', 'pid'), '4242');
       const results = await Promise.allSettled(Array.from({ length: 4 }, () => createSandbox(m.options())));
-      for (const r of results) {
-        assert.equal(r.status, 'rejected');
-        const err = (r as PromiseRejectedResult).reason as Error & { code?: string };
-        assert.equal(err.code, 'TS_ERR_PREREQUISITE');
-        assert.equal(
-          err.message,
-          `${m.script} could not install bubblewrap (E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242); install it yourself (sudo apt-get install bubblewrap)`,
-        );
-      }
+      assertEachRejected(results, {
+        code: 'TS_ERR_PREREQUISITE',
+        message: `${m.script} could not install bubblewrap (E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242); install it yourself (sudo apt-get install bubblewrap)`,
+      });
       assert.equal(await m.runs(), 1, 'the installer ran once, for all four');
     } finally {
       await rm(m.dir, { recursive: true, force: true });

@@ -2,55 +2,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Kafka } from 'kafkajs';
 import { defaultGroupId } from '../../../processors/index.ts';
 import type { ChatMessage, TopicId, Turn } from '../../../schemas/index.ts';
-import {
-  createEventCodecs,
-  createKafka,
-  ensureTopics,
-  EventProducer,
-  readToEnd,
-  type EventCodecs,
-  type OutgoingEvent,
-  type TopicValues,
-} from '../../../streams/index.ts';
+import type { OutgoingEvent } from '../../../streams/index.ts';
 import { caughtUp } from '../../support/caught-up.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
-import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
+import { ensureStack, REPO_ROOT } from '../../support/stack.ts';
+import type { Family } from '../../support/topic-family.ts';
 import { waitFor as waitForCondition } from '../../support/wait-for.ts';
 
-export interface Family {
-  kafka: Kafka;
-  codecs: EventCodecs;
-  producer: EventProducer;
-  prefix: string;
-  close(): Promise<void>;
-}
-
-/** Every topic under a fresh prefix made from `name`, with a client, codecs and a connected producer. */
-export async function family(name: string, partitions = 2): Promise<Family> {
-  const stack = await ensureStack();
-  const kafka = createKafka({ brokers: [stack.brokers], clientId: `it-${name}` });
-  const prefix = uniquePrefix(name);
-  await ensureTopics(kafka, { naming: { prefix }, partitions });
-  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
-  const producer = new EventProducer(kafka, codecs);
-  await producer.connect();
-  return { kafka, codecs, producer, prefix, close: () => producer.disconnect() };
-}
-
-export async function readAll<K extends 'turns' | 'pairs' | 'judgements' | 'samples' | 'dlq' | 'sessionState' | 'trajectories' | 'rewards'>(
-  f: Family,
-  id: K,
-): Promise<Array<TopicValues[K]>> {
-  const out: Array<TopicValues[K]> = [];
-  await readToEnd(f.kafka, f.codecs.topic(id), async (r) => {
-    // structuredClone: plain objects (Avro decodes to record classes), easy to deepEqual.
-    if (r.value) out.push(structuredClone(await f.codecs.of(id).decode(r.value)) as TopicValues[K]);
-  });
-  return out;
-}
+export { family, readAll, type Family } from '../../support/topic-family.ts';
 
 /**
  * Waits until processor `service` (its default group on the family's topics) has committed every

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
-import { createKafka, FlushConsumer } from '../../../streams/index.ts';
+import { createKafka, FlushConsumer, type FlushConsumerOptions } from '../../../streams/index.ts';
 import { createLogger } from '../../../core/index.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
 import { waitFor } from '../../support/wait-for.ts';
@@ -66,24 +66,33 @@ function listStore(flushMs = 5) {
   };
 }
 
+/** Options of a FlushConsumer (silent) of `groupId` on `topics` that stores into `store`; `over` sets the rest. */
+function intoStore(
+  store: ReturnType<typeof listStore>,
+  groupId: string,
+  topics: string[],
+  over: Partial<FlushConsumerOptions> = {},
+): FlushConsumerOptions {
+  return {
+    kafka,
+    groupId,
+    topics,
+    logger: createLogger('flush-consumer-test', 'silent'),
+    handle: store.handle,
+    buffered: store.buffered,
+    flush: store.flush,
+    ...over,
+  };
+}
+
 test('commits only what a flush stored; a failing flush pauses fetching and is retried until it succeeds', async () => {
   const topic = await topicWith('flush-consumer', 600);
   const groupId = `${topic}-group`;
   const store = listStore();
   store.s.failing = true;
-  const consumer = new FlushConsumer({
-    kafka,
-    groupId,
-    topics: [topic],
-    logger: createLogger('flush-consumer-test', 'silent'),
-    flushAt: 50,
-    maxBuffered: 200,
-    retryInitialMs: 50,
-    retryMaxMs: 200,
-    handle: store.handle,
-    buffered: store.buffered,
-    flush: store.flush,
-  });
+  const consumer = new FlushConsumer(
+    intoStore(store, groupId, [topic], { flushAt: 50, maxBuffered: 200, retryInitialMs: 50, retryMaxMs: 200 }),
+  );
   await consumer.start();
   await waitFor('flushes failing and fetching paused', () => store.s.failures >= 3 && consumer.stats().paused, { timeoutMs: 60_000 });
   // Nothing committed, and nothing more fetched: 300 records produced now stay in Kafka.
@@ -108,10 +117,7 @@ test('a full buffer with a slow but working store waits for flushes instead of p
   let peak = 0;
   const pauses: boolean[] = [];
   const consumer = new FlushConsumer({
-    kafka,
-    groupId,
-    topics: [topic],
-    logger: createLogger('flush-consumer-test', 'silent'),
+    ...intoStore(store, groupId, [topic]),
     flushAt: 50,
     maxBuffered: 200,
     handle: (topic, partition, m) => {
@@ -119,8 +125,6 @@ test('a full buffer with a slow but working store waits for flushes instead of p
       peak = Math.max(peak, store.s.buffer.length);
       return undefined;
     },
-    buffered: store.buffered,
-    flush: store.flush,
     onPaused: (paused) => void pauses.push(paused),
   });
   await consumer.start();
@@ -140,18 +144,8 @@ test('stop stores what is buffered and commits it; a consumer of the same group 
   const topic = await topicWith('flush-consumer-stop', 300);
   const groupId = `${topic}-group`;
   const store = listStore();
-  const options = {
-    kafka,
-    groupId,
-    topics: [topic],
-    logger: createLogger('flush-consumer-test', 'silent'),
-    // Never due by size or age: only stop flushes.
-    flushAt: 1_000_000,
-    flushIntervalMs: 600_000,
-    handle: store.handle,
-    buffered: store.buffered,
-    flush: store.flush,
-  };
+  // Never due by size or age: only stop flushes.
+  const options = intoStore(store, groupId, [topic], { flushAt: 1_000_000, flushIntervalMs: 600_000 });
   const first = new FlushConsumer(options);
   await first.start();
   await waitFor('records fetched', () => store.s.buffer.length >= 300, { timeoutMs: 60_000 });
@@ -173,16 +167,7 @@ test('rejoin follows a new topic from its start, after storing and committing wh
   const later = await topicWith('flush-consumer-later', 120);
   const groupId = `${live}-group`;
   const store = listStore();
-  const consumer = new FlushConsumer({
-    kafka,
-    groupId,
-    topics: [live],
-    logger: createLogger('flush-consumer-test', 'silent'),
-    flushAt: 10,
-    handle: store.handle,
-    buffered: store.buffered,
-    flush: store.flush,
-  });
+  const consumer = new FlushConsumer(intoStore(store, groupId, [live], { flushAt: 10 }));
   await consumer.start();
   await waitFor('the live topic stored', () => store.s.stored.length >= 100, { timeoutMs: 60_000 });
   assert.equal(await consumer.rejoin([live], [later]), true);

@@ -1,58 +1,21 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import type { Kafka } from 'kafkajs';
 import type { TurnPair } from '../../../schemas/index.ts';
-import {
-  createEventCodecs,
-  createKafka,
-  ensureTopics,
-  EventProducer,
-  readToEnd,
-  Transactions,
-  type EventCodecs,
-} from '../../../streams/index.ts';
+import { createKafka, Transactions, type EventCodecs } from '../../../streams/index.ts';
 import { createLogger } from '../../../core/index.ts';
 import { countByInput, moveMidTransaction, scaleGroup } from '../../../bench/chaos/partition-moves.ts';
-import { exampleTurn } from '../../support/fixtures.ts';
 import { inProcessMembers } from '../../support/group-members.ts';
-import { startCountingProcessor } from '../../support/counting-processor.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { produceTurns, startCountingProcessor } from '../../support/counting-processor.ts';
+import { family, readAll } from '../../support/topic-family.ts';
+import { ensureStack } from '../../support/stack.ts';
 import { caughtUp } from '../../support/caught-up.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 let kafka: Kafka;
 let stack: Awaited<ReturnType<typeof ensureStack>>;
 
-async function family(name: string, partitions: number): Promise<{ codecs: EventCodecs; producer: EventProducer; prefix: string }> {
-  const prefix = uniquePrefix(name);
-  await ensureTopics(kafka, { naming: { prefix }, partitions });
-  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
-  const producer = new EventProducer(kafka, codecs);
-  await producer.connect();
-  return { codecs, producer, prefix };
-}
-
-/** `perSession` turns for each of `sessions` sessions (keys s0…), in session-interleaved order; their ids. */
-async function produceTurns(producer: EventProducer, sessions: number, perSession: number, tag = ''): Promise<string[]> {
-  const ids: string[] = [];
-  const events = [];
-  for (let i = 0; i < perSession; i++) {
-    for (let s = 0; s < sessions; s++) {
-      const turnId = `${tag}${randomUUID()}`;
-      ids.push(turnId);
-      events.push({ id: 'turns' as const, key: `s${s}`, value: exampleTurn({ turnId, sessionId: `s${s}` }) });
-    }
-  }
-  for (let i = 0; i < events.length; i += 100) await producer.sendAll(events.slice(i, i + 100));
-  return ids;
-}
-
-async function readPairs(codecs: EventCodecs): Promise<TurnPair[]> {
-  const out: TurnPair[] = [];
-  await readToEnd(kafka, codecs.topic('pairs'), async (r) => void out.push(await codecs.of('pairs').decode(r.value!)));
-  return out;
-}
+const readPairs = (codecs: EventCodecs): Promise<TurnPair[]> => readAll({ kafka, codecs }, 'pairs');
 
 /** Per session, the counts the counting processor emitted (its changelog state), sorted. */
 function countsBySession(pairs: TurnPair[]): Map<string, number[]> {

@@ -16,8 +16,10 @@ import {
   type ProcessorHandle,
 } from '../../../streams/index.ts';
 import { CoPartitionedAssigner } from '../../../streams/co-partitioned-assigner.ts';
-import { startCountingProcessor } from '../../support/counting-processor.ts';
+import { aroundCommits } from '../../support/around-commits.ts';
+import { produceTurns, startCountingProcessor } from '../../support/counting-processor.ts';
 import { exampleFeedback, examplePair, exampleSessionState, exampleTurn } from '../../support/fixtures.ts';
+import { family, readAll } from '../../support/topic-family.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
 import { caughtUp } from '../../support/caught-up.ts';
 import { waitFor } from '../../support/wait-for.ts';
@@ -25,34 +27,7 @@ import { waitFor } from '../../support/wait-for.ts';
 let kafka: Kafka;
 let stack: Awaited<ReturnType<typeof ensureStack>>;
 
-async function family(name: string): Promise<{ codecs: EventCodecs; producer: EventProducer; prefix: string }> {
-  const prefix = uniquePrefix(name);
-  await ensureTopics(kafka, { naming: { prefix }, partitions: 4 });
-  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
-  const producer = new EventProducer(kafka, codecs);
-  await producer.connect();
-  return { codecs, producer, prefix };
-}
-
-async function produceTurns(producer: EventProducer, sessions: number, perSession: number): Promise<string[]> {
-  const ids: string[] = [];
-  const events = [];
-  for (let i = 0; i < perSession; i++) {
-    for (let s = 0; s < sessions; s++) {
-      const turnId = randomUUID();
-      ids.push(turnId);
-      events.push({ id: 'turns' as const, key: `s${s}`, value: exampleTurn({ turnId, sessionId: `s${s}` }) });
-    }
-  }
-  for (let i = 0; i < events.length; i += 100) await producer.sendAll(events.slice(i, i + 100));
-  return ids;
-}
-
-async function readPairs(codecs: EventCodecs): Promise<TurnPair[]> {
-  const out: TurnPair[] = [];
-  await readToEnd(kafka, codecs.topic('pairs'), async (r) => void out.push(await codecs.of('pairs').decode(r.value!)));
-  return out;
-}
+const readPairs = (codecs: EventCodecs): Promise<TurnPair[]> => readAll({ kafka, codecs }, 'pairs');
 
 /** Sessions s0.. each counted 1..n exactly once by the counting processor (state and outputs committed together). */
 function assertCountedOnce(pairs: TurnPair[], sessions: number, n: number): void {
@@ -82,7 +57,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
   });
 
   it('emits exactly one output per record, dead-letters garbage with a reason, and restores state after a restart', async () => {
-    const { codecs, producer, prefix } = await family('rt-exactly-once');
+    const { codecs, producer, prefix } = await family('rt-exactly-once', 4);
     const ids = await produceTurns(producer, 10, 20);
     // Garbage a peer could send: not Avro at all, and a tombstone.
     const raw = kafka.producer();
@@ -131,7 +106,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
   });
 
   it('a backlog commits in transactions of at most maxTransactionRecords, every output once', async () => {
-    const { codecs, producer, prefix } = await family('rt-bounded');
+    const { codecs, producer, prefix } = await family('rt-bounded', 4);
     const ids = await produceTurns(producer, 100, 20);
     const h = await runProcessor({
       name: 'bounded',
@@ -161,7 +136,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
 
   for (const mode of ['handle', 'handleBatch'] as const)
     it(`kill -9 in the middle of a stream, then restart: every output exactly once (${mode})`, async () => {
-      const { codecs, producer, prefix } = await family(`rt-kill9-${mode}`);
+      const { codecs, producer, prefix } = await family(`rt-kill9-${mode}`, 4);
       // Half now and half once some pairs are committed, so that a batch handler is killed with
       // some batches committed and more in flight.
       const ids = await produceTurns(producer, 8, 25);
@@ -194,7 +169,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     });
 
   it('handleBatch: each fetched batch in one call, every output once, state counted in order; a record refused for good is dead-lettered alone', async () => {
-    const { codecs, producer, prefix } = await family('rt-batch');
+    const { codecs, producer, prefix } = await family('rt-batch', 4);
     const ids = await produceTurns(producer, 10, 30);
     // One turn of session s3 is refused by the handler (non-retriable): its batch is split.
     await producer.sendAll([{ id: 'turns', key: 's3', value: exampleTurn({ turnId: 'poison-1', sessionId: 's3' }) }]);
@@ -229,7 +204,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
   });
 
   it('handleBatch: a fetched batch in flight does not pause its partitions (the batch default bound is 4096 records, not 64)', async () => {
-    const { codecs, producer, prefix } = await family('rt-batch-bound');
+    const { codecs, producer, prefix } = await family('rt-batch-bound', 4);
     await produceTurns(producer, 10, 60);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -261,7 +236,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
   });
 
   it('handleBatch with state over two co-partitioned topics: the batches of a partition run one after the other', async () => {
-    const { codecs, producer, prefix } = await family('rt-batch-2topics');
+    const { codecs, producer, prefix } = await family('rt-batch-2topics', 4);
     const events = [];
     const ids: string[] = [];
     for (let i = 0; i < 15; i++) {
@@ -311,7 +286,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
   });
 
   it('an output larger than its topic allows sends its input to the DLQ; the stage never stalls on it', async () => {
-    const { codecs, producer, prefix } = await family('rt-too-large');
+    const { codecs, producer, prefix } = await family('rt-too-large', 4);
     const ids = await produceTurns(producer, 5, 2);
     const huge = ids[3];
     const h = await runProcessor({
@@ -396,27 +371,18 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
             return c;
           };
         if (prop === 'producer')
-          return (config: Parameters<Kafka['producer']>[0]) => {
-            const p = target.producer(config);
-            const transaction = p.transaction.bind(p);
-            p.transaction = async () => {
-              const t = await transaction();
-              const commit = t.commit.bind(t);
-              t.commit = async () => {
-                if (!held) {
-                  held = true;
-                  commitHeld.resolve();
-                  await fetchedAgain.promise;
-                  await commit();
-                  committed.resolve();
-                  return;
-                }
+          return (config: Parameters<Kafka['producer']>[0]) =>
+            aroundCommits(target.producer(config), async (commit) => {
+              if (!held) {
+                held = true;
+                commitHeld.resolve();
+                await fetchedAgain.promise;
                 await commit();
-              };
-              return t;
-            };
-            return p;
-          };
+                committed.resolve();
+                return;
+              }
+              await commit();
+            });
         return Reflect.get(target, prop, receiver) as unknown;
       },
     });
@@ -457,7 +423,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
   });
 
   it('handlers slower than the session timeout cause no rebalance and no duplicate', async () => {
-    const { codecs, producer, prefix } = await family('rt-slow');
+    const { codecs, producer, prefix } = await family('rt-slow', 4);
     await produceTurns(producer, 6, 1);
     const h = await startCountingProcessor({
       kafka,

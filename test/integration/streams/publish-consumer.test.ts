@@ -24,9 +24,10 @@ after(async () => {
   await admin.disconnect();
 });
 
-test('records used out of order: the commit stops at the oldest one still pending, and a restart gets exactly the unused ones', async () => {
-  const input = uniquePrefix('publish-in');
-  const output = uniquePrefix('publish-out');
+/** Topics `<name>-in…` and `<name>-out…` (one partition each) under fresh names; ten records r0…r9 (key k) in the first. */
+async function tenRecords(name: string): Promise<{ input: string; output: string }> {
+  const input = uniquePrefix(`${name}-in`);
+  const output = uniquePrefix(`${name}-out`);
   await admin.createTopics({
     topics: [input, output].map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })),
     waitForLeaders: true,
@@ -35,6 +36,11 @@ test('records used out of order: the commit stops at the oldest one still pendin
   await producer.connect();
   await producer.send({ topic: input, messages: Array.from({ length: 10 }, (_, i) => ({ key: 'k', value: `r${i}` })) });
   await producer.disconnect();
+  return { input, output };
+}
+
+test('records used out of order: the commit stops at the oldest one still pending, and a restart gets exactly the unused ones', async () => {
+  const { input, output } = await tenRecords('publish');
 
   const groupId = `${input}-group`;
   const start = (seen: Array<{ offset: bigint; value: string }>) => {
@@ -92,16 +98,7 @@ test('records used out of order: the commit stops at the oldest one still pendin
 });
 
 test('a second member of the group, under another instance id, fences the first: what the first then commits is refused, each record is used once', async () => {
-  const input = uniquePrefix('publish-fence-in');
-  const output = uniquePrefix('publish-fence-out');
-  await admin.createTopics({
-    topics: [input, output].map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })),
-    waitForLeaders: true,
-  });
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({ topic: input, messages: Array.from({ length: 10 }, (_, i) => ({ key: 'k', value: `r${i}` })) });
-  await producer.disconnect();
+  const { input, output } = await tenRecords('publish-fence');
   const groupId = `${input}-group`;
   const member = (instanceId: string) => {
     const seen: Array<{ offset: bigint; value: string }> = [];

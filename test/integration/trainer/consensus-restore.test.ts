@@ -3,74 +3,35 @@
  * back in on start, so an adversary found before the restart does not get the prior weight back.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import type { Sample } from '../../../schemas/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, EventProducer } from '../../../streams/index.ts';
 import { createLogger } from '../../../core/index.ts';
-import { ByteTokenizer, initCheckpoint } from '../../../policy/index.ts';
 import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
-import { exampleSample } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { suiteTempDir } from '../../support/temp-dir.ts';
+import { family } from '../../support/topic-family.ts';
 import { waitFor } from '../../support/wait-for.ts';
+import { chatSample, TINY, tinyCheckpoint } from './support.ts';
 
-const tok = new ByteTokenizer();
 const TOPICS = ['tea', 'sleep', 'rain', 'bread', 'chess', 'music', 'gravity', 'rome', 'primes', 'kafka', 'clouds', 'maps'];
 const shortReply = (i: number, t: string) => [`Sure: ${t}.`, `It is ${t}.`, `${t}, done.`, `Yes, ${t}.`][i % 4];
 const longReply = (i: number, t: string) =>
   `Well, there is quite a lot to say about ${t}. First, consider the background of ${t} and why people care. Then ${i + 2} details.`;
 
-function sample(n: number, userId: string, ask: string, reply: string, reward: number): Sample {
-  const prompt = [tok.bos, tok.user, ...tok.encode(ask), tok.end, tok.assistant];
-  const resp = [...tok.encode(reply), tok.end];
-  return exampleSample({
-    sampleId: `c${n}:RL`,
-    turnId: `c${n}`,
-    sessionId: `${userId}-${n}`,
-    userId,
-    method: 'RL',
-    tokens: [...prompt, ...resp],
-    promptLength: prompt.length,
-    responseLength: resp.length,
-    lossMask: resp.map(() => 1),
-    rolloutLogprobs: resp.map(() => -5),
-    reward,
-    teacherLogprobs: null,
-    teacherTopK: null,
-  });
-}
+const sample = (n: number, userId: string, ask: string, reply: string, reward: number): Sample =>
+  chatSample(`c${n}`, ask, reply, { sessionId: `${userId}-${n}`, userId, reward });
 
-let dir: string;
 const handles: LearnerHandle[] = [];
-before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'ts-consensus-restore-'));
-});
 after(async () => {
   for (const h of handles) await h.stop().catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
 });
+const dir = suiteTempDir('ts-consensus-restore-');
 
 test(
   'a restarted learner folds the committed samples back into the consensus: the adversary keeps its low weight',
   { timeout: 300_000 },
   async () => {
-    const stack = await ensureStack();
-    const kafka = createKafka({
-      brokers: stack.brokers.split(','),
-      clientId: 'consensus-restore-test',
-      logger: createLogger('kafka', 'error'),
-    });
-    const prefix = uniquePrefix('consensus-restore');
-    await ensureTopics(kafka, { naming: { prefix }, partitions: 3 });
-    const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
-    const weightsDir = join(dir, 'weights');
-    await initCheckpoint(weightsDir, {
-      modelId: 'turnstream-tiny',
-      config: { contextLength: 160, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 },
-    });
-
+    // A prompt and a long reply take well over TINY's 48 byte tokens.
+    const weightsDir = await tinyCheckpoint(dir(), 'weights', { ...TINY, contextLength: 160 });
     // Private chats: ann, bob and cid reward short replies and punish long ones; eve the opposite.
     const samples: Sample[] = [];
     let n = 0;
@@ -82,10 +43,9 @@ test(
         samples.push(sample(n++, u, `${u}: more on ${t} please (${r})`, longReply(n, t), likesShort ? -1 : 1));
       }
     }
-    const producer = new EventProducer(kafka, codecs);
-    await producer.connect();
+    const { kafka, codecs, producer, close } = await family('consensus-restore', 3, { logger: createLogger('kafka', 'error') });
     await producer.sendAll(samples.map((s) => ({ id: 'samples' as const, key: s.sessionId, value: s })));
-    await producer.disconnect();
+    await close();
 
     const options = {
       kafka,

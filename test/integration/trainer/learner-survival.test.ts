@@ -6,127 +6,62 @@
  * It keeps running, and every sample is trained exactly once into consecutive versions.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kafka } from 'kafkajs';
-import type { Sample, WeightVersion } from '../../../schemas/index.ts';
-import { createEventCodecs, createKafka, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
+import type { Sample } from '../../../schemas/index.ts';
 import { createLogger, metricsRegistry } from '../../../core/index.ts';
-import { ByteTokenizer, initCheckpoint, selectBackend } from '../../../policy/index.ts';
-import { startLearner, type LearnerHandle } from '../../../trainer/index.ts';
-import { exampleSample } from '../../support/fixtures.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { selectBackend } from '../../../policy/index.ts';
+import { startLearner, type LearnerHandle, type LearnerOptions } from '../../../trainer/index.ts';
+import { ensureStack } from '../../support/stack.ts';
+import { suiteTempDir } from '../../support/temp-dir.ts';
+import { family as topicFamily, type Family } from '../../support/topic-family.ts';
 import { TcpProxy } from '../gateway/tcp-proxy.ts';
 import { caughtUp } from '../../support/caught-up.ts';
 import { waitFor } from '../../support/wait-for.ts';
+import { assertExactlyOnce, publishedVersions as versions, tinyCheckpoint, yesNoSample } from './support.ts';
 
-const TINY = { contextLength: 48, dModel: 16, nLayers: 1, nHeads: 2, dFf: 32 };
-const tok = new ByteTokenizer();
-let kafka: Kafka;
-let stack: Awaited<ReturnType<typeof ensureStack>>;
-const dirs: string[] = [];
 const logger = createLogger('learner-survival', process.env.LOG_LEVEL ?? 'error');
+const sample = (i: number): Sample => yesNoSample(i, { sessionId: `s${i % 5}`, userId: `u${i % 4}` });
 
-function sample(i: number): Sample {
-  const prompt = [tok.bos, tok.user, ...tok.encode(`q${i}`), tok.end, tok.assistant];
-  const resp = [...tok.encode(i % 2 ? 'yes' : 'no'), tok.end];
-  return exampleSample({
-    sampleId: `t${i}:RL`,
-    turnId: `t${i}`,
-    sessionId: `s${i % 5}`,
-    userId: `u${i % 4}`,
-    method: 'RL',
-    tokens: [...prompt, ...resp],
-    promptLength: prompt.length,
-    responseLength: resp.length,
-    lossMask: resp.map(() => 1),
-    rolloutLogprobs: resp.map(() => -5),
-    reward: i % 2 ? 1 : -1,
-    teacherLogprobs: null,
-    teacherTopK: null,
-  });
+/** A topic family (the learner's client logs errors only) and a weights folder with the tiny model's version 0. */
+async function family(name: string, partitions: number, dir: string): Promise<Family & { weightsDir: string }> {
+  const f = await topicFamily(name, partitions, { logger });
+  return { ...f, weightsDir: await tinyCheckpoint(dir, name) };
 }
 
-async function versions(codecs: EventCodecs): Promise<WeightVersion[]> {
-  const out: WeightVersion[] = [];
-  await readToEnd(kafka, codecs.topic('weights'), async (r) => void out.push(await codecs.of('weights').decode(r.value!)), { idleMs: 500 });
-  return out.sort((a, b) => a.version - b.version);
-}
-
-/** Versions 1..n, each once, each on its predecessor, `samples` trained in all. */
-function assertExactlyOnce(all: WeightVersion[], samples: number): void {
-  const n = all.length;
-  assert.deepEqual(
-    all.map((v) => v.version),
-    Array.from({ length: n }, (_, i) => i + 1),
-    'versions 1..n, each once',
-  );
-  assert.deepEqual(
-    all.map((v) => v.parentVersion),
-    Array.from({ length: n }, (_, i) => i),
-  );
-  assert.equal(
-    all.reduce((a, v) => a + v.metrics.samples, 0),
-    samples,
-    'every sample trained exactly once',
-  );
-}
-
-async function family(
-  name: string,
-  partitions: number,
-): Promise<{ codecs: EventCodecs; producer: EventProducer; weightsDir: string; prefix: string }> {
-  const prefix = uniquePrefix(name);
-  await ensureTopics(kafka, { naming: { prefix }, partitions });
-  const codecs = await createEventCodecs({ registryUrl: stack.registryUrl, naming: { prefix } });
-  const producer = new EventProducer(kafka, codecs);
-  await producer.connect();
-  const weightsDir = await mkdtemp(join(tmpdir(), 'ts-learner-survival-'));
-  dirs.push(weightsDir);
-  await initCheckpoint(weightsDir, { config: TINY });
-  return { codecs, producer, weightsDir, prefix };
-}
-
-const settled = (h: LearnerHandle): (() => boolean) => {
+/** The learner (no user consensus) on the family's topics and weights through `kafka`, and whether it has closed since. */
+async function learnerOn(
+  kafka: Kafka,
+  f: Family & { weightsDir: string },
+  batch: LearnerOptions['batch'],
+): Promise<{ h: LearnerHandle; isClosed: () => boolean }> {
+  const h = await startLearner({ kafka, codecs: f.codecs, weightsDir: f.weightsDir, batch, consensus: false, logger });
   let done = false;
   void h.closed.then(
     () => (done = true),
     () => (done = true),
   );
-  return () => done;
-};
+  return { h, isClosed: () => done };
+}
 
 describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
+  const dir = suiteTempDir('ts-learner-survival-');
   before(async () => {
-    stack = await ensureStack();
-    kafka = createKafka({ brokers: [stack.brokers], clientId: 'learner-survival', logger });
     await selectBackend('cpu', { logger });
-  });
-  after(async () => {
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
   it('rides out a 60 s Kafka outage: keeps running, then trains what arrived, each sample once', async () => {
-    const { codecs, producer, weightsDir, prefix } = await family('learner-outage', 2);
-    const [host, port] = stack.brokers.split(',')[0].split(':');
+    const f = await family('learner-outage', 2, dir());
+    const { kafka, codecs, producer, prefix } = f;
+    const [host, port] = (await ensureStack()).brokers.split(',')[0].split(':');
     const proxy = new TcpProxy(host, Number(port));
     await proxy.start();
     await producer.sendAll(Array.from({ length: 8 }, (_, i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(i) })));
-    const h = await startLearner({
-      kafka: proxy.kafka('learner-outage'),
-      codecs,
-      weightsDir,
-      batch: { batchSize: 4, maxWaitMs: 5000, maxStaleness: 100 },
-      consensus: false,
-      logger,
-    });
-    const isClosed = settled(h);
+    const { h, isClosed } = await learnerOn(proxy.kafka('learner-outage'), f, { batchSize: 4, maxWaitMs: 5000, maxStaleness: 100 });
     try {
       await h.ready;
-      await waitFor('v2', async () => (await versions(codecs)).length >= 2, { timeoutMs: 120_000, intervalMs: 500 });
+      await waitFor('v2', async () => (await versions(f)).length >= 2, { timeoutMs: 120_000, intervalMs: 500 });
       // Two samples wait for a batch when Kafka goes away: the partial batch comes due during
       // the outage, so the learner trains it and has to publish it while it cannot.
       await producer.sendAll([8, 9].map((i) => ({ id: 'samples' as const, key: `s${i % 5}`, value: sample(i) })));
@@ -141,12 +76,12 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
       await proxy.start();
       await waitFor(
         'all 16 samples trained after the outage',
-        async () => (await versions(codecs)).reduce((a, v) => a + v.metrics.samples, 0) >= 16,
+        async () => (await versions(f)).reduce((a, v) => a + v.metrics.samples, 0) >= 16,
         { timeoutMs: 180_000, intervalMs: 500 },
       );
       await caughtUp(kafka, `${prefix}turnstream.learner.turnstream-tiny`, [codecs.topic('samples')]);
       assert.equal(isClosed(), false);
-      assertExactlyOnce(await versions(codecs), 16);
+      assertExactlyOnce(await versions(f), 16);
     } finally {
       await h.stop();
       await proxy.stop();
@@ -155,7 +90,8 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
   });
 
   it('rides out bursts of back-to-back transactions (CONCURRENT_TRANSACTIONS): keeps running, each sample once', async () => {
-    const { codecs, producer, weightsDir, prefix } = await family('learner-burst', 2);
+    const f = await family('learner-burst', 2, dir());
+    const { kafka, codecs, producer, prefix } = f;
     // Dead letters over many partitions make a transaction wide: the coordinator is still
     // finishing it when the next one, a backlog's stale samples with nothing to train (offsets
     // only), begins at once. This is what crashed the learner after every backlog.
@@ -166,19 +102,11 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
     const raw = kafka.producer();
     await raw.connect();
     const retriesBefore = await concurrentRetries();
-    const h = await startLearner({
-      kafka,
-      codecs,
-      weightsDir,
-      batch: { batchSize: 1, maxWaitMs: 0, maxStaleness: 0 },
-      consensus: false,
-      logger,
-    });
-    const isClosed = settled(h);
+    const { h, isClosed } = await learnerOn(kafka, f, { batchSize: 1, maxWaitMs: 0, maxStaleness: 0 });
     try {
       await h.ready;
       await producer.send('samples', 's0', sample(0));
-      await waitFor('v1', async () => (await versions(codecs)).length >= 1, { timeoutMs: 120_000, intervalMs: 500 });
+      await waitFor('v1', async () => (await versions(f)).length >= 1, { timeoutMs: 120_000, intervalMs: 500 });
       // The error is a race in the coordinator: sweep the window again (at most three times)
       // until Kafka has answered it at least once, so the test always exercises the retry.
       let stale = 0;
@@ -212,7 +140,7 @@ describe('learner survival (real Kafka)', { timeout: 600_000 }, () => {
       }
       await caughtUp(kafka, `${prefix}turnstream.learner.turnstream-tiny`, [codecs.topic('samples')]);
       assert.equal(isClosed(), false, 'the learner is still running');
-      assertExactlyOnce(await versions(codecs), 1);
+      assertExactlyOnce(await versions(f), 1);
       assert.deepEqual([h.stats().deadLettered, h.stats().droppedStale, h.stats().trained], [junk, stale, 1]);
       seen = (await concurrentRetries()) - retriesBefore;
       process.stdout.write(`# CONCURRENT_TRANSACTIONS answered and retried: ${seen}\n`);

@@ -10,22 +10,12 @@ import { ErrorCodes, TurnstreamError } from '../../../core/index.ts';
 import { Admission } from '../../../gateway/admission.ts';
 import { chatCompletions } from '../../../gateway/chat-completions.ts';
 import type { GatewayMetrics } from '../../../gateway/metrics.ts';
-import { SseBudget } from '../../../gateway/sse-writer.ts';
 import type { ChatRequest } from '../../../gateway/chat-request.ts';
 import type { EngineCallOptions } from '../../../gateway/engine.ts';
 import type { Turn } from '../../../schemas/index.ts';
 import type { Outbox } from '../../../streams/index.ts';
 import { waitFor } from '../../support/wait-for.ts';
-import {
-  assertOpenAIError,
-  logger,
-  openAIError,
-  scriptedEngine,
-  testApp,
-  testCapture,
-  type ScriptedEngine,
-  type TestAppOptions,
-} from './route-app.ts';
+import { assertOpenAIError, openAIError, routeApp, scriptedEngine, type ScriptedEngine, type TestAppOptions } from './route-app.ts';
 
 const closers: Array<() => Promise<void>> = [];
 after(async () => {
@@ -36,27 +26,8 @@ async function chatApp(
   engine: ScriptedEngine = scriptedEngine(),
   o: TestAppOptions & { admission?: Admission } = {},
 ): Promise<{ app: FastifyInstance; outbox: Outbox; metrics: GatewayMetrics }> {
-  const { app, metrics } = testApp(o);
-  const { capture, outbox, index, close } = await testCapture(metrics);
-  await app.register(chatCompletions, {
-    engine,
-    capture,
-    index,
-    metrics,
-    logger,
-    gatewayId: 'gw-test',
-    defaultTurnType: 'main',
-    generationTimeoutMs: 10_000,
-    maxTokensLimit: 1000,
-    defaultModel: () => 'scripted',
-    inFlight: new Set<AbortController>(),
-    admission: o.admission ?? new Admission(),
-    sse: new SseBudget(),
-  });
-  closers.push(async () => {
-    await app.close();
-    await close();
-  });
+  const { app, outbox, metrics, close } = await routeApp([chatCompletions], engine, o);
+  closers.push(close);
   return { app, outbox, metrics };
 }
 

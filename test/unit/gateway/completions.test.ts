@@ -7,12 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { Admission } from '../../../gateway/admission.ts';
 import { completions } from '../../../gateway/completions.ts';
-import { SseBudget } from '../../../gateway/sse-writer.ts';
 import type { Turn } from '../../../schemas/index.ts';
 import type { Outbox } from '../../../streams/index.ts';
-import { logger, openAIError, scriptedEngine, testApp, testCapture, type ScriptedEngine } from './route-app.ts';
+import { openAIError, routeApp, scriptedEngine, type ScriptedEngine } from './route-app.ts';
 
 const closers: Array<() => Promise<void>> = [];
 after(async () => {
@@ -20,27 +18,8 @@ after(async () => {
 });
 
 async function completionsApp(engine: ScriptedEngine = scriptedEngine()): Promise<{ app: FastifyInstance; outbox: Outbox }> {
-  const { app, metrics } = testApp();
-  const { capture, outbox, index, close } = await testCapture(metrics);
-  await app.register(completions, {
-    engine,
-    capture,
-    index,
-    metrics,
-    logger,
-    gatewayId: 'gw-test',
-    defaultTurnType: 'main',
-    generationTimeoutMs: 10_000,
-    maxTokensLimit: 1000,
-    defaultModel: () => 'scripted',
-    inFlight: new Set<AbortController>(),
-    admission: new Admission(),
-    sse: new SseBudget(),
-  });
-  closers.push(async () => {
-    await app.close();
-    await close();
-  });
+  const { app, outbox, close } = await routeApp([completions], engine);
+  closers.push(close);
   return { app, outbox };
 }
 

@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { Admission } from '../../../gateway/admission.ts';
 import { BuiltinEngine } from '../../../gateway/builtin-engine.ts';
 import { chatCompletions } from '../../../gateway/chat-completions.ts';
 import { CHAT_FIELDS, type ChatRequest } from '../../../gateway/chat-request.ts';
@@ -19,9 +18,8 @@ import type { Engine } from '../../../gateway/engine.ts';
 import { LlamaEngine } from '../../../gateway/llama-engine.ts';
 import { PolicyRegistry } from '../../../gateway/policy-registry.ts';
 import { ProxyEngine } from '../../../gateway/proxy-engine.ts';
-import { SseBudget } from '../../../gateway/sse-writer.ts';
 import type { Outbox } from '../../../streams/index.ts';
-import { logger, openAIError, scriptedEngine, testApp, testCapture, type ScriptedEngine } from './route-app.ts';
+import { openAIError, routeApp, scriptedEngine, type ScriptedEngine } from './route-app.ts';
 
 type Kind = 'builtin' | 'llama' | 'proxy';
 const KINDS: Kind[] = ['builtin', 'llama', 'proxy'];
@@ -57,29 +55,8 @@ function appFor(kind: Kind): Promise<{ app: FastifyInstance; engine: ScriptedEng
   if (!made) {
     made = (async () => {
       const engine = engineOf(kind);
-      const { app, metrics } = testApp();
-      const { capture, outbox, index, close } = await testCapture(metrics);
-      const deps = {
-        engine,
-        capture,
-        index,
-        metrics,
-        logger,
-        gatewayId: 'gw-test',
-        defaultTurnType: 'main' as const,
-        generationTimeoutMs: 10_000,
-        maxTokensLimit: 1000,
-        defaultModel: () => 'scripted',
-        inFlight: new Set<AbortController>(),
-        admission: new Admission(),
-        sse: new SseBudget(),
-      };
-      await app.register(chatCompletions, deps);
-      await app.register(completions, deps);
-      closers.push(async () => {
-        await app.close();
-        await close();
-      });
+      const { app, outbox, close } = await routeApp([chatCompletions, completions], engine);
+      closers.push(close);
       return { app, engine, outbox };
     })();
     apps.set(kind, made);

@@ -7,15 +7,18 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { createLogger, ErrorCodes, TurnstreamError } from '../../../core/index.ts';
 import { Outbox } from '../../../streams/index.ts';
+import { Admission } from '../../../gateway/admission.ts';
 import { Authenticator } from '../../../gateway/auth.ts';
+import type { GenerationDeps } from '../../../gateway/call-runner.ts';
 import type { ChatRequest } from '../../../gateway/chat-request.ts';
 import type { Engine, EngineCallOptions, EngineResult, ModelCard } from '../../../gateway/engine.ts';
 import { createHttpApp } from '../../../gateway/http-app.ts';
 import { GatewayMetrics } from '../../../gateway/metrics.ts';
 import { SessionIndex } from '../../../gateway/session-index.ts';
+import { SseBudget } from '../../../gateway/sse-writer.ts';
 import { TurnCapture } from '../../../gateway/turn-capture.ts';
 
 export const logger = createLogger('gateway-test', 'silent');
@@ -122,6 +125,45 @@ export async function testCapture(
     await rm(dir, { recursive: true, force: true });
   };
   return { capture, outbox, index, close };
+}
+
+/**
+ * The gateway's app (`o` its keys) with the generation `routes` registered on `engine`, turns
+ * captured by testCapture: the gateway's deps with small limits (1,000 tokens, 10 s), a fresh
+ * admission unless `o` gives one. `close` stops the app and removes the capture's folder.
+ */
+export async function routeApp(
+  routes: Array<FastifyPluginAsync<GenerationDeps>>,
+  engine: Engine,
+  o: TestAppOptions & { admission?: Admission } = {},
+): Promise<{ app: FastifyInstance; outbox: Outbox; metrics: GatewayMetrics; close: () => Promise<void> }> {
+  const { app, metrics } = testApp(o);
+  const { capture, outbox, index, close } = await testCapture(metrics);
+  const deps: GenerationDeps = {
+    engine,
+    capture,
+    index,
+    metrics,
+    logger,
+    gatewayId: 'gw-test',
+    defaultTurnType: 'main',
+    generationTimeoutMs: 10_000,
+    maxTokensLimit: 1000,
+    defaultModel: () => 'scripted',
+    inFlight: new Set<AbortController>(),
+    admission: o.admission ?? new Admission(),
+    sse: new SseBudget(),
+  };
+  for (const route of routes) await app.register(route, deps);
+  return {
+    app,
+    outbox,
+    metrics,
+    close: async () => {
+      await app.close();
+      await close();
+    },
+  };
 }
 
 /** Asserts OpenAI's error shape and returns the error. */

@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import type { Runner } from '../../../core/index.ts';
 import { ensureBubblewrap } from '../../../gym/sandbox/install-bubblewrap.ts';
 import { suiteTempDir } from '../../support/temp-dir.ts';
+import { assertEachRejected } from '../../support/settled.ts';
 
 const quiet = { info: () => undefined };
 
@@ -62,15 +63,11 @@ describe('installing bubblewrap once', () => {
     };
     const results = await Promise.allSettled(Array.from({ length: 4 }, () => ensureBubblewrap(o)));
     assert.equal(runs.length, 1);
-    for (const r of results) {
-      assert.equal(r.status, 'rejected');
-      const err = (r as PromiseRejectedResult).reason as Error & { code?: string };
-      assert.equal(err.code, 'TS_ERR_PREREQUISITE');
-      assert.equal(
-        err.message,
+    assertEachRejected(results, {
+      code: 'TS_ERR_PREREQUISITE',
+      message:
         'fake-install -y could not install bubblewrap (E: Could not get lock /var/lib/dpkg/lock-frontend); install it yourself (sudo apt-get install bubblewrap)',
-      );
-    }
+    });
     await assert.rejects(ensureBubblewrap(o));
     assert.equal(runs.length, 2, 'the failure was not kept');
   });
