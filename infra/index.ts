@@ -7,6 +7,7 @@ export { getFreePort, isPortFree } from './ports.ts';
 export { KAFKA_VERSION, kafkaHealthy } from './kafka.ts';
 export { checkPrerequisites } from './prerequisites.ts';
 export { runCommand } from './run-command.ts';
+export { makeCa } from './secure.ts';
 export { registryHealthy } from './registry.ts';
 export { clickhouseVersion } from './clickhouse.ts';
 export { Supervisor, type ServiceSpec, type ServiceState, type SupervisorOptions } from './supervisor.ts';

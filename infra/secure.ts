@@ -74,30 +74,7 @@ export async function prepareSecurity(o: Pick<ResolvedStackOptions, 'home' | 'ho
     }
   }
   if (!existsSync(paths.caCert) || !existsSync(paths.caKey)) {
-    await openssl(
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-days',
-        '3650',
-        '-subj',
-        '/CN=turnstream local CA',
-        '-keyout',
-        paths.caKey,
-        '-out',
-        paths.caCert,
-        '-addext',
-        'basicConstraints=critical,CA:TRUE',
-        '-addext',
-        'keyUsage=critical,keyCertSign,cRLSign',
-      ],
-      'making the local CA',
-    );
+    await makeCa({ key: paths.caKey, cert: paths.caCert, subject: 'turnstream local CA', days: 3650 }, 'making the local CA');
     chmodSync(paths.caKey, 0o600);
     rmSync(paths.cert, { force: true });
     made = true;
@@ -108,6 +85,34 @@ export async function prepareSecurity(o: Pick<ResolvedStackOptions, 'home' | 'ho
     made = true;
   }
   return made;
+}
+
+/** Makes a self-signed CA (a P-256 key, and its certificate valid for `days`) with openssl. */
+export async function makeCa(ca: { key: string; cert: string; subject: string; days: number }, what: string): Promise<void> {
+  await openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      String(ca.days),
+      '-subj',
+      `/CN=${ca.subject}`,
+      '-keyout',
+      ca.key,
+      '-out',
+      ca.cert,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
+    what,
+  );
 }
 
 /** The names a certificate for `host` lists: the host, and the loopback names every local client may use. */

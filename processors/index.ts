@@ -7,15 +7,7 @@ export { startGroupBuilder, type GroupBuilderServiceOptions } from './group-buil
 export { TrajectoryCore, stepOf, DEFAULT_SETTLE_MS, type TrajectoryAssemblerOptions } from './trajectory-assembler/index.ts';
 export { BatchCore, batchSamples, groupAdvantages, type BatchReport, type GroupBuilderOptions } from './group-builder/index.ts';
 export { defaultGroupId, type ServiceOptions } from './service-options.ts';
-export {
-  GROUP_BUILDER_DEFAULTS,
-  JUDGE_DEFAULTS,
-  PROCESSOR_DEFAULTS,
-  SAMPLE_BUILDER_DEFAULTS,
-  SESSION_ASSEMBLER_DEFAULTS,
-  SINK_DEFAULTS,
-  TRAJECTORY_ASSEMBLER_DEFAULTS,
-} from './defaults.ts';
+export * from './defaults.ts';
 export {
   startClickhouseSink,
   SINK_TOPICS,

@@ -55,14 +55,4 @@ export {
   type TransactionOffsets,
   type TransactionsOptions,
 } from './transactions.ts';
-export {
-  assembleChunks,
-  chunkFiles,
-  parseWeightBlobUri,
-  readWeightChunks,
-  weightBlobUri,
-  weightChunkKey,
-  WEIGHT_CHUNK_BYTES,
-  type BlobFile,
-  type ReadWeightChunksOptions,
-} from './weight-blobs.ts';
+export * from './weight-blobs.ts';

@@ -15,15 +15,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { AnalyticsStore } from '../../../warehouse/index.ts';
 import { httpGet, readCaFile, readSecretFile } from '../../../core/index.ts';
-import {
-  clientSettings,
-  kafkaHealthy,
-  runCommand,
-  stackDown,
-  stackUp,
-  type StackOptions,
-  type StackUpResult,
-} from '../../../infra/index.ts';
+import { clientSettings, kafkaHealthy, makeCa, stackDown, stackUp, type StackOptions, type StackUpResult } from '../../../infra/index.ts';
 import { createKafka, parseBrokers, SASL_MECHANISMS } from '../../../streams/index.ts';
 import { distinctFreePorts, freePortBlock } from '../../support/port-block.ts';
 import { REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
@@ -243,27 +235,7 @@ test(
 
 test('a wrong password or an untrusted certificate: one line naming the setting, exit code 2', { timeout: 240_000 }, async () => {
   const otherCa = join(home, 'other-ca.pem');
-  await runCommand(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=another CA',
-      '-keyout',
-      join(home, 'other-ca.key'),
-      '-out',
-      otherCa,
-    ],
-    { what: 'making another CA' },
-  );
+  await makeCa({ key: join(home, 'other-ca.key'), cert: otherCa, subject: 'another CA', days: 2 }, 'making another CA');
   const wrongFile = join(home, 'wrong-password');
   writeFileSync(wrongFile, 'not-the-password\n', { mode: 0o600 });
   const quiet = {
