@@ -149,20 +149,30 @@ function scaleMinK4(s: Uint8Array, p: number, j: number, sm: Uint8Array): void {
   }
 }
 
+/** Scratch of chunkScalesK (synchronous, so one is enough). */
+const SCALE_MIN = new Uint8Array(2);
+
+/** Q4_K / Q5_K block at `b`: [scale, min] of chunk c's two sub-blocks (2c, 2c + 1), as [d1, m1, d2, m2] in `dm`. */
+function chunkScalesK(s: Uint8Array, b: number, c: number, d: number, dmin: number, dm: Float64Array): void {
+  const sm = SCALE_MIN;
+  scaleMinK4(s, b + 4, 2 * c, sm);
+  dm[0] = d * sm[0];
+  dm[1] = dmin * sm[1];
+  scaleMinK4(s, b + 4, 2 * c + 1, sm);
+  dm[2] = d * sm[0];
+  dm[3] = dmin * sm[1];
+}
+
 // Q4_K: fp16 d, fp16 dmin, scales[12], qs[128]; 8 sub-blocks of 32, value = d·sc·q − dmin·m.
 // Chunk c (64 values): low nibbles of qs[32c..] are sub-block 2c, high nibbles sub-block 2c + 1.
 const q4_K: BlockDecoder = (s, out, n) => {
-  const sm = new Uint8Array(2);
+  const dm = new Float64Array(4);
   for (let i = 0, b = 0, o = 0; i < n; i++, b += 144, o += 256) {
     const d = half(s, b);
     const dmin = half(s, b + 2);
     for (let c = 0; c < 4; c++) {
-      scaleMinK4(s, b + 4, 2 * c, sm);
-      const d1 = d * sm[0];
-      const m1 = dmin * sm[1];
-      scaleMinK4(s, b + 4, 2 * c + 1, sm);
-      const d2 = d * sm[0];
-      const m2 = dmin * sm[1];
+      chunkScalesK(s, b, c, d, dmin, dm);
+      const [d1, m1, d2, m2] = dm;
       const q = b + 16 + 32 * c;
       const y = o + 64 * c;
       for (let l = 0; l < 32; l++) {
@@ -175,18 +185,14 @@ const q4_K: BlockDecoder = (s, out, n) => {
 
 // Q5_K: as Q4_K plus qh[32]: bit 2c of qh[l] is the 5th bit of low-nibble value l of chunk c, bit 2c + 1 of the high one.
 const q5_K: BlockDecoder = (s, out, n) => {
-  const sm = new Uint8Array(2);
+  const dm = new Float64Array(4);
   for (let i = 0, b = 0, o = 0; i < n; i++, b += 176, o += 256) {
     const d = half(s, b);
     const dmin = half(s, b + 2);
     const qh = b + 16;
     for (let c = 0; c < 4; c++) {
-      scaleMinK4(s, b + 4, 2 * c, sm);
-      const d1 = d * sm[0];
-      const m1 = dmin * sm[1];
-      scaleMinK4(s, b + 4, 2 * c + 1, sm);
-      const d2 = d * sm[0];
-      const m2 = dmin * sm[1];
+      chunkScalesK(s, b, c, d, dmin, dm);
+      const [d1, m1, d2, m2] = dm;
       const u1 = 1 << (2 * c);
       const u2 = 2 << (2 * c);
       const q = b + 48 + 32 * c;
