@@ -1,12 +1,5 @@
 /** Native TensorFlow for tfjs: the pinned wheels, the build on this machine, the GPU check and the known-result check. */
-export {
-  NATIVE_DISTS,
-  TENSORFLOW_VERSION,
-  TFJS_NODE_VERSION,
-  type NativeDist,
-  type NativeVariant,
-  type PinnedWheel,
-} from './tensorflow-dist.ts';
+export * from './tensorflow-dist.ts';
 export {
   buildKey,
   ensureNativeTensorflow,

@@ -17,16 +17,14 @@ import { basename, dirname, join } from 'node:path';
 import { ErrorCodes, TurnstreamError, aptInstall, canUseApt, findExecutable } from '../../core/index.ts';
 import { downloadFile, extractZipMembers, sha256File, withCacheLock } from '../models/index.ts';
 import {
-  BINDING_HEADERS,
-  HEADER_ROOT,
   NATIVE_DISTS,
-  TENSORFLOW_LIBRARIES,
   TENSORFLOW_VERSION,
   TFJS_NODE_VERSION,
   type NativeDist,
   type NativeVariant,
   type PinnedWheel,
 } from './tensorflow-dist.ts';
+import { BINDING_HEADERS, HEADER_ROOT, TENSORFLOW_LIBRARIES } from './wheel-members.ts';
 
 /** What an install is doing (the shape the model progress bar takes). */
 export interface NativeInstallProgress {

@@ -35,37 +35,6 @@ export const TFJS_NODE_VERSION = '4.22.0';
 /** The TensorFlow whose C API the binding is built on. */
 export const TENSORFLOW_VERSION = '2.16.1';
 
-/** Members of the TensorFlow wheel the binding links against, and the names it links them as. */
-export const TENSORFLOW_LIBRARIES = [
-  { member: 'tensorflow/libtensorflow_cc.so.2', file: 'libtensorflow_cc.so.2', link: 'libtensorflow.so' },
-  { member: 'tensorflow/libtensorflow_framework.so.2', file: 'libtensorflow_framework.so.2', link: 'libtensorflow_framework.so' },
-] as const;
-
-/** Root of the C headers inside the TensorFlow wheel. */
-export const HEADER_ROOT = 'tensorflow/include/';
-
-/**
- * The headers the binding's sources include, with everything they include in turn (computed on
- * the 2.16.1 wheel from the binding's `#include`s; `tensorflow/core/platform/ctstring_internal.h`
- * is included by tfjs_backend.cc itself).
- */
-export const BINDING_HEADERS = [
-  'tensorflow/c/c_api.h',
-  'tensorflow/c/c_api_macros.h',
-  'tensorflow/c/eager/c_api.h',
-  'tensorflow/c/tf_attrtype.h',
-  'tensorflow/c/tf_buffer.h',
-  'tensorflow/c/tf_datatype.h',
-  'tensorflow/c/tf_status.h',
-  'tensorflow/c/tf_tensor.h',
-  'tensorflow/c/tf_tstring.h',
-  'tensorflow/core/platform/ctstring.h',
-  'tensorflow/core/platform/ctstring_internal.h',
-  'tsl/c/tsl_status.h',
-  'tsl/platform/ctstring.h',
-  'tsl/platform/ctstring_internal.h',
-] as const;
-
 const pypi = (path: string): string => `https://files.pythonhosted.org/packages/${path}`;
 
 const nvidia = (name: string, version: string, path: string, sha256: string, bytes: number): PinnedWheel => ({
