@@ -38,14 +38,9 @@ export interface TrainablePolicy {
   endStep?(): void;
 }
 
-/** The built-in model: all weights, all rows in one padded [B, T] pass. */
-export class BuiltinTrainable implements TrainablePolicy {
-  readonly microBatchTokens = Number.POSITIVE_INFINITY;
-
-  constructor(
-    readonly model: TransformerModel,
-    private readonly reference: TransformerModel | null = null,
-  ) {}
+/** The sizes both families read from their model's config. */
+abstract class ModelSizes<M extends { readonly config: { contextLength: number; vocabSize: number } }> {
+  constructor(readonly model: M) {}
 
   get contextLength(): number {
     return this.model.config.contextLength;
@@ -53,6 +48,18 @@ export class BuiltinTrainable implements TrainablePolicy {
 
   get vocabSize(): number {
     return this.model.config.vocabSize;
+  }
+}
+
+/** The built-in model: all weights, all rows in one padded [B, T] pass. */
+export class BuiltinTrainable extends ModelSizes<TransformerModel> implements TrainablePolicy {
+  readonly microBatchTokens = Number.POSITIVE_INFINITY;
+
+  constructor(
+    model: TransformerModel,
+    private readonly reference: TransformerModel | null = null,
+  ) {
+    super(model);
   }
 
   get variables(): tf.Variable[] {
@@ -108,24 +115,18 @@ export class BuiltinTrainable implements TrainablePolicy {
 }
 
 /** A Llama-family model: the LoRA adapter's variables, one sequence per pass. */
-export class LoraTrainable implements TrainablePolicy {
+export class LoraTrainable extends ModelSizes<TfLlamaModel> implements TrainablePolicy {
   readonly hasReference = true;
   /** Each forwarded row's hidden state at the lowest adapted layer: the frozen layers below need not run again this step. */
   private readonly kept = new Map<SequenceRow, tf.Tensor2D>();
 
   constructor(
-    readonly model: TfLlamaModel,
+    model: TfLlamaModel,
     readonly lora: LoraAdapter,
     /** Largest sequence of one pass (a longer sample's prompt is cut from the left). @default the model's context */
     readonly microBatchTokens = model.config.contextLength,
-  ) {}
-
-  get contextLength(): number {
-    return this.model.config.contextLength;
-  }
-
-  get vocabSize(): number {
-    return this.model.config.vocabSize;
+  ) {
+    super(model);
   }
 
   get variables(): tf.Variable[] {
