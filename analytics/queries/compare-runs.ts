@@ -4,7 +4,7 @@
  * distribution; across runs: the turns both judged and how often their scores agree.
  */
 import { sqlString, type AnalyticsStore } from '../../warehouse/index.ts';
-import { int, num, r4 } from './scope.ts';
+import { int, ints, num, r4 } from './scope.ts';
 
 export interface RunStats {
   /** Replay tag; '' = the live pipeline. */
@@ -61,10 +61,7 @@ async function runStats(store: AnalyticsStore, tag: string): Promise<RunStats> {
       (SELECT avg(reward) FROM ${t.samples} FINAL WHERE ${where}) AS mean_reward`);
   return {
     tag,
-    pairs: int(r?.pairs),
-    judgements: int(r?.judgements),
-    judged: int(r?.judged),
-    samples: int(r?.samples),
+    ...ints(r, ['pairs', 'judgements', 'judged', 'samples']),
     positive: int(r?.pos),
     neutral: int(r?.neu),
     negative: int(r?.neg),

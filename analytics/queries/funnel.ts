@@ -14,7 +14,7 @@
  *            versions; it counts training passes, so it can differ from `trained`.
  */
 import type { AnalyticsStore } from '../../warehouse/index.ts';
-import { derivedFilter, int, turnFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, ints, turnFilter, type QueryScope } from './scope.ts';
 
 export interface Funnel {
   turns: number;
@@ -42,13 +42,5 @@ export async function funnel(store: AnalyticsStore, scope: QueryScope = {}): Pro
                          FROM ${t.weights} FINAL GROUP BY model_id) AS w USING policy_model_id
          WHERE policy_version < latest_version AND created_at_ms <= latest_at) AS trained,
       (SELECT sum(samples) FROM ${t.weights} FINAL) AS trained_reported`);
-  return {
-    turns: int(r?.turns),
-    main: int(r?.main),
-    pairs: int(r?.pairs),
-    judged: int(r?.judged),
-    samples: int(r?.samples),
-    trained: int(r?.trained),
-    trained_reported: int(r?.trained_reported),
-  };
+  return ints(r, ['turns', 'main', 'pairs', 'judged', 'samples', 'trained', 'trained_reported']);
 }

@@ -39,5 +39,8 @@ export const tagFilter = (scope: QueryScope = {}): string => `replay_tag = ${sql
 /** ClickHouse returns null for aggregates over no rows (and NaN); this keeps numbers or null. */
 export const num = (v: unknown): number | null => (v === null || v === undefined || Number.isNaN(Number(v)) ? null : Number(v));
 export const int = (v: unknown): number => Number(v ?? 0) || 0;
+/** `int` of each of `keys` of a row, in that order (no row: all 0). */
+export const ints = <K extends string>(r: Partial<Record<K, unknown>> | undefined, keys: readonly K[]): Record<K, number> =>
+  Object.fromEntries(keys.map((k) => [k, int(r?.[k])])) as Record<K, number>;
 /** Rounds for display and JSON (4 decimals keeps means and shares readable). */
 export const r4 = (v: number | null): number | null => (v === null ? null : Math.round(v * 1e4) / 1e4);

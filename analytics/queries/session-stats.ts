@@ -1,6 +1,6 @@
 /** Per session (most recent first): length, pairs, judged quality, how it ended. */
 import { sqlNumber, sqlString, type AnalyticsStore } from '../../warehouse/index.ts';
-import { derivedFilter, int, num, r4, turnFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, int, ints, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface SessionStats {
   session_id: string;
@@ -48,10 +48,7 @@ export async function sessionStats(store: AnalyticsStore, o: SessionStatsOptions
     return {
       session_id: id,
       user_id: String(s.session_user),
-      turns: int(s.turns),
-      main: int(s.main),
-      first_ms: int(s.first_ms),
-      last_ms: int(s.last_ms),
+      ...ints(s, ['turns', 'main', 'first_ms', 'last_ms']),
       done: int(s.done) > 0,
       pairs: int(p.get(id)?.n),
       judged: int(j.get(id)?.n),

@@ -5,7 +5,7 @@
  * step's samples (mean |Δ log-prob|, the k3 KL estimate, the truncated importance weights).
  */
 import { sqlString, type AnalyticsStore } from '../../warehouse/index.ts';
-import { int, num, r4 } from './scope.ts';
+import { int, ints, num, r4 } from './scope.ts';
 
 /** A model that has published versions or rollouts, newest activity first. */
 export interface TrainingModel {
@@ -79,10 +79,7 @@ export async function trainingByVersion(store: AnalyticsStore, modelId: string):
     mean_reward: r4(num(r.mean_reward)),
     kl: r6(num(r.kl)),
     clip_fraction: r4(num(r.clip_fraction)),
-    samples: int(r.samples),
-    tokens: int(r.tokens),
-    steps: int(r.steps),
-    dropped_stale: int(r.dropped_stale),
+    ...ints(r, ['samples', 'tokens', 'steps', 'dropped_stale']),
     logprob_drift: r6(num(r.logprob_drift)),
     mismatch_kl: r6(num(r.mismatch_kl)),
     tis_mean: r4(num(r.tis_mean)),

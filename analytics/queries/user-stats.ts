@@ -1,6 +1,6 @@
 /** Per user: activity, judged quality and explicit feedback. Anonymous turns are user ''. */
 import { sqlNumber, type AnalyticsStore } from '../../warehouse/index.ts';
-import { derivedFilter, int, num, r4, turnFilter, type QueryScope } from './scope.ts';
+import { derivedFilter, int, ints, num, r4, turnFilter, type QueryScope } from './scope.ts';
 
 export interface UserStats {
   user_id: string;
@@ -43,12 +43,7 @@ export async function userStats(store: AnalyticsStore, o: UserStatsOptions = {})
     const id = String(r.user_id);
     return {
       user_id: id,
-      sessions: int(r.sessions),
-      turns: int(r.turns),
-      main: int(r.main),
-      tokens: int(r.tokens),
-      first_ms: int(r.first_ms),
-      last_ms: int(r.last_ms),
+      ...ints(r, ['sessions', 'turns', 'main', 'tokens', 'first_ms', 'last_ms']),
       judged: int(j.get(id)?.judged),
       mean_score: r4(num(j.get(id)?.mean)),
       thumbs_up: int(f.get(id)?.up),
