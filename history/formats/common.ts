@@ -27,6 +27,9 @@ export function fail(path: string, expected: string, got?: unknown): never {
   throw new ImportLineError(`${path}: expected ${expected}, got ${shown}`);
 }
 
+/** A line of a history file: a JSON object, else the line's error. */
+export const jsonLine = (rec: unknown): Json => (isObject(rec) ? rec : fail('(line)', 'a JSON object', rec));
+
 export function optString(obj: Json, keys: string[], path = ''): string | null {
   for (const k of keys) {
     const v = obj[k];
@@ -94,6 +97,11 @@ export function chatMessages(v: unknown, path: string): ChatMessage[] {
   return v.map((m, i) => chatMessage(m, `${path}[${i}]`));
 }
 
+/** `parseTimestamp` of `v`, or `orElse()` when the field is absent (undefined or null). */
+export function timestampOr<T>(v: unknown, path: string, orElse: () => T): number | T {
+  return v === undefined || v === null ? orElse() : parseTimestamp(v, path);
+}
+
 /**
  * A timestamp: epoch milliseconds (or seconds, when below 1e11), an ISO-8601 string, or the
  * reference's `YYYY-MM-DD HH:MM:SS` (no zone; read as UTC).
@@ -152,7 +160,7 @@ export function feedbackInputs(v: unknown, path: string): FeedbackInput[] {
     const text = optString(f, ['text', 'comment'], `${p}.`);
     if (rating === null && !text) fail(p, 'a rating or a text', f);
     const at = f.created_at ?? f.createdAt ?? f.timestamp;
-    return { rating, text, createdAt: at === undefined || at === null ? null : parseTimestamp(at, `${p}.created_at`) };
+    return { rating, text, createdAt: timestampOr(at, `${p}.created_at`, () => null) };
   });
 }
 

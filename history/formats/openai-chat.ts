@@ -21,9 +21,9 @@ import {
   chatMessage,
   fail,
   feedbackFields,
-  isObject,
+  jsonLine,
   optString,
-  parseTimestamp,
+  timestampOr,
   toEvents,
   toolsJsonOf,
   turnTypeOf,
@@ -33,8 +33,8 @@ import {
 } from './common.ts';
 
 export function openaiChatParser(now: () => number = Date.now): (rec: unknown) => ParsedLine {
-  return (rec) => {
-    if (!isObject(rec)) fail('(line)', 'a JSON object', rec);
+  return (line) => {
+    const rec = jsonLine(line);
     if (!Array.isArray(rec.messages) || rec.messages.length === 0) fail('messages', 'a non-empty array of messages', rec.messages);
     const raw = rec.messages as unknown[];
     const messages = raw.map((m, i) => chatMessage(m, `messages[${i}]`));
@@ -44,10 +44,10 @@ export function openaiChatParser(now: () => number = Date.now): (rec: unknown) =
     const userId = optString(rec, ['user', 'user_id', 'userId']);
     const turnType = turnTypeOf(rec.turn_type ?? rec.turnType, 'turn_type');
     const lineAt = rec.timestamp ?? rec.created_at;
-    const base = lineAt === undefined || lineAt === null ? now() : parseTimestamp(lineAt, 'timestamp');
+    const base = timestampOr(lineAt, 'timestamp', now);
     const stamp = (i: number): number | null => {
       const m = raw[i] as Json;
-      return m.timestamp === undefined || m.timestamp === null ? null : parseTimestamp(m.timestamp, `messages[${i}].timestamp`);
+      return timestampOr(m.timestamp, `messages[${i}].timestamp`, () => null);
     };
     const assistants = messages.map((m, i) => (m.role === 'assistant' && i > 0 ? i : -1)).filter((i) => i >= 0);
     if (assistants.length === 0)

@@ -32,8 +32,9 @@ import {
   fail,
   feedbackFields,
   isObject,
+  jsonLine,
   optString,
-  parseTimestamp,
+  timestampOr,
   toEvents,
   toolCalls,
   toolsJsonOf,
@@ -65,8 +66,8 @@ function feedbackOf(rec: Json): FeedbackInput[] {
 /** A parser with the per-file state the format needs (turn positions per session). */
 export function openclawRecordParser(now: () => number = Date.now): (rec: unknown) => ParsedLine {
   const positions = new Map<string, number>();
-  return (rec) => {
-    if (!isObject(rec)) fail('(line)', 'a JSON object', rec);
+  return (line) => {
+    const rec = jsonLine(line);
     const sessionId = optString(rec, ['session_id', 'sessionId']);
     if (!sessionId) fail('session_id', 'a non-empty string', rec.session_id);
     const position = (positions.get(sessionId) ?? 0) + 1;
@@ -106,9 +107,8 @@ export function openclawRecordParser(now: () => number = Date.now): (rec: unknow
     const nextMessages = isObject(rec.next_state) ? [chatMessage(rec.next_state, 'next_state')] : [];
     const sessionDone = rec.session_done !== undefined ? boolOf(rec.session_done) : 'next_state' in rec && rec.next_state === null;
     const at = rec.timestamp ?? rec.created_at ?? rec.requested_at;
-    const requestedAt = at === undefined || at === null ? now() : parseTimestamp(at, 'timestamp');
-    const completedAt =
-      rec.completed_at === undefined || rec.completed_at === null ? requestedAt : parseTimestamp(rec.completed_at, 'completed_at');
+    const requestedAt = timestampOr(at, 'timestamp', now);
+    const completedAt = timestampOr(rec.completed_at, 'completed_at', () => requestedAt);
     const parsed = toEvents({
       sessionId,
       turnIndex,
