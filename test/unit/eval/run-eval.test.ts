@@ -76,6 +76,7 @@ test('evaluate: one loop over any learning path: blocks end in a step, scores at
   const personas = (await loadPersonas(BUILTIN_PERSONAS_FILE)).filter((p) => p.name === 'brief-bea' || p.name === 'plain-pat');
   const calls: string[] = [];
   const opened: string[] = [];
+  const progress: string[] = [];
   // A path whose model answers "yes" from version 2 on, and makes a version only when a block had a satisfied reply.
   const path: LearningPath = {
     mode: 'pipeline',
@@ -131,8 +132,15 @@ test('evaluate: one loop over any learning path: blocks end in a step, scores at
     heldOut: 0.06,
     heldOutSamples: 2,
     evalEvery: 2,
+    onProgress: (line) => progress.push(line),
   });
   assert.deepEqual(opened, ['brief-bea/1', 'plain-pat/1']);
+  // One progress line per run, in both modes: each scored version with its share.
+  assert.equal(progress.length, 2);
+  assert.match(
+    progress[0],
+    /^brief-bea\/1: v0 \d\.\d\d → v2 \d\.\d\d → v3 \d\.\d\d {2}\(satisfied during interactions: \d\/5; generation \d+ s, judging 0 s, training \d+ s, scoring \d+ s\)$/,
+  );
   const bea = calls.filter((c) => c.startsWith('brief-bea/1'));
   // Blocks end after interactions 2, 4 and 5 (the last, partial); scored at 0, after block 2 and after the last.
   assert.deepEqual(
