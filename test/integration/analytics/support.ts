@@ -1,6 +1,14 @@
 /** Shared steps of the analytics integration tests: an isolated topic family and tables. */
 import type { Kafka } from 'kafkajs';
-import { AnalyticsStore, migrate, TABLE_IDS, type AnalyticsOptions, type MappedRow, type TableId } from '../../../warehouse/index.ts';
+import {
+  AnalyticsStore,
+  migrate,
+  TABLE_IDS,
+  toRow,
+  type AnalyticsOptions,
+  type MappedRow,
+  type TableId,
+} from '../../../warehouse/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { createEventCodecs, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
@@ -88,6 +96,12 @@ export function rowsByTable(rows: MappedRow[]): Map<TableId, Array<MappedRow['ro
   const byTable = new Map<TableId, Array<MappedRow['row']>>();
   for (const r of rows) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
   return byTable;
+}
+
+/** Rows as the sink maps them, each record on partition 0 of its topic at the next offset: `add` one, `rows` so far. */
+export function rowList(): { rows: MappedRow[]; add: (id: TopicId, value: unknown) => void } {
+  const rows: MappedRow[] = [];
+  return { rows, add: (id, value) => void rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) })) };
 }
 
 /** Inserts `rows` as JSONEachRow, one insert per table. */
