@@ -1,5 +1,9 @@
 /** Shared steps of the analytics integration tests: an isolated topic family and tables. */
+import assert from 'node:assert/strict';
 import type { Kafka } from 'kafkajs';
+import { funnel, type Funnel } from '../../../analytics/index.ts';
+import type { Dataset } from '../../../bench/sink-dataset.ts';
+import { startClickhouseSink, type ClickhouseSinkOptions } from '../../../processors/clickhouse-sink/index.ts';
 import {
   AnalyticsStore,
   migrate,
@@ -89,6 +93,21 @@ export async function discardStores(...stores: Array<AnalyticsStore | undefined>
     await dropTables(s);
     await s.close();
   }
+}
+
+/** The sink on the family's topics and tables, with `o` (group, batching, retries). */
+export function startSinkOn(kafka: Kafka, f: Family, o: Omit<ClickhouseSinkOptions, 'kafka' | 'codecs' | 'analytics'>) {
+  return startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, ...o });
+}
+
+/** The live funnel of `store` counts exactly the dataset's turns, main turns, pairs, judged pairs and samples. */
+export async function assertFunnelCounts(store: AnalyticsStore, counts: Dataset['counts']): Promise<Funnel> {
+  const fu = await funnel(store);
+  assert.deepEqual(
+    { turns: fu.turns, main: fu.main, pairs: fu.pairs, judged: fu.judged, samples: fu.samples },
+    { turns: counts.turns, main: counts.main, pairs: counts.pairs, judged: counts.judged, samples: counts.samples },
+  );
+  return fu;
 }
 
 /** Rows by the table they go to, in their order. */
