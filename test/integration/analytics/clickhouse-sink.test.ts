@@ -34,6 +34,10 @@ const alive = (pid: number): boolean => {
   }
 };
 
+/** A sink for the outage tests: group `<prefix>sink`, batches of `batchRows`, flushed every 100 ms, retried within a second. */
+const outageSink = (f: Family, prefix: string, batchRows: number) =>
+  startSinkOn(kafka, f, { groupId: `${prefix}sink`, batchRows, flushIntervalMs: 100, retryMaxMs: 1000 });
+
 /** Stops a service of the local stack (its whole process group, as infra started it). */
 async function stopStackService(name: 'clickhouse' | 'registry'): Promise<void> {
   const pid = stackPids(stackOptions())[name];
@@ -180,12 +184,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const third = Math.floor(data.events.length / 3);
     const store = new AnalyticsStore(f.analytics);
     stores.push(store);
-    const sink = startSinkOn(kafka, f, {
-      groupId: `${prefix}sink`,
-      batchRows: 50,
-      flushIntervalMs: 100,
-      retryMaxMs: 1000,
-    });
+    const sink = outageSink(f, prefix, 50);
     try {
       await sink.ready;
       await f.producer.sendAll(data.events.slice(0, third));
@@ -248,12 +247,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const oldType = avro.Type.forSchema(old as avro.Schema);
     const raw = kafka.producer();
     await raw.connect();
-    const sink = startSinkOn(kafka, f, {
-      groupId: `${prefix}sink`,
-      batchRows: 20,
-      flushIntervalMs: 100,
-      retryMaxMs: 1000,
-    });
+    const sink = outageSink(f, prefix, 20);
     try {
       await sink.ready;
       await f.producer.sendAll(Array.from({ length: 20 }, (_, i) => ({ id: 'turns' as const, key: turn(i).sessionId, value: turn(i) })));
