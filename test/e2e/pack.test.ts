@@ -10,32 +10,21 @@
  * download a libtensorflow turnstream does not use; `up` links the native build from its cache.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
-import { getFreePort } from '../../infra/index.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../support/stack.ts';
-import { waitFor } from '../support/wait-for.ts';
+import { spawnUp } from '../support/turnstream-up.ts';
 
 const exec = promisify(execFile);
 let stack: Awaited<ReturnType<typeof ensureStack>>;
 const dir = mkdtempSync(join(tmpdir(), 'turnstream-pack-'));
 // The same Node for npm's scripts and the installed command's `#!/usr/bin/env node`.
 const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('the npm package', { timeout: 900_000 }, () => {
   before(async () => {
@@ -61,37 +50,17 @@ describe('the npm package', { timeout: 900_000 }, () => {
       assert.ok(!existsSync(join(installed, absent)), `no ${absent} in the package`);
 
     const home = join(dir, 'home');
-    const port = await getFreePort();
-    const dashboardPort = await getFreePort();
-    const child = spawn(join(prefix, 'bin', 'turnstream'), ['up', '--dashboard-port', String(dashboardPort)], {
+    const up = await spawnUp({
+      command: [join(prefix, 'bin', 'turnstream')],
       cwd: dir,
-      env: {
-        ...env,
-        KAFKA_BROKERS: stack.brokers,
-        SCHEMA_REGISTRY_URL: stack.registryUrl,
-        CLICKHOUSE_URL: stack.clickhouseUrl,
-        TURNSTREAM_HOME: home,
-        TURNSTREAM_TOPIC_PREFIX: uniquePrefix('pack'),
-        PORT: String(port),
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+      stack,
+      home,
+      topicPrefix: uniquePrefix('pack'),
     });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
-      await waitFor('up to come up (or exit)', () => /turnstream is up/.test(out) || child.exitCode !== null, {
-        timeoutMs: 300_000,
-        intervalMs: 500,
-      }).catch(() => assert.fail(`up did not come up:\n${out}`));
-      assert.match(out, /turnstream is up\. Ctrl-C/, `every service is ready:\n${out}`);
-      assert.match(
-        out,
-        /native TensorFlow \(cpu\) (built in \d+ s|ready): the trainer runs on it/,
-        `the trainer on native TensorFlow:\n${out}`,
-      );
+      await up.ready();
+      const out = up.output();
       // The services run the installed command, with their logs in the home given.
       const services = [...out.matchAll(/^\s+(\S+)\s+ready\s+pid (\d+)/gm)].map((m) => ({ name: m[1], pid: Number(m[2]) }));
       assert.ok(services.length >= 6, `the services:\n${out}`);
@@ -104,7 +73,7 @@ describe('the npm package', { timeout: 900_000 }, () => {
       }
       assert.ok(existsSync(join(home, 'logs')), 'logs in TURNSTREAM_HOME');
 
-      const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0 });
+      const client = new OpenAI({ baseURL: `http://127.0.0.1:${up.port}/v1`, apiKey: 'none', maxRetries: 0 });
       const model = (await client.models.list()).data[0].id;
       // The README's question: the bare one got French from SmolLM2 at temperature 0 here ("La femme de France, …").
       const reply = await client.chat.completions.create({
@@ -115,13 +84,7 @@ describe('the npm package', { timeout: 900_000 }, () => {
       });
       assert.match(reply.choices[0].message.content ?? '', /Paris/);
     } finally {
-      const pids = [...out.matchAll(/pid[ =:]+(\d+)/g)].map((m) => Number(m[1]));
-      child.kill('SIGINT');
-      const code = await Promise.race([exited, sleep(60_000).then(() => 'timeout' as const)]);
-      if (code === 'timeout') child.kill('SIGKILL');
-      assert.equal(code, 0, `up exits 0 after Ctrl-C:\n${out}`);
-      assert.match(out, /turnstream: stopped\./);
-      for (const pid of pids) assert.equal(alive(pid), false, `service pid ${pid} is gone`);
+      await up.stop();
     }
   });
 });

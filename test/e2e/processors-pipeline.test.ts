@@ -20,58 +20,18 @@ import {
   startSessionAssembler,
   type TrainMethod,
 } from '../../processors/index.ts';
-import { HINT_SYSTEM_PROMPT } from '../../processors/judge/index.ts';
 import type { Sample } from '../../schemas/index.ts';
 import type { ProcessorHandle } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { caughtUpOn, family, readAll, waitFor, type Family } from '../integration/processors/support.ts';
 import { caughtUp } from '../support/caught-up.ts';
-import { chat, startFakeOpenAI, type FakeBody, type FakeReply, type FakeServer } from '../unit/processors/support/fake-openai.ts';
+import { startFakeOpenAI, type FakeServer } from '../unit/processors/support/fake-openai.ts';
+import { SCRIPTED_HINT, scriptedJudge } from '../unit/processors/support/scripted-judge.ts';
 import { ensureStack } from '../support/stack.ts';
 
 /** Small enough to generate fast on 2 CPU cores. */
 const TINY = { contextLength: 128, dModel: 32, nLayers: 1, nHeads: 2, dFf: 64 };
 const JUDGE_TIMEOUT_MS = 1500;
-
-/**
- * Votes by the marker in the pair's next user message:
- *   [[pos]] → 1          [[neg]] → −1 and a hint     [[garbage]] → no boxed value → 0
- *   [[tie]] → 1, −1, invalid → 0                     [[slow]] → the first vote times out, is retried → 1
- *   [[hintonly]] → 0 and a hint                      [[timeout]] → every vote times out → DLQ
- *   anything else → 0, no hint
- */
-function scriptedJudge(): ((body: FakeBody) => FakeReply) & { calls: Map<string, number> } {
-  const seen = new Map<string, number>();
-  const reply = (body: FakeBody): FakeReply => {
-    const user = body.messages[1].content ?? '';
-    const next = /<next_state role="user">\n([\s\S]*?)\n<\/next_state>/.exec(user)?.[1] ?? '';
-    const marker = /\[\[(\w+)\]\]/.exec(next)?.[1] ?? 'none';
-    const hintCall = body.messages[0].content === HINT_SYSTEM_PROMPT;
-    const n = seen.get(`${marker}:${hintCall}`) ?? 0;
-    seen.set(`${marker}:${hintCall}`, n + 1);
-    if (marker === 'timeout') return { delayMs: JUDGE_TIMEOUT_MS + 1000, ...chat('\\boxed{1}') };
-    if (hintCall) {
-      return marker === 'neg' || marker === 'hintonly'
-        ? chat('They want brevity. [HINT_START]Answer in one short sentence.[HINT_END] \\boxed{1}')
-        : chat('Nothing useful. \\boxed{-1}');
-    }
-    switch (marker) {
-      case 'pos':
-        return chat('The user moved on happily. \\boxed{1}');
-      case 'neg':
-        return chat('A correction. \\boxed{-1}');
-      case 'garbage':
-        return chat('I will not use the format.');
-      case 'tie':
-        return chat(['\\boxed{1}', '\\boxed{-1}', 'hmm'][n % 3]);
-      case 'slow':
-        return n === 0 ? { delayMs: JUDGE_TIMEOUT_MS + 1000, ...chat('\\boxed{-1}') } : chat('\\boxed{1}');
-      default:
-        return chat('\\boxed{0}');
-    }
-  };
-  return Object.assign(reply, { calls: seen });
-}
 
 type Msg = OpenAI.ChatCompletionMessageParam;
 
@@ -88,7 +48,7 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
     const stack = await ensureStack();
     home = await mkdtemp(join(tmpdir(), 'ts-e2e-processors-'));
     f = await family('e2e-processors');
-    script = scriptedJudge();
+    script = scriptedJudge({ lateMs: JUDGE_TIMEOUT_MS + 1000 });
     judgeServer = await startFakeOpenAI((r) => script(r.body));
     gw = createGateway({
       port: 0,
@@ -274,8 +234,8 @@ describe('gateway → assembler → judge → sample builders (RL, OPD, COMBINED
       slow.votes.some((v) => v.attempts === 2) || (script.calls.get('slow:false') ?? 0) >= 6,
       'the vote that timed out was retried',
     );
-    assert.equal(j(a[1])!.hint, 'Answer in one short sentence.');
-    assert.equal(j(a[5])!.hint, 'Answer in one short sentence.');
+    assert.equal(j(a[1])!.hint, SCRIPTED_HINT);
+    assert.equal(j(a[5])!.hint, SCRIPTED_HINT);
     assert.deepEqual(j(a[8])!.votes, [], 'an end marker with nothing after it costs no judge call');
     assert.equal(dlq.length, 1);
     assert.equal(dlq[0].code, 'TS_ERR_JUDGE_FAILED');

@@ -4,12 +4,12 @@ import type { Kafka } from 'kafkajs';
 import { buildReport, compareRuns, dlqByReason, funnel, judgeStats, rewardByVersion } from '../../../analytics/index.ts';
 import { AnalyticsStore, migrate, MIGRATIONS, type AnalyticsOptions } from '../../../warehouse/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
-import { startClickhouseSink, type ClickhouseSinkHandle } from '../../../processors/clickhouse-sink/index.ts';
+import type { ClickhouseSinkHandle } from '../../../processors/clickhouse-sink/index.ts';
 import type { Judgement } from '../../../schemas/index.ts';
 import { createKafka, ensureTopics, EventProducer, type EventCodecs, type OutgoingEvent } from '../../../streams/index.ts';
 import { caughtUp } from '../../support/caught-up.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
-import { dropTables, family, tableCounts, topicCounts, waitFor } from './support.ts';
+import { assertFunnelCounts, dropTables, family, startSinkOn, tableCounts, topicCounts, waitFor } from './support.ts';
 
 const DERIVED = ['pairs', 'judgements', 'samples'] as const;
 
@@ -100,10 +100,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
     stores.push(store);
     const groupId = `${prefix}sink`;
     const start = (): ClickhouseSinkHandle =>
-      startClickhouseSink({
-        kafka,
-        codecs: f.codecs,
-        analytics: f.analytics,
+      startSinkOn(kafka, f, {
         groupId,
         batchRows: 100,
         flushIntervalMs: 200,
@@ -145,17 +142,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
       assert.equal(expected.pairs[''], data.counts.pairs);
 
       // Live queries see the live rows only, as before replays were stored.
-      const fu = await funnel(store);
-      assert.deepEqual(
-        { turns: fu.turns, main: fu.main, pairs: fu.pairs, judged: fu.judged, samples: fu.samples },
-        {
-          turns: data.counts.turns,
-          main: data.counts.main,
-          pairs: data.counts.pairs,
-          judged: data.counts.judged,
-          samples: data.counts.samples,
-        },
-      );
+      await assertFunnelCounts(store, data.counts);
       const liveScores = derived.filter((e) => e.id === 'judgements').map((e) => (e.value as Judgement).score);
       const mean = (xs: number[]): number => Math.round((1e4 * xs.reduce((a, x) => a + x, 0)) / xs.length) / 1e4;
       const rv = await rewardByVersion(store);
@@ -247,10 +234,7 @@ describe('clickhouse sink: replays (real Kafka, registry and ClickHouse)', { tim
     await b.sendAll(data.events.filter((e) => e.id === 'pairs'));
     const store = new AnalyticsStore(f.analytics);
     stores.push(store);
-    const sink = startClickhouseSink({
-      kafka,
-      codecs: f.codecs,
-      analytics: f.analytics,
+    const sink = startSinkOn(kafka, f, {
       groupId: `${prefix}sink`,
       flushIntervalMs: 100,
       replayTags: [],

@@ -5,7 +5,6 @@ import avro from 'avsc';
 import { funnel, rewardByVersion, judgeStats, dlqByReason, userStats, latencyPercentiles } from '../../../analytics/index.ts';
 import { AnalyticsStore } from '../../../warehouse/index.ts';
 import { learningDataset } from '../../../bench/sink-dataset.ts';
-import { startClickhouseSink } from '../../../processors/clickhouse-sink/index.ts';
 import { loadConfig } from '../../../cli/config.ts';
 import { clickhouseVersion, stackPids, stackUp } from '../../../infra/index.ts';
 import { createKafka } from '../../../streams/index.ts';
@@ -13,7 +12,7 @@ import { createRegistryClient, TOPICS, topicName, valueSubject } from '../../../
 import { caughtUp } from '../../support/caught-up.ts';
 import { exampleTurn } from '../../support/fixtures.ts';
 import { ensureStack, REPO_ROOT, uniquePrefix } from '../../support/stack.ts';
-import { dropTables, family, tableCounts, topicCounts, waitFor, type Family } from './support.ts';
+import { assertFunnelCounts, dropTables, family, startSinkOn, tableCounts, topicCounts, waitFor, type Family } from './support.ts';
 
 const SINK_IDS = ['turns', 'feedback', 'pairs', 'judgements', 'samples', 'weights', 'dlq'] as const;
 
@@ -34,6 +33,10 @@ const alive = (pid: number): boolean => {
     return false;
   }
 };
+
+/** A sink for the outage tests: group `<prefix>sink`, batches of `batchRows`, flushed every 100 ms, retried within a second. */
+const outageSink = (f: Family, prefix: string, batchRows: number) =>
+  startSinkOn(kafka, f, { groupId: `${prefix}sink`, batchRows, flushIntervalMs: 100, retryMaxMs: 1000 });
 
 /** Stops a service of the local stack (its whole process group, as infra started it). */
 async function stopStackService(name: 'clickhouse' | 'registry'): Promise<void> {
@@ -83,10 +86,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const groupId = `${prefix}sink`;
     const store = new AnalyticsStore(f.analytics);
     stores.push(store);
-    let sink = startClickhouseSink({
-      kafka: kafka,
-      codecs: f.codecs,
-      analytics: f.analytics,
+    let sink = startSinkOn(kafka, f, {
       groupId,
       batchRows: 100,
       flushIntervalMs: 200,
@@ -123,7 +123,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     await admin.connect();
     await admin.deleteGroups([groupId]);
     await admin.disconnect();
-    sink = startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, groupId, batchRows: 100, flushIntervalMs: 200 });
+    sink = startSinkOn(kafka, f, { groupId, batchRows: 100, flushIntervalMs: 200 });
     await sink.ready;
     const total = Object.values(expected).reduce((a, b) => a + b, 0) + 2;
     await waitFor(
@@ -150,17 +150,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     assert.ok(second.rowsInserted >= data.events.length);
 
     // The queries read the collapsed rows.
-    const fu = await funnel(store);
-    assert.deepEqual(
-      { turns: fu.turns, main: fu.main, pairs: fu.pairs, judged: fu.judged, samples: fu.samples },
-      {
-        turns: data.counts.turns,
-        main: data.counts.main,
-        pairs: data.counts.pairs,
-        judged: data.counts.judged,
-        samples: data.counts.samples,
-      },
-    );
+    const fu = await assertFunnelCounts(store, data.counts);
     assert.ok(fu.trained > 0 && fu.trained < fu.samples, `trained ${fu.trained} of ${fu.samples}`);
     const rv = await rewardByVersion(store);
     assert.deepEqual(
@@ -194,15 +184,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const third = Math.floor(data.events.length / 3);
     const store = new AnalyticsStore(f.analytics);
     stores.push(store);
-    const sink = startClickhouseSink({
-      kafka,
-      codecs: f.codecs,
-      analytics: f.analytics,
-      groupId: `${prefix}sink`,
-      batchRows: 50,
-      flushIntervalMs: 100,
-      retryMaxMs: 1000,
-    });
+    const sink = outageSink(f, prefix, 50);
     try {
       await sink.ready;
       await f.producer.sendAll(data.events.slice(0, third));
@@ -265,15 +247,7 @@ describe('clickhouse sink (real Kafka, registry and ClickHouse)', { timeout: 300
     const oldType = avro.Type.forSchema(old as avro.Schema);
     const raw = kafka.producer();
     await raw.connect();
-    const sink = startClickhouseSink({
-      kafka,
-      codecs: f.codecs,
-      analytics: f.analytics,
-      groupId: `${prefix}sink`,
-      batchRows: 20,
-      flushIntervalMs: 100,
-      retryMaxMs: 1000,
-    });
+    const sink = outageSink(f, prefix, 20);
     try {
       await sink.ready;
       await f.producer.sendAll(Array.from({ length: 20 }, (_, i) => ({ id: 'turns' as const, key: turn(i).sessionId, value: turn(i) })));

@@ -7,18 +7,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildDashboardApp, buildReport, funnel, latencyPercentiles, overview } from '../../../analytics/index.ts';
-import { toRow, type AnalyticsStore, type MappedRow } from '../../../warehouse/index.ts';
-import type { TopicId } from '../../../schemas/index.ts';
+import type { AnalyticsStore } from '../../../warehouse/index.ts';
 import { exampleJudgement, examplePair, exampleTurn } from '../../support/fixtures.ts';
-import { discardStores, insertRows, testStore } from './support.ts';
+import { discardStores, insertRows, rowList, testStore } from './support.ts';
 
 describe('live figures vs imported history', { timeout: 120_000 }, () => {
   let store: AnalyticsStore;
 
   before(async () => {
     store = await testStore('sources');
-    const rows: MappedRow[] = [];
-    const add = (id: TopicId, value: unknown) => rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) }));
+    const { rows, add } = rowList();
     // Three live turns (200 ms each) and two imported ones (no latency: history has none), each paired and judged.
     const turns = [
       ...[0, 1, 2].map((i) =>

@@ -1,6 +1,18 @@
 /** Shared steps of the analytics integration tests: an isolated topic family and tables. */
+import assert from 'node:assert/strict';
 import type { Kafka } from 'kafkajs';
-import { AnalyticsStore, migrate, TABLE_IDS, type AnalyticsOptions, type MappedRow, type TableId } from '../../../warehouse/index.ts';
+import { funnel, type Funnel } from '../../../analytics/index.ts';
+import type { Dataset } from '../../../bench/sink-dataset.ts';
+import { startClickhouseSink, type ClickhouseSinkOptions } from '../../../processors/clickhouse-sink/index.ts';
+import {
+  AnalyticsStore,
+  migrate,
+  TABLE_IDS,
+  toRow,
+  type AnalyticsOptions,
+  type MappedRow,
+  type TableId,
+} from '../../../warehouse/index.ts';
 import type { TopicId } from '../../../schemas/index.ts';
 import { createEventCodecs, ensureTopics, EventProducer, readToEnd, type EventCodecs } from '../../../streams/index.ts';
 import { ensureStack, uniquePrefix } from '../../support/stack.ts';
@@ -83,11 +95,32 @@ export async function discardStores(...stores: Array<AnalyticsStore | undefined>
   }
 }
 
+/** The sink on the family's topics and tables, with `o` (group, batching, retries). */
+export function startSinkOn(kafka: Kafka, f: Family, o: Omit<ClickhouseSinkOptions, 'kafka' | 'codecs' | 'analytics'>) {
+  return startClickhouseSink({ kafka, codecs: f.codecs, analytics: f.analytics, ...o });
+}
+
+/** The live funnel of `store` counts exactly the dataset's turns, main turns, pairs, judged pairs and samples. */
+export async function assertFunnelCounts(store: AnalyticsStore, counts: Dataset['counts']): Promise<Funnel> {
+  const fu = await funnel(store);
+  assert.deepEqual(
+    { turns: fu.turns, main: fu.main, pairs: fu.pairs, judged: fu.judged, samples: fu.samples },
+    { turns: counts.turns, main: counts.main, pairs: counts.pairs, judged: counts.judged, samples: counts.samples },
+  );
+  return fu;
+}
+
 /** Rows by the table they go to, in their order. */
 export function rowsByTable(rows: MappedRow[]): Map<TableId, Array<MappedRow['row']>> {
   const byTable = new Map<TableId, Array<MappedRow['row']>>();
   for (const r of rows) byTable.set(r.table, [...(byTable.get(r.table) ?? []), r.row]);
   return byTable;
+}
+
+/** Rows as the sink maps them, each record on partition 0 of its topic at the next offset: `add` one, `rows` so far. */
+export function rowList(): { rows: MappedRow[]; add: (id: TopicId, value: unknown) => void } {
+  const rows: MappedRow[] = [];
+  return { rows, add: (id, value) => void rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) })) };
 }
 
 /** Inserts `rows` as JSONEachRow, one insert per table. */

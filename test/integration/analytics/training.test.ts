@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildDashboardApp, passRateBySplit, trainingByVersion, trainingModels } from '../../../analytics/index.ts';
-import { toRow, type AnalyticsStore, type MappedRow } from '../../../warehouse/index.ts';
-import type { Reward, RolloutSplit, TopicId } from '../../../schemas/index.ts';
+import type { AnalyticsStore } from '../../../warehouse/index.ts';
+import type { Reward, RolloutSplit } from '../../../schemas/index.ts';
 import { exampleReward, exampleWeightVersion } from '../../support/fixtures.ts';
-import { discardStores, insertRows, testStore } from './support.ts';
+import { discardStores, insertRows, rowList, testStore } from './support.ts';
 
 const MODEL = 'smollm2-135m';
 
@@ -19,8 +19,7 @@ describe('the training run per version and the pass rates by split, from ClickHo
 
   before(async () => {
     store = await testStore('training');
-    const rows: MappedRow[] = [];
-    const add = (id: TopicId, value: unknown) => rows.push(toRow(id, value, { topic: id, partition: 0, offset: String(rows.length) }));
+    const { rows, add } = rowList();
     const base = exampleWeightVersion().metrics;
     // Versions 1–3 of the model; version 2 published twice (a re-sent record): FINAL keeps one.
     const v2 = {

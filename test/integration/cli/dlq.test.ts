@@ -5,10 +5,19 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createLlmJudge, startJudge, startSampleBuilder, startSessionAssembler } from '../../../processors/index.ts';
+import { createLlmJudge } from '../../../processors/index.ts';
 import type { ProcessorHandle } from '../../../streams/index.ts';
 import { chat, startFakeOpenAI, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
-import { conversation, family, pipelineCaughtUp, readAll, spawnTurnstream, waitFor, type Family } from '../processors/support.ts';
+import {
+  conversation,
+  family,
+  pipelineCaughtUp,
+  readAll,
+  spawnTurnstream,
+  startStages,
+  waitFor,
+  type Family,
+} from '../processors/support.ts';
 
 interface Run {
   code: number | null;
@@ -47,7 +56,6 @@ describe(
     before(async () => {
       f = await family('dlq');
       judgeServer = await startFakeOpenAI(() => (judgeDown ? { status: 500, body: 'judge down' } : chat('The user moved on. \\boxed{1}')));
-      const common = { kafka: f.kafka, codecs: f.codecs };
       const judge = createLlmJudge({
         baseUrl: judgeServer.baseUrl,
         model: 'scripted',
@@ -56,12 +64,11 @@ describe(
         retries: 1,
         minBackoffMs: 20,
       });
-      services = await Promise.all([
-        startSessionAssembler({ ...common, idleTimeoutMs: 600_000 }),
-        startJudge({ ...common, judge, concurrency: 2 }),
-        startSampleBuilder({ ...common, method: 'rl' }),
-      ]);
-      await Promise.all(services.map((s) => s.ready));
+      services = await startStages(f, {
+        assembler: { idleTimeoutMs: 600_000 },
+        judge: { judge, concurrency: 2 },
+        builder: { method: 'rl' },
+      });
     });
     after(async () => {
       await Promise.all(services.map((s) => s.stop()));

@@ -23,8 +23,10 @@ after(async () => {
 });
 
 type Msg = { role: string; content: string };
+/** A turn as the tests saw it: its ids from the headers, and the answer. */
+type Turn = { turnId: string; sessionId: string; answer: string };
 
-async function chat(url: string, messages: Msg[]): Promise<{ turnId: string; sessionId: string; answer: string }> {
+async function chat(url: string, messages: Msg[]): Promise<Turn> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -67,15 +69,36 @@ async function knows(g: StartedGateway, n: number): Promise<void> {
   await waitFor(`the gateway to know ${n} turns`, async () => (await size()) >= n, { timeoutMs: 30_000, intervalMs: 100 });
 }
 
-test('a conversation alternating between two instances keeps its session; feedback by turn id works on either; a late instance learns recent turns', async () => {
-  const k = await testKafka(stack, uniquePrefix('gateway-shared-sessions'));
+/** Two gateways on fresh topics, the first turn of a conversation served by the first and on the topic; then `body`. */
+async function onTwoGateways(
+  name: string,
+  names: [string, string],
+  shareSessions: boolean,
+  body: (s: {
+    k: TestKafka;
+    collector: TopicCollector<'turns'>;
+    a: StartedGateway;
+    b: StartedGateway;
+    history: Msg[];
+    t1: Turn;
+  }) => Promise<void>,
+): Promise<void> {
+  const k = await testKafka(stack, uniquePrefix(name));
   const collector = await TopicCollector.start(k.kafka, k.codecs, 'turns');
   try {
-    const a = await gateway(k, 'gw-a', true);
-    const b = await gateway(k, 'gw-b', true);
+    const a = await gateway(k, names[0], shareSessions);
+    const b = await gateway(k, names[1], shareSessions);
     const history: Msg[] = [{ role: 'user', content: 'hello there' }];
     const t1 = await chat(a.url, history);
     await reached(collector, t1.turnId);
+    await body({ k, collector, a, b, history, t1 });
+  } finally {
+    await collector.stop();
+  }
+}
+
+test('a conversation alternating between two instances keeps its session; feedback by turn id works on either; a late instance learns recent turns', () =>
+  onTwoGateways('gateway-shared-sessions', ['gw-a', 'gw-b'], true, async ({ k, collector, a, b, history, t1 }) => {
     await knows(b, 1); // b has read a's turn back from the topic
     history.push({ role: 'assistant', content: t1.answer }, { role: 'user', content: 'and then?' });
     const t2 = await chat(b.url, history);
@@ -115,20 +138,10 @@ test('a conversation alternating between two instances keeps its session; feedba
     assert.equal(sources.get(t2.turnId)!.sessionSource, 'INFERRED');
     assert.equal(sources.get(t2.turnId)!.gatewayId, 'gw-b');
     assert.equal(sources.get(t3.turnId)!.sessionSource, 'INFERRED');
-  } finally {
-    await collector.stop();
-  }
-});
+  }));
 
-test('with sharing off, an instance infers sessions only from the turns it served itself', async () => {
-  const k = await testKafka(stack, uniquePrefix('gateway-unshared-sessions'));
-  const collector = await TopicCollector.start(k.kafka, k.codecs, 'turns');
-  try {
-    const a = await gateway(k, 'gw-x', false);
-    const b = await gateway(k, 'gw-y', false);
-    const history: Msg[] = [{ role: 'user', content: 'hello there' }];
-    const t1 = await chat(a.url, history);
-    await reached(collector, t1.turnId);
+test('with sharing off, an instance infers sessions only from the turns it served itself', () =>
+  onTwoGateways('gateway-unshared-sessions', ['gw-x', 'gw-y'], false, async ({ a, b, history, t1 }) => {
     await new Promise((r) => setTimeout(r, 1000)); // absence window: were b following the topic, it would have read t1 by now
     history.push({ role: 'assistant', content: t1.answer }, { role: 'user', content: 'and then?' });
     const t2 = await chat(b.url, history);
@@ -141,7 +154,4 @@ test('with sharing off, an instance infers sessions only from the turns it serve
       body: JSON.stringify({ turn_id: t1.turnId, rating: 1 }),
     });
     assert.equal(fb.status, 404);
-  } finally {
-    await collector.stop();
-  }
-});
+  }));

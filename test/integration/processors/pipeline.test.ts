@@ -1,56 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  createEmbeddedJudge,
-  createLlmJudge,
-  startJudge,
-  startSampleBuilder,
-  startSessionAssembler,
-  type Teacher,
-} from '../../../processors/index.ts';
-import { HINT_SYSTEM_PROMPT } from '../../../processors/judge/index.ts';
-import { chat, startFakeOpenAI, type FakeBody, type FakeReply, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
-import { conversation, family, pipelineCaughtUp, readAll, waitFor, type Family } from './support.ts';
-
-/**
- * The scripted judge: its reply depends on the marker in the pair's next state.
- *   [[pos]] → 1 (no hint)          [[neg]] → -1 and a hint        [[garbage]] → invalid votes → 0
- *   [[tie]] → 1, -1, invalid → 0   [[slow]] → one vote times out, the others 1 → 1
- *   [[fail]] → every call 500 → JUDGE_FAILED → DLQ                [[hintonly]] → 0 and a hint
- */
-function scriptedJudge(): (body: FakeBody) => FakeReply {
-  const seen = new Map<string, number>();
-  return (body) => {
-    const user = body.messages[1].content ?? '';
-    const next = /<next_state role="user">\n([\s\S]*?)\n<\/next_state>/.exec(user)?.[1] ?? '';
-    const marker = /\[\[(\w+)\]\]/.exec(next)?.[1] ?? 'none';
-    const hintCall = body.messages[0].content === HINT_SYSTEM_PROMPT;
-    const n = seen.get(`${marker}:${hintCall}`) ?? 0;
-    seen.set(`${marker}:${hintCall}`, n + 1);
-    if (marker === 'fail') return { status: 500, body: 'judge down' };
-    if (hintCall) {
-      return marker === 'neg' || marker === 'hintonly'
-        ? chat('The user wants brevity. [HINT_START]Keep it to one short sentence.[HINT_END] \\boxed{1}')
-        : chat('Nothing useful. \\boxed{-1}');
-    }
-    switch (marker) {
-      case 'pos':
-        return chat('The user thanked. \\boxed{1}');
-      case 'neg':
-        return chat('A correction. \\boxed{-1}');
-      case 'garbage':
-        return chat('I refuse to answer in the format.');
-      case 'tie':
-        return chat(['\\boxed{1}', '\\boxed{-1}', 'hmm'][n % 3]);
-      case 'slow':
-        return n === 0 ? { delayMs: 3000, ...chat('\\boxed{-1}') } : chat('\\boxed{1}');
-      case 'hintonly':
-        return chat('\\boxed{0}');
-      default:
-        return chat('\\boxed{0}');
-    }
-  };
-}
+import { createEmbeddedJudge, createLlmJudge, type Teacher } from '../../../processors/index.ts';
+import { startFakeOpenAI, type FakeServer } from '../../unit/processors/support/fake-openai.ts';
+import { SCRIPTED_HINT, scriptedJudge } from '../../unit/processors/support/scripted-judge.ts';
+import { conversation, family, pipelineCaughtUp, readAll, startStages, waitFor, type Family } from './support.ts';
 
 const teacher: Teacher = { id: 'fake', score: async (_m, ids) => ({ logprobs: ids.map(() => -0.5) }) };
 
@@ -59,7 +12,7 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
   let server: FakeServer;
   before(async () => {
     f = await family('pipeline');
-    const script = scriptedJudge(); // one instance for the run: tie/slow count their calls
+    const script = scriptedJudge({ lateMs: 3000 }); // one instance for the run: tie/slow count their calls
     server = await startFakeOpenAI((r) => script(r.body));
   });
   after(async () => {
@@ -92,7 +45,6 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
     }));
     await f.producer.sendAll([...p, ...s, ...u].map((t) => ({ id: 'turns' as const, key: t.sessionId, value: t })));
 
-    const common = { kafka: f.kafka, codecs: f.codecs };
     const judge = createLlmJudge({
       baseUrl: server.baseUrl,
       model: 'scripted',
@@ -102,12 +54,11 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
       retries: 1,
       minBackoffMs: 20,
     });
-    const handles = await Promise.all([
-      startSessionAssembler({ ...common, idleTimeoutMs: 600_000 }),
-      startJudge({ ...common, judge, concurrency: 4 }),
-      startSampleBuilder({ ...common, method: 'combined', teacher }),
-    ]);
-    await Promise.all(handles.map((h) => h.ready));
+    const handles = await startStages(f, {
+      assembler: { idleTimeoutMs: 600_000 },
+      judge: { judge, concurrency: 4 },
+      builder: { method: 'combined', teacher },
+    });
     try {
       await waitFor(
         '5 samples and 1 dead letter',
@@ -132,8 +83,8 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
       assert.equal(judgements.length, 7);
       const score = (i: number) => byTurn.get(p[i].turnId)?.score;
       assert.deepEqual([0, 1, 2, 3, 4, 6, 7].map(score), [1, -1, 0, 0, 1, 0, 0]);
-      assert.equal(byTurn.get(p[1].turnId)!.hint, 'Keep it to one short sentence.');
-      assert.equal(byTurn.get(p[6].turnId)!.hint, 'Keep it to one short sentence.');
+      assert.equal(byTurn.get(p[1].turnId)!.hint, SCRIPTED_HINT);
+      assert.equal(byTurn.get(p[6].turnId)!.hint, SCRIPTED_HINT);
       assert.equal(byTurn.get(p[0].turnId)!.hint, null);
       assert.equal(byTurn.get(p[0].turnId)!.votes.length, 4, '3 PRM votes + 1 hint vote');
       assert.deepEqual(
@@ -188,13 +139,7 @@ describe('assembler → judge → sample builder on Kafka', { timeout: 300_000 }
         sessionDone: i === 3,
       }));
       await g.producer.sendAll(turns.map((t) => ({ id: 'turns' as const, key: 'E', value: t })));
-      const common = { kafka: g.kafka, codecs: g.codecs };
-      const handles = await Promise.all([
-        startSessionAssembler(common),
-        startJudge({ ...common, judge: createEmbeddedJudge() }),
-        startSampleBuilder({ ...common, method: 'combined', teacher }),
-      ]);
-      await Promise.all(handles.map((h) => h.ready));
+      const handles = await startStages(g, { judge: { judge: createEmbeddedJudge() }, builder: { method: 'combined', teacher } });
       try {
         // t0 → 👍 thanks (1); t1 → correction (−1 + hint); t2 → "bye" (0, no sample); t3 → masked end.
         await waitFor('3 samples', async () => (await readAll(g, 'samples')).length >= 3);

@@ -2,11 +2,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { defaultGroupId } from '../../../processors/index.ts';
-import type { ChatMessage, TopicId, Turn } from '../../../schemas/index.ts';
-import type { OutgoingEvent } from '../../../streams/index.ts';
+import {
+  defaultGroupId,
+  startJudge,
+  startSampleBuilder,
+  startSessionAssembler,
+  type JudgeServiceOptions,
+  type SampleBuilderServiceOptions,
+  type SessionAssemblerServiceOptions,
+} from '../../../processors/index.ts';
+import type { TopicId, Turn } from '../../../schemas/index.ts';
+import type { OutgoingEvent, ProcessorHandle } from '../../../streams/index.ts';
 import { caughtUp } from '../../support/caught-up.ts';
-import { exampleTurn } from '../../support/fixtures.ts';
+import { conversationTurns } from '../../support/conversation.ts';
 import { ensureStack, REPO_ROOT } from '../../support/stack.ts';
 import type { Family } from '../../support/topic-family.ts';
 import { waitFor as waitForCondition } from '../../support/wait-for.ts';
@@ -25,6 +33,27 @@ export async function caughtUpOn(f: Family, service: string, inputs: TopicId[]):
   );
 }
 
+type OnFamily<T> = Omit<T, 'kafka' | 'codecs'>;
+
+/** The session assembler, judge and sample builder in this process on `f`'s topics, each ready. */
+export async function startStages(
+  f: Family,
+  o: {
+    assembler?: OnFamily<SessionAssemblerServiceOptions>;
+    judge: OnFamily<JudgeServiceOptions>;
+    builder: OnFamily<SampleBuilderServiceOptions>;
+  },
+): Promise<ProcessorHandle[]> {
+  const common = { kafka: f.kafka, codecs: f.codecs };
+  const handles = await Promise.all([
+    startSessionAssembler({ ...common, ...o.assembler }),
+    startJudge({ ...common, ...o.judge }),
+    startSampleBuilder({ ...common, ...o.builder }),
+  ]);
+  await Promise.all(handles.map((h) => h.ready));
+  return handles;
+}
+
 /** Waits until the assembler, the judge and the sample builder, in that order, have committed all their input. */
 export async function pipelineCaughtUp(f: Family): Promise<void> {
   await caughtUpOn(f, 'session-assembler', ['turns', 'feedback']);
@@ -37,29 +66,19 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
   await waitForCondition(what, check, { timeoutMs, intervalMs: 500 });
 }
 
-const msg = (role: string, content: string): ChatMessage => ({ role, content, name: null, toolCallId: null, toolCalls: [] });
-
 /**
  * A conversation of `userMessages.length` main turns in one session: turn i's request is the
  * full history ending with user message i; its reply is `reply i`. Times start now.
  */
 export function conversation(sessionId: string, userMessages: string[], over: (i: number) => Partial<Turn> = () => ({})): Turn[] {
   const t0 = Date.now();
-  const history: ChatMessage[] = [msg('system', 'Be brief.')];
-  return userMessages.map((u, i) => {
-    history.push(msg('user', u));
-    const turn = exampleTurn({
-      turnId: randomUUID(),
-      sessionId,
-      requestMessages: [...history],
-      response: { content: `reply ${i}`, toolCalls: [], finishReason: 'stop' },
-      requestedAt: t0 + i * 10,
-      completedAt: t0 + i * 10 + 5,
-      ...over(i),
-    });
-    history.push(msg('assistant', `reply ${i}`));
-    return turn;
-  });
+  return conversationTurns(userMessages, (i) => ({
+    turnId: randomUUID(),
+    sessionId,
+    requestedAt: t0 + i * 10,
+    completedAt: t0 + i * 10 + 5,
+    ...over(i),
+  }));
 }
 
 /** `turnstream ARGS` as a child process on the family's topics and this stack (stdout and stderr piped). */

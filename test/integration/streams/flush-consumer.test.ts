@@ -6,23 +6,17 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Admin, Kafka, KafkaMessage } from 'kafkajs';
-import { createKafka, FlushConsumer, type FlushConsumerOptions } from '../../../streams/index.ts';
+import { FlushConsumer, type FlushConsumerOptions } from '../../../streams/index.ts';
 import { createLogger } from '../../../core/index.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { connectAdmin } from '../../support/kafka-admin.ts';
+import { uniquePrefix } from '../../support/stack.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 let kafka: Kafka;
 let admin: Admin;
 
-before(async () => {
-  const stack = await ensureStack();
-  kafka = createKafka({ brokers: stack.brokers.split(','), clientId: 'flush-consumer-test' });
-  admin = kafka.admin();
-  await admin.connect();
-});
-after(async () => {
-  await admin.disconnect();
-});
+before(async () => ({ kafka, admin } = await connectAdmin('flush-consumer-test')));
+after(() => admin.disconnect());
 
 async function produce(topic: string, from: number, records: number): Promise<void> {
   const producer = kafka.producer();

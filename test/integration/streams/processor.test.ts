@@ -29,6 +29,14 @@ let stack: Awaited<ReturnType<typeof ensureStack>>;
 
 const readPairs = (codecs: EventCodecs): Promise<TurnPair[]> => readAll({ kafka, codecs }, 'pairs');
 
+/** The pairs on the output topic, checked: `count` of them, one pair id for each of `ids` and no other. */
+async function pairsOf(codecs: EventCodecs, count: number, ids: string[]): Promise<TurnPair[]> {
+  const pairs = await readPairs(codecs);
+  assert.equal(pairs.length, count);
+  assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+  return pairs;
+}
+
 /** Sessions s0.. each counted 1..n exactly once by the counting processor (state and outputs committed together). */
 function assertCountedOnce(pairs: TurnPair[], sessions: number, n: number): void {
   for (let s = 0; s < sessions; s++) {
@@ -76,9 +84,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await waitFor('200 pairs', async () => h.stats().produced >= 200 + 2 + 200, { timeoutMs: 90_000, intervalMs: 500 });
     await h.stop();
 
-    let pairs = await readPairs(codecs);
-    assert.equal(pairs.length, 200);
-    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+    let pairs = await pairsOf(codecs, 200, ids);
     const dlq: DeadLetter[] = [];
     await readToEnd(kafka, codecs.topic('dlq'), async (r) => void dlq.push(await codecs.of('dlq').decode(r.value!)));
     assert.equal(dlq.length, 2);
@@ -128,9 +134,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await h.stop();
     assert.ok(stats.largestTransaction <= 100, `largest transaction ${stats.largestTransaction} records`);
     assert.ok(stats.committedTransactions >= 20, `${stats.committedTransactions} transactions`);
-    const pairs = await readPairs(codecs);
-    assert.equal(pairs.length, 2000);
-    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+    await pairsOf(codecs, 2000, ids);
     await producer.disconnect();
   });
 
@@ -159,10 +163,8 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
       await caughtUp(kafka, `${prefix}counting`, [codecs.topic('turns')]);
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
-      const pairs = await readPairs(codecs);
-      assert.equal(pairs.length, 400);
+      const pairs = await pairsOf(codecs, 400, ids);
       assert.equal(new Set(pairs.map((p) => p.pairId)).size, 400);
-      assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
       // Per session the counter ran 1..50 once each: state and outputs committed together.
       assertCountedOnce(pairs, 8, 50);
       await producer.disconnect();
@@ -190,9 +192,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     );
     await h.stop();
     assert.ok(Math.max(...sizes) > 1, `batches of ${Math.max(...sizes)} records at most`);
-    const pairs = await readPairs(codecs);
-    assert.equal(pairs.length, 320);
-    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set([...ids, ...more]));
+    const pairs = await pairsOf(codecs, 320, [...ids, ...more]);
     // In order per session, the refused turn not counted: 1..32 each.
     assertCountedOnce(pairs, 10, 32);
     const dlq: DeadLetter[] = [];
@@ -278,9 +278,7 @@ describe('transactional processor runtime (real Kafka)', { timeout: 300000 }, ()
     await h.ready;
     await waitFor('240 pairs', async () => h.stats().consumed >= 240 && h.stats().inFlight === 0, { timeoutMs: 90_000, intervalMs: 500 });
     await h.stop();
-    const pairs = await readPairs(codecs);
-    assert.equal(pairs.length, 240);
-    assert.deepEqual(new Set(pairs.map((p) => p.pairId)), new Set(ids));
+    const pairs = await pairsOf(codecs, 240, ids);
     assertCountedOnce(pairs, 8, 30);
     await producer.disconnect();
   });

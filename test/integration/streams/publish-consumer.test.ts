@@ -6,23 +6,17 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Admin, Kafka } from 'kafkajs';
-import { createKafka, PublishConsumer, readToEnd } from '../../../streams/index.ts';
+import { PublishConsumer, readToEnd } from '../../../streams/index.ts';
 import { createLogger } from '../../../core/index.ts';
-import { ensureStack, uniquePrefix } from '../../support/stack.ts';
+import { connectAdmin } from '../../support/kafka-admin.ts';
+import { uniquePrefix } from '../../support/stack.ts';
 import { waitFor } from '../../support/wait-for.ts';
 
 let kafka: Kafka;
 let admin: Admin;
 
-before(async () => {
-  const stack = await ensureStack();
-  kafka = createKafka({ brokers: stack.brokers.split(','), clientId: 'publish-consumer-test' });
-  admin = kafka.admin();
-  await admin.connect();
-});
-after(async () => {
-  await admin.disconnect();
-});
+before(async () => ({ kafka, admin } = await connectAdmin('publish-consumer-test')));
+after(() => admin.disconnect());
 
 /** Topics `<name>-in…` and `<name>-out…` (one partition each) under fresh names; ten records r0…r9 (key k) in the first. */
 async function tenRecords(name: string): Promise<{ input: string; output: string }> {

@@ -6,6 +6,7 @@ import { kafkaLog4j2Properties, kafkaPaths, kafkaServerProperties, newClusterId 
 import { endpointsOf, resolveStackOptions } from '../../../infra/options.ts';
 import { registryCommand, registryPaths, registrySystemProperties } from '../../../infra/registry.ts';
 import { kafkaContainerEnvironment } from '../../support/containers.ts';
+import { assertEntries } from '../../support/entries.ts';
 
 const parseProperties = (text: string): Map<string, string> =>
   new Map(
@@ -46,18 +47,22 @@ test('given endpoints replace the local ones (trailing slashes dropped)', () => 
 test('Kafka server.properties: one combined KRaft node with single-node replication settings', () => {
   const o = resolveStackOptions({ kafkaPort: 19092, kafkaControllerPort: 19093 }, '/w');
   const props = parseProperties(kafkaServerProperties(o, { nodeId: 1, dataDir: kafkaPaths(o).nodes[0].dataDir }));
-  assert.equal(props.get('process.roles'), 'broker,controller');
-  assert.equal(props.get('node.id'), '1');
-  assert.equal(props.get('controller.quorum.voters'), '1@127.0.0.1:19093');
-  assert.equal(props.get('listeners'), 'PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093');
-  assert.equal(props.get('advertised.listeners'), 'PLAINTEXT://127.0.0.1:19092');
-  assert.equal(props.get('log.dirs'), '/w/.turnstream/kafka/data');
+  assertEntries(props, {
+    'process.roles': 'broker,controller',
+    'node.id': '1',
+    'controller.quorum.voters': '1@127.0.0.1:19093',
+    listeners: 'PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093',
+    'advertised.listeners': 'PLAINTEXT://127.0.0.1:19092',
+    'log.dirs': '/w/.turnstream/kafka/data',
+  });
   for (const key of ['offsets.topic.replication.factor', 'transaction.state.log.replication.factor', 'transaction.state.log.min.isr']) {
     assert.equal(props.get(key), '1', key);
   }
-  assert.equal(props.get('group.initial.rebalance.delay.ms'), '0');
-  assert.equal(props.get('broker.session.timeout.ms'), '30000');
-  assert.equal(props.get('auto.create.topics.enable'), 'false');
+  assertEntries(props, {
+    'group.initial.rebalance.delay.ms': '0',
+    'broker.session.timeout.ms': '30000',
+    'auto.create.topics.enable': 'false',
+  });
 });
 
 test('the Docker descriptions of the broker (compose file, test containers) carry its settings', () => {

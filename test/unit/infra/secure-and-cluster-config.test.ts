@@ -17,6 +17,7 @@ import { portClaims } from '../../../infra/preflight.ts';
 import { registryCommand, registryPaths, registrySecrets } from '../../../infra/registry.ts';
 import { scramCredential, securePaths, sha256Hex, subjectAltNames } from '../../../infra/secure.ts';
 import { clientSettings } from '../../../infra/stack.ts';
+import { assertEntries } from '../../support/entries.ts';
 
 const props = (text: string): Map<string, string> =>
   new Map(
@@ -81,10 +82,12 @@ test('a secured stack and one of several brokers live in homes of their own, on 
 test('three nodes: one static quorum of all, each its own ports, three copies with two in sync', () => {
   const o = resolveStackOptions({ brokerCount: 3, kafkaPort: 30000, kafkaControllerPort: 30001 }, '/w');
   const node2 = props(kafkaServerProperties(o, { nodeId: 2, dataDir: '/d2' }));
-  assert.equal(node2.get('node.id'), '2');
-  assert.equal(node2.get('controller.quorum.voters'), '1@127.0.0.1:30001,2@127.0.0.1:30003,3@127.0.0.1:30005');
-  assert.equal(node2.get('listeners'), 'PLAINTEXT://127.0.0.1:30002,CONTROLLER://127.0.0.1:30003');
-  assert.equal(node2.get('advertised.listeners'), 'PLAINTEXT://127.0.0.1:30002');
+  assertEntries(node2, {
+    'node.id': '2',
+    'controller.quorum.voters': '1@127.0.0.1:30001,2@127.0.0.1:30003,3@127.0.0.1:30005',
+    listeners: 'PLAINTEXT://127.0.0.1:30002,CONTROLLER://127.0.0.1:30003',
+    'advertised.listeners': 'PLAINTEXT://127.0.0.1:30002',
+  });
   for (const key of ['default.replication.factor', 'offsets.topic.replication.factor', 'transaction.state.log.replication.factor']) {
     assert.equal(node2.get(key), '3', key);
   }
@@ -111,13 +114,15 @@ test('a secured node: SASL_SSL for clients and brokers, mutual TLS between contr
       secure: { paths: s, brokerPassword: passwords.broker, clientPassword: passwords.kafka },
     }),
   );
-  assert.equal(p.get('listeners'), 'SASL_SSL://127.0.0.1:9192,CONTROLLER://127.0.0.1:9193');
-  assert.equal(p.get('inter.broker.listener.name'), 'SASL_SSL');
-  assert.equal(p.get('listener.security.protocol.map'), 'SASL_SSL:SASL_SSL,CONTROLLER:SSL');
-  assert.equal(p.get('listener.name.controller.ssl.client.auth'), 'required');
-  assert.equal(p.get('sasl.enabled.mechanisms'), 'SCRAM-SHA-512,SCRAM-SHA-256,PLAIN');
-  assert.equal(p.get('ssl.keystore.location'), s.keystore);
-  assert.equal(p.get('ssl.truststore.location'), s.caCert);
+  assertEntries(p, {
+    listeners: 'SASL_SSL://127.0.0.1:9192,CONTROLLER://127.0.0.1:9193',
+    'inter.broker.listener.name': 'SASL_SSL',
+    'listener.security.protocol.map': 'SASL_SSL:SASL_SSL,CONTROLLER:SSL',
+    'listener.name.controller.ssl.client.auth': 'required',
+    'sasl.enabled.mechanisms': 'SCRAM-SHA-512,SCRAM-SHA-256,PLAIN',
+    'ssl.keystore.location': s.keystore,
+    'ssl.truststore.location': s.caCert,
+  });
   assert.match(p.get('listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config') ?? '', /username="broker" password="broker-pw-2";$/);
   assert.match(p.get('listener.name.sasl_ssl.plain.sasl.jaas.config') ?? '', /user_turnstream="kafka-pw-1"/);
 });
@@ -143,15 +148,17 @@ test('a secured registry: https only, basic auth on all but health, its Kafka lo
   const paths = registryPaths(o);
   const { args } = registryCommand(o, paths, '127.0.0.1:9192');
   const d = new Map(args.filter((a) => a.startsWith('-D')).map((a) => [a.slice(2, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
-  assert.equal(d.get('quarkus.http.ssl-port'), '8181');
-  assert.equal(d.get('quarkus.http.insecure-requests'), 'disabled');
-  assert.equal(d.get('quarkus.http.ssl.certificate.files'), s.cert);
-  assert.equal(d.get('quarkus.http.auth.basic'), 'true');
-  assert.equal(d.get('quarkus.http.auth.permission.login.paths'), '/*');
-  assert.equal(d.get('quarkus.http.auth.permission.health.policy'), 'permit');
-  assert.equal(d.get('apicurio.kafka.common.security.protocol'), 'SASL_SSL');
-  assert.equal(d.get('apicurio.kafka.common.ssl.truststore.location'), s.caCert);
-  assert.equal(d.get('quarkus.config.locations'), paths.secretsFile);
+  assertEntries(d, {
+    'quarkus.http.ssl-port': '8181',
+    'quarkus.http.insecure-requests': 'disabled',
+    'quarkus.http.ssl.certificate.files': s.cert,
+    'quarkus.http.auth.basic': 'true',
+    'quarkus.http.auth.permission.login.paths': '/*',
+    'quarkus.http.auth.permission.health.policy': 'permit',
+    'apicurio.kafka.common.security.protocol': 'SASL_SSL',
+    'apicurio.kafka.common.ssl.truststore.location': s.caCert,
+    'quarkus.config.locations': paths.secretsFile,
+  });
   for (const pw of Object.values(passwords)) assert.ok(!args.join(' ').includes(pw), 'no password on the command line');
   const secrets = registrySecrets(o);
   assert.match(secrets, /^quarkus\.security\.users\.embedded\.users\.turnstream=registry-pw-3$/m);

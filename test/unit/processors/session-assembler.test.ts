@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as sa from '../../../processors/session-assembler/index.ts';
 import { extractNextState, type SessionAssemblerOptions } from '../../../processors/session-assembler/index.ts';
-import type { ChatMessage, Feedback, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
+import type { Feedback, SessionState, Turn, TurnPair } from '../../../schemas/index.ts';
 import { chatMessage as msg } from '../../support/chat-message.ts';
+import { conversationTurns } from '../../support/conversation.ts';
 import { exampleFeedback, exampleTurn } from '../../support/fixtures.ts';
 
 // Pairing logic with pairs emitted at once; the feedback grace period has its own tests below.
@@ -20,23 +21,8 @@ const feedbackIds = (feedback: ReadonlyArray<{ feedbackId: string }> | undefined
 
 /** A conversation: turn i answers `user i` with `reply i`; its request carries the full history. */
 function conversation(n: number, over: (i: number) => Partial<Turn> = () => ({})): Turn[] {
-  const turns: Turn[] = [];
-  const history: ChatMessage[] = [msg('system', 'Be brief.')];
-  for (let i = 0; i < n; i++) {
-    history.push(msg('user', `user ${i}`));
-    turns.push(
-      exampleTurn({
-        turnId: `t${i}`,
-        requestMessages: [...history],
-        response: { content: `reply ${i}`, toolCalls: [], finishReason: 'stop' },
-        requestedAt: T0 + i * 1000,
-        completedAt: T0 + i * 1000 + 100,
-        ...over(i),
-      }),
-    );
-    history.push(msg('assistant', `reply ${i}`));
-  }
-  return turns;
+  const users = Array.from({ length: n }, (_, i) => `user ${i}`);
+  return conversationTurns(users, (i) => ({ turnId: `t${i}`, requestedAt: T0 + i * 1000, completedAt: T0 + i * 1000 + 100, ...over(i) }));
 }
 
 function run(turns: Turn[], opts: SessionAssemblerOptions = {}): { state: SessionState; pairs: TurnPair[] } {

@@ -4,6 +4,8 @@ import { SampleBatcher } from '../../../trainer/batcher.ts';
 import { exampleSample } from '../../support/fixtures.ts';
 
 const s = (id: string, userId: string | null, policyVersion = 0) => exampleSample({ sampleId: id, userId, policyVersion });
+/** What the next batch at version 0 holds: the values added with its samples. */
+const takeMetas = (b: SampleBatcher<number>) => b.take(0).batch.map((p) => p.meta);
 
 test('samples more than maxStaleness versions old are dropped and counted, the rest train', () => {
   const b = new SampleBatcher<number>({ batchSize: 4, maxStaleness: 2, maxUserShare: 1 });
@@ -39,10 +41,7 @@ test("one user's share of a batch is capped; the rest waits for the next batch, 
   // Alice alone cannot fill a batch: nothing until the wait bound, then a capped partial batch.
   assert.equal(b.ready(0, 1000), false);
   assert.equal(b.ready(0, 30_000), true);
-  assert.deepEqual(
-    b.take(0).batch.map((p) => p.meta),
-    [2, 3],
-  );
+  assert.deepEqual(takeMetas(b), [2, 3]);
   assert.deepEqual(
     b.pending().map((p) => p.meta),
     [5],
@@ -116,10 +115,7 @@ test('a GRPO rollout batch is one step: all of its samples, nothing else, once a
     'all three, over the batch size and the user cap, and not the plain sample',
   );
   assert.equal(b.ready(0, 10), false, 'the plain sample alone waits for the wait bound');
-  assert.deepEqual(
-    b.take(0).batch.map((p) => p.meta),
-    [1],
-  );
+  assert.deepEqual(takeMetas(b), [1]);
 });
 
 test('a GRPO batch missing samples is let go after maxWaitMs; an ordinary batch never takes grouped samples', () => {
@@ -127,16 +123,10 @@ test('a GRPO batch missing samples is let go after maxWaitMs; an ordinary batch 
   b.add(s('p1', null), 0, 0);
   b.add(s('p2', null), 1, 0);
   b.add(grouped('g1', 'b2', 2), 2, 0);
-  assert.deepEqual(
-    b.take(0).batch.map((p) => p.meta),
-    [0, 1],
-  );
+  assert.deepEqual(takeMetas(b), [0, 1]);
   assert.equal(b.ready(0, 500), false, 'one of two');
   assert.equal(b.ready(0, 1000), true, 'waited maxWaitMs');
-  assert.deepEqual(
-    b.take(0).batch.map((p) => p.meta),
-    [2],
-  );
+  assert.deepEqual(takeMetas(b), [2]);
 });
 
 test('a GRPO batch larger than the buffer: the batcher says how many samples its head batch still waits for', () => {
