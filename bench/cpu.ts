@@ -60,9 +60,10 @@ export class CpuMeter {
 
   /** What was spent between two readings, over `wall` seconds. */
   static phase(before: CpuSeconds, after: CpuSeconds, wall: number): CpuPhase {
-    const seconds = Object.fromEntries(Object.keys(after).map((k) => [k, round2(after[k]! - (before[k] ?? 0))]));
-    const total = round2(Object.values(seconds).reduce((a, b) => a + b, 0));
-    return { seconds, total, wall: round2(wall), machine_busy: round2(total / (wall * cores())) };
+    // To 0.1 ms: a toy-sized phase may last 10 ms, and this process's own CPU (µs precision) must not round to 0.
+    const seconds = Object.fromEntries(Object.keys(after).map((k) => [k, round4(after[k]! - (before[k] ?? 0))]));
+    const total = round4(Object.values(seconds).reduce((a, b) => a + b, 0));
+    return { seconds, total, wall: round4(wall), machine_busy: round4(total / (wall * cores())) };
   }
 
   /** The phase whose total is the median of `phases` (one per round). */
@@ -72,4 +73,4 @@ export class CpuMeter {
   }
 }
 
-const round2 = (x: number): number => Math.round(x * 100) / 100;
+const round4 = (x: number): number => Math.round(x * 1e4) / 1e4;
