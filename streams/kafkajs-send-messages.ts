@@ -9,7 +9,8 @@
  * killed (-9), 22 of 60 acks=all records were lost this way (test/integration/infra/three-brokers).
  *
  * Here the acknowledged partitions are kept instead, and a retry sends every other partition to
- * its leader as the refreshed metadata names it. Records are grouped into partitions once, so a
+ * its leader as the refreshed metadata names it, once every leader's request has settled (kafkajs
+ * retries as soon as one fails, and sends again what another still has in flight). Records are grouped into partitions once, so a
  * keyless record cannot land in another partition on a retry. Everything else (sequence numbers,
  * the broker locks, transactions, the error handling that drives the retrier) is kafkajs' own.
  */
@@ -107,7 +108,9 @@ export function createSendMessages({ logger, cluster, partitioner, eosManager, r
           perLeader.set(nodeId, list);
         }
       }
-      await Promise.all(
+      // Every leader's request settles before a retry: one still in flight when another failed
+      // would otherwise be sent again by the retry, with the next sequence numbers (written twice).
+      const settled = await Promise.allSettled(
         [...perLeader.entries()].map(async ([nodeId, topicDataForBroker]) => {
           const broker = await cluster.findBroker({ nodeId });
           const topicData = createTopicData(topicDataForBroker);
@@ -148,6 +151,8 @@ export function createSendMessages({ logger, cluster, partitioner, eosManager, r
           }
         }),
       );
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     };
 
     return retrier(async (bail, retryCount, retryTime) => {

@@ -85,19 +85,32 @@ test('a record batch built on pooled memory holds only what was written: it deco
   assert.equal(bytes.readUInt32BE(17), jsCrc32c(bytes.subarray(21)) >>> 0);
 });
 
+type Create = (context: unknown) => (o: object) => Promise<Array<{ partition: number }>>;
+
 /**
  * A send of two partitions where broker 1 dies with the request for partition 0 in flight and
  * broker 2 answers for partition 1; the refreshed metadata then names broker 2 the leader of
  * partition 0 too. What each broker was asked to write, and what the send resolved with.
  */
-async function sendAcrossAFailover(create: (context: unknown) => (o: object) => Promise<Array<{ partition: number }>>) {
+const sendAcrossAFailover = (create: Create) => twoBrokerSend(create, { brokerOneDies: true });
+
+/**
+ * A transactional send of partition 0 (led by broker 1) and 1 (broker 2): broker 1's
+ * AddPartitionsToTxn is refused once (CONCURRENT_TRANSACTIONS, as when the sends to several
+ * leaders add their partitions at once) while broker 2's produce is still in flight.
+ */
+const sendWhileAnotherLeaderFails = (create: Create) => twoBrokerSend(create, { addPartitionsRefusedOnce: true });
+
+async function twoBrokerSend(create: Create, fault: { brokerOneDies?: boolean; addPartitionsRefusedOnce?: boolean }) {
   const leaderOf0 = { now: 1 };
   const written: Array<{ node: number; partition: number }> = [];
+  let refusals = fault.addPartitionsRefusedOnce ? 1 : 0;
   const broker = (node: number) => ({
     nodeId: node,
     async produce({ topicData }: { topicData: Array<{ topic: string; partitions: Array<{ partition: number }> }> }) {
-      if (node === 1)
+      if (node === 1 && fault.brokerOneDies)
         throw Object.assign(new Error('Connection error: read ECONNRESET'), { name: 'KafkaJSConnectionError', retriable: true });
+      if (node === 2 && fault.addPartitionsRefusedOnce) await new Promise((r) => setTimeout(r, 50));
       const partitions = topicData.flatMap((t) => t.partitions);
       for (const p of partitions) written.push({ node, partition: p.partition });
       return {
@@ -120,7 +133,7 @@ async function sendAcrossAFailover(create: (context: unknown) => (o: object) => 
     cluster: {
       targetTopics: new Set(['t']),
       refreshMetadataIfNecessary: async () => undefined,
-      refreshMetadata: async () => void (leaderOf0.now = 2),
+      refreshMetadata: async () => void (fault.brokerOneDies && (leaderOf0.now = 2)),
       findTopicPartitionMetadata: metadata,
       findLeaderForPartitions: (_: string, partitions: Array<number | string>) => {
         const out: Record<string, number[]> = {};
@@ -135,7 +148,7 @@ async function sendAcrossAFailover(create: (context: unknown) => (o: object) => 
     },
     partitioner: ({ message }: { message: { partition: number } }) => message.partition,
     eosManager: {
-      isTransactional: () => false,
+      isTransactional: () => Boolean(fault.addPartitionsRefusedOnce),
       getProducerId: () => 1,
       getProducerEpoch: () => 0,
       getTransactionalId: () => undefined,
@@ -143,7 +156,16 @@ async function sendAcrossAFailover(create: (context: unknown) => (o: object) => 
       updateSequence: (_: string, p: number, n: number) => void sequences.set(p, (sequences.get(p) ?? 0) + n),
       acquireBrokerLock: async () => undefined,
       releaseBrokerLock: async () => undefined,
-      addPartitionsToTransaction: async () => undefined,
+      addPartitionsToTransaction: async (topicData: Array<{ partitions: Array<{ partition: number }> }>) => {
+        if (refusals > 0 && topicData[0]!.partitions[0]!.partition === 0) {
+          refusals--;
+          throw Object.assign(new Error('The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing'), {
+            name: 'KafkaJSProtocolError',
+            type: 'CONCURRENT_TRANSACTIONS',
+            retriable: true,
+          });
+        }
+      },
     },
     retrier: retry({ retries: 3, initialRetryTime: 1, maxRetryTime: 5 }),
   });
@@ -179,4 +201,21 @@ test("kafkajs' own send resolves without the records of a partition that moved t
   assert.deepEqual(fixed.resolved, [0, 1]);
   // The failed request's sequence numbers were given back: each partition's record is sequence 0, once.
   assert.deepEqual(fixed.sequences, { 0: 1, 1: 1 });
+});
+
+test('a send to several leaders retries only once every leader answered: a produce still in flight is not sent twice in the transaction', async () => {
+  // Seen on three brokers (chaos --cluster): broker 1's AddPartitionsToTxn refused, the retry began
+  // while broker 2's produce was in flight, and sent partition 1's records again with the next
+  // sequence numbers; the transaction committed both copies.
+  const r = await sendWhileAnotherLeaderFails(createSendMessages as never);
+  assert.deepEqual(
+    r.written.sort((a, b) => a.partition - b.partition),
+    [
+      { node: 1, partition: 0 },
+      { node: 2, partition: 1 },
+    ],
+    'each partition written once',
+  );
+  assert.deepEqual(r.resolved, [0, 1]);
+  assert.deepEqual(r.sequences, { 0: 1, 1: 1 });
 });
