@@ -3,7 +3,7 @@ export { stackUp, stackUpFor, stackDown, stackStatus, stackPids, kafkaNodePids, 
 export type { ConfiguredStack, StackStatus, StackUpResult, ServiceReport, ServiceName } from './stack.ts';
 export { resolveStackOptions, endpointsOf, MAX_BROKER_COUNT } from './options.ts';
 export type { StackOptions, StackEndpoints, StackProgress, RegistryStorage, StackSecurity, ClickhouseSecurity } from './options.ts';
-export { getFreePort, isPortFree } from './ports.ts';
+export { distinctFreePorts, freePortBlock, getFreePort, isPortFree } from './ports.ts';
 export { KAFKA_VERSION, kafkaHealthy } from './kafka.ts';
 export { checkPrerequisites } from './prerequisites.ts';
 export { runCommand } from './run-command.ts';

@@ -32,6 +32,26 @@ export function getFreePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/** `count` consecutive ports, all free now, from a random base in 20000–59999 (a stack of several Kafka nodes puts node i on base + 2i). */
+export async function freePortBlock(count: number, host = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    const free = await Promise.all(Array.from({ length: count }, (_, i) => isPortFree(host, base + i)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `no ${count} consecutive free ports found on ${host}`);
+}
+
+/** `n` distinct free ports, none of them in `avoid`. */
+export async function distinctFreePorts(n: number, avoid: readonly number[] = [], host = '127.0.0.1'): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < n) {
+    const p = await getFreePort(host);
+    if (!avoid.includes(p)) ports.add(p);
+  }
+  return [...ports];
+}
+
 /** The one message for ports someone else holds (pure, so it is unit-tested). */
 export function portsTakenMessage(host: string, taken: readonly PortClaim[]): string {
   const list = taken.map((c) => `${c.service} needs ${host}:${c.port}`).join(', ');

@@ -31,6 +31,8 @@ export interface ServiceSpec {
   url?: string;
   /** Resolves true when the service is ready (default: the process has stayed alive for `settleMs`). */
   healthy?: () => Promise<boolean>;
+  /** Variables set over the supervisor's environment for this service only (a home of its own). @default none */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface SupervisorOptions {
@@ -72,6 +74,8 @@ interface Slot {
   lastCrashAt?: number;
   launchedAt: number;
   restartTimer?: NodeJS.Timeout;
+  /** Stopped on purpose ({@link Supervisor.stop}): its exit is not a crash. */
+  stopping?: boolean;
 }
 
 export class Supervisor {
@@ -133,7 +137,8 @@ export class Supervisor {
   }
 
   private launch(slot: Slot): void {
-    const child = spawn(process.execPath, [this.o.bin, ...slot.spec.args], { env: this.o.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = slot.spec.env ? { ...this.o.env, ...slot.spec.env } : this.o.env;
+    const child = spawn(process.execPath, [this.o.bin, ...slot.spec.args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     slot.child = child;
     slot.launchedAt = Date.now();
     child.stdout?.pipe(slot.log, { end: false });
@@ -141,7 +146,7 @@ export class Supervisor {
     this.set(slot, 'running');
     child.once('exit', (code, signal) => {
       slot.child = undefined;
-      if (this.stopping) return this.set(slot, 'stopped');
+      if (this.stopping || slot.stopping) return this.set(slot, 'stopped');
       const now = Date.now();
       const window = this.o.crashWindowMs ?? 60000;
       // Crashes chain into a loop while each comes within the window of the one before (the
@@ -162,26 +167,42 @@ export class Supervisor {
     return Math.min(this.o.maxRestartDelayMs ?? 60000, (this.o.restartDelayMs ?? 500) * 2 ** Math.max(0, n - 1));
   }
 
+  /**
+   * Stops one service as {@link stopAll} stops each (SIGTERM, SIGKILL past the timeout) and does not
+   * restart it; `start` with the same name starts it again (a scale-in, a rolling restart).
+   * @throws Error when no service has that name
+   */
+  async stop(name: string): Promise<void> {
+    const slot = this.slots.get(name);
+    if (!slot) throw new Error(`no service named ${name}`);
+    slot.stopping = true;
+    clearTimeout(slot.restartTimer);
+    await this.terminate(slot);
+    this.set(slot, 'stopped');
+    await new Promise<void>((resolve) => slot.log.end(resolve));
+    this.slots.delete(name);
+  }
+
+  /** SIGTERM to `slot`'s process, SIGKILL if it outlives the stop timeout; resolves once it exited. */
+  private terminate(slot: Slot): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const child = slot.child;
+      if (!child || child.exitCode !== null) return resolve();
+      const kill = setTimeout(() => child.kill('SIGKILL'), this.o.stopTimeoutMs ?? 15000);
+      child.once('exit', () => {
+        clearTimeout(kill);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+  }
+
   /** SIGTERM to every service (in reverse start order), SIGKILL to whatever outlives the timeout. */
   async stopAll(): Promise<void> {
     this.stopping = true;
     const slots = [...this.slots.values()].reverse();
     for (const s of slots) clearTimeout(s.restartTimer);
-    await Promise.all(
-      slots.map(
-        (s) =>
-          new Promise<void>((resolve) => {
-            const child = s.child;
-            if (!child || child.exitCode !== null) return resolve();
-            const kill = setTimeout(() => child.kill('SIGKILL'), this.o.stopTimeoutMs ?? 15000);
-            child.once('exit', () => {
-              clearTimeout(kill);
-              resolve();
-            });
-            child.kill('SIGTERM');
-          }),
-      ),
-    );
+    await Promise.all(slots.map((s) => this.terminate(s)));
     for (const s of slots) this.set(s, 'stopped');
     // The logs' last lines are on disk when this returns.
     await Promise.all(slots.map((s) => new Promise<void>((resolve) => s.log.end(resolve))));

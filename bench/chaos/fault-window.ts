@@ -59,7 +59,7 @@ export class FaultWindow {
       const sent = Date.now();
       // Each probe is a conversation of its own, answered when the gateway can.
       void chatCall(
-        ctx.gatewayUrl,
+        ctx.gatewayUrls[k % ctx.gatewayUrls.length]!,
         { messages: [{ role: 'user', content: `probe ${k}` }], max_tokens: 4 },
         { 'x-session-id': `${ctx.prefix}probe-${k}`, 'idempotency-key': `${ctx.prefix}probe-${k}` },
         300_000,

@@ -18,7 +18,8 @@ export interface CallResult {
 }
 
 export interface LoadOptions {
-  url: string;
+  /** The gateway, or several: conversation s sticks to `url[s % n]`, as a load balancer keyed by session. */
+  url: string | readonly string[];
   /** Session ids start with this (the scenario's own). */
   prefix: string;
   /** Calls in all. */
@@ -112,6 +113,7 @@ export async function runConversations(o: LoadOptions): Promise<LoadResult> {
   let next = 0;
   const conversation = async (s: number): Promise<void> => {
     const sessionId = `${o.prefix}s${s}`;
+    const url = typeof o.url === 'string' ? o.url : o.url[s % o.url.length]!;
     const user = o.userOf?.(s) ?? `${o.prefix}u${s % 5}`;
     const history: Message[] = [{ role: 'system', content: 'You are a helpful assistant.' }];
     const turns = Math.min(perSession, o.calls - s * perSession);
@@ -119,7 +121,7 @@ export async function runConversations(o: LoadOptions): Promise<LoadResult> {
       history.push({ role: 'user', content: t === 0 ? `question ${s}: what is ${s} + ${t}?` : REPLIES[(s + t) % REPLIES.length] });
       const stream = (s + t) % 5 === 0;
       const r = await chatCall(
-        o.url,
+        url,
         { messages: history, max_tokens: 12, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) },
         {
           'x-session-id': sessionId,
@@ -136,7 +138,7 @@ export async function runConversations(o: LoadOptions): Promise<LoadResult> {
       answered.push(r);
       history.push({ role: 'assistant', content: r.content });
       if ((s + t) % 6 === 1) {
-        const fb = await fetch(`${o.url}/v1/feedback`, {
+        const fb = await fetch(`${url}/v1/feedback`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-user-id': user },
           body: JSON.stringify({ turn_id: r.turnId, rating: (s + t) % 4 === 1 ? 1 : -1 }),

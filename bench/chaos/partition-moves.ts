@@ -63,11 +63,18 @@ export function countByInput(inputIds: Iterable<string>, outputIds: Iterable<str
 
 /**
  * Scales the group through `sizes` (instances `i0`, `i1`, …: growing starts the next ones,
- * shrinking stops the newest), waiting after each step until it settled. The last step's
- * instances are left running; their ids are returned with the steps.
+ * shrinking stops the newest), waiting after each step until it settled. `from` names the
+ * instances already running. The last step's instances are left running; their ids are returned
+ * with the steps.
  */
-export async function scaleGroup(members: GroupMembers, waits: MoveWaits, sizes: number[], say: (l: string) => void = () => undefined) {
-  const running: string[] = [];
+export async function scaleGroup(
+  members: GroupMembers,
+  waits: MoveWaits,
+  sizes: number[],
+  say: (l: string) => void = () => undefined,
+  from: readonly string[] = [],
+) {
+  const running: string[] = [...from];
   const steps: Array<{ instances: number; seconds: number }> = [];
   for (const size of sizes) {
     const t0 = Date.now();

@@ -19,18 +19,23 @@
  * It passes when every scenario has lost 0 and doubled 0, weight versions are consecutive, and
  * during the slow readers a normal call (one at a time, from a user of its own) has a p99 under
  * 1 s; the same calls just before the burst are its baseline.
+ *
+ * With `cluster` the stack has three brokers and the services run as on several hosts (two
+ * gateways with homes of their own, three instances of each processor, the trainer's versions
+ * through Kafka), and the scenarios are the scale events of bench/chaos/cluster.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { AnalyticsStore } from '../../warehouse/index.ts';
-import { getFreePort, stackDown, stackUp, type StackOptions, type StackUpResult, type Supervisor } from '../../infra/index.ts';
+import { distinctFreePorts, freePortBlock, stackDown, stackUp, type StackOptions, type StackUpResult, type Supervisor } from '../../infra/index.ts';
 import { createKafka, parseBrokers, waitForDependencies, type EventCodecs } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { Observer } from './observe.ts';
 import { runScenario, type ScenarioResult } from './run-scenario.ts';
-import { scenarios, type FaultContext } from './scenarios.ts';
+import { scenarios, type FaultContext, type Scenario } from './scenarios.ts';
+import { ClusterServices, clusterScenarios, INSTANCES } from './cluster.ts';
 import { chaosSupervisor, initWeights, serviceEnv, startServices } from './services.ts';
 
 export type { ScenarioResult } from './run-scenario.ts';
@@ -48,6 +53,8 @@ export interface ChaosOptions {
   repeat?: number;
   /** Leave the stack and the home (for a look at the logs). @default false */
   keep?: boolean;
+  /** Three brokers, two gateways on homes of their own, three instances of each processor, and the scale events as scenarios. @default false */
+  cluster?: boolean;
   progress?: (line: string) => void;
 }
 
@@ -57,22 +64,19 @@ export interface ChaosResult {
   scenarios: ScenarioResult[];
   weight_versions: number;
   weight_versions_consecutive: boolean;
+  /** With `cluster`: what ran. */
+  cluster?: { brokers: number; gateways: number; instances_per_processor: number };
   seconds: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function distinctPorts(n: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < n) ports.add(await getFreePort());
-  return [...ports];
-}
 
 /** Runs the fault suite (see the module comment) and stops what it started, also on Ctrl-C. */
 export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
   const t0 = Date.now();
   const say = o.progress ?? (() => undefined);
-  const { home, stack, up, gatewayPort } = await startStack(o, say);
+  const { home, stack, up, gatewayPorts } = await startStack(o, say);
   const running: { supervisor?: Supervisor } = {};
   let cleaning: Promise<void> | undefined;
   const cleanup = (): Promise<void> =>
@@ -98,17 +102,24 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
       registrySecurity: up.security.registry,
       logger,
     });
-    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-    const env = serviceEnv(home, up, gatewayPort);
+    const env = serviceEnv(home, up, gatewayPorts[0]!);
+    const cluster = o.cluster ? new ClusterServices(home, gatewayPorts) : undefined;
+    const gatewayUrls = cluster?.gatewayUrls ?? [`http://127.0.0.1:${gatewayPorts[0]}`];
+    // Version 0 (the shipped base) on each home that needs one: the trainer's, and the
+    // processors' (the sample builder's teacher is the served model). Gateways make their own.
     await initWeights(env);
+    if (cluster) await initWeights({ ...env, TURNSTREAM_HOME: cluster.homeOf('trainer-a') });
     const supervisor = (running.supervisor = chaosSupervisor(home, env, say));
-    await startServices(supervisor, gatewayUrl, home);
+    if (cluster) await cluster.start(supervisor);
+    else await startServices(supervisor, gatewayUrls[0]!, home);
     say('chaos: every service is up');
     const store = new AnalyticsStore({ url: up.clickhouseUrl, ...up.security.clickhouse });
     const observer = await Observer.start(kafka, codecs, store, logger);
 
     try {
-      await runScenarios(o, { stack, supervisor, kafka, codecs, gatewayUrl }, observer, results);
+      const list = cluster ? clusterScenarios(cluster, observer) : scenarios();
+      const shared = { stack, supervisor, kafka, codecs, gatewayUrl: gatewayUrls[0]!, gatewayUrls };
+      await runScenarios(o, list, shared, observer, results);
       // The trainer's versions settle last: wait until it has nothing left to publish.
       await sleep(5000);
     } finally {
@@ -120,28 +131,34 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
     await cleanup();
     release();
   }
-  return verdict(home, results, versions, t0);
+  const layout = o.cluster ? { brokers: 3, gateways: gatewayPorts.length, instances_per_processor: INSTANCES } : undefined;
+  return { ...verdict(home, results, versions, t0), ...(layout ? { cluster: layout } : {}) };
 }
 
 /** A stack of the run's own: a throw-away home, free ports (and one for the gateway). */
 async function startStack(
   o: ChaosOptions,
   say: (line: string) => void,
-): Promise<{ home: string; stack: StackOptions; up: StackUpResult; gatewayPort: number }> {
+): Promise<{ home: string; stack: StackOptions; up: StackUpResult; gatewayPorts: number[] }> {
   const home = mkdtempSync(join(tmpdir(), 'turnstream-chaos-'));
-  const [kafkaPort, kafkaControllerPort, registryPort, clickhousePort, clickhouseTcpPort, gatewayPort] = await distinctPorts(6);
+  // Kafka node i listens on base + 2i (client) and base + 2i + 1 (controller): a block of 2 per node.
+  const brokerCount = o.cluster ? 3 : 1;
+  const kafkaPort = await freePortBlock(2 * brokerCount);
+  const block = Array.from({ length: 2 * brokerCount }, (_, i) => kafkaPort + i);
+  const [registryPort, clickhousePort, clickhouseTcpPort, ...gatewayPorts] = await distinctFreePorts(o.cluster ? 5 : 4, block);
   const stack: StackOptions = {
     home,
     distDir: o.distDir ?? home,
+    brokerCount,
     kafkaPort,
-    kafkaControllerPort,
-    registryPort,
-    clickhousePort,
-    clickhouseTcpPort,
+    kafkaControllerPort: kafkaPort + 1,
+    registryPort: registryPort!,
+    clickhousePort: clickhousePort!,
+    clickhouseTcpPort: clickhouseTcpPort!,
   };
-  say(`chaos: a stack of its own in ${home}`);
+  say(`chaos: a stack of its own in ${home}${o.cluster ? ' (three brokers)' : ''}`);
   const up = await stackUp({ ...stack, onProgress: (p) => say(`  ${p.service}: ${p.message}`) });
-  return { home, stack, up, gatewayPort };
+  return { home, stack, up, gatewayPorts };
 }
 
 /** Ctrl-C or a SIGTERM stops the services and the stack this run started, as its end does; returns the handlers' removal. */
@@ -161,13 +178,14 @@ function stopOnSignals(cleanup: () => Promise<void>, say: (line: string) => void
 /** Runs the selected scenarios (`repeat` times over), one after another, each with a session prefix of its own. */
 async function runScenarios(
   o: ChaosOptions,
-  shared: { stack: StackOptions; supervisor: Supervisor; kafka: Kafka; codecs: EventCodecs; gatewayUrl: string },
+  all: Scenario[],
+  shared: { stack: StackOptions; supervisor: Supervisor; kafka: Kafka; codecs: EventCodecs; gatewayUrl: string; gatewayUrls: string[] },
   observer: Observer,
   results: ScenarioResult[],
 ): Promise<void> {
   const say = o.progress ?? (() => undefined);
   const calls = o.calls ?? 60;
-  const selected = scenarios().filter((s) => !o.only?.length || o.only.some((f) => s.name.includes(f)));
+  const selected = all.filter((s) => !o.only?.length || o.only.some((f) => s.name.includes(f)));
   const list = Array.from({ length: o.repeat ?? 1 }, () => selected).flat();
   for (const [i, sc] of list.entries()) {
     const prefix = `chaos-${i}-`;

@@ -50,7 +50,7 @@ export async function runScenario(
   const t0 = Date.now();
   const fault = new FaultWindow(sc, ctx, observer);
   const load = await runConversations({
-    url: ctx.gatewayUrl,
+    url: ctx.gatewayUrls,
     prefix: ctx.prefix,
     calls,
     onAnswered: (n) => {

@@ -18,6 +18,8 @@ export interface FaultContext {
   kafka: Kafka;
   codecs: EventCodecs;
   gatewayUrl: string;
+  /** Every gateway (`chaos --cluster` runs two); the first is `gatewayUrl`. */
+  gatewayUrls: string[];
   /** The scenario's session prefix. */
   prefix: string;
   /** Seconds a stopped dependency stays down. */
@@ -50,7 +52,7 @@ async function waitDead(pid: number): Promise<void> {
 }
 
 /** kill -9 of a service the supervisor runs; it restarts it. */
-function killService(service: string): Scenario {
+export function killService(service: string): Scenario {
   return {
     name: `kill -9 ${service}`,
     async inject(ctx) {

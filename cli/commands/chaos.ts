@@ -1,7 +1,8 @@
 /**
- * `turnstream chaos [--json] [--calls N] [--only names] [--dist-dir DIR] [--down-seconds S] [--keep]`:
- * the fault suite (bench/chaos/run-chaos.ts) on a stack of its own. Prints a table per scenario,
- * or one JSON object with `--json`; exits 1 when a scenario lost or doubled anything.
+ * `turnstream chaos [--cluster] [--json] [--calls N] [--only names] [--dist-dir DIR] [--down-seconds S] [--keep]`:
+ * the fault suite (bench/chaos/run-chaos.ts) on a stack of its own; `--cluster` runs the scale
+ * events on three brokers, two gateways and three instances of each processor. Prints a table per
+ * scenario, or one JSON object with `--json`; exits 1 when a scenario lost or doubled anything.
  */
 import type { Command } from 'commander';
 import { chaosTable, runChaos } from '../../bench/index.ts';
@@ -14,6 +15,10 @@ export function register(program: Command): void {
       'fault suite on a stack of its own: kill -9 the broker, gateway, processors, trainer; stop ClickHouse and the registry; corrupt records; an oversized turn; 200 slow readers',
     )
     .option('--json', 'one JSON object on stdout')
+    .option(
+      '--cluster',
+      'three brokers, two gateways on homes of their own, three instances of each processor: scale a group in and out, hold an instance while its partitions move, kill brokers, restart the gateways, move the trainer',
+    )
     .option('--calls <n>', 'calls per scenario', '60')
     .option('--only <names>', 'only scenarios whose name contains one of these (comma separated)')
     .option('--dist-dir <dir>', 'where the Kafka jars and Apicurio are (default: TURNSTREAM_HOME)')
@@ -29,6 +34,7 @@ export function register(program: Command): void {
         downSeconds: string;
         repeat: string;
         keep?: boolean;
+        cluster?: boolean;
       }) => {
         const config = loadConfig();
         const r = new SettingsReader({ '--calls': flags.calls, '--down-seconds': flags.downSeconds, '--repeat': flags.repeat });
@@ -50,6 +56,7 @@ export function register(program: Command): void {
             .filter(Boolean),
           distDir: flags.distDir ?? config.home,
           keep: flags.keep,
+          cluster: flags.cluster,
           progress: (line) => process.stderr.write(`${line}\n`),
         });
         if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -15,6 +15,7 @@ writeFileSync(
   bin.replace(/\.mjs$/, '.cjs'),
   `const [cmd] = process.argv.slice(2);
    console.log('started ' + cmd);
+   if (cmd === 'env') console.log('home=' + process.env.TS_FAKE_HOME);
    if (cmd === 'crash') process.exit(3);
    if (cmd === 'flaky' && !require('node:fs').existsSync(process.argv[3])) process.exit(3);
    if (cmd === 'chatty') for (let i = 0; i < Number(process.argv[3]); i++) console.log(('line ' + i + ' ').padEnd(99, 'x'));
@@ -145,6 +146,37 @@ describe('Supervisor', () => {
       Array.from({ length: numbers.length }, (_, i) => numbers[0] + i),
     );
     assert.equal(numbers.at(-1), 1999);
+  });
+
+  it('stops one service without restarting it, starts it again by name, and gives a service variables of its own', async () => {
+    const changes: string[] = [];
+    const sup = new Supervisor({
+      bin,
+      logDir: join(dir, 'logs-stop-one'),
+      env: { ...process.env, TS_FAKE_HOME: 'shared' },
+      settleMs: 300,
+      onChange: (n, s) => changes.push(`${n}:${s}`),
+    });
+    sup.start({ name: 'a', args: ['env'], env: { TS_FAKE_HOME: 'home-a' } });
+    sup.start({ name: 'b', args: ['env'] });
+    assert.ok(await sup.waitReady(10_000));
+    const pidA = sup.states().find((s) => s.name === 'a')!.pid!;
+    await sup.stop('a');
+    assert.throws(() => process.kill(pidA, 0), 'a exited');
+    assert.deepEqual(
+      sup.states().map((s) => s.name),
+      ['b'],
+      'a is no longer supervised',
+    );
+    assert.ok(changes.includes('a:stopped') && !changes.includes('a:restarting'), changes.join(' '));
+    await assert.rejects(sup.stop('nobody'), /no service named nobody/);
+    sup.start({ name: 'a', args: ['env'], env: { TS_FAKE_HOME: 'home-a2' } });
+    assert.ok(await sup.waitReady(10_000));
+    assert.notEqual(sup.states().find((s) => s.name === 'a')!.pid, pidA);
+    await sup.stopAll();
+    const log = (n: string) => readFileSync(join(dir, 'logs-stop-one', `${n}.log`), 'utf8');
+    assert.match(log('a'), /home=home-a\n[^]*bye[^]*home=home-a2/);
+    assert.match(log('b'), /home=shared/);
   });
 
   it('refuses a log size or count below 1', () => {

@@ -25,6 +25,14 @@ test('scaleGroup: 1 → 3 → 1 starts i0, then i1 and i2, stops the newest firs
   );
 });
 
+test('scaleGroup from three running instances: 3 → 1 → 3 stops i2 and i1, then starts them again (chaos --cluster)', async () => {
+  const { members, log } = recording();
+  const settled = async () => void log.push('settled');
+  const r = await scaleGroup(members, { settled, taken: async () => undefined }, [1, 3], () => undefined, ['i0', 'i1', 'i2']);
+  assert.deepEqual(log, ['stop i2', 'stop i1', 'settled', 'start i1', 'start i2', 'settled']);
+  assert.deepEqual(r.running, ['i0', 'i1', 'i2']);
+});
+
 test('moveMidTransaction: a is held before b joins, and let go only once b has taken its partitions', async () => {
   const { members, log } = recording();
   await moveMidTransaction(members, { settled: async () => void log.push('settled'), taken: async () => void log.push('taken') });
