@@ -229,6 +229,26 @@ function rollingGatewayRestart(cluster: ClusterServices): Scenario {
   };
 }
 
+/** Seconds until every gateway answers with policy version `version` or newer (a call each every 500 ms); -1 when one does not in `timeoutMs`. */
+async function servedEverywhere(urls: string[], version: number, prefix: string, timeoutMs = 120_000): Promise<number> {
+  const t0 = Date.now();
+  const pending = new Set(urls);
+  for (let k = 0; pending.size > 0 && Date.now() - t0 < timeoutMs; k++) {
+    for (const url of [...pending]) {
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session-id': `${prefix}version-${k}`, 'x-user-id': `${prefix}version` },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'which version?' }], max_tokens: 2 }),
+        signal: AbortSignal.timeout(10_000),
+      }).catch(() => null);
+      await res?.text();
+      if (res?.ok && Number(res.headers.get('x-policy-version')) >= version) pending.delete(url);
+    }
+    if (pending.size > 0) await sleep(500);
+  }
+  return pending.size === 0 ? Number(((Date.now() - t0) / 1000).toFixed(1)) : -1;
+}
+
 /** The trainer stopped on its home and started on another (an empty weight store: it fetches the last version through Kafka). */
 function trainerMoved(cluster: ClusterServices, observer: Observer): Scenario {
   return {
@@ -245,8 +265,12 @@ function trainerMoved(cluster: ClusterServices, observer: Observer): Scenario {
       ctx.progress(`  ${from} stopped at version ${before}; ${to} started on a home of its own`);
       for (const deadline = Date.now() + 240_000; newest() <= before && Date.now() < deadline; ) await sleep(500);
       const after = newest();
-      if (after > before) ctx.progress(`  ${to} published version ${after} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-      return { version_before: before, version_after: after, first_version_s: after > before ? Number(((Date.now() - t0) / 1000).toFixed(1)) : -1 };
+      const firstS = after > before ? Number(((Date.now() - t0) / 1000).toFixed(1)) : -1;
+      if (after > before) ctx.progress(`  ${to} published version ${after} after ${firstS} s`);
+      // Both gateways, each on a home of its own, fetch it through Kafka and serve it.
+      const servedS = after > before ? await servedEverywhere(ctx.gatewayUrls, after, ctx.prefix) : -1;
+      if (servedS >= 0) ctx.progress(`  both gateways serve version ${after} or newer ${servedS} s later`);
+      return { version_before: before, version_after: after, first_version_s: firstS, served_by_every_gateway_s: servedS };
     },
   };
 }

@@ -18,7 +18,10 @@ export interface CallResult {
 }
 
 export interface LoadOptions {
-  /** The gateway, or several: conversation s sticks to `url[s % n]`, as a load balancer keyed by session. */
+  /**
+   * The gateway, or several behind no affinity: each call goes to the next one in turn, a retry to
+   * the one after it, and a 👍/👎 to another than the one that answered.
+   */
   url: string | readonly string[];
   /** Session ids start with this (the scenario's own). */
   prefix: string;
@@ -60,9 +63,9 @@ interface Message {
   content: string;
 }
 
-/** One chat call, retried (same Idempotency-Key) until answered 200 or `giveUpMs` passes. */
+/** One chat call, retried (same Idempotency-Key) until answered 200 or `giveUpMs` passes; with several gateways, attempt k goes to `url[k % n]`. */
 export async function chatCall(
-  url: string,
+  url: string | readonly string[],
   body: Record<string, unknown>,
   headers: Record<string, string>,
   giveUpMs = 240_000,
@@ -70,8 +73,9 @@ export async function chatCall(
   const t0 = Date.now();
   for (let attempt = 1; Date.now() - t0 < giveUpMs; attempt++) {
     const at = Date.now();
+    const gateway = typeof url === 'string' ? url : url[(attempt - 1) % url.length]!;
     try {
-      const res = await fetch(`${url}/v1/chat/completions`, {
+      const res = await fetch(`${gateway}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body: JSON.stringify(body),
@@ -113,7 +117,9 @@ export async function runConversations(o: LoadOptions): Promise<LoadResult> {
   let next = 0;
   const conversation = async (s: number): Promise<void> => {
     const sessionId = `${o.prefix}s${s}`;
-    const url = typeof o.url === 'string' ? o.url : o.url[s % o.url.length]!;
+    const urls = typeof o.url === 'string' ? [o.url] : o.url;
+    /** The gateways in the order call `k` of this conversation tries them. */
+    const rotated = (k: number): string[] => urls.map((_, i) => urls[(s + k + i) % urls.length]!);
     const user = o.userOf?.(s) ?? `${o.prefix}u${s % 5}`;
     const history: Message[] = [{ role: 'system', content: 'You are a helpful assistant.' }];
     const turns = Math.min(perSession, o.calls - s * perSession);
@@ -121,7 +127,7 @@ export async function runConversations(o: LoadOptions): Promise<LoadResult> {
       history.push({ role: 'user', content: t === 0 ? `question ${s}: what is ${s} + ${t}?` : REPLIES[(s + t) % REPLIES.length] });
       const stream = (s + t) % 5 === 0;
       const r = await chatCall(
-        url,
+        rotated(t),
         { messages: history, max_tokens: 12, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) },
         {
           'x-session-id': sessionId,
@@ -138,7 +144,7 @@ export async function runConversations(o: LoadOptions): Promise<LoadResult> {
       answered.push(r);
       history.push({ role: 'assistant', content: r.content });
       if ((s + t) % 6 === 1) {
-        const fb = await fetch(`${url}/v1/feedback`, {
+        const fb = await fetch(`${rotated(t + 1)[0]}/v1/feedback`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-user-id': user },
           body: JSON.stringify({ turn_id: r.turnId, rating: (s + t) % 4 === 1 ? 1 : -1 }),

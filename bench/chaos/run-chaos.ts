@@ -199,14 +199,16 @@ async function runScenarios(
   }
 }
 
-/** Passes when every scenario lost and doubled nothing and recovered, the weight versions are consecutive, and the slow readers' normal p99 is under 1 s. */
+/** Passes when every scenario lost and doubled nothing and recovered, the weight versions are consecutive, the slow readers' normal p99 is under 1 s, and a moved trainer's version reached every gateway. */
 function verdict(home: string, results: ScenarioResult[], versions: number[], t0: number): ChaosResult {
   const consecutive = versions.every((v, i) => v === i + 1);
   const ok =
     results.length > 0 &&
     results.every((r) => r.lost === 0 && r.doubled === 0 && r.recover_s !== null) &&
     consecutive &&
-    results.filter((r) => r.scenario.includes('slow readers')).every((r) => Number(r.details.normal_p99_ms) < 1000);
+    results.filter((r) => r.scenario.includes('slow readers')).every((r) => Number(r.details.normal_p99_ms) < 1000) &&
+    // The moved trainer published a version, and every gateway served it.
+    results.filter((r) => r.scenario.includes('trainer moved')).every((r) => Number(r.details.served_by_every_gateway_s) >= 0);
   return {
     ok,
     home,

@@ -2,7 +2,9 @@
  * `turnstream chaos` end to end, on two of its scenarios (the whole suite takes ~10 minutes and
  * is run by hand: its table is in docs/operations.md): it starts a stack of its own on free ports, kills
  * the gateway mid-traffic and sends a 3 MB turn, and reports nothing lost or doubled, as one
- * JSON object, then stops what it started.
+ * JSON object, then stops what it started. `chaos --cluster` likewise, on the scenario of a
+ * partition moving away from an instance held mid-transaction (its whole suite, ~7 minutes, is in
+ * docs/deployment.md).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -11,22 +13,13 @@ import { test } from 'node:test';
 import type { ChaosResult } from '../../bench/chaos/run-chaos.ts';
 import { REPO_ROOT } from '../support/stack.ts';
 
-test('turnstream chaos --json: kill -9 of the gateway and a 3 MB turn lose and double nothing', { timeout: 900_000 }, async () => {
+/** `turnstream chaos --json --calls 12 …args` on a stack of its own: its exit code, its one JSON object and its progress lines. */
+async function chaos(args: string[]): Promise<{ code: number | null; result: ChaosResult; err: string }> {
   const env = { ...process.env };
   for (const k of ['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'CLICKHOUSE_URL']) delete env[k];
   const child = spawn(
     process.execPath,
-    [
-      'bin/turnstream.js',
-      'chaos',
-      '--json',
-      '--calls',
-      '12',
-      '--only',
-      'kill -9 gateway,oversized',
-      '--dist-dir',
-      join(REPO_ROOT, '.turnstream'),
-    ],
+    ['bin/turnstream.js', 'chaos', '--json', '--calls', '12', '--dist-dir', join(REPO_ROOT, '.turnstream'), ...args],
     { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -34,7 +27,11 @@ test('turnstream chaos --json: kill -9 of the gateway and a 3 MB turn lose and d
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (err += d));
   const code = await new Promise<number | null>((r) => child.once('exit', r));
-  const result = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as ChaosResult;
+  return { code, result: JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as ChaosResult, err };
+}
+
+test('turnstream chaos --json: kill -9 of the gateway and a 3 MB turn lose and double nothing', { timeout: 900_000 }, async () => {
+  const { code, result, err } = await chaos(['--only', 'kill -9 gateway,oversized']);
   assert.equal(code, 0, `exit code 0 when it passes:\n${err.slice(-3000)}`);
   assert.equal(result.ok, true);
   assert.deepEqual(
@@ -48,4 +45,20 @@ test('turnstream chaos --json: kill -9 of the gateway and a 3 MB turn lose and d
   }
   assert.equal(result.scenarios[1].details.oversized_answered, true);
   assert.match(err, /killed gateway/);
+});
+
+test('turnstream chaos --cluster --json: a partition moved from an instance held mid-transaction, on three brokers and two gateways, loses and doubles nothing', { timeout: 900_000 }, async () => {
+  const { code, result, err } = await chaos(['--cluster', '--only', 'held mid-transaction']);
+  assert.equal(code, 0, `exit code 0 when it passes:\n${err.slice(-3000)}`);
+  assert.equal(result.ok, true);
+  assert.deepEqual(result.cluster, { brokers: 3, gateways: 2, instances_per_processor: 3 });
+  const [s] = result.scenarios;
+  assert.equal(s.scenario, 'session-assembler: an instance held mid-transaction while its partitions move');
+  assert.deepEqual([s.lost, s.doubled], [0, 0]);
+  assert.ok(s.answered >= 12 && s.pairs >= s.answered && s.judgements >= s.answered && s.clickhouse_rows >= s.answered, JSON.stringify(s));
+  // The held instance's partitions went to the two others, and it rejoined once let go.
+  assert.ok(Number(s.details.taken_s) > 0 && Number(s.details.rejoined_s) >= Number(s.details.taken_s), JSON.stringify(s.details));
+  assert.match(err, /session-assembler-i0 held \(SIGSTOP\)/);
+  // Both gateways came up, each on a home of its own (calls alternate between them, with no affinity).
+  assert.match(err, /gateway-a: ready[^]*gateway-b: ready|gateway-b: ready[^]*gateway-a: ready/);
 });
