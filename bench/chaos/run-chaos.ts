@@ -103,6 +103,9 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
       logger,
     });
     const env = serviceEnv(home, up, gatewayPorts[0]!);
+    // With two gateways and no affinity a session's turns can be read out of order; the
+    // assembler's default grace (5 s) is what lets a late one still slot in.
+    if (o.cluster) env.FEEDBACK_GRACE_MS = '5000';
     const cluster = o.cluster ? new ClusterServices(home, gatewayPorts) : undefined;
     const gatewayUrls = cluster?.gatewayUrls ?? [`http://127.0.0.1:${gatewayPorts[0]}`];
     // Version 0 (the shipped base) on each home that needs one: the trainer's, and the

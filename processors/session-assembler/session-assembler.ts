@@ -18,8 +18,9 @@
  * history is paired right away with that history (verified) and takes the pending turn's index
  * (pending moves up by one); any other late main turn is recorded but not paired (no trustworthy
  * next state is left: its successor has been paired already). A turn arriving after the session
- * was closed reopens it when it is newer than the close; when it is older, it is late and
- * recorded only.
+ * was closed reopens it when it is newer than the close; when it is older, it is late: paired
+ * with the history of a held pair's turn that contains its response (it slots in before that
+ * turn), else recorded only.
  *
  * Feedback grace (`feedbackGraceMs`, stream time). A ready pair is not emitted at once: it is
  * HELD in the state until `pair.createdAt + feedbackGraceMs`, and `release` (run by the service's
@@ -224,6 +225,56 @@ export function applyTurn(prev: SessionState | undefined, turn: Turn, options?: 
   };
 }
 
+/**
+ * A main turn read after its session closed though requested before the close (another gateway's
+ * outbox was slower than the one that took the last turn): while a held pair's turn has the late
+ * turn's response in its history, the late turn is paired with that history (verified) and slots
+ * in before that turn, as a late turn slots in before pending. Null when no held pair verifies it.
+ */
+function slotInBeforeHeld(
+  state: SessionState,
+  turn: Turn,
+  opts: ResolvedAssemblerOptions,
+): { state: SessionState; lateFeedback: number } | null {
+  const after = state.held
+    .filter(
+      (p) =>
+        p.turn.requestMessages.length > turn.requestMessages.length &&
+        p.turn.requestMessages.some((m) => matchesResponse(m, turn.response)),
+    )
+    .sort((a, b) => a.turn.requestMessages.length - b.turn.requestMessages.length)[0];
+  if (!after) return null;
+  const next = extractNextState(turn.response, after.turn.requestMessages, turn.requestMessages);
+  if (!next.historyVerified) return null;
+  const index = after.turn.mainTurnIndex;
+  const early = state.earlyFeedback.filter((f) => f.turnId === turn.turnId).map(evidenceOf);
+  let pair: TurnPair = {
+    pairId: turn.turnId,
+    sessionId: state.sessionId,
+    userId: state.userId,
+    turn: toPairTurn(turn, index),
+    nextState: next.items,
+    endMarker: null,
+    feedback: [],
+    historyVerified: true,
+    createdAt: after.turn.requestedAt,
+    tag: opts.tag,
+  };
+  for (const e of early) if (inGrace(e.createdAt, pair.createdAt, opts)) pair = withFeedback(pair, e);
+  const moved = state.held.map((p) =>
+    p.turn.mainTurnIndex >= index ? { ...p, turn: { ...p.turn, mainTurnIndex: p.turn.mainTurnIndex + 1 } } : p,
+  );
+  return {
+    state: {
+      ...state,
+      held: [...moved, pair],
+      mainTurnCount: state.mainTurnCount + 1,
+      earlyFeedback: early.length > 0 ? state.earlyFeedback.filter((f) => f.turnId !== turn.turnId) : state.earlyFeedback,
+    },
+    lateFeedback: early.filter((e) => !inGrace(e.createdAt, pair.createdAt, opts)).length,
+  };
+}
+
 function applyTurnNow(prev: SessionState | undefined, turn: Turn, opts: ResolvedAssemblerOptions): AssemblerStep {
   let state = prev ?? emptySession(turn.sessionId, turn.userId);
   if (state.recentIds.includes(turn.turnId)) return { state, pairs: [], ignored: 'duplicate' };
@@ -236,6 +287,10 @@ function applyTurnNow(prev: SessionState | undefined, turn: Turn, opts: Resolved
     recentIds: rememberId(state.recentIds, turn.turnId, opts.maxRecentIds),
     lastActivityAt: Math.max(state.lastActivityAt, turn.completedAt),
   };
+  if (lateForClosed && turn.turnType === 'MAIN') {
+    const slotted = slotInBeforeHeld(state, turn, opts);
+    if (slotted) return { state: slotted.state, pairs: [], ...(slotted.lateFeedback > 0 ? { lateFeedback: slotted.lateFeedback } : {}) };
+  }
   if (lateForClosed) return { state, pairs: [], ignored: turn.turnType === 'MAIN' ? 'late-turn' : undefined };
   if (wasClosed) state = { ...state, closed: false, closedReason: null };
 

@@ -389,6 +389,29 @@ describe('session assembler: feedback grace period (feedback read after the next
     assert.equal(releaseAt(r.state, t1.requestedAt + 99_000).pairs.length, 0, 'released once');
   });
 
+  it("a turn read after the session's last turn closed it (another gateway was slower) slots in while that turn's pair is held", () => {
+    const [t0, t1, t2] = conversation(3, (i) => (i === 2 ? { sessionDone: true } : {}));
+    // t1 was answered by one gateway, t2 (the last, X-Session-Done) by another whose turn was read first.
+    let s = sa.applyTurn(undefined, t0, G).state;
+    s = sa.applyTurn(s, t2, G).state;
+    assert.equal(s.closed, true);
+    const step = sa.applyTurn(s, t1, G);
+    assert.equal(step.ignored, undefined, 'not dropped as late');
+    const out = releaseAt(step.state, t2.completedAt + 99_000).pairs;
+    assert.deepEqual(out.map((p) => `${p.pairId}:${p.turn.mainTurnIndex}:${p.endMarker ?? 'next'}`).sort(), [
+      't0:0:next',
+      't1:1:next',
+      't2:2:SESSION_DONE',
+    ]);
+    const p1 = out.find((p) => p.pairId === 't1')!;
+    assert.equal(p1.historyVerified, true);
+    assert.deepEqual(p1.nextState, [{ role: 'USER', content: 'user 2', toolCallId: null }]);
+    assert.equal(step.state.mainTurnCount, 3);
+    // Once the held pairs are out, a turn that late is recorded only, as before.
+    const released = releaseAt(s, t2.completedAt + 99_000).state;
+    assert.equal(sa.applyTurn(released, t1, G).ignored, 'late-turn');
+  });
+
   it('a 👎 read after the next turn still reaches the pair; after the release it is late', () => {
     const [t0, t1] = conversation(2);
     let s = sa.applyTurn(sa.applyTurn(undefined, t0, G).state, t1, G).state;
