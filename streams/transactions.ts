@@ -60,6 +60,13 @@ const retries = counter(
 /** The producer was fenced: another instance runs with our transactional id. */
 const FENCED = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);
 
+/**
+ * The broker and the producer no longer agree on the producer's sequence numbers (a leader lost
+ * mid-send, a send whose answer was lost): the producer never recovers by itself, only a new
+ * producer id starts them again (seen on three brokers with two killed: 80 attempts in a row).
+ */
+const PRODUCER_STATE_LOST = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_ID_MAPPING']);
+
 export function isFenced(err: unknown): boolean {
   const type = kafkaErrorType(err);
   const name = (err as { name?: string })?.name ?? '';
@@ -244,6 +251,7 @@ export class Transactions {
       } else {
         this.stale = true;
       }
+      if (PRODUCER_STATE_LOST.has(kafkaErrorType(err) ?? '')) this.stale = true;
       // `param` names the failed phase for the retry metric when Kafka gave no error type.
       throw new TurnstreamError(ErrorCodes.UNAVAILABLE, `transaction failed (${phase}): ${(err as Error).message}`, {
         cause: err,
@@ -255,7 +263,9 @@ export class Transactions {
   /** A fresh producer with the same transactional id: the coordinator settles what the old one left. */
   private async reset(): Promise<void> {
     const old = this.producer;
-    await Promise.race([old.disconnect().catch(() => undefined), new Promise((r) => setTimeout(r, 5000))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([old.disconnect().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 5000)))]);
+    clearTimeout(timer);
     this.producer = this.create();
     await this.producer.connect();
     this.stale = false;

@@ -263,7 +263,7 @@ function trainerMoved(cluster: ClusterServices, observer: Observer): Scenario {
       const t0 = Date.now();
       cluster.run(ctx.supervisor, cluster.trainerSpec(to));
       ctx.progress(`  ${from} stopped at version ${before}; ${to} started on a home of its own`);
-      for (const deadline = Date.now() + 240_000; newest() <= before && Date.now() < deadline; ) await sleep(500);
+      for (const deadline = Date.now() + 240_000; newest() <= before && Date.now() < deadline;) await sleep(500);
       const after = newest();
       const firstS = after > before ? Number(((Date.now() - t0) / 1000).toFixed(1)) : -1;
       if (after > before) ctx.progress(`  ${to} published version ${after} after ${firstS} s`);

@@ -18,11 +18,15 @@ export interface CallResult {
 }
 
 export interface LoadOptions {
-  /**
-   * The gateway, or several behind no affinity: each call goes to the next one in turn, a retry to
-   * the one after it, and a 👍/👎 to another than the one that answered.
-   */
+  /** The gateway, or several (see `affinity`). */
   url: string | readonly string[];
+  /**
+   * With several gateways: `session` sends every call of a conversation (and its retries and
+   * 👍/👎) to one gateway, as a load balancer keyed by X-Session-Id; `none` sends each call to the
+   * next gateway in turn, a retry to the one after it, and a 👍/👎 to another than the one that
+   * answered. @default 'session'
+   */
+  affinity?: 'session' | 'none';
   /** Session ids start with this (the scenario's own). */
   prefix: string;
   /** Calls in all. */
@@ -119,7 +123,8 @@ export async function runConversations(o: LoadOptions): Promise<LoadResult> {
     const sessionId = `${o.prefix}s${s}`;
     const urls = typeof o.url === 'string' ? [o.url] : o.url;
     /** The gateways in the order call `k` of this conversation tries them. */
-    const rotated = (k: number): string[] => urls.map((_, i) => urls[(s + k + i) % urls.length]!);
+    const rotated = (k: number): string[] =>
+      o.affinity === 'none' ? urls.map((_, i) => urls[(s + k + i) % urls.length]!) : [urls[s % urls.length]!];
     const user = o.userOf?.(s) ?? `${o.prefix}u${s % 5}`;
     const history: Message[] = [{ role: 'system', content: 'You are a helpful assistant.' }];
     const turns = Math.min(perSession, o.calls - s * perSession);

@@ -29,7 +29,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
 import { AnalyticsStore } from '../../warehouse/index.ts';
-import { distinctFreePorts, freePortBlock, stackDown, stackUp, type StackOptions, type StackUpResult, type Supervisor } from '../../infra/index.ts';
+import {
+  distinctFreePorts,
+  freePortBlock,
+  stackDown,
+  stackUp,
+  type StackOptions,
+  type StackUpResult,
+  type Supervisor,
+} from '../../infra/index.ts';
 import { createKafka, parseBrokers, waitForDependencies, type EventCodecs } from '../../streams/index.ts';
 import { createLogger } from '../../core/index.ts';
 import { Observer } from './observe.ts';
@@ -55,6 +63,8 @@ export interface ChaosOptions {
   keep?: boolean;
   /** Three brokers, two gateways on homes of their own, three instances of each processor, and the scale events as scenarios. @default false */
   cluster?: boolean;
+  /** How the clients spread over the gateways (LoadOptions.affinity). @default 'session' */
+  affinity?: 'session' | 'none';
   progress?: (line: string) => void;
 }
 
@@ -65,12 +75,11 @@ export interface ChaosResult {
   weight_versions: number;
   weight_versions_consecutive: boolean;
   /** With `cluster`: what ran. */
-  cluster?: { brokers: number; gateways: number; instances_per_processor: number };
+  cluster?: { brokers: number; gateways: number; instances_per_processor: number; affinity: 'session' | 'none' };
   seconds: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 
 /** Runs the fault suite (see the module comment) and stops what it started, also on Ctrl-C. */
 export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
@@ -134,7 +143,9 @@ export async function runChaos(o: ChaosOptions = {}): Promise<ChaosResult> {
     await cleanup();
     release();
   }
-  const layout = o.cluster ? { brokers: 3, gateways: gatewayPorts.length, instances_per_processor: INSTANCES } : undefined;
+  const layout = o.cluster
+    ? { brokers: 3, gateways: gatewayPorts.length, instances_per_processor: INSTANCES, affinity: o.affinity ?? 'session' }
+    : undefined;
   return { ...verdict(home, results, versions, t0), ...(layout ? { cluster: layout } : {}) };
 }
 
@@ -193,7 +204,7 @@ async function runScenarios(
   for (const [i, sc] of list.entries()) {
     const prefix = `chaos-${i}-`;
     say(`chaos: ${sc.name}`);
-    const ctx: FaultContext = { ...shared, prefix, downSeconds: o.downSeconds ?? 10, progress: say };
+    const ctx: FaultContext = { ...shared, prefix, affinity: o.affinity ?? 'session', downSeconds: o.downSeconds ?? 10, progress: say };
     results.push(await runScenario(sc.name, sc, ctx, calls, observer, say));
     const r = results.at(-1)!;
     say(

@@ -51,6 +51,7 @@ export async function runScenario(
   const fault = new FaultWindow(sc, ctx, observer);
   const load = await runConversations({
     url: ctx.gatewayUrls,
+    affinity: ctx.affinity,
     prefix: ctx.prefix,
     calls,
     onAnswered: (n) => {

@@ -20,6 +20,8 @@ export interface FaultContext {
   gatewayUrl: string;
   /** Every gateway (`chaos --cluster` runs two); the first is `gatewayUrl`. */
   gatewayUrls: string[];
+  /** How the load spreads over the gateways (LoadOptions.affinity). */
+  affinity: 'session' | 'none';
   /** The scenario's session prefix. */
   prefix: string;
   /** Seconds a stopped dependency stays down. */

@@ -16,6 +16,11 @@ export function register(program: Command): void {
     )
     .option('--json', 'one JSON object on stdout')
     .option(
+      '--gateway-affinity <mode>',
+      'with --cluster: session (a conversation stays on one gateway) or none (each call to the next gateway)',
+      'session',
+    )
+    .option(
       '--cluster',
       'three brokers, two gateways on homes of their own, three instances of each processor: scale a group in and out, hold an instance while its partitions move, kill brokers, restart the gateways, move the trainer',
     )
@@ -35,11 +40,18 @@ export function register(program: Command): void {
         repeat: string;
         keep?: boolean;
         cluster?: boolean;
+        gatewayAffinity: string;
       }) => {
         const config = loadConfig();
-        const r = new SettingsReader({ '--calls': flags.calls, '--down-seconds': flags.downSeconds, '--repeat': flags.repeat });
-        const { calls, downSeconds, repeat } = r.done(
+        const r = new SettingsReader({
+          '--calls': flags.calls,
+          '--down-seconds': flags.downSeconds,
+          '--repeat': flags.repeat,
+          '--gateway-affinity': flags.gatewayAffinity,
+        });
+        const { calls, downSeconds, repeat, affinity } = r.done(
           {
+            affinity: r.oneOf<'session' | 'none'>('--gateway-affinity', 'session', ['session', 'none']),
             calls: r.number('--calls', 60, { integer: true, min: 4 }),
             downSeconds: r.number('--down-seconds', 10, { min: 0 }),
             repeat: r.number('--repeat', 1, { integer: true, min: 1 }),
@@ -57,6 +69,7 @@ export function register(program: Command): void {
           distDir: flags.distDir ?? config.home,
           keep: flags.keep,
           cluster: flags.cluster,
+          affinity,
           progress: (line) => process.stderr.write(`${line}\n`),
         });
         if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -51,7 +51,7 @@ test('turnstream chaos --cluster --json: a partition moved from an instance held
   const { code, result, err } = await chaos(['--cluster', '--only', 'held mid-transaction']);
   assert.equal(code, 0, `exit code 0 when it passes:\n${err.slice(-3000)}`);
   assert.equal(result.ok, true);
-  assert.deepEqual(result.cluster, { brokers: 3, gateways: 2, instances_per_processor: 3 });
+  assert.deepEqual(result.cluster, { brokers: 3, gateways: 2, instances_per_processor: 3, affinity: 'session' });
   const [s] = result.scenarios;
   assert.equal(s.scenario, 'session-assembler: an instance held mid-transaction while its partitions move');
   assert.deepEqual([s.lost, s.doubled], [0, 0]);
@@ -59,6 +59,6 @@ test('turnstream chaos --cluster --json: a partition moved from an instance held
   // The held instance's partitions went to the two others, and it rejoined once let go.
   assert.ok(Number(s.details.taken_s) > 0 && Number(s.details.rejoined_s) >= Number(s.details.taken_s), JSON.stringify(s.details));
   assert.match(err, /session-assembler-i0 held \(SIGSTOP\)/);
-  // Both gateways came up, each on a home of its own (calls alternate between them, with no affinity).
+  // Both gateways came up, each on a home of its own (each conversation on one of the two, by session).
   assert.match(err, /gateway-a: ready[^]*gateway-b: ready|gateway-b: ready[^]*gateway-a: ready/);
 });
