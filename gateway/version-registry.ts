@@ -8,10 +8,12 @@
  * time in arrival order, then swapped in with one assignment, between requests. The old version
  * is retired and disposed when its last lease ends. Versions older than or equal to the current
  * one, and other models' versions, are ignored; a failed load is logged and counted, and the
- * current version keeps serving.
+ * current version keeps serving. A load that failed for a passing reason (its pieces not yet
+ * readable on Kafka, Kafka away) is tried again with backoff while no newer version is offered.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { WeightVersion } from '../schemas/index.ts';
-import type { Logger } from '../core/index.ts';
+import { isRetriable, type Logger } from '../core/index.ts';
 
 /** What a registry serves: one loaded version, freed by `dispose()` once no request holds it. */
 export interface ServedVersion {
@@ -87,7 +89,11 @@ export interface VersionRegistryOptions<T extends ServedVersion> {
   logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** Called after every swap (metrics). */
   onSwap?: (value: T) => void;
+  /** Waits before each new try of a load that failed for a passing reason, in ms. @default [1000, 2000, 4000, 8000, 16000] */
+  retryDelaysMs?: readonly number[];
 }
+
+const RETRY_DELAYS_MS = [1000, 2000, 4000, 8000, 16000];
 
 export class VersionRegistry<T extends ServedVersion> {
   private served: HeldVersion<T> | null = null;
@@ -96,6 +102,8 @@ export class VersionRegistry<T extends ServedVersion> {
   private wanted = -1;
   /** Failed loads since start. */
   loadFailures = 0;
+  /** Cuts a wait before a new try short: set by `close`. */
+  private readonly closing = new AbortController();
 
   constructor(private readonly reg: VersionRegistryOptions<T>) {}
 
@@ -139,23 +147,34 @@ export class VersionRegistry<T extends ServedVersion> {
   }
 
   private async loadVersion(wv: WeightVersion): Promise<void> {
-    if (wv.version <= (this.version ?? -1)) return;
-    const started = Date.now();
+    const delays = this.reg.retryDelaysMs ?? RETRY_DELAYS_MS;
     const what = this.reg.what;
-    try {
-      this.install(await this.reg.load(wv));
-      this.reg.logger?.info({ modelId: wv.modelId, version: wv.version, loadMs: Date.now() - started }, `${what} swapped in`);
-    } catch (err) {
-      this.loadFailures++;
-      this.reg.logger?.error(
-        { err, modelId: wv.modelId, version: wv.version },
-        `could not load a new ${what} version; still serving the current one`,
-      );
+    for (let attempt = 0; ; attempt++) {
+      if (wv.version <= (this.version ?? -1)) return;
+      const started = Date.now();
+      try {
+        this.install(await this.reg.load(wv));
+        this.reg.logger?.info({ modelId: wv.modelId, version: wv.version, loadMs: Date.now() - started }, `${what} swapped in`);
+        return;
+      } catch (err) {
+        this.loadFailures++;
+        // A newer version offered meanwhile is loaded next instead; a lasting failure (a bad
+        // sha256) is not tried again.
+        const again = isRetriable(err) && attempt < delays.length && this.wanted === wv.version && !this.closing.signal.aborted;
+        this.reg.logger?.error(
+          { err, modelId: wv.modelId, version: wv.version, ...(again ? { retryInMs: delays[attempt] } : {}) },
+          `could not load a new ${what} version; still serving the current one`,
+        );
+        if (!again) return;
+        await sleep(delays[attempt]!, undefined, { signal: this.closing.signal }).catch(() => undefined);
+        if (this.wanted !== wv.version || this.closing.signal.aborted) return;
+      }
     }
   }
 
-  /** Waits for loads in progress, then retires the current version. */
+  /** Waits for loads in progress (a wait before a new try is cut short), then retires the current version. */
   async close(): Promise<void> {
+    this.closing.abort();
     await this.loading;
     const held = this.served;
     this.served = null;

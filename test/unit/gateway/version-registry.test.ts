@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { VersionRegistry } from '../../../gateway/version-registry.ts';
+import { ErrorCodes, TurnstreamError } from '../../../core/index.ts';
 import type { WeightVersion } from '../../../schemas/index.ts';
 import { exampleWeightVersion } from '../../support/fixtures.ts';
 
@@ -20,8 +21,12 @@ class FakeVersion {
 
 const wv = (version: number, modelId = 'm'): WeightVersion => exampleWeightVersion({ modelId, version });
 
-/** A registry whose loads wait for `finish(v)` when `gated`, and fail for the versions in `bad`. */
-function registry(opts: { gated?: boolean; bad?: Set<number> } = {}) {
+/**
+ * A registry whose loads wait for `finish(v)` when `gated`, fail for the versions in `bad`, and
+ * fail with a passing (retriable) error for the first `missingFor` tries of a version.
+ */
+function registry(opts: { gated?: boolean; bad?: Set<number>; missingFor?: number; retryDelaysMs?: number[] } = {}) {
+  const tries = new Map<number, number>();
   const loads: number[] = [];
   const swaps: number[] = [];
   const errors: string[] = [];
@@ -34,11 +39,15 @@ function registry(opts: { gated?: boolean; bad?: Set<number> } = {}) {
       loads.push(w.version);
       if (opts.gated) await new Promise<void>((resolve) => gates.set(w.version, resolve));
       if (opts.bad?.has(w.version)) throw new Error(`v${w.version} has the wrong sha256`);
+      tries.set(w.version, (tries.get(w.version) ?? 0) + 1);
+      if (tries.get(w.version)! <= (opts.missingFor ?? 0))
+        throw new TurnstreamError(ErrorCodes.NOT_FOUND, `no piece of m v${w.version} yet`, { retriable: true });
       const v = new FakeVersion(w.version);
       loaded.set(w.version, v);
       return v;
     },
     onSwap: (v) => swaps.push(v.version),
+    retryDelaysMs: opts.retryDelaysMs ?? [1, 1, 1],
     logger: { info: () => undefined, warn: () => undefined, error: (_o: unknown, msg?: string) => void errors.push(msg ?? '') },
   });
   const finish = (v: number): void => {
@@ -117,6 +126,39 @@ describe('version registry', () => {
     await reg.offer(wv(3));
     assert.equal(reg.version, 3, 'a later good version is loaded as usual');
     assert.equal(reg.loadFailures, 1);
+  });
+
+  it('tries a load that failed for a passing reason again (its pieces not yet on Kafka), up to the retry delays', async () => {
+    const { reg, loads, swaps } = registry({ missingFor: 2 });
+    await reg.offer(wv(1));
+    assert.equal(reg.version, 1, 'served on the third try');
+    assert.deepEqual(loads, [1, 1, 1]);
+    assert.deepEqual(swaps, [1]);
+    assert.equal(reg.loadFailures, 2);
+    const never = registry({ missingFor: 99, retryDelaysMs: [1, 1] });
+    await never.reg.offer(wv(1));
+    assert.equal(never.reg.version, null);
+    assert.deepEqual(never.loads, [1, 1, 1], 'one try and two more, then it waits for the next version');
+    assert.equal(never.errors.length, 3);
+  });
+
+  it('stops trying a failed version once a newer one is offered, or the registry closes', async () => {
+    const { reg, loads } = registry({ missingFor: 99, retryDelaysMs: [60_000] });
+    const first = reg.offer(wv(1));
+    await settle();
+    // v1 failed once and waits a minute before its next try; close cuts that wait short.
+    const t0 = Date.now();
+    const closing = reg.close();
+    await Promise.all([first, closing]);
+    assert.ok(Date.now() - t0 < 5000, 'close cut the wait short');
+    assert.deepEqual(loads, [1]);
+    const { reg: r2, loads: l2 } = registry({ missingFor: 1, retryDelaysMs: [20] });
+    const a = r2.offer(wv(1));
+    await settle();
+    const b = r2.offer(wv(2));
+    await Promise.all([a, b]);
+    assert.deepEqual(l2, [1, 2, 2], 'v1 is not tried again once v2 is wanted');
+    assert.equal(r2.version, 2);
   });
 
   it('offers made while a load runs are loaded one at a time, in order, and end on the newest', async () => {
