@@ -126,6 +126,8 @@ export interface ProcessorOptions<S = never> {
   handleBatch?(records: InputRecord[], ctx: HandlerContext<S>): Promise<void>;
   /** Called when the consumer (re)joins its group, with the partitions it owns now. */
   onAssigned?(partitions: number[]): void;
+  /** Called once partitions taken over are claimed and their state restored, before their offsets are set and their first batch is read. */
+  onAcquired?(partitions: number[]): void;
   /** Periodic work on the state (idle timeouts); its outputs commit in the next transaction. */
   punctuate?: { intervalMs: number; run(ctx: PunctuateContext<S>): Promise<void> };
 }
@@ -370,6 +372,9 @@ class ProcessorRuntime<S> {
         }),
       );
       const restored = this.store ? await this.store.restore(this.o.kafka, partitions) : 0;
+      // From here the restored state may fall due (idle timeouts): the handler learns of the
+      // partitions' unread backlog before the punctuator can look at it.
+      this.o.onAcquired?.([...partitions].sort((a, b) => a - b));
       await this.seekCommitted(partitions, lost);
       this.log.info({ partitions: [...partitions], restored, ms: Date.now() - t0 }, 'partitions claimed');
     })().catch((err) => void this.fail(err));

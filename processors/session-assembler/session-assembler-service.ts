@@ -96,6 +96,12 @@ export async function startSessionAssembler(options: SessionAssemblerServiceOpti
     inputs: ['turns', 'feedback'],
     state: { topic: 'sessionState' },
     onAssigned: () => clock.rejoined(Date.now()),
+    // A session restored from a partition taken over must not close idle before its backlog is read.
+    onAcquired: (partitions) =>
+      clock.acquired(
+        partitions.flatMap((p) => [`turns:${p}`, `feedback:${p}`]),
+        Date.now(),
+      ),
     // Each step is pure and quick: a fetched batch goes in one call, and a session's state is
     // written to the changelog once per batch, however many of its events the batch held.
     async handleBatch(records, ctx) {

@@ -92,6 +92,19 @@ export class StreamClock {
     this.awaited.set(source, wallNow);
   }
 
+  /**
+   * Notes that `sources` were just taken over from another instance (claimed, state restored,
+   * positioned at the committed offsets): their backlog is unread, and sessions restored from
+   * them must not fall due before it is. What this instance read of them before is forgotten, and
+   * time waits for them as for a source expected (up to `quietMs`, longer while they are behind).
+   */
+  acquired(sources: ReadonlyArray<string | number>, wallNow: number): void {
+    for (const source of sources) {
+      this.sources.delete(source);
+      this.expected.set(source, wallNow);
+    }
+  }
+
   /** Notes that the consumer (re)joined its group at `wallNow`: what it read before may be far behind now. */
   rejoined(wallNow: number): void {
     for (const [source, p] of this.sources) this.sources.set(source, { ...p, seenAt: wallNow });

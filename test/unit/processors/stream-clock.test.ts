@@ -92,6 +92,20 @@ describe('StreamClock (idle-timeout time)', () => {
     assert.equal(c.now(1_108_000), 1_108_000, 'quiet again: the wall clock');
   });
 
+  it('a partition taken over from another instance holds time until its backlog is read, whatever this instance read of it before', () => {
+    // chaos --cluster: an instance held past its session; its partition 1 came here with a
+    // session idle since 100,000 and that session's next turns unread. The other partitions,
+    // read all along, would have let the wall clock close it before they were.
+    const c = new StreamClock(5000, 60_000, 0);
+    c.observe('turns:0', 109_000, 1_000_000, 0, 40);
+    c.observe('turns:1', 99_000, 900_000, 0, 3); // read by this instance long ago, before it moved away
+    c.acquired(['turns:1', 'feedback:1'], 1_000_100);
+    assert.equal(c.now(1_000_200), Number.NEGATIVE_INFINITY, 'nothing falls due before the taken-over backlog is read');
+    c.observe('turns:1', 101_000, 1_000_300, 1, 16); // its backlog: the session's next turn
+    c.observe('feedback:1', 100_500, 1_000_300, 0, 2);
+    assert.equal(c.now(1_000_400), 100_500, 'read: the slowest source sets the time again');
+  });
+
   it('stops waiting for an expected source that stays empty after quietMs', () => {
     const c = new StreamClock(5000, 60_000, 0);
     c.observe('turns:1', 100_000, 1_000_000, 50, 10);
