@@ -235,9 +235,14 @@ async function servedEverywhere(urls: string[], version: number, prefix: string,
   const pending = new Set(urls);
   for (let k = 0; pending.size > 0 && Date.now() - t0 < timeoutMs; k++) {
     for (const url of [...pending]) {
+      // A session of its own per call: one session's turns through two gateways may be read out of order.
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-session-id': `${prefix}version-${k}`, 'x-user-id': `${prefix}version` },
+        headers: {
+          'content-type': 'application/json',
+          'x-session-id': `${prefix}version-${k}-${urls.indexOf(url)}`,
+          'x-user-id': `${prefix}version`,
+        },
         body: JSON.stringify({ messages: [{ role: 'user', content: 'which version?' }], max_tokens: 2 }),
         signal: AbortSignal.timeout(10_000),
       }).catch(() => null);
