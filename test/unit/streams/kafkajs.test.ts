@@ -159,11 +159,16 @@ async function twoBrokerSend(create: Create, fault: { brokerOneDies?: boolean; a
       addPartitionsToTransaction: async (topicData: Array<{ partitions: Array<{ partition: number }> }>) => {
         if (refusals > 0 && topicData[0]!.partitions[0]!.partition === 0) {
           refusals--;
-          throw Object.assign(new Error('The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing'), {
-            name: 'KafkaJSProtocolError',
-            type: 'CONCURRENT_TRANSACTIONS',
-            retriable: true,
-          });
+          throw Object.assign(
+            new Error(
+              'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing',
+            ),
+            {
+              name: 'KafkaJSProtocolError',
+              type: 'CONCURRENT_TRANSACTIONS',
+              retriable: true,
+            },
+          );
         }
       },
     },
