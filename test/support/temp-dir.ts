@@ -18,7 +18,8 @@ export function suiteTempDir(prefix: string): () => string {
     dir = mkdtempSync(join(tmpdir(), prefix));
   });
   after(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
+    // A service a test stopped a moment ago may still be finishing a write in it.
+    if (dir) await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
   return () => {
     if (dir === undefined) throw new Error(`the temp folder ${prefix}… is made in a before hook; ask for it in a test or a later hook`);

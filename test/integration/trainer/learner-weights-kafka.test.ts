@@ -16,7 +16,6 @@ import { waitFor } from '../../support/wait-for.ts';
 import { startGateway, type StartedGateway } from '../gateway/support.ts';
 import { publishedVersions, spawnTrain, stopChild, tinyCheckpoint, yesNoSample } from './support.ts';
 
-const dir = suiteTempDir('ts-weights-');
 let f: Family;
 let gateway: StartedGateway | undefined;
 const versions = () => publishedVersions(f);
@@ -47,6 +46,8 @@ after(async () => {
   await admin.deleteTopics({ topics: mine }).catch(() => undefined);
   await admin.disconnect();
 });
+// Registered after the hook above, so its folder is removed after the gateway stopped writing its outbox there.
+const dir = suiteTempDir('ts-weights-');
 
 /** An empty home folder `name`. */
 const home = async (name: string): Promise<string> => {
