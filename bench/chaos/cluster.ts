@@ -14,7 +14,7 @@ import { kafkaNodePids, stackUp, type ServiceSpec, type Supervisor } from '../..
 import { defaultGroupId } from '../../processors/index.ts';
 import type { Observer } from './observe.ts';
 import { scaleGroup, type GroupMembers, type MoveWaits } from './partition-moves.ts';
-import { killService, type FaultContext, type FaultDetails, type Scenario } from './scenarios.ts';
+import { killService, type FaultDetails, type Scenario } from './scenarios.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -293,5 +293,3 @@ export function clusterScenarios(cluster: ClusterServices, observer: Observer): 
     trainerMoved(cluster, observer),
   ];
 }
-
-export type { FaultContext };

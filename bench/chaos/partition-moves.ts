@@ -5,11 +5,10 @@
  * wrong shows in the outputs counted by input id: an input handled by both owners (doubled) or by
  * neither (lost).
  *
- * The scenarios drive a {@link GroupMembers}: the runtime's integration test
+ * They drive a {@link GroupMembers}: the runtime's integration test
  * (test/integration/streams/partition-move.test.ts) gives in-process instances, whose commit it
- * holds; `chaos --cluster` gives processes, which a SIGSTOP holds.
+ * holds; `chaos --cluster` (cluster.ts) gives supervised processes, which a SIGSTOP holds.
  */
-import type { FaultContext, FaultDetails, Scenario } from './scenarios.ts';
 
 /** The instances of one consumer group, started, stopped and held by id. */
 export interface GroupMembers {
@@ -109,33 +108,4 @@ export async function moveMidTransaction(members: GroupMembers, waits: MoveWaits
   await members.stop('b');
   await members.stop('a');
   return { taken_s: takenS };
-}
-
-/** What `chaos --cluster` adds to a fault's context: the instances of a processor's group, and waits on them. */
-export interface ClusterContext extends FaultContext {
-  members(service: string): GroupMembers;
-  waits(service: string): MoveWaits;
-}
-
-/** `service`'s group scaled through `sizes` (`chaos --cluster`). */
-export function scaleScenario(service: string, sizes = [1, 3, 1]): Scenario {
-  return {
-    name: `${service} scaled ${sizes.join(' → ')}`,
-    async inject(ctx): Promise<FaultDetails> {
-      const c = ctx as ClusterContext;
-      const { steps } = await scaleGroup(c.members(service), c.waits(service), sizes, ctx.progress);
-      return Object.fromEntries(steps.map((s, i) => [`step${i}_${s.instances}_s`, Number(s.seconds.toFixed(1))]));
-    },
-  };
-}
-
-/** A partition of `service` moved while its owner's transaction is open (`chaos --cluster`). */
-export function moveScenario(service: string): Scenario {
-  return {
-    name: `${service}: a partition moves mid-transaction`,
-    async inject(ctx): Promise<FaultDetails> {
-      const c = ctx as ClusterContext;
-      return moveMidTransaction(c.members(service), c.waits(service), ctx.progress);
-    },
-  };
 }

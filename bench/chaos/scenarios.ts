@@ -1,9 +1,8 @@
 /**
  * The faults of `turnstream chaos`, each injected mid-traffic: kill -9 of the broker, the
  * gateway, each processor and the trainer; ClickHouse and the registry stopped for a while;
- * corrupt records; an oversized turn; 200 slow streaming readers. The partition moves of a
- * processor group (scaled 1 → 3 → 1, a partition moved mid-transaction) are in
- * partition-moves.ts, for `chaos --cluster`.
+ * corrupt records; an oversized turn; 200 slow streaming readers. The scale events of
+ * `chaos --cluster` (groups scaled, partitions moved, brokers killed) are in cluster.ts.
  */
 import { readFileSync } from 'node:fs';
 import type { Kafka } from 'kafkajs';
