@@ -1,5 +1,6 @@
 /**
- * Runs test files with node:test, one after another, each in a process of its own, shows them
+ * Runs test files with node:test, each in a process of its own (the unit tests two at a time, the
+ * rest one after another, since they share the stack), shows them
  * with the spec reporter, checks that every test each file declared was reported
  * (test-tally.ts) and prints the totals. A file whose tests have all reported but whose process
  * lingers (a handle left open) is stopped after LINGER_MS, and named. bin/run-tests.js starts it as
@@ -15,7 +16,8 @@
  * Exit status 0 when every test passed and every declared test was reported, else 1.
  */
 import { once } from 'node:events';
-import { resolve } from 'node:path';
+import { availableParallelism } from 'node:os';
+import { resolve, sep } from 'node:path';
 import { run } from 'node:test';
 import { spec, type TestEvent } from 'node:test/reporters';
 import { isRunSummary, RunTally } from './test-tally.ts';
@@ -38,11 +40,22 @@ const MAX_RERUNS = 2;
 const LINGER_MS = 5_000;
 const lingering: string[] = [];
 /** A line of the runner's own, in order with the reporter's output. */
-const note = (message: string): void =>
-  void reporter.write({ type: 'test:diagnostic', data: { message, nesting: 0, file: undefined } } as unknown as TestEvent);
+const diagnostic = (message: string): TestEvent =>
+  ({ type: 'test:diagnostic', data: { message, nesting: 0, file: undefined } }) as unknown as TestEvent;
+/**
+ * The folder whose files may run side by side (TS_TEST_PARALLEL_DIR, default test/unit), and how
+ * many at a time (TS_TEST_JOBS, default the number of cores, at most 2).
+ */
+const PARALLEL_DIR = resolve(process.env.TS_TEST_PARALLEL_DIR ?? 'test/unit') + sep;
+const jobs = Math.max(1, Math.floor(Number(process.env.TS_TEST_JOBS) || Math.min(2, availableParallelism())));
 const t0 = Date.now();
-for (const file of files) {
-  if (interrupt.signal.aborted) break;
+
+/**
+ * Runs one file (again, when its report came up short) and hands its events to `write`: the
+ * reporter itself for a file run alone, a buffer for one run beside another, so that each file's
+ * lines stay together.
+ */
+async function runFile(file: string, write: (event: TestEvent) => void): Promise<void> {
   let fileTally = tally.file(file);
   for (let attempt = 0; ; attempt++) {
     const stop = new AbortController();
@@ -51,7 +64,7 @@ for (const file of files) {
     for await (const event of events as AsyncIterable<TestEvent>) {
       if (stop.signal.aborted) continue; // the cancellation of a process whose every test had reported
       fileTally.add(event);
-      if (!isRunSummary(event)) reporter.write(event);
+      if (!isRunSummary(event)) write(event);
       clearTimeout(timer);
       if (fileTally.complete) timer = setTimeout(() => stop.abort(), LINGER_MS);
     }
@@ -62,9 +75,32 @@ for (const file of files) {
     // run's, so a file counts only when it reported whole.
     const short = fileTally.difference();
     if (short === undefined || fileTally.failed || attempt >= MAX_RERUNS || interrupt.signal.aborted) break;
-    note(`${short}; running it again`);
+    write(diagnostic(`${short}; running it again`));
     fileTally = tally.rerun(fileTally);
   }
+}
+
+// Files under PARALLEL_DIR share nothing (no stack, no fixed ports, no files outside their own
+// temp folders), so they run `jobs` at a time; every other file runs alone, after them.
+const side = files.filter((f) => f.startsWith(PARALLEL_DIR));
+const alone = files.filter((f) => !f.startsWith(PARALLEL_DIR));
+let next = 0;
+const worker = async (): Promise<void> => {
+  while (next < side.length && !interrupt.signal.aborted) {
+    const file = side[next++];
+    if (jobs === 1) {
+      await runFile(file, (e) => void reporter.write(e));
+      continue;
+    }
+    const buffered: TestEvent[] = [];
+    await runFile(file, (e) => void buffered.push(e));
+    for (const e of buffered) reporter.write(e);
+  }
+};
+await Promise.all(Array.from({ length: Math.min(jobs, side.length) }, worker));
+for (const file of alone) {
+  if (interrupt.signal.aborted) break;
+  await runFile(file, (e) => void reporter.write(e));
 }
 reporter.end();
 await once(reporter, 'end');

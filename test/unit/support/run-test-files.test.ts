@@ -94,3 +94,22 @@ test('a file whose tests all reported but whose process lingers is stopped, coun
   assert.match(r.out, /^ℹ stopped 5 s after their last result \(a handle left open\): test\/fixtures\/test-runner\/lingers\.ts$/m);
   assert.doesNotMatch(r.out, /declared|cancel/);
 });
+
+test('files in the parallel folder run two at a time: each file’s lines stay together, the totals are the same', () => {
+  const names = ['lingers', 'clean', 'fails'];
+  const r = node(['test/support/run-test-files.ts', ...names.map(fixture)], {
+    TS_TEST_PARALLEL_DIR: 'test/fixtures/test-runner',
+    TS_TEST_JOBS: '2',
+  });
+  assert.equal(r.status, 1, r.out);
+  assert.equal(summary(r.out), '9 tests, 7 passed, 1 failed, 3 files (1 skipped)', r.out);
+  // `lingers` takes 5 s longer than the other two, so it reports last, in one piece.
+  const results = r.out
+    .split('\n\n✖ failing tests:')[0]
+    .split('\n')
+    .filter((l) => /^[✔✖﹣▶]/.test(l.trim()));
+  const shown = results.map((l) => l.trim().replace(/ \(.*$/, ''));
+  assert.deepEqual(shown.slice(-2), ['✔ passes', '✔ passes too'], r.out);
+  assert.ok(shown.slice(0, -2).includes('✔ adds') && shown.slice(0, -2).includes('✖ fails'), r.out);
+  assert.match(r.out, /^ℹ stopped 5 s after their last result \(a handle left open\): test\/fixtures\/test-runner\/lingers\.ts$/m);
+});
