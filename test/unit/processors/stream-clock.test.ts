@@ -144,4 +144,18 @@ describe('StreamClock (idle-timeout time)', () => {
     assert.equal(c.now(1_060_000), Number.NEGATIVE_INFINITY);
     assert.equal(c.now(1_060_001), 1_059_001, 'then the wall clock, less the tolerance');
   });
+
+  it('a burst out of order (retries after a broker failed) under steady load holds time for stallMs after its last disordered record, not until no source is behind', () => {
+    const c = new StreamClock(5000, 60_000, 1000);
+    c.observe('turns:0', 900_000, 1_000_000, 30, 0);
+    c.observe('turns:0', 880_000, 1_000_001, 29, 1); // a turn sent again, 20 s late
+    assert.equal(c.disordered, true);
+    // Steady load: records in order every second, always with a backlog behind them.
+    let offset = 2;
+    for (let wall = 1_000_002; wall < 1_000_002 + 59_000; wall += 1000) c.observe('turns:0', wall - 100_000, wall, 5, offset++);
+    assert.equal(c.now(1_060_000), Number.NEGATIVE_INFINITY, 'within stallMs of the disordered record');
+    c.observe('turns:0', 960_001, 1_060_001, 5, offset++);
+    assert.equal(c.now(1_060_002), 959_001, 'then event time again, though the source is still behind');
+    assert.equal(c.disordered, false);
+  });
 });
