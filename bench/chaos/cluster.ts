@@ -259,21 +259,25 @@ function trainerMoved(cluster: ClusterServices, observer: Observer): Scenario {
   return {
     name: 'the trainer moved to another home',
     async inject(ctx) {
-      const newest = (): number => Math.max(0, ...[...observer.seen.weights.values()].map((w) => w.version));
+      // Versions are told apart by when they were made: one the old trainer made before it stopped
+      // may still be on its way to the observer, and is not the new trainer's.
+      const newest = (made: (at: number) => boolean): number =>
+        Math.max(0, ...[...observer.seen.weights.values()].filter((w) => made(w.createdAt)).map((w) => w.version));
       const from = [...cluster.specs.keys()].find((n) => n.startsWith('trainer-'))!;
       const to = from === 'trainer-a' ? 'trainer-b' : 'trainer-a';
-      const before = newest();
       await ctx.supervisor.stop(from);
       cluster.specs.delete(from);
       const t0 = Date.now();
       cluster.run(ctx.supervisor, cluster.trainerSpec(to));
-      ctx.progress(`  ${from} stopped at version ${before}; ${to} started on a home of its own`);
-      for (const deadline = Date.now() + 240_000; newest() <= before && Date.now() < deadline;) await sleep(500);
-      const after = newest();
-      const firstS = after > before ? Number(((Date.now() - t0) / 1000).toFixed(1)) : -1;
-      if (after > before) ctx.progress(`  ${to} published version ${after} after ${firstS} s`);
+      ctx.progress(`  ${from} stopped; ${to} started on a home of its own`);
+      const byNew = (at: number): boolean => at >= t0;
+      for (const deadline = Date.now() + 240_000; newest(byNew) === 0 && Date.now() < deadline;) await sleep(500);
+      const after = newest(byNew);
+      const before = newest((at) => at < t0);
+      const firstS = after > 0 ? Number(((Date.now() - t0) / 1000).toFixed(1)) : -1;
+      if (after > 0) ctx.progress(`  ${from}'s last version ${before}; ${to} published version ${after} after ${firstS} s`);
       // Both gateways, each on a home of its own, fetch it through Kafka and serve it.
-      const servedS = after > before ? await servedEverywhere(ctx.gatewayUrls, after, ctx.prefix) : -1;
+      const servedS = after > 0 ? await servedEverywhere(ctx.gatewayUrls, after, ctx.prefix) : -1;
       if (servedS >= 0) ctx.progress(`  both gateways serve version ${after} or newer ${servedS} s later`);
       return { version_before: before, version_after: after, first_version_s: firstS, served_by_every_gateway_s: servedS };
     },
