@@ -99,20 +99,24 @@ export function register(program: Command): void {
       const gatewayUrl = `http://${config.host}:${config.gateway.port}`;
       const only = flags.only?.split(',').map((s) => s.trim());
       const specs = services(program, gatewayUrl, Number(flags.dashboardPort)).filter((s) => !only || only.includes(s.name));
+      const nameWidth = Math.max(0, ...specs.map((s) => s.name.length));
       const sup = new Supervisor({
         bin: BIN,
         logDir: join(config.home, 'logs'),
         logMaxBytes: config.logMaxBytes,
         logKeep: config.logKeep,
         env: { ...process.env, KAFKA_BROKERS: stack.brokers, SCHEMA_REGISTRY_URL: stack.registryUrl, CLICKHOUSE_URL: stack.clickhouseUrl },
-        onChange: (name, state, detail) => say(`  ${name.padEnd(18)} ${state}${detail ? `  (${detail})` : ''}`),
+        onChange: (name, state, detail) => say(`  ${name.padEnd(nameWidth)} ${state}${detail ? `  (${detail})` : ''}`),
       });
       say('turnstream: starting services…');
       for (const s of specs) sup.start(s);
       const ready = await sup.waitReady(180000);
       say('');
+      const urlWidth = Math.max(0, ...sup.states().map((s) => (s.url ?? '').length));
       for (const s of sup.states())
-        say(`  ${s.name.padEnd(18)} ${s.state.padEnd(10)} pid ${String(s.pid ?? '-').padEnd(7)} ${s.url ?? ''}  log: ${s.log}`);
+        say(
+          `  ${s.name.padEnd(nameWidth)} ${s.state.padEnd(10)} pid ${String(s.pid ?? '-').padEnd(7)} ${(s.url ?? '').padEnd(urlWidth)}  log: ${s.log}`,
+        );
       say(
         ready
           ? '\nturnstream is up. Ctrl-C stops everything.'
