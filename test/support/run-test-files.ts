@@ -16,6 +16,7 @@
  * Exit status 0 when every test passed and every declared test was reported, else 1.
  */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve, sep } from 'node:path';
 import { run } from 'node:test';
@@ -82,8 +83,11 @@ async function runFile(file: string, write: (event: TestEvent) => void): Promise
 
 // Files under PARALLEL_DIR share nothing (no stack, no fixed ports, no files outside their own
 // temp folders), so they run `jobs` at a time; every other file runs alone, after them.
-const side = files.filter((f) => f.startsWith(PARALLEL_DIR));
-const alone = files.filter((f) => !f.startsWith(PARALLEL_DIR));
+// A file there that reads what others may change at the same time (the machine's native builds,
+// the installed packages' links) says so in a line `// run alone: why`.
+const runsAlone = (file: string): boolean => !file.startsWith(PARALLEL_DIR) || /^\/\/ run alone: /m.test(readFileSync(file, 'utf8'));
+const side = files.filter((f) => !runsAlone(f));
+const alone = files.filter(runsAlone);
 let next = 0;
 const worker = async (): Promise<void> => {
   while (next < side.length && !interrupt.signal.aborted) {

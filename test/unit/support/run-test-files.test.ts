@@ -113,3 +113,17 @@ test('files in the parallel folder run two at a time: each file’s lines stay t
   assert.ok(shown.slice(0, -2).includes('✔ adds') && shown.slice(0, -2).includes('✖ fails'), r.out);
   assert.match(r.out, /^ℹ stopped 5 s after their last result \(a handle left open\): test\/fixtures\/test-runner\/lingers\.ts$/m);
 });
+
+test('a file there with a `// run alone:` line runs after the others, on its own', () => {
+  const r = node(['test/support/run-test-files.ts', fixture('alone'), fixture('lingers')], {
+    TS_TEST_PARALLEL_DIR: 'test/fixtures/test-runner',
+    TS_TEST_JOBS: '2',
+  });
+  assert.equal(r.status, 0, r.out);
+  // Side by side it would have reported at once, before `lingers`, which waits 5 s to be stopped.
+  const shown = r.out
+    .split('\n')
+    .filter((l) => /^✔/.test(l))
+    .map((l) => l.replace(/ \(.*$/, ''));
+  assert.deepEqual(shown, ['✔ passes', '✔ passes too', '✔ ran alone'], r.out);
+});

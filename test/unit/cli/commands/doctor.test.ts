@@ -1,3 +1,5 @@
+// run alone: the kept checks' fingerprint covers the machine's native builds and the installed
+// packages' links, which another test file may set up while this one runs (test/support/run-test-files.ts).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
