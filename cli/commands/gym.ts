@@ -6,18 +6,22 @@
  * new version in. The local stack is started when it is not running (and stopped after, unless
  * `--keep-infra`). A bad task file is one line naming the task and the field, exit 2.
  *
+ * `turnstream gym --merge A B …`: runs of single seeds (`--seed k`) joined into one report
+ * (gym/runner/merge-runs.ts); each is a gym.json or the folder that holds one.
+ *
  * `turnstream gym --base-rates [--tasks FILE] [--n 4]`: the suite's pass rates on the base model
  * before any training (gym/runner/run-base-rates.ts), through the gateway the gym plays through;
  * it needs no Kafka and trains nothing.
  */
 import type { Command } from 'commander';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { basename, join, resolve } from 'node:path';
 import { ErrorCodes, invalidInput, TurnstreamError } from '../../core/index.ts';
 import {
   DEFAULT_BASE_RATE_N,
   loadTaskSuite,
+  mergeGymResults,
   runBaseRates,
   runGym,
   writeGymReports,
@@ -28,6 +32,7 @@ import {
   type Task,
   type TaskSampling,
   type GymReward,
+  type MergeSource,
 } from '../../gym/index.ts';
 import { stackDown, stackUpFor } from '../../infra/index.ts';
 import { parseBrokers } from '../../streams/index.ts';
@@ -65,6 +70,7 @@ interface GymFlags {
   keepInfra?: boolean;
   model?: string;
   baseRates?: boolean;
+  merge?: string[];
 }
 
 const int = (v: string | undefined, name: string, fallback: number, min = 1): number => {
@@ -259,6 +265,56 @@ async function baseRatesAction(f: GymFlags, config: TurnstreamConfig, tasks: Tas
   process.exit(0);
 }
 
+/** The flags a merge takes: the reports, `--out` and `--json`; anything that would run something is refused. */
+export function mergeFlagsCheck(f: Partial<GymFlags>): void {
+  const runFlags = [
+    ...TRAINING_FLAGS,
+    ['tasks', '--tasks'],
+    ['n', '--n'],
+    ['temperature', '--temperature'],
+    ['topP', '--top-p'],
+    ['maxTokens', '--max-tokens'],
+    ['parallel', '--parallel'],
+    ['model', '--model'],
+    ['baseRates', '--base-rates'],
+  ] as const;
+  const given: string[] = runFlags.filter(([k]) => f[k] !== undefined).map(([, flag]) => flag);
+  if (f.agent !== undefined && f.agent !== 'builtin') given.push('--agent');
+  if (given.length > 0)
+    throw invalidInput(
+      `--merge joins finished runs and runs nothing: ${given.join(', ')} ${given.length === 1 ? 'does' : 'do'} not apply`,
+      given[0],
+    );
+}
+
+/** A report to merge: a gym.json, or the folder a run wrote it to. */
+async function readReport(path: string): Promise<MergeSource> {
+  const at = resolve(path);
+  let file = at;
+  let text: string;
+  try {
+    if ((await stat(at)).isDirectory()) file = join(at, 'gym.json');
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw invalidInput(`--merge: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, '--merge');
+  }
+  try {
+    return { source: path, result: JSON.parse(text) as GymResult };
+  } catch {
+    throw invalidInput(`--merge: ${file} is not JSON`, '--merge');
+  }
+}
+
+/** `--merge`: the joined report, written to `--out` and printed. */
+async function mergeAction(f: GymFlags): Promise<void> {
+  mergeFlagsCheck(f);
+  const result = mergeGymResults(await Promise.all((f.merge ?? []).map(readReport)));
+  const dir = resolve(f.out, `${result.suite}-merged-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  await writeGymReports(result, dir);
+  if (f.json) process.stdout.write(JSON.stringify(result) + '\n');
+  else printSummary(result, dir);
+}
+
 function printSummary(r: GymResult, dir: string): void {
   const say = (s: string) => process.stdout.write(`${s}\n`);
   const partsOf = (x: GymResult['test_split']) =>
@@ -280,8 +336,10 @@ function printSummary(r: GymResult, dir: string): void {
   say(
     `  dev: ${r.dev_split.before.toFixed(2)} → ${r.dev_split.after.toFixed(2)}; curve ${r.dev_split.curve.map((c) => `${c.step}:${c.passAt1.toFixed(2)}`).join('  ')}`,
   );
+  if (r.merged)
+    say(`  merged from ${r.merged.map((m) => `${m.source} (seed ${m.seeds.join(', ')}, ${m.wall_s.toFixed(0)} s)`).join('; ')}`);
   say(
-    `  time: ${r.wall_s.toFixed(0)} s (rollouts ${r.time.rollouts.toFixed(0)} s, training ${r.time.training.toFixed(0)} s, eval ${r.time.eval.toFixed(0)} s; verifiers ${r.time.verifier.toFixed(1)} s summed)`,
+    `  time: ${r.wall_s.toFixed(0)} s${r.merged ? ' summed over the runs' : ''} (rollouts ${r.time.rollouts.toFixed(0)} s, training ${r.time.training.toFixed(0)} s, eval ${r.time.eval.toFixed(0)} s; verifiers ${r.time.verifier.toFixed(1)} s summed)`,
   );
   say(
     `  groups: ${r.groups.trained} with a signal, ${r.groups.allEqual} all-equal (skipped), in ${r.groups.batches} batches; ${r.groups.rejectedSteps} steps undone by the KL guard`,
@@ -331,8 +389,10 @@ export function register(program: Command): void {
     .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))
     .option('--keep-infra', 'leave the local stack running if this command started it')
     .option('--base-rates', 'measure the suite’s pass rates on the base model (--n rollouts per task; no training, no Kafka) and stop')
+    .option('--merge <reports...>', 'join runs of single seeds (--seed k) into one report: each a gym.json or its folder')
     .option('--json', 'print the result as one JSON object')
     .action(async (f: GymFlags) => {
+      if (f.merge) return mergeAction(f);
       const config = loadConfig();
       if (f.agent !== 'builtin' && f.agent !== 'openclaw')
         throw invalidInput(`--agent must be builtin or openclaw (got ${f.agent})`, '--agent');

@@ -74,6 +74,7 @@ export interface GymResult {
   runs: SeedResult[];
   settings: Pick<
     GymSettings,
+    | 'steps'
     | 'temperature'
     | 'topP'
     | 'maxTokens'
@@ -95,6 +96,39 @@ export interface GymResult {
    * the overrides the gym applied to it, by name (gym-learner.ts).
    */
   learner?: { settings: LearnerSettings; overrides: Partial<LearnerSettings> };
+  /** A report made by `gym --merge`: the runs it joined, each with its seeds, topics and own wall clock. */
+  merged?: Array<{ source: string; topicPrefix: string; seeds: number[]; wall_s: number }>;
+}
+
+/** What a run's figures are of: the suite, model, agent, the step's shape and the settings; equal in every run a merge joins. */
+export type RunIdentity = Pick<GymResult, 'suite' | 'agent' | 'model' | 'n' | 'batch' | 'settings'>;
+
+export function runIdentity(s: GymSettings): RunIdentity {
+  return {
+    suite: s.suite,
+    agent: s.agent,
+    model: s.model.name,
+    n: s.rolloutsPerTask,
+    batch: s.tasksPerStep,
+    settings: {
+      steps: s.steps,
+      temperature: s.temperature,
+      topP: s.topP,
+      maxTokens: s.maxTokens,
+      lr: s.lr,
+      klCoef: s.klCoef,
+      tisCap: s.tisCap,
+      lossAggregation: s.lossAggregation,
+      devOnly: s.devOnly,
+      taskSampling: s.taskSampling,
+      reward: s.reward,
+      evalEvery: s.evalEvery,
+      evalSamples: s.evalSamples,
+      testSamples: s.testSamples,
+      parallel: s.parallel,
+      normalizeStd: s.normalizeStd,
+    },
+  };
 }
 
 export async function runGym(options: GymRunOptions): Promise<GymResult> {
@@ -157,7 +191,7 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
     await rm(weightsDir, { recursive: true, force: true });
   }
   const ids = (ts: typeof train) => ts.map((t) => t.id);
-  const summary = summarize(runs, s, { train: ids(train), dev: ids(dev), test: ids(test) }, (Date.now() - t0) / 1000);
+  const summary = summarize(runs, runIdentity(s), { train: ids(train), dev: ids(dev), test: ids(test) }, (Date.now() - t0) / 1000);
   const plan = gymLearnerPlan(s.stack, gymServed(s, `gym-${runId}`), s);
   return { topicPrefix: naming.prefix, ...summary, learner: { settings: plan.settings, overrides: plan.overrides } };
 }
@@ -211,7 +245,7 @@ export function splitFigures(runs: SeedResult[], split: 'dev' | 'test', tasks: s
 
 export function summarize(
   runs: SeedResult[],
-  s: GymSettings,
+  id: RunIdentity,
   tasks: { train: string[]; dev: string[]; test: string[] },
   wallS: number,
 ): Omit<GymResult, 'topicPrefix'> {
@@ -224,16 +258,16 @@ export function summarize(
   };
   const mismatches = runs.flatMap((r) => r.steps.flatMap((x) => (x.mismatch ? [x.mismatch] : [])));
   return {
-    suite: s.suite,
-    agent: s.agent,
-    model: s.model.name,
+    suite: id.suite,
+    agent: id.agent,
+    model: id.model,
     before: testSplit.before,
     after: testSplit.after,
     steps: Math.min(...runs.map((r) => r.steps.filter((x) => x.step !== null).length)),
     tasks,
     seeds: runs.length,
-    n: s.rolloutsPerTask,
-    batch: s.tasksPerStep,
+    n: id.n,
+    batch: id.batch,
     test_split: testSplit,
     dev_split: devSplit,
     per_seed: runs.map((r) => {
@@ -266,22 +300,6 @@ export function summarize(
       steps: mismatches.length,
     },
     runs,
-    settings: {
-      temperature: s.temperature,
-      topP: s.topP,
-      maxTokens: s.maxTokens,
-      lr: s.lr,
-      klCoef: s.klCoef,
-      tisCap: s.tisCap,
-      lossAggregation: s.lossAggregation,
-      devOnly: s.devOnly,
-      taskSampling: s.taskSampling,
-      reward: s.reward,
-      evalEvery: s.evalEvery,
-      evalSamples: s.evalSamples,
-      testSamples: s.testSamples,
-      parallel: s.parallel,
-      normalizeStd: s.normalizeStd,
-    },
+    settings: id.settings,
   };
 }

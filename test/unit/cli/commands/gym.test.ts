@@ -1,14 +1,21 @@
 /**
  * `turnstream gym`'s flags: the run's shape (`--quick` or the standard run, a value given keeping
  * its place) and `--base-rates` (rollouts per task, 4 by default; a flag that shapes training is
- * refused, as a bad `--n` is, with one line and exit 2 before any model loads).
+ * refused, as a bad `--n` is, with one line and exit 2 before any model loads); `--merge` joins
+ * the reports of single-seed runs and refuses anything that would run something.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { baseRateShape, gymRunShape, gymTuning } from '../../../../cli/commands/gym.ts';
+import { baseRateShape, gymRunShape, gymTuning, mergeFlagsCheck } from '../../../../cli/commands/gym.ts';
+import { gymSettings } from '../../../../gym/runner/gym-options.ts';
+import { runIdentity, summarize, type GymResult } from '../../../../gym/runner/run-gym.ts';
+import { seedRun, stepRecord } from '../../../support/gym-runs.ts';
 import { refusal } from '../../../support/refusal.ts';
 import { REPO_ROOT } from '../../../support/stack.ts';
+import { suiteTempDir } from '../../../support/temp-dir.ts';
 
 describe('turnstream gym flags', () => {
   it('the standard run and --quick; a value given keeps its place', () => {
@@ -140,5 +147,72 @@ describe('turnstream gym flags', () => {
     const n = run(['--n', '0']);
     assert.equal(n.status, 2, n.stderr);
     assert.equal(n.stderr, 'turnstream: --n must be an integer ≥ 1 (got 0) (TS_ERR_INVALID_INPUT)\n');
+  });
+});
+
+describe('turnstream gym --merge', () => {
+  const dir = suiteTempDir('turnstream-gym-merge-');
+  const tasks = { train: ['a'], dev: ['d1'], test: ['t1', 't2', 't3'] };
+  const id = runIdentity(
+    gymSettings({ tasks: [], suite: 'suite', brokers: [], registryUrl: '', model: { name: 'm', path: '', sha256: '' } }),
+  );
+  const report = (seed: number, wall: number): GymResult => ({
+    topicPrefix: `gym-${seed}.`,
+    ...summarize([seedRun(seed, { t1: [1, 0.5], t2: [1, 1], t3: [0.5, 0.5] }, [stepRecord({})])], id, tasks, wall),
+  });
+  const gym = (args: string[]) =>
+    spawnSync(process.execPath, ['bin/turnstream.js', 'gym', ...args], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+    });
+
+  it('takes a run’s folder or its gym.json, writes the joined report and prints it', () => {
+    mkdirSync(join(dir(), 'run-1'));
+    writeFileSync(join(dir(), 'run-1', 'gym.json'), JSON.stringify(report(1, 100)));
+    writeFileSync(join(dir(), 'two.json'), JSON.stringify(report(2, 50)));
+    const out = join(dir(), 'out');
+    const r = gym(['--merge', join(dir(), 'run-1'), join(dir(), 'two.json'), '--out', out, '--json']);
+    assert.equal(r.status, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as GymResult;
+    assert.deepEqual(
+      result.per_seed.map((x) => x.seed),
+      [1, 2],
+    );
+    assert.equal(result.wall_s, 150);
+    assert.deepEqual(
+      result.merged?.map((m) => [m.seeds, m.wall_s]),
+      [
+        [[1], 100],
+        [[2], 50],
+      ],
+    );
+    const [written] = readdirSync(out);
+    assert.match(written, /^suite-merged-/);
+    for (const f of ['gym.json', 'gym.csv', 'gym.svg', 'replies.md']) assert.ok(existsSync(join(out, written, f)), f);
+  });
+
+  it('refuses what would run something, and a report it cannot read, with one line and exit 2', () => {
+    assert.deepEqual(
+      refusal(() => mergeFlagsCheck({ merge: ['a', 'b'], steps: '3', tasks: 'x.jsonl', agent: 'openclaw' })),
+      {
+        message: '--merge joins finished runs and runs nothing: --steps, --tasks, --agent do not apply',
+        code: 'TS_ERR_INVALID_INPUT',
+        param: '--steps',
+      },
+    );
+    const flag = gym(['--merge', 'a', 'b', '--seed', '2']);
+    assert.equal(flag.status, 2, flag.stderr);
+    assert.equal(flag.stderr, 'turnstream: --merge joins finished runs and runs nothing: --seed does not apply (TS_ERR_INVALID_INPUT)\n');
+    writeFileSync(join(dir(), 'two.json'), JSON.stringify(report(2, 50)));
+    const missing = join(dir(), 'nowhere');
+    const gone = gym(['--merge', missing, join(dir(), 'two.json')]);
+    assert.equal(gone.status, 2, gone.stderr);
+    assert.equal(gone.stderr, `turnstream: --merge: cannot read ${missing}: ENOENT (TS_ERR_INVALID_INPUT)\n`);
+    writeFileSync(join(dir(), 'bad.json'), '{"runs": [');
+    const bad = gym(['--merge', join(dir(), 'bad.json'), join(dir(), 'two.json')]);
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.equal(bad.stderr, `turnstream: --merge: ${join(dir(), 'bad.json')} is not JSON (TS_ERR_INVALID_INPUT)\n`);
   });
 });

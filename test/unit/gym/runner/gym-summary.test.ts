@@ -3,55 +3,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gymSettings } from '../../../../gym/runner/gym-options.ts';
 import { gymCsv } from '../../../../gym/runner/gym-report.ts';
-import { summarize } from '../../../../gym/runner/run-gym.ts';
-import type { EvalPoint, SeedResult, StepRecord } from '../../../../gym/runner/run-seed.ts';
-
-const point = (step: number, split: 'dev' | 'test', perTask: Record<string, [content: number, format: number]>): EvalPoint => {
-  const ids = Object.keys(perTask);
-  // A task passes when both parts do; here the parts' rates are given and pass = min of them.
-  const pass = Object.fromEntries(ids.map((t) => [t, Math.min(...perTask[t])]));
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  return {
-    step,
-    version: step,
-    split,
-    passAt1: mean(Object.values(pass)),
-    perTask: pass,
-    parts: { content: mean(ids.map((t) => perTask[t][0])), format: mean(ids.map((t) => perTask[t][1])) },
-    perTaskParts: Object.fromEntries(ids.map((t) => [t, { content: perTask[t][0], format: perTask[t][1] }])),
-  };
-};
-
-const step = (over: Partial<StepRecord>): StepRecord => ({
-  batch: 0,
-  step: 1,
-  version: 0,
-  madeVersion: 1,
-  tasks: ['a'],
-  trainPass: 0.5,
-  groupsTrained: 1,
-  groupsEqual: 0,
-  rolloutSeconds: 1,
-  trainSeconds: 1,
-  ...over,
-});
-
-const seed = (n: number, testAfter: Record<string, [number, number]>, steps: StepRecord[]): SeedResult => ({
-  seed: n,
-  modelId: `m${n}`,
-  evals: [
-    point(0, 'test', { t1: [0.5, 0], t2: [1, 0.25], t3: [0, 0] }),
-    point(0, 'dev', { d1: [0.5, 0.5] }),
-    point(5, 'dev', { d1: [0.75, 0.5] }),
-    point(10, 'dev', { d1: [1, 0.75] }),
-    point(10, 'test', testAfter),
-  ],
-  steps,
-  batches: steps.length,
-  time: { rollouts: 10, verifier: 1, training: 20, eval: 5 },
-  replies: { before: [], after: [] },
-  rejectedSteps: steps.filter((s) => s.rejected).length,
-});
+import { runIdentity, summarize } from '../../../../gym/runner/run-gym.ts';
+import { seedRun as seed, stepRecord as step } from '../../../support/gym-runs.ts';
 
 describe('gym summary', () => {
   const s = gymSettings({ tasks: [], suite: 'suite', brokers: [], registryUrl: '', model: { name: 'm', path: '', sha256: '' } });
@@ -64,7 +17,7 @@ describe('gym summary', () => {
       step({ mismatch: { absLogprob: 0.3, kl: 0.03, truncated: 0.04, tisMean: 1.3 } }),
     ]),
   ];
-  const r = summarize(runs, s, { train: ['a'], dev: ['d1'], test: ['t1', 't2', 't3'] }, 12.34);
+  const r = summarize(runs, runIdentity(s), { train: ['a'], dev: ['d1'], test: ['t1', 't2', 't3'] }, 12.34);
 
   it('reports the test split (before/after, per seed) with the dev split beside it', () => {
     assert.equal(r.before, r.test_split.before);
