@@ -445,6 +445,10 @@ export function register(program: Command): void {
         await writeGymReports(result, dir);
         if (f.json) process.stdout.write(JSON.stringify(result) + '\n');
         else printSummary(result, dir);
+      } catch (err) {
+        // Ctrl-C: the rollouts in flight end aborted; that is the stop asked for, not an error.
+        if (!(stop.signal.aborted && err instanceof TurnstreamError && err.code === ErrorCodes.ABORTED)) throw err;
+        progress('gym: stopped');
       } finally {
         stop.dispose();
         if (startedInfra && !f.keepInfra) await stackDown({ home: config.home });

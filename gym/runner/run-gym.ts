@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadTfLlama, selectBackend } from '../../policy/index.ts';
-import { createLogger } from '../../core/index.ts';
+import { createLogger, ErrorCodes, TurnstreamError } from '../../core/index.ts';
 import { analyticsOptions, inProcessPipeline, type InProcessPipeline } from '../../stack/index.ts';
 import type { LearnerSettings } from '../../trainer/index.ts';
 import { pairedPermutationTest } from '../../measure/index.ts';
@@ -190,6 +190,7 @@ export async function runGym(options: GymRunOptions): Promise<GymResult> {
     baseTf.model.dispose();
     await rm(weightsDir, { recursive: true, force: true });
   }
+  if (runs.length === 0) throw new TurnstreamError(ErrorCodes.ABORTED, 'the gym run was stopped before its first seed ended');
   const ids = (ts: typeof train) => ts.map((t) => t.id);
   const summary = summarize(runs, runIdentity(s), { train: ids(train), dev: ids(dev), test: ids(test) }, (Date.now() - t0) / 1000);
   const plan = gymLearnerPlan(s.stack, gymServed(s, `gym-${runId}`), s);

@@ -7,6 +7,7 @@
  * them in headless Chromium.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,7 @@ import { resolveModel } from '../../policy/index.ts';
 import type { Reward, Sample, Turn } from '../../schemas/index.ts';
 import { createEventCodecs, createKafka, readToEnd, type TopicValues } from '../../streams/index.ts';
 import { CANVAS_INK, launchChromium, type CanvasInk } from '../support/chromium.ts';
-import { ensureStack } from '../support/stack.ts';
+import { ensureStack, REPO_ROOT } from '../support/stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /** Answers the base model gives right some of the time (so groups carry a signal), one command task. */
@@ -245,3 +246,23 @@ test(
     }
   },
 );
+
+test('Ctrl-C stops a run: the services stop, one line says so, exit 130', { timeout: 300_000 }, async () => {
+  const child = spawn(process.execPath, ['bin/turnstream.js', 'gym', '--tasks', join(dir, 'suite.jsonl'), '--seeds', '1', '--steps', '1'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  await waitFor('the run to start', () => /gym: tfjs backend/.test(out) || child.exitCode !== null, {
+    timeoutMs: 240_000,
+    intervalMs: 200,
+  });
+  child.kill('SIGINT');
+  assert.equal(await exited, 130, out);
+  assert.match(out, /gym: stopping \(Ctrl-C again to quit at once\)…\ngym: stopped\n$/, out);
+  assert.doesNotMatch(out, /TS_ERR_/, 'a stop asked for is not an error');
+});
