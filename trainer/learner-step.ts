@@ -20,9 +20,11 @@
  *    most), and undone if it still moves the policy too far (`rejected` says why).
  *
  * Samples longer than the policy's pass lose the middle of their prompt, never its task (`cutTokens`); the batch
- * is walked in micro-batches of at most `microBatchTokens` tokens, gradients summed. The stages
+ * is walked in micro-batches of at most `microBatchTokens` tokens, gradients summed, the event loop
+ * given a turn after each. The stages
  * are in trainer/step/: the plan, each micro-batch's inputs and gradient, the update.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import * as tf from '@tensorflow/tfjs';
 import type { TransformerModel } from '../policy/index.ts';
 import type { AdamW } from './adamw.ts';
@@ -73,6 +75,9 @@ export async function learnerStep(
       } finally {
         pass.dispose();
       }
+      // A micro-batch's ops run synchronously: the event loop gets a turn between them, so the
+      // services sharing the process (consumers' heartbeats, the gateway) are not starved for a whole step.
+      await nextTurn();
     }
     const u = await applyUpdate(policy, optimizer, gradSum, { micros, surrogate, tokens: plan.tokens, loss, lrScale: plan.lrScale }, opts);
     if (!u.rejected) opts.rewardBaseline?.observe(plan.withTokens.map((r) => r.sample));

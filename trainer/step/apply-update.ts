@@ -3,6 +3,7 @@
  * users); then KL(π_old‖π_new) and the surrogate after it are measured, and beyond `maxKl` the
  * update is halved (twice at most), then undone if it still moves the policy too far.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import * as tf from '@tensorflow/tfjs';
 import type { AdamW } from '../adamw.ts';
 import { tokenMean } from '../losses/masked-mean.ts';
@@ -94,6 +95,8 @@ async function measure(
     kl += a;
     klRef += b;
     lossAfter += c;
+    // As in the step's own micro-batches: the process's other services get a turn between passes.
+    await nextTurn();
   }
   return { kl: kl / Math.max(1, tokens), klRef: klRef / Math.max(1, tokens), lossAfter };
 }

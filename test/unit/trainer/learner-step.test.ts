@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { AdamW } from '../../../trainer/adamw.ts';
 import { byContent, learnerStep, packBatch } from '../../../trainer/learner-step.ts';
 import { RewardBaseline } from '../../../trainer/reward-baseline.ts';
+import { BuiltinTrainable } from '../../../trainer/trainable-policy.ts';
 import { TransformerModel } from '../../../policy/builtin/model.ts';
 import { ByteTokenizer } from '../../../policy/builtin/tokenizer.ts';
 import type { Sample } from '../../../schemas/index.ts';
@@ -323,4 +324,32 @@ test('tokenMean batch (GRPO, DAPO-style): the loss is the mean over every traine
   close(bySample.loss, 0, 1e-5, 'per sample: −(1 + (−1))/2');
   close(byToken.loss, (-1 * 2 + 1 * 6) / 8, 1e-5, 'per token: (−1·2 + 1·6)/8');
   m.dispose();
+});
+
+test('the event loop gets a turn between micro-batches: the services sharing the process are not starved for a step', async () => {
+  const m = model();
+  const opt = new AdamW({ lr: 1e-3, weightDecay: 0 });
+  // Passes of at most 30 tokens: each sample (27 tokens) is a micro-batch of its own.
+  const policy = new (class extends BuiltinTrainable {
+    override readonly microBatchTokens = 30;
+  })(m);
+  const items = ['a long reply of words', 'another long reply here', 'and a third long one'].map((t) => ({ sample: sample(t) }));
+  // One tick per turn of the event loop (a heartbeat's timer and a socket's reads get theirs in the same turns).
+  let turns = 0;
+  let next: NodeJS.Immediate | undefined;
+  const tick = () => {
+    turns++;
+    next = setImmediate(tick);
+  };
+  next = setImmediate(tick);
+  try {
+    const r = await learnerStep(policy, opt, items);
+    assert.equal(r.samples, 3);
+  } finally {
+    clearImmediate(next);
+  }
+  // Three micro-batches, then three passes measuring the update: a turn after each.
+  assert.ok(turns >= 6, `the loop turned ${turns} times during the step`);
+  m.dispose();
+  opt.dispose();
 });
