@@ -118,7 +118,9 @@ const STRICT_ANSWERS: Record<string, [exact: string, inASentence: string]> = {
   'yesno-cats-bark': ['No, of course.', 'Of course: no.'],
   'yesno-snow': ['Yes, of course.', 'Of course: yes.'],
   'yesno-birds': ['Yes, of course.', 'Of course: yes.'],
+  'yesno-fish-walk': ['No, of course.', 'Of course: no.'],
   'yesno-sun-hot': ['Yes, of course.', 'Of course: yes.'],
+  'yesno-stone-soft': ['No, of course.', 'Of course: no.'],
   'yesno-sun-cold': ['No, of course.', 'Of course: no.'],
   'yesno-fire-cold': ['No, of course.', 'Of course: no.'],
   'yesno-ice': ['Yes, of course.', 'Of course: yes.'],
@@ -212,7 +214,7 @@ describe('the shipped task suites', () => {
     }
   });
 
-  describe('formats-and-files: 15 train, 5 dev, 10 test; every part tells the content from the form', () => {
+  describe('formats-and-files: 16 train, 6 dev, 10 test; every part tells the content from the form; no constant answer pays', () => {
     let root = '';
     before(async () => {
       root = await mkdtemp(join(tmpdir(), 'ts-formats-files-'));
@@ -222,7 +224,7 @@ describe('the shipped task suites', () => {
     it('splits and kinds', async () => {
       const tasks = await suite('formats-and-files');
       const { train, dev, test } = splitTasks(tasks);
-      assert.deepEqual([train.length, dev.length, test.length], [15, 5, 10]);
+      assert.deepEqual([train.length, dev.length, test.length], [16, 6, 10]);
       assert.deepEqual(tasks.map((t) => t.id).sort(), [...Object.keys(STRICT_ANSWERS), ...Object.keys(FILE_SOLUTIONS)].sort());
       for (const t of tasks)
         assert.deepEqual(
@@ -230,6 +232,22 @@ describe('the shipped task suites', () => {
           ['content', 'format'],
           t.id,
         );
+    });
+
+    it('train and dev: as many yes/no tasks want yes as want no, so a constant answer earns nothing', async () => {
+      // Seed 1 of the standard run learnt to begin every yes/no reply with "Yes" when two of three train tasks wanted it.
+      const { train, dev } = splitTasks(await suite('formats-and-files'));
+      for (const [name, split] of [
+        ['train', train],
+        ['dev', dev],
+      ] as const) {
+        const yesNo = split.filter((t) => t.id.startsWith('yesno-'));
+        const yes = yesNo.filter((t) => passes(t, 'Yes.')).length;
+        const no = yesNo.filter((t) => passes(t, 'No.')).length;
+        assert.ok(yesNo.length >= 2, `${name} has yes/no tasks`);
+        assert.equal(yes + no, yesNo.length, `${name}: each yes/no task passes one of the two`);
+        assert.equal(yes, no, `${name}: ${yes} want yes, ${no} want no`);
+      }
     });
 
     it('answer tasks: the exact answer passes both parts; the same in a sentence passes the content only; a wrong bare answer the format only', async () => {
