@@ -93,35 +93,16 @@ describe('gym --merge', () => {
   });
 
   it('refuses a seed twice, a single report, a merged report and what is not a gym report', () => {
+    const why = (...runs: Array<[source: string, result: unknown]>) =>
+      refusal(() => mergeGymResults(runs.map(([source, result]) => ({ source, result: result as GymResult })))).message;
     const one = report([seeds[0]], 1, 'x.');
+    assert.equal(why(['a', one], ['b', report([seeds[0]], 1, 'y.')]), '--merge: seed 1 is in both a and b');
+    assert.equal(why(['a', one]), '--merge needs at least two gym reports');
     assert.equal(
-      refusal(() =>
-        mergeGymResults([
-          { source: 'a', result: one },
-          { source: 'b', result: report([seeds[0]], 1, 'y.') },
-        ]),
-      ).message,
-      '--merge: seed 1 is in both a and b',
-    );
-    assert.equal(refusal(() => mergeGymResults([{ source: 'a', result: one }])).message, '--merge needs at least two gym reports');
-    assert.equal(
-      refusal(() =>
-        mergeGymResults([
-          { source: 'm', result: merged },
-          { source: 'a', result: report([seeds[1]], 1, 'x.') },
-        ]),
-      ).message,
+      why(['m', merged], ['a', report([seeds[1]], 1, 'x.')]),
       '--merge: m is itself a merged report; merge the runs it was made of',
     );
     for (const bad of [null, [], { runs: [] }, { suite: 'x' }])
-      assert.equal(
-        refusal(() =>
-          mergeGymResults([
-            { source: 'j', result: bad as unknown as GymResult },
-            { source: 'a', result: one },
-          ]),
-        ).message,
-        '--merge: j is not a gym report (gym.json with its runs)',
-      );
+      assert.equal(why(['j', bad], ['a', one]), '--merge: j is not a gym report (gym.json with its runs)');
   });
 });
