@@ -17,7 +17,8 @@ export interface MergeSource {
 /** Why two values differ, as a path (`settings.lr: 0.001 vs 0.002`), or null when they are equal. */
 function difference(a: unknown, b: unknown, path: string): string | null {
   if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && Array.isArray(a) === Array.isArray(b)) {
-    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+    // In the order the identity lists them (suite, agent, model, …): the first difference named is the one that matters most.
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
     for (const k of keys) {
       const d = difference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], path ? `${path}.${k}` : k);
       if (d) return d;

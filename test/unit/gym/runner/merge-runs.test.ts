@@ -80,6 +80,17 @@ describe('gym --merge', () => {
         param: '--merge',
       },
     );
+    const otherSuite = { ...report([seeds[1]], 1, 'y.', { ...runIdentity(settings), suite: 'other', n: 4 }) };
+    assert.equal(
+      refusal(() =>
+        mergeGymResults([
+          { source: 'a', result: report([seeds[0]], 1, 'x.') },
+          { source: 'b', result: otherSuite },
+        ]),
+      ).message,
+      '--merge: b is not a run of the same thing as a (suite: "suite" vs "other")',
+      'the suite is named before the rest that differs',
+    );
     const fewerTasks = { ...report([seeds[1]], 1, 'y.'), tasks: { ...tasks, test: ['t1', 't2'] } };
     assert.match(
       refusal(() =>
