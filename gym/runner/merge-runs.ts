@@ -41,7 +41,11 @@ const identityOf = (r: GymResult): RunIdentity & Pick<GymResult, 'tasks' | 'lear
 
 function checkShape(x: MergeSource): void {
   const r = x.result as Partial<GymResult> | null;
-  if (typeof r !== 'object' || r === null || !Array.isArray(r.runs) || r.runs.length === 0 || typeof r.settings !== 'object' || !r.tasks)
+  const runsOk =
+    Array.isArray(r?.runs) &&
+    r.runs.length > 0 &&
+    r.runs.every((x) => Number.isInteger(x?.seed) && Array.isArray(x.evals) && Array.isArray(x.steps) && typeof x.time === 'object');
+  if (typeof r !== 'object' || r === null || !runsOk || typeof r.settings !== 'object' || !r.tasks || typeof r.wall_s !== 'number')
     throw invalidInput(`--merge: ${x.source} is not a gym report (gym.json with its runs)`, '--merge');
   if (r.merged) throw invalidInput(`--merge: ${x.source} is itself a merged report; merge the runs it was made of`, '--merge');
 }

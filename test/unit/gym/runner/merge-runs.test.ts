@@ -113,7 +113,7 @@ describe('gym --merge', () => {
       why(['m', merged], ['a', report([seeds[1]], 1, 'x.')]),
       '--merge: m is itself a merged report; merge the runs it was made of',
     );
-    for (const bad of [null, [], { runs: [] }, { suite: 'x' }])
+    for (const bad of [null, [], { runs: [] }, { suite: 'x' }, { ...one, runs: [{}] }, { ...one, runs: [{ ...seeds[0], evals: null }] }])
       assert.equal(why(['j', bad], ['a', one]), '--merge: j is not a gym report (gym.json with its runs)');
   });
 });
