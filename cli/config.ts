@@ -302,6 +302,7 @@ export function readSettings(env: Env = process.env, cwd = process.cwd()): Stack
     llama: {
       contextSize: r.optionalNumber('LLAMA_CONTEXT_SIZE', { integer: true, min: 64 }),
       parallel: r.optionalNumber('LLAMA_PARALLEL', count),
+      batching: r.optionalOneOf('LLAMA_BATCHING', ['separate', 'shared']),
       threads: r.optionalNumber('LLAMA_THREADS', count),
       temperature: r.optionalNumber('LLAMA_TEMPERATURE', { min: 0, max: 2 }),
       topP: r.optionalNumber('LLAMA_TOP_P', { above: 0, max: 1 }),

@@ -33,6 +33,17 @@ export const SSE_DEFAULTS = Object.freeze({
 });
 
 /**
+ * How a version's generations at once are laid out in llama.cpp: `separate`, a context of one
+ * sequence each; `shared`, one context whose sequences are decoded in one batch. On this CPU
+ * build (node-llama-cpp 3.21.1) a shared batch changes what each sequence computes: greedy answers
+ * of 32 prompts decoded side by side differed from the same prompts decoded alone in 31 of 32
+ * (text of other prompts leaking in), and the gym's engine-vs-trainer mismatch rose from 0.06 to
+ * 0.8–1.7 nats; separate contexts gave the same answers as alone, and were 2× faster on 2 cores
+ * (docs/configuration.md).
+ */
+export type LlamaBatching = 'separate' | 'shared';
+
+/**
  * The engine's defaults (`LLAMA_*` when nothing is set). temperature 0.3 is what `turnstream up`
  * served with (its configuration's default); the engine's own fallback was 0.7 until the two
  * became one. Eval and gym send their sampling with every request.
@@ -40,6 +51,7 @@ export const SSE_DEFAULTS = Object.freeze({
 export const LLAMA_ENGINE_DEFAULTS = Object.freeze({
   maxContextSize: 8192,
   parallel: 2,
+  batching: 'separate' as LlamaBatching,
   temperature: 0.3,
   topP: 0.9,
   defaultMaxTokens: 512,

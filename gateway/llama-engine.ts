@@ -42,7 +42,7 @@ import {
 import { AdapterStore, ChatFormat, TokenBytes, drawToken, llamaRuntime, type OpenAITool, type RemoteWeights } from '../policy/index.ts';
 import { mulberry32, ErrorCodes, TurnstreamError, invalidInput, type Logger } from '../core/index.ts';
 import type { WeightVersion } from '../schemas/index.ts';
-import { LLAMA_ENGINE_DEFAULTS } from './defaults.ts';
+import { LLAMA_ENGINE_DEFAULTS, type LlamaBatching } from './defaults.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { Delta, Engine, EngineCallOptions, EngineResult, ModelCard, PromptTokenLogprob } from './engine.ts';
 import { ANY_OBJECT, grammarSchema, withoutExponents, type GrammarSchema } from './grammar-schema.ts';
@@ -64,10 +64,15 @@ export interface LlamaEngineOptions {
   remoteWeights?: RemoteWeights;
   /** Tokens per sequence. `LLAMA_CONTEXT_SIZE` @default the model's training context, at most LLAMA_ENGINE_DEFAULTS.maxContextSize (8192) */
   contextSize?: number;
-  /** Generations at once (sequences of each version's context). `LLAMA_PARALLEL` @default LLAMA_ENGINE_DEFAULTS.parallel (2) */
+  /** Generations at once (sequences of each version). `LLAMA_PARALLEL` @default LLAMA_ENGINE_DEFAULTS.parallel (2) */
   parallel?: number;
   /**
-   * CPU threads of each context. llama.cpp's threads spin while they wait for each other, so more
+   * A version's `parallel` sequences in contexts of their own (`separate`) or in one context
+   * decoded as one batch (`shared`; see LlamaBatching). `LLAMA_BATCHING` @default LLAMA_ENGINE_DEFAULTS.batching ('separate')
+   */
+  batching?: LlamaBatching;
+  /**
+   * CPU threads of a version, all its contexts together (`separate`: each its share, at least 1). llama.cpp's threads spin while they wait for each other, so more
    * threads than free cores makes every token slower; the default leaves half the cores to the
    * rest of the loop (processors, trainer). `LLAMA_THREADS` @default half the cores, at least 1
    */
@@ -146,6 +151,7 @@ export class LlamaEngine implements Engine {
       store: new AdapterStore(this.o.weightsDir, this.o.remoteWeights),
       contextSize,
       parallel: this.o.parallel ?? LLAMA_ENGINE_DEFAULTS.parallel,
+      batching: this.o.batching ?? LLAMA_ENGINE_DEFAULTS.batching,
       threads: this.o.threads ?? Math.max(1, Math.floor(availableParallelism() / 2)),
       batchSize: this.o.batchSize,
       flashAttention: this.o.flashAttention ?? (llama.gpu === false ? false : 'auto'),

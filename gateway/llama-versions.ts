@@ -4,8 +4,9 @@
  * prefix cache.
  *
  * A version is the frozen base plus one LoRA adapter file. llama.cpp applies an adapter to a
- * whole context (every sequence of a batch), so each served version has a context of its own,
- * with `parallel` sequences. A new version is verified (sha256) and its context created in the
+ * whole context (every sequence of a batch), so each served version has contexts of its own:
+ * `parallel` contexts of one sequence (`separate`, the default), or one context of `parallel`
+ * sequences decoded as one batch (`shared`; defaults.ts says why it is not the default). A new version is verified (sha256) and its context created in the
  * background while the current one keeps answering; the swap is one assignment between
  * requests. Requests in flight finish on the context they leased; a retired context is freed when
  * its last lease ends. Versions pinned by name (`model@N`) get contexts too, the least recently
@@ -24,6 +25,7 @@
 import type { LlamaContext, LlamaContextSequence, LlamaModel as NodeLlamaModel } from 'node-llama-cpp';
 import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/index.ts';
 import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
+import type { LlamaBatching } from './defaults.ts';
 import { kvKeyOf } from './kv-key.ts';
 import { commonPrefix, type KvStates } from './kv-states.ts';
 import { HeldVersion, VersionRegistry, type ServedVersion, type VersionLease } from './version-registry.ts';
@@ -36,6 +38,9 @@ export interface LlamaVersionsOptions {
   store: AdapterStore;
   contextSize: number;
   parallel: number;
+  /** Where the `parallel` sequences live (LlamaBatching). @default 'separate' */
+  batching?: LlamaBatching;
+  /** CPU threads, all the version's contexts together (each of `separate`'s gets its share, at least 1). */
   threads?: number;
   /** Tokens llama.cpp evaluates in one batch. @default node-llama-cpp's (512) */
   batchSize?: number;
@@ -63,22 +68,29 @@ export interface SequenceLease {
   release: () => void;
 }
 
-/** A version's context and its sequences (leased and retired by the registry: `HeldVersion`). */
+/** A version's contexts and their sequences (leased and retired by the registry: `HeldVersion`). */
 export class VersionSlot implements ServedVersion {
   /** Free sequences, the least recently released first. */
   private readonly free: LlamaContextSequence[] = [];
   private readonly waiting: Array<(s: LlamaContextSequence) => void> = [];
+  readonly contexts: readonly LlamaContext[];
 
   constructor(
     readonly version: number,
-    readonly context: LlamaContext,
+    contexts: LlamaContext | readonly LlamaContext[],
     readonly adapterPath: string | null,
     /** Versions of one key may share evaluated prompts (kv-key.ts). */
     readonly kvKey: string = 'base',
     private readonly states: KvStates | null = null,
     private readonly minStateTokens = 256,
   ) {
-    while (context.sequencesLeft > 0) this.free.push(context.getSequence());
+    this.contexts = Array.isArray(contexts) ? contexts : [contexts as LlamaContext];
+    for (const context of this.contexts) while (context.sequencesLeft > 0) this.free.push(context.getSequence());
+  }
+
+  /** The first context (all have the same settings). */
+  get context(): LlamaContext {
+    return this.contexts[0]!;
   }
 
   /**
@@ -147,7 +159,7 @@ export class VersionSlot implements ServedVersion {
   }
 
   dispose(): void {
-    void this.context.dispose();
+    for (const context of this.contexts) void context.dispose();
   }
 }
 
@@ -164,22 +176,34 @@ export class LlamaVersions extends VersionRegistry<VersionSlot> {
     });
   }
 
-  /** The current version's llama.cpp context (its settings: contextSize, batchSize, threads…). */
+  /** The current version's (first) llama.cpp context (its settings: contextSize, batchSize, threads…). */
   get context(): LlamaContext | null {
     return this.current?.context ?? null;
   }
 
   private async createSlot(ref: AdapterVersionRef): Promise<VersionSlot> {
     const kvKey = await kvKeyOf(ref, this.o.model.fileInfo.architectureMetadata.block_count ?? 0);
-    const context = await this.o.model.createContext({
-      contextSize: this.o.contextSize,
-      sequences: this.o.parallel,
-      ...(this.o.threads ? { threads: this.o.threads } : {}),
-      ...(this.o.batchSize ? { batchSize: this.o.batchSize } : {}),
-      ...(this.o.flashAttention !== undefined ? { flashAttention: this.o.flashAttention } : {}),
-      ...(ref.adapterPath ? { lora: { adapters: [{ filePath: ref.adapterPath, scale: 1 }] } } : {}),
-    });
-    return new VersionSlot(ref.version, context, ref.adapterPath, kvKey, this.o.states ?? null, this.o.minStateTokens);
+    const separate = (this.o.batching ?? 'separate') === 'separate';
+    const threads = this.o.threads && separate ? Math.max(1, Math.floor(this.o.threads / this.o.parallel)) : this.o.threads;
+    const create = (sequences: number) =>
+      this.o.model.createContext({
+        contextSize: this.o.contextSize,
+        sequences,
+        ...(threads ? { threads } : {}),
+        ...(this.o.batchSize ? { batchSize: this.o.batchSize } : {}),
+        ...(this.o.flashAttention !== undefined ? { flashAttention: this.o.flashAttention } : {}),
+        ...(ref.adapterPath ? { lora: { adapters: [{ filePath: ref.adapterPath, scale: 1 }] } } : {}),
+      });
+    const contexts: LlamaContext[] = [];
+    try {
+      // one after the other: each takes its memory before the next asks for any
+      if (separate) for (let i = 0; i < this.o.parallel; i++) contexts.push(await create(1));
+      else contexts.push(await create(this.o.parallel));
+    } catch (err) {
+      await Promise.all(contexts.map((c) => c.dispose()));
+      throw err;
+    }
+    return new VersionSlot(ref.version, contexts, ref.adapterPath, kvKey, this.o.states ?? null, this.o.minStateTokens);
   }
 
   private async verified(version: number, expectedSha256?: string): Promise<AdapterVersionRef> {

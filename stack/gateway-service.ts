@@ -86,6 +86,7 @@ function engineOf(settings: StackSettings, served: ServedModel | null): Pick<Gat
       weightsDir: settings.weightsDir,
       contextSize: l.contextSize,
       parallel: l.parallel,
+      batching: l.batching,
       threads: l.threads,
       temperature: l.temperature,
       topP: l.topP,

@@ -9,7 +9,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 // Each folder's defaults.ts: its DEFAULTS objects alone, so that reading the settings loads no service.
 import { ANALYTICS_DEFAULTS } from '../warehouse/defaults.ts';
-import { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS } from '../gateway/defaults.ts';
+import { ADMISSION_DEFAULTS, GATEWAY_DEFAULTS, LLAMA_ENGINE_DEFAULTS, SSE_DEFAULTS, type LlamaBatching } from '../gateway/defaults.ts';
 import {
   GROUP_BUILDER_DEFAULTS,
   JUDGE_DEFAULTS,
@@ -109,9 +109,14 @@ export interface ModelSettings {
 export interface LlamaServeSettings {
   /** Tokens per sequence. `LLAMA_CONTEXT_SIZE` @default undefined = the model's training context, at most LLAMA_ENGINE_DEFAULTS.maxContextSize (8192) */
   contextSize: number | undefined;
-  /** Generations at once (llama.cpp sequences per context). `LLAMA_PARALLEL` @default LLAMA_ENGINE_DEFAULTS.parallel (2) */
+  /** Generations at once (llama.cpp sequences of each version). `LLAMA_PARALLEL` @default LLAMA_ENGINE_DEFAULTS.parallel (2) */
   parallel: number;
-  /** CPU threads of llama.cpp. `LLAMA_THREADS` @default undefined = half the cores, at least 1 */
+  /**
+   * `separate`: a context of one sequence per generation; `shared`: one context decoding them as one
+   * batch, which changed answers on the CPU (gateway/defaults.ts). `LLAMA_BATCHING` @default LLAMA_ENGINE_DEFAULTS.batching ('separate')
+   */
+  batching: LlamaBatching;
+  /** CPU threads of llama.cpp, all of a version's contexts together. `LLAMA_THREADS` @default undefined = half the cores, at least 1 */
   threads: number | undefined;
   /** temperature when a request gives none. `LLAMA_TEMPERATURE` @default LLAMA_ENGINE_DEFAULTS.temperature (0.3) */
   temperature: number;
@@ -368,6 +373,7 @@ export function resolveSettings(input: StackSettingsInput = {}, cwd = process.cw
       {
         contextSize: undefined,
         parallel: LLAMA_ENGINE_DEFAULTS.parallel,
+        batching: LLAMA_ENGINE_DEFAULTS.batching,
         threads: undefined,
         temperature: LLAMA_ENGINE_DEFAULTS.temperature,
         topP: LLAMA_ENGINE_DEFAULTS.topP,

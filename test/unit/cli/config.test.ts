@@ -50,6 +50,7 @@ describe('loadConfig', () => {
       llama: {
         contextSize: undefined,
         parallel: 2,
+        batching: 'separate',
         threads: undefined,
         temperature: 0.3,
         topP: 0.9,
@@ -343,6 +344,7 @@ describe('loadConfig', () => {
     ['PORT', '70000', /an integer >= 0 and <= 65535/],
     ['LLAMA_TEMPERATURE', '3', /a number >= 0 and <= 2/],
     ['LLAMA_GPU', 'cuda', /one of auto, off/],
+    ['LLAMA_BATCHING', 'unified', /one of separate, shared/],
     ['TFJS_BACKEND', 'webgl', /one of auto, tensorflow-gpu, tensorflow, wasm, cpu/],
     ['TFJS_GPU', 'yes', /one of auto, off/],
     ['LLAMA_CONTEXT_SIZE', '10', /an integer >= 64/],

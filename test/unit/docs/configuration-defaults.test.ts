@@ -242,6 +242,7 @@ const ROWS: Record<string, Row> = {
     default: { says: `at most ${LLAMA_ENGINE_DEFAULTS.maxContextSize}`, value: undefined },
   },
   LLAMA_PARALLEL: { set: '4', at: (b) => b.gateway.llama?.parallel, default: v(LLAMA_ENGINE_DEFAULTS.parallel) },
+  LLAMA_BATCHING: { set: 'shared', at: (b) => b.gateway.llama?.batching, default: v(LLAMA_ENGINE_DEFAULTS.batching) },
   LLAMA_THREADS: { set: '3', at: (b) => b.gateway.llama?.threads, default: { says: 'half the cores', value: undefined } },
   LLAMA_TEMPERATURE: { set: '1.2', at: (b) => b.gateway.llama?.temperature, default: v(LLAMA_ENGINE_DEFAULTS.temperature) },
   LLAMA_TOP_P: { set: '0.5', at: (b) => b.gateway.llama?.topP, default: v(LLAMA_ENGINE_DEFAULTS.topP) },
