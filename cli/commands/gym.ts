@@ -14,6 +14,7 @@
  * it needs no Kafka and trains nothing.
  */
 import type { Command } from 'commander';
+import { setMaxListeners } from 'node:events';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { basename, join, resolve } from 'node:path';
@@ -183,6 +184,8 @@ const num = (v: string | undefined, name: string, zeroAllowed = false): number |
 /** Ctrl-C: the rollouts and their sandboxes end, the services stop, then the process exits (a second Ctrl-C: at once). */
 function stopOnSignals(progress: (line: string) => void): { signal: AbortSignal; dispose(): void } {
   const abort = new AbortController();
+  // every rollout in flight (up to --parallel) listens on it and removes its listener when it ends: not a leak
+  setMaxListeners(0, abort.signal);
   const onSignal = () => {
     if (abort.signal.aborted) process.exit(130);
     progress('gym: stopping (Ctrl-C again to quit at once)…');
