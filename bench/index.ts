@@ -13,6 +13,7 @@ export const BENCHES: Readonly<Record<string, () => Promise<BenchModule>>> = {
   gateway: () => import('./gateway.ts'),
   kstreams: () => import('./kstreams.ts'),
   model: () => import('./model.ts'),
+  parallel: () => import('./parallel.ts'),
   pipeline: () => import('./pipeline.ts'),
   replay: () => import('./replay.ts'),
   sink: () => import('./sink.ts'),

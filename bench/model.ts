@@ -8,8 +8,6 @@
 // node-llama-cpp, and the prefix cache's second turn (bench/model-ttft.ts). `--model tiny`
 // writes a tiny random Llama GGUF for a smoke run.
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,15 +22,14 @@ import {
   loadTfLlama,
   LoraAdapter,
   openGguf,
-  resolveModel,
   selectBackend,
   writeLoraAdapter,
-  writeTinyModel,
   type BackendName,
 } from '../policy/index.ts';
 import type { Sample } from '../schemas/index.ts';
 import { AdamW, learnerStep, LoraTrainable } from '../trainer/index.ts';
 import { resolveOptions, type BenchOptions, type BenchResult } from './options.ts';
+import { benchModelFile } from './model-file.ts';
 import { measureTtft, type TtftResult } from './model-ttft.ts';
 import { median } from './support.ts';
 import { ensureTorchPeer, runTorchPeer, type TorchPeerResult } from './torch-peer.ts';
@@ -187,12 +184,6 @@ function runChild(backend: BackendName, path: string, tokens: string, steps: str
   });
 }
 
-async function sha256File(path: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
-  return h.digest('hex');
-}
-
 const round3 = (x: number): number => Number(x.toFixed(3));
 const medians = (bySize: Record<string, number[]>): Record<string, number> =>
   Object.fromEntries(Object.entries(bySize).map(([k, v]) => [k, round3(median(v))]));
@@ -259,25 +250,6 @@ async function measureLlamaCpp(path: string, sizes: number[], threads: number, g
     rssMB,
     config,
   };
-}
-
-async function modelPath(
-  args: BenchArgs,
-  spec: string,
-  sizes: number[],
-  tmp: string,
-): Promise<{ path: string; name: string; sha256: string }> {
-  if (spec === 'tiny') {
-    const tiny = await writeTinyModel(join(tmp, 'tiny.gguf'), { architecture: 'llama', contextLength: Math.max(512, ...sizes) + 16 });
-    return { path: tiny.path, name: 'tiny', sha256: tiny.sha256 };
-  }
-  const m = await resolveModel(spec, {
-    cacheDir: args.config.model.cacheDir,
-    hfEndpoint: args.config.model.hfEndpoint,
-    hfToken: args.config.model.hfToken,
-  });
-  if (!m.path) throw new Error('bench model needs a GGUF model, not builtin');
-  return { path: m.path, name: m.name, sha256: m.sha256 ?? (await sha256File(m.path)) };
 }
 
 /** The sizes of the step and scoring measurements and of the time to first token (none with `--ttft none`), checked. */
@@ -353,7 +325,12 @@ export async function run(args: BenchArgs): Promise<BenchResult & Record<string,
   const withPeer = o.peer === 'torch';
   const tmp = await mkdtemp(join(tmpdir(), 'bench-model-'));
   try {
-    const { path, name, sha256 } = await modelPath(args, o.model, [...sizes, ...ttftSizes.map((n) => n + 256)], tmp);
+    const { path, name, sha256 } = await benchModelFile(
+      args.config,
+      o.model,
+      Math.max(...sizes, ...ttftSizes.map((n) => n + 256)) + 16,
+      tmp,
+    );
     args.progress(`bench model: llama.cpp on ${name} …`);
     const { config, ...llamaCpp } = await measureLlamaCpp(path, sizes, threads, Number(o['gen-tokens']), tmp);
     const python = withPeer

@@ -38,6 +38,7 @@ const TOY: Record<string, Record<string, string>> = {
   trainer: { steps: '1', batch: '2', backends: 'wasm,cpu' },
   model: { model: 'tiny', tokens: '16,32', steps: '1', rounds: '1', 'gen-tokens': '8', backends: 'tensorflow,wasm', ttft: '128,256' },
   weights: { model: 'tiny', rounds: '1', rank: '4', 'chunk-kib': '4' },
+  parallel: { model: 'tiny', parallel: '2', prompts: '4', 'max-tokens': '8', threads: '2' },
 };
 
 describe('benchmarks', { timeout: 900_000 }, () => {
@@ -165,6 +166,13 @@ describe('benchmarks', { timeout: 900_000 }, () => {
         assert.ok(Number(r.first_turn_s) > 0 && Number(r.second_turn_s) > 0);
         assert.ok(Number(r.second_turn_cached_tokens) >= promptTokens['256'] - 1, `second turn: ${r.second_turn_cached_tokens} cached`);
         assert.ok(Number(r.same_system_new_session_cached_tokens) > promptTokens['256'] / 2);
+      }
+      if (name === 'parallel') {
+        // Each layout answered every prompt; the default layout's answers are those given alone.
+        const tps = r.tokens_per_s as Record<string, number>;
+        for (const k of ['separate', 'shared', 'alone']) assert.ok(tps[k] > 0, `${k} tokens/s`);
+        assert.equal((r.same_as_alone as Record<string, number>).separate, 4);
+        assert.equal(r.ratio, Number((tps.separate / tps.shared).toFixed(3)));
       }
       if (name === 'clients') {
         // Both clients read every record and passed every record on, in the same pair.
