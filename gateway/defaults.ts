@@ -35,11 +35,11 @@ export const SSE_DEFAULTS = Object.freeze({
 /**
  * How a version's generations at once are laid out in llama.cpp: `separate`, a context of one
  * sequence each; `shared`, one context whose sequences are decoded in one batch. On this CPU
- * build (node-llama-cpp 3.21.1) a shared batch changes what each sequence computes: greedy answers
- * of 32 prompts decoded side by side differed from the same prompts decoded alone in 31 of 32
- * (text of other prompts leaking in), and the gym's engine-vs-trainer mismatch rose from 0.06 to
- * 0.8–1.7 nats; separate contexts gave the same answers as alone, and were 2× faster on 2 cores
- * (docs/configuration.md).
+ * build (node-llama-cpp 3.21.1) a shared batch changes what each sequence computes: the greedy
+ * answers of 32 prompts, 32 at a time, differed from the same prompts decoded alone in 31 of 32
+ * (text of other prompts leaking in), 16 of 16 at 8 at a time, and the gym's engine-vs-trainer
+ * mismatch at 32 was 0.8–1.7 nats (0.06 at 8); separate contexts gave the same answers as alone,
+ * and were about 2× faster on 2 cores (docs/gym.md, "When the engine and the trainer disagree").
  */
 export type LlamaBatching = 'separate' | 'shared';
 

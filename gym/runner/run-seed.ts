@@ -20,6 +20,7 @@ import type { Task } from '../tasks/task.ts';
 import { trainingReward, type GymSettings } from './gym-options.ts';
 import { startGymGateway } from './gym-gateway.ts';
 import { gymLearnerOverrides, gymServed } from './gym-learner.ts';
+import { mismatchWarning } from './mismatch-warning.ts';
 import { rolloutReward } from './rollout-reward.ts';
 import { seededRandom, TaskSchedule } from './task-schedule.ts';
 
@@ -228,6 +229,9 @@ class SeedRun {
     return this.ctx.settings;
   }
 
+  /** The mismatch warning was given (once a seed). */
+  private warnedMismatch = false;
+
   private say(line: string): void {
     this.s.onProgress?.(`gym ${this.svc.modelId}: ${line}`);
   }
@@ -363,6 +367,11 @@ class SeedRun {
     this.say(
       `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}; RSS ${rssGb} GiB`,
     );
+    const warning = this.warnedMismatch ? null : mismatchWarning(record.mismatch);
+    if (warning) {
+      this.warnedMismatch = true;
+      this.say(`warning: ${warning}`);
+    }
     return record;
   }
 
