@@ -5,13 +5,11 @@
  * as one batch it was 0.8–1.7 nats, and nothing said so; truncated importance sampling only
  * lowers the weight of such tokens, it does not make the rollouts the policy's.
  */
-import type { StepMismatch } from './run-seed.ts';
-
 /** Mean |Δ log-prob| (nats) above which a step's mismatch is reported. */
 export const MISMATCH_WARN_NATS = 0.3;
 
 /** The warning for a step's mismatch, or null when it is within what quantization explains. */
-export function mismatchWarning(m: StepMismatch | null | undefined): string | null {
+export function mismatchWarning(m: { absLogprob: number } | null | undefined): string | null {
   if (!m || !(m.absLogprob > MISMATCH_WARN_NATS)) return null;
   return (
     `the engine's log-probs and the trainer's differ by ${m.absLogprob.toFixed(2)} nats a token (quantization explains under ${MISMATCH_WARN_NATS}): ` +
