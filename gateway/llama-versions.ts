@@ -6,10 +6,10 @@
  * A version is the frozen base plus one LoRA adapter file. llama.cpp applies an adapter to a
  * whole context (every sequence of a batch), so each served version has contexts of its own:
  * `parallel` contexts of one sequence (`separate`, the default), or one context of `parallel`
- * sequences decoded as one batch (`shared`; defaults.ts says why it is not the default). A new version is verified (sha256) and its context created in the
- * background while the current one keeps answering; the swap is one assignment between
- * requests. Requests in flight finish on the context they leased; a retired context is freed when
- * its last lease ends. Versions pinned by name (`model@N`) get contexts too, the least recently
+ * sequences decoded as one batch (`shared`; defaults.ts says why it is not the default). A new
+ * version is verified (sha256) and its contexts created in the background while the current one
+ * keeps answering; the swap is one assignment between requests. Requests in flight finish on the
+ * contexts they leased; a retired version's contexts are freed when its last lease ends. Versions pinned by name (`model@N`) get contexts too, the least recently
  * used dropped beyond `maxPinned`.
  *
  * Prompts are evaluated once (the prefix cache): each sequence keeps what it evaluated last, a
