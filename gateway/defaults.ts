@@ -39,7 +39,8 @@ export const SSE_DEFAULTS = Object.freeze({
  * answers of 32 prompts, 32 at a time, differed from the same prompts decoded alone in 31 of 32
  * (text of other prompts leaking in), 16 of 16 at 8 at a time, and the gym's engine-vs-trainer
  * mismatch at 32 was 0.8–1.7 nats (0.06 at 8); separate contexts gave the same answers as alone,
- * and were 1.77× faster on 2 cores (bench parallel; docs/gym.md, "When the engine and the trainer disagree").
+ * and were 1.77× faster on 2 cores (`bench parallel`; docs/gym.md, "When the engine and the
+ * trainer disagree").
  */
 export type LlamaBatching = 'separate' | 'shared';
 
