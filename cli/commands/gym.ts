@@ -384,7 +384,7 @@ export function register(program: Command): void {
     .option('--reward <what>', 'pass (1 when the whole verdict passes) or partial (the share of its parts and checks that held)')
     .option(
       '--loss-agg <how>',
-      'sample (the default: each rollout’s mean, then their mean) or token (one mean over every trained token of a step)',
+      'token (the default: one mean over every trained token of a step) or sample (each rollout’s mean, then their mean)',
     )
     .option('--dev-only', 'a tuning run: evaluate the dev split only, leaving test unseen')
     .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')

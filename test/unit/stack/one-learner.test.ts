@@ -84,7 +84,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
       lr: 1e-3,
       grpoKlCoef: 0.05,
       tisCap: 2,
-      grpoTokenMean: 'sample',
+      grpoTokenMean: 'batch',
     });
   });
 
@@ -149,7 +149,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
     }
     assert.deepEqual(o.eval.grpoStep, o.up.grpoStep);
     assert.deepEqual(o.up.grpoStep, { klCoef: 0, tokenMean: 'batch' });
-    assert.deepEqual(o.gym.grpoStep, { klCoef: 0.05, tokenMean: 'sample' });
+    assert.deepEqual(o.gym.grpoStep, { klCoef: 0.05, tokenMean: 'batch' });
     assert.equal(o.gym.consensus, o.up.consensus, "gym keeps up's consensus (it never weighs a GRPO batch)");
   });
   it("the weight transport: up's is TURNSTREAM_WEIGHTS_TRANSPORT or --weights-transport; eval's and gym's runs, on a store of their own, keep file", () => {
