@@ -27,6 +27,7 @@ import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/in
 import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import type { LlamaBatching } from './defaults.ts';
 import { kvKeyOf } from './kv-key.ts';
+import { LoadedAdapters } from './lora-adapters.ts';
 import { commonPrefix, type KvStates } from './kv-states.ts';
 import { HeldVersion, VersionRegistry, type ServedVersion, type VersionLease } from './version-registry.ts';
 
@@ -83,6 +84,8 @@ export class VersionSlot implements ServedVersion {
     readonly kvKey: string = 'base',
     private readonly states: KvStates | null = null,
     private readonly minStateTokens = 256,
+    /** Called once its contexts are disposed (the adapter may go with them: lora-adapters.ts). */
+    private readonly onDisposed?: () => Promise<void>,
   ) {
     for (const context of contexts) while (context.sequencesLeft > 0) this.free.push(context.getSequence());
   }
@@ -158,12 +161,16 @@ export class VersionSlot implements ServedVersion {
   }
 
   dispose(): void {
-    for (const context of this.contexts) void context.dispose();
+    void Promise.all(this.contexts.map((c) => c.dispose()))
+      .then(() => this.onDisposed?.())
+      .catch(() => undefined); // a failed free leaves memory, never a served request, behind
   }
 }
 
 export class LlamaVersions extends VersionRegistry<VersionSlot> {
   private readonly pinned = new Map<number, Promise<HeldVersion<VersionSlot>>>();
+  /** The adapters of the versions with contexts (a retired version's is freed with them). */
+  readonly adapters: LoadedAdapters;
 
   constructor(private readonly o: LlamaVersionsOptions) {
     super({
@@ -173,6 +180,7 @@ export class LlamaVersions extends VersionRegistry<VersionSlot> {
       onSwap: (slot) => o.onSwap?.(slot.version),
       load: async (wv) => this.createSlot(await this.verified(wv.version, wv.sha256)),
     });
+    this.adapters = new LoadedAdapters(o.model, o.logger);
   }
 
   /** The current version's (first) llama.cpp context (its settings: contextSize, batchSize, threads…). */
@@ -194,6 +202,8 @@ export class LlamaVersions extends VersionRegistry<VersionSlot> {
         ...(ref.adapterPath ? { lora: { adapters: [{ filePath: ref.adapterPath, scale: 1 }] } } : {}),
       });
     const contexts: LlamaContext[] = [];
+    const release = () => this.adapters.release(ref.adapterPath);
+    this.adapters.hold(ref.adapterPath);
     try {
       // one after the other, each taking its memory before the next asks: 8 contexts of one
       // took as long as one of 8 on SmolLM2 (0.35–0.42 s), so a swap costs what it did
@@ -201,9 +211,10 @@ export class LlamaVersions extends VersionRegistry<VersionSlot> {
       else contexts.push(await create(this.o.parallel));
     } catch (err) {
       await Promise.all(contexts.map((c) => c.dispose()));
+      await release();
       throw err;
     }
-    return new VersionSlot(ref.version, contexts, ref.adapterPath, kvKey, this.o.states ?? null, this.o.minStateTokens);
+    return new VersionSlot(ref.version, contexts, ref.adapterPath, kvKey, this.o.states ?? null, this.o.minStateTokens, release);
   }
 
   private async verified(version: number, expectedSha256?: string): Promise<AdapterVersionRef> {

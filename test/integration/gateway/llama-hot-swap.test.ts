@@ -3,7 +3,7 @@
  * adapter code is swapped in while clients keep requesting (streamed and not) — no request
  * fails, requests after the swap answer from the new version, `name@0` still serves the base, a
  * version trained on another base or with a wrong sha256 is refused while the current one keeps
- * serving.
+ * serving, and a retired version's adapter is freed (node-llama-cpp keeps each one it loads).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -118,4 +118,17 @@ test('a version of another base, or with a wrong sha256, is refused; the current
   assert.equal(gw.llama!.version, 1);
   assert.equal((await ask(1)).status, 200);
   assert.equal(gw.llama!.versions!.loadFailures, 2);
+});
+
+test("a retired version's adapter is freed with its contexts: node-llama-cpp holds only the served ones", async () => {
+  const versions = gw.llama!.versions!;
+  for (let v = 4; v <= 8; v++) {
+    await gw.llama!.offer(await publish(v, v));
+    assert.equal(gw.llama!.version, v);
+    assert.equal((await ask(v)).status, 200);
+  }
+  // v8 is current; tiny@0 (pinned above) is the base and has no adapter; 1 and 4–7 are retired.
+  await waitFor('the retired adapters to be freed', () => versions.adapters.loaded === 1, { timeoutMs: 30_000, intervalMs: 20 });
+  assert.equal((await ask(9, 'tiny@1')).status, 200, 'a retired version pinned by name loads again');
+  await waitFor('its adapter loaded beside the current one', () => versions.adapters.loaded === 2, { timeoutMs: 30_000, intervalMs: 20 });
 });
