@@ -1,7 +1,7 @@
 /**
  * A gym run's files: `gym.json` (the result), `gym.csv` (held-out pass@1 per seed, step and
  * task), `gym.svg` and `gym.png` (the curve: the mean over seeds in bold, one thin line per seed)
- * and `replies.md` (held-out answers before and after).
+ * and `replies.md` (the reported split's answers before and after: test, or dev in a `--dev-only` run).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -62,7 +62,8 @@ export function gymSvg(r: GymResult): string {
 }
 
 export function gymRepliesMarkdown(r: GymResult): string {
-  const out = [`# ${r.suite}: test answers before and after (${r.model})`, ''];
+  const split = r.settings.devOnly ? 'dev' : 'test';
+  const out = [`# ${r.suite}: ${split} answers before and after (${r.model})`, ''];
   for (const run of r.runs) {
     out.push(`## seed ${run.seed}`, '');
     for (const [label, list] of [

@@ -66,6 +66,8 @@ export interface StepRecord {
   groupsEqual: number;
   rolloutSeconds: number;
   trainSeconds: number;
+  /** Mean words of the batch's final answers (a length bias shows here first). */
+  replyWords?: number;
   /** The learner's step was undone by its KL guard: the batch was consumed, no version made. */
   rejected?: boolean;
   /** The step's rollout/trainer mismatch (null when it made no version). */
@@ -89,7 +91,7 @@ export interface SeedResult {
    * held-out evals.
    */
   time: { rollouts: number; verifier: number; training: number; eval: number };
-  /** A few held-out replies before and after (for the report). */
+  /** The reported split's replies (test's; dev's in a `--dev-only` run) before and after (for the report). */
   replies: {
     before: Array<{ task: string; passed: boolean; answer: string | null }>;
     after: Array<{ task: string; passed: boolean; answer: string | null }>;
@@ -293,7 +295,8 @@ class SeedRun {
     const passAt1 = rate(results, (r) => r.verdict.passed);
     const parts = Object.fromEntries(partNames.map((p) => [p, rate(results, (r) => r.verdict.parts[p] === true)]));
     this.result.evals.push({ step, version, split, passAt1, perTask, parts, perTaskParts });
-    if (split === 'test') {
+    // The reported split's replies: test's, or dev's in a tuning run (read them when tuning).
+    if (split === (this.s.devOnly ? 'dev' : 'test')) {
       const replies = results.map((r) => ({ task: r.taskId, passed: r.verdict.passed, answer: r.finalAnswer }));
       if (step === 0) this.result.replies.before = replies;
       else this.result.replies.after = replies;
@@ -339,6 +342,7 @@ class SeedRun {
       groupsEqual: signal.filter((x) => !x).length,
       rolloutSeconds,
       trainSeconds: 0,
+      replyWords: meanWords(results.map((r) => r.finalAnswer)),
     };
     if (record.groupsTrained > 0) {
       const made = await this.nextVersion(version, batchesBefore);
@@ -365,7 +369,7 @@ class SeedRun {
         : ': no step';
     const rssGb = (process.memoryUsage().rss / 2 ** 30).toFixed(2);
     this.say(
-      `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}; RSS ${rssGb} GiB`,
+      `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}; replies ${record.replyWords!.toFixed(0)} words; RSS ${rssGb} GiB`,
     );
     const warning = this.warnedMismatch ? null : mismatchWarning(record.mismatch);
     if (warning) {
@@ -437,4 +441,10 @@ export async function runSeed(ctx: SeedContext, seed: number): Promise<SeedResul
   } finally {
     await svc.stop();
   }
+}
+
+/** Mean words of `answers` (a rollout with no final answer counts 0). */
+export function meanWords(answers: ReadonlyArray<string | null>): number {
+  if (answers.length === 0) return 0;
+  return answers.reduce((n, a) => n + (a?.split(/\s+/).filter(Boolean).length ?? 0), 0) / answers.length;
 }

@@ -2,8 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gymSettings } from '../../../../gym/runner/gym-options.ts';
-import { gymCsv } from '../../../../gym/runner/gym-report.ts';
+import { gymCsv, gymRepliesMarkdown } from '../../../../gym/runner/gym-report.ts';
 import { runIdentity, summarize } from '../../../../gym/runner/run-gym.ts';
+import { meanWords } from '../../../../gym/runner/run-seed.ts';
 import { seedRun as seed, stepRecord as step } from '../../../support/gym-runs.ts';
 
 describe('gym summary', () => {
@@ -58,5 +59,19 @@ describe('gym summary', () => {
     assert.equal(rows[0], 'seed,step,version,split,task,part,pass_at_1');
     assert.ok(rows.includes('1,10,10,test,t3,format,0.5'));
     assert.ok(rows.includes('2,0,0,dev,all,all,0.5'));
+  });
+
+  it('replies.md names the split whose replies it holds: test, or dev in a tuning run (--dev-only)', () => {
+    assert.match(gymRepliesMarkdown({ ...r, topicPrefix: 'x' }).split('\n')[0]!, /^# suite: test answers before and after/);
+    const tuning = runIdentity(
+      gymSettings({ tasks: [], suite: 'suite', brokers: [], registryUrl: '', model: { name: 'm', path: '', sha256: '' }, devOnly: true }),
+    );
+    const d = summarize(runs, tuning, { train: ['a'], dev: ['d1'], test: ['t1'] }, 1);
+    assert.match(gymRepliesMarkdown({ ...d, topicPrefix: 'x' }).split('\n')[0]!, /^# suite: dev answers before and after/);
+  });
+
+  it("a batch's reply length is the mean words of its final answers, a rollout without one counting 0", () => {
+    assert.equal(meanWords(['Yes.', 'No, fish cannot walk.', null, '  ']), (1 + 4 + 0 + 0) / 4);
+    assert.equal(meanWords([]), 0);
   });
 });
