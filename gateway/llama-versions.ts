@@ -27,8 +27,8 @@ import { AdapterStore, baseModelRef, type AdapterVersionRef } from '../policy/in
 import { ErrorCodes, TurnstreamError, type Logger } from '../core/index.ts';
 import type { LlamaBatching } from './defaults.ts';
 import { kvKeyOf } from './kv-key.ts';
-import { LoadedAdapters } from './lora-adapters.ts';
 import { commonPrefix, type KvStates } from './kv-states.ts';
+import { LoadedAdapters } from './lora-adapters.ts';
 import { HeldVersion, VersionRegistry, type ServedVersion, type VersionLease } from './version-registry.ts';
 
 export interface LlamaVersionsOptions {
@@ -163,7 +163,7 @@ export class VersionSlot implements ServedVersion {
   dispose(): void {
     void Promise.all(this.contexts.map((c) => c.dispose()))
       .then(() => this.onDisposed?.())
-      .catch(() => undefined); // a failed free leaves memory, never a served request, behind
+      .catch(() => undefined); // a context that fails to free leaves memory behind, not a failed request
   }
 }
 

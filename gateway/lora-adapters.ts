@@ -48,7 +48,11 @@ export class LoadedAdapters {
     const adapter = cache?.get(key);
     if (!cache || !adapter) return;
     cache.delete(key);
-    await adapter.dispose();
+    try {
+      await adapter.dispose();
+    } catch (err) {
+      this.logger?.warn(`could not free the LoRA adapter ${filePath}: ${(err as Error).message}`);
+    }
   }
 
   /** Adapters node-llama-cpp holds now (null where its cache cannot be seen). */

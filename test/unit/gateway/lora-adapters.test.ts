@@ -37,6 +37,19 @@ describe('LoadedAdapters', () => {
     assert.equal(a.loaded, 1);
   });
 
+  it('an adapter that fails to free is dropped with a warning; the caller carries on', async () => {
+    const warnings: string[] = [];
+    const cache = new Map([[resolve('w/v1.gguf'), { dispose: () => Promise.reject(new Error('busy')) }]]);
+    const a = new LoadedAdapters(
+      { _loraAdapters: cache } as unknown as LlamaModel,
+      { warn: (m: string) => void warnings.push(m) } as never,
+    );
+    a.hold('w/v1.gguf');
+    await a.release('w/v1.gguf');
+    assert.equal(a.loaded, 0);
+    assert.match(warnings[0]!, /could not free the LoRA adapter w\/v1\.gguf: busy/);
+  });
+
   it('where the cache is out of reach, it frees nothing and warns once', async () => {
     const warnings: string[] = [];
     const a = new LoadedAdapters({} as LlamaModel, { warn: (m: string) => void warnings.push(m) } as never);
