@@ -68,6 +68,8 @@ export interface StepRecord {
   trainSeconds: number;
   /** Mean words of the batch's final answers (a length bias shows here first). */
   replyWords?: number;
+  /** Mean model calls of the batch's rollouts (a multi-turn task that takes more turns shows here). */
+  calls?: number;
   /** The learner's step was undone by its KL guard: the batch was consumed, no version made. */
   rejected?: boolean;
   /** The step's rollout/trainer mismatch (null when it made no version). */
@@ -343,6 +345,7 @@ class SeedRun {
       rolloutSeconds,
       trainSeconds: 0,
       replyWords: meanWords(results.map((r) => r.finalAnswer)),
+      calls: results.reduce((n, r) => n + r.steps, 0) / results.length,
     };
     if (record.groupsTrained > 0) {
       const made = await this.nextVersion(version, batchesBefore);
@@ -369,7 +372,7 @@ class SeedRun {
         : ': no step';
     const rssGb = (process.memoryUsage().rss / 2 ** 30).toFixed(2);
     this.say(
-      `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}; replies ${record.replyWords!.toFixed(0)} words; RSS ${rssGb} GiB`,
+      `batch ${b} (${record.tasks.join(', ')}): train pass ${record.trainPass.toFixed(2)}, ${record.groupsTrained} groups with signal, ${record.groupsEqual} all-equal${made}; replies ${record.replyWords!.toFixed(0)} words, ${record.calls!.toFixed(1)} calls; RSS ${rssGb} GiB`,
     );
     const warning = this.warnedMismatch ? null : mismatchWarning(record.mismatch);
     if (warning) {
