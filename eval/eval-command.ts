@@ -80,6 +80,9 @@ async function prepareRun(s: EvalCommandSettings): Promise<PreparedRun> {
   const f = { ...s.flags };
   if (!['combined', 'rl', 'opd'].includes(f.method))
     throw invalidInput(`--method must be combined, rl or opd (got ${f.method})`, '--method');
+  const peakSamples = Number(f.peakSamples);
+  if (!(Number.isInteger(peakSamples) && peakSamples >= 0))
+    throw invalidInput(`--peak-samples must be an integer >= 0 (got ${f.peakSamples})`, '--peak-samples');
   const heldOut = Number(f.heldOut);
   if (!(heldOut > 0 && heldOut < 1)) throw invalidInput(`--held-out must be a share between 0 and 1 (got ${f.heldOut})`, '--held-out');
   // The persona file is checked before tfjs loads: a bad file is one line, nothing else.
@@ -149,6 +152,7 @@ const commonOptions = (s: EvalCommandSettings, run: PreparedRun) => ({
   lr: run.plan.settings.lr,
   heldOut: run.heldOut,
   heldOutSamples: Number(run.f.heldOutSamples),
+  peakSamples: Number(run.f.peakSamples),
   onlySeed: run.onlySeed,
   onProgress: s.progress,
 });

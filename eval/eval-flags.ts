@@ -26,6 +26,8 @@ export interface EvalFlags {
   heldOutSamples: string;
   /** Score every n-th version, the first and last always. @default '1' (3 on a GGUF model) */
   evalEvery: string;
+  /** Replies per held-out prompt when a run's peak and last version are measured again (0: not). @default '16' (4 with `--quick`) */
+  peakSamples: string;
   /** Folder of the reports. @default '.turnstream/eval' */
   out: string;
   /** Comma-separated persona names. */
@@ -68,6 +70,7 @@ export function applyRunDefaults(f: EvalFlags, builtin: boolean, given: (flag: k
     if (!given('interactions')) f.interactions = builtin ? '8' : '12';
     if (!given('seeds')) f.seeds = '1';
     if (!given('heldOutSamples')) f.heldOutSamples = '2';
+    if (!given('peakSamples')) f.peakSamples = '4';
     // On the real model scoring the held-out prompts after every version was 60 % of the run; the
     // base, the middle and the last version draw the curve, and the two personas run side by side.
     if (!builtin) {

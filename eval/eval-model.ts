@@ -8,6 +8,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
+import { invalidInput } from '../core/index.ts';
 import { type ChatRequest, LlamaEngine } from '../gateway/index.ts';
 import {
   loadCheckpoint,
@@ -52,12 +53,16 @@ export interface ReplyOptions {
   seed: number;
   /** Replies to draw, one after another. @default 1 */
   n?: number;
+  /** An earlier version to answer with, where the model keeps them ({@link EvalModel.pastVersions}). @default the current one */
+  version?: number;
 }
 
 export interface EvalModel {
   readonly modelId: string;
   /** The version replies come from. */
   readonly version: number;
+  /** Whether `reply` can answer with an earlier version (LoRA versions are kept; a model trained in place is not). */
+  readonly pastVersions: boolean;
   reply(messages: ChatMessage[], opts: ReplyOptions): Promise<EvalReply[]>;
   /** The OPD teacher the sample builder uses. */
   readonly teacher: Teacher;
@@ -99,9 +104,9 @@ export { message as chatMessage };
  */
 export const sampleSeed = (seed: number, i: number): number => seed * 7919 + i;
 
-function chatRequest(messages: ChatMessage[], s: Required<SamplingDefaults>, seed: number): ChatRequest {
+function chatRequest(messages: ChatMessage[], s: Required<SamplingDefaults>, seed: number, model = ''): ChatRequest {
   return {
-    model: '',
+    model,
     messages,
     tools: null,
     toolChoice: null,
@@ -156,7 +161,8 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
         threads: o.threads ?? 1,
         parallel: o.parallel ?? 2,
         contextSize: 1024,
-        maxPinned: 0,
+        // One: the peak version a run measures again at its end (run-eval.ts).
+        maxPinned: 1,
       });
       await engine.start();
       const lineage = new LoraLineage({
@@ -171,6 +177,7 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
       const { policy } = await lineage.load(0);
       return steppedModel({
         modelId: runId,
+        pastVersions: true,
         teacher,
         sampleText: lineage.sampleText,
         stepper: new PolicyStepper(policy, { optimizer: { lr: o.lr }, step: { measureAfter: false, ...o.step } }),
@@ -181,7 +188,8 @@ export async function llamaEvalModels(o: LlamaEvalOptions): Promise<EvalModels> 
           // token that differs makes the two modes' runs part for good.
           const out: EvalReply[] = [];
           for (let i = 0; i < (r.n ?? 1); i++) {
-            const res = await engine.complete(chatRequest(messages, sampling, sampleSeed(r.seed, i)), { signal });
+            const model = r.version === undefined ? '' : `${runId}@${r.version}`;
+            const res = await engine.complete(chatRequest(messages, sampling, sampleSeed(r.seed, i), model), { signal });
             out.push({
               text: res.content ?? '',
               promptIds: res.promptTokenIds,
@@ -242,9 +250,12 @@ export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
       const { model }: { model: TransformerModel } = await loadCheckpoint(o.baseUri);
       return steppedModel({
         modelId: runId,
+        pastVersions: false,
         teacher,
         stepper: new PolicyStepper(model, { optimizer: { lr: o.lr }, step: o.step }),
         async reply(messages, r, version) {
+          if (r.version !== undefined && r.version !== version)
+            throw invalidInput(`the built-in model is trained in place and keeps no v${r.version}`, 'version');
           const ids = renderPrompt(tok, toPolicyMessages(messages), {
             maxPromptTokens: Math.floor((model.config.contextLength * 3) / 4),
           }).ids;
@@ -272,6 +283,7 @@ export function builtinEvalModels(o: BuiltinEvalOptions): EvalModels {
 /** What a model of {@link steppedModel} brings: its replies, and what it does with each version the learner's step makes. */
 interface SteppedModelParts {
   modelId: string;
+  pastVersions: boolean;
   teacher: Teacher;
   sampleText?: SampleText;
   stepper: PolicyStepper;
@@ -286,6 +298,7 @@ function steppedModel(p: SteppedModelParts): EvalModel {
   let version = 0;
   return {
     modelId: p.modelId,
+    pastVersions: p.pastVersions,
     get version() {
       return version;
     },

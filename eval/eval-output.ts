@@ -26,13 +26,17 @@ export function usersOutput(res: MultiUserEvalResult, json: boolean | undefined,
   );
 }
 
-/** How many runs ended more than one eval step's noise below their own peak, and which. */
+/** How many runs ended more than one eval step's noise below their own peak, and which; the curve's count beside it where peaks were measured again. */
 function stabilityLine(result: EvalResult): string {
   const st = stability(result);
   const below = st.runs
     .filter((x) => x.endsBelowPeak)
     .map((x) => `${x.persona}-seed${x.seed} ${x.peak.toFixed(2)} → ${x.final.toFixed(2)}`);
-  return `runs ending more than one eval step's noise below their own peak: ${st.endsBelowPeak} of ${st.runs.length}${below.length ? ` (${below.join(', ')})` : ''}\n`;
+  const again = st.runs.filter((x) => x.measuredAgain > 0);
+  const how = again.length
+    ? ` (peak and last measured again on ${again[0].measuredAgain} fresh replies each in the ${again.length} runs whose last score was below their peak; on the curve alone ${st.curveEndsBelowPeak})`
+    : '';
+  return `runs ending more than one eval step's noise below their own peak: ${st.endsBelowPeak} of ${st.runs.length}${how}${below.length ? `: ${below.join(', ')}` : ''}\n`;
 }
 
 /** The personas' result: the summary with each run's scores, or the before/after, the test and each version's scores. */

@@ -47,9 +47,10 @@ export function inProcessPath(o: InProcessPathOptions): LearningPath {
       let trained = 0;
       return {
         runId,
-        async heldOut(messages, s, n) {
-          const replies = await m.reply(eventMessages(messages), { seed: s, n });
-          return { texts: replies.map((r) => r.text), version: m.version };
+        pastVersions: m.pastVersions,
+        async heldOut(messages, s, n, _label, version) {
+          const replies = await m.reply(eventMessages(messages), { seed: s, n, version });
+          return { texts: replies.map((r) => r.text), version: version ?? m.version };
         },
         async interact(i, messages, replySeed, react): Promise<PathTurn> {
           const [reply] = await m.reply(eventMessages(messages), { seed: replySeed });

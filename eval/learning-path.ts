@@ -27,8 +27,11 @@ export interface RunPath {
   /**
    * `n` replies to a held-out prompt, the i-th drawn with `sampleSeed(seed, i)`; never trained
    * (through the pipeline they are `side` turns). `label` tells the score's requests apart.
+   * `version`: an earlier version answers instead of the current one (only where `pastVersions`).
    */
-  heldOut(messages: Opening, seed: number, n: number, label: string): Promise<{ texts: string[]; version: number }>;
+  heldOut(messages: Opening, seed: number, n: number, label: string, version?: number): Promise<{ texts: string[]; version: number }>;
+  /** Whether `heldOut` can answer with an earlier version, to measure a run's peak again at its end. */
+  readonly pastVersions: boolean;
   /** Interaction `i`: the reply to `messages` (drawn with `sampleSeed(replySeed, 0)`), the persona's reaction, and what learning makes of both. */
   interact(i: number, messages: Opening, replySeed: number, react: (reply: string) => Reaction): Promise<PathTurn>;
   /** A block of interactions ends: in-process the learner's step; through the pipeline, the wait for the version the learner makes of it. */

@@ -22,6 +22,8 @@ export interface ChatSampling {
   temperature: number;
   topP?: number;
   seed?: number;
+  /** The model to answer with (`id@N` pins version N). @default '' (the gateway's current version) */
+  model?: string;
 }
 
 /** One run's gateway, as the personas and the scorer talk to it. */
@@ -82,7 +84,7 @@ async function chat(
 ): Promise<ChatResult> {
   const params: ChatCompletionCreateParamsNonStreaming = {
     // No model: the gateway's current one ('' is what it reads an absent name as).
-    model: '',
+    model: sampling.model ?? '',
     messages,
     max_tokens: sampling.maxTokens,
     temperature: sampling.temperature,

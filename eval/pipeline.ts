@@ -41,7 +41,7 @@ import { evalLearnerOverrides, evalLearnerPlan, learnerReport, type EvalLearnerO
 import { evalGatewayClient, type ChatSampling } from './pipeline-client.ts';
 import { EVAL_SAMPLING, sampleSeed } from './eval-model.ts';
 import type { LearningPath, RunPath } from './learning-path.ts';
-import { evaluate, type EvalOptions, type EvalResult } from './run-eval.ts';
+import { evaluate, EVAL_PEAK_SAMPLES, type EvalOptions, type EvalResult } from './run-eval.ts';
 
 export interface PipelineEvalOptions extends Omit<EvalOptions, 'models' | 'seeds' | 'lr'> {
   brokers: string[];
@@ -112,7 +112,12 @@ const servedOf = (ctx: Pick<PipelineContext, 'llama'>, modelId: string): ServedM
 export async function runPipelineEval(opts: PipelineEvalOptions): Promise<EvalResult> {
   const ctx = await openPipeline(opts);
   try {
-    return await evaluate(pipelinePath(ctx), { ...ctx.o, evalEvery: ctx.evalEvery, onProgress: opts.onProgress });
+    return await evaluate(pipelinePath(ctx), {
+      ...ctx.o,
+      evalEvery: ctx.evalEvery,
+      peakSamples: opts.peakSamples ?? EVAL_PEAK_SAMPLES,
+      onProgress: opts.onProgress,
+    });
   } finally {
     await ctx.pipeline.stop();
     ctx.baseTf?.model.dispose();
@@ -243,7 +248,9 @@ async function openRun(ctx: PipelineContext, persona: Persona, seed: number): Pr
   const { handle: learner, plan } = await startRunLearner(ctx, modelId);
   const path: RunPath = {
     runId: modelId,
-    async heldOut(messages, s, n, label) {
+    // The gateway serves `id@N` from the weight store: LoRA versions are kept there, the built-in model's are not.
+    pastVersions: Boolean(ctx.llama),
+    async heldOut(messages, s, n, label, pinned) {
       const texts: string[] = [];
       let version = -1;
       for (let r = 0; r < n; r++) {
@@ -251,7 +258,7 @@ async function openRun(ctx: PipelineContext, persona: Persona, seed: number): Pr
         const res = await api.chat(
           messages,
           { 'x-turn-type': 'side', 'x-user-id': 'eval-scorer', 'x-session-id': `${modelId}-heldout-${label}-${r}` },
-          { ...ctx.sampling, seed: sampleSeed(s, r) },
+          { ...ctx.sampling, seed: sampleSeed(s, r), ...(pinned === undefined ? {} : { model: `${modelId}@${pinned}` }) },
         );
         version = res.version;
         texts.push(res.text);

@@ -7,7 +7,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CHART_COLORS, lineChart, mean, pngRendererError, seedSeries, svgToPng, type Series } from '../measure/index.ts';
-import type { EvalResult } from './run-eval.ts';
+import { peakOf, type EvalResult } from './run-eval.ts';
 
 /** What the reports read of a result. */
 export type ReportInput = Pick<
@@ -90,38 +90,63 @@ export function perPersona(r: Pick<ReportInput, 'runs'>): Record<string, Persona
 export interface RunStability {
   persona: string;
   seed: number;
+  /** The peak and the last score the verdict reads: measured again where the run was (`measuredAgain`), else the curve's. */
   peak: number;
   final: number;
   /**
-   * One eval step's noise at the peak: the standard error of a share of n held-out replies, with
-   * Agresti–Coull's two successes and two failures added (so a peak of 1 still has a width:
-   * about one reply in n).
+   * One eval step's noise at the peak: the standard error of a share of the n held-out replies an
+   * eval step scores, with Agresti–Coull's two successes and two failures added (so a peak of 1
+   * still has a width: about one reply in n).
    */
   noise: number;
   /** The last score is more than `noise` below the peak. */
   endsBelowPeak: boolean;
+  /** The curve's own peak and last score, and whether they alone would count the run. */
+  curve: { peak: number; final: number; endsBelowPeak: boolean };
+  /** Held-out replies each of the peak and the last version was measured again on (0: read off the curve). */
+  measuredAgain: number;
 }
 
-/** Each run's peak, last score and noise (see {@link RunStability}); n = the replies of the peak's score (12 when unknown). */
-export function stability(r: Pick<ReportInput, 'runs'>): { runs: RunStability[]; endsBelowPeak: number } {
+const stepNoise = (share: number, n: number): number => {
+  const p = (share * n + 2) / (n + 4);
+  return Math.sqrt((p * (1 - p)) / (n + 4));
+};
+
+/**
+ * Each run's peak, last score and noise (see {@link RunStability}); n = the replies of the curve
+ * peak's score (12 when unknown). The curve's peak is the highest of several noisy scores and reads
+ * high, so where a run measured its peak and last version again on fresh draws
+ * (`RunResult.remeasured`), the verdict reads those.
+ */
+export function stability(r: Pick<ReportInput, 'runs'>): { runs: RunStability[]; endsBelowPeak: number; curveEndsBelowPeak: number } {
   const runs = r.runs
     .filter((x) => x.scores.length > 0)
-    .map((x) => {
-      const best = x.scores.reduce((a, b) => (b.satisfaction > a.satisfaction ? b : a));
-      const final = x.scores[x.scores.length - 1].satisfaction;
+    .map((x): RunStability => {
+      const best = peakOf(x.scores);
+      const last = x.scores[x.scores.length - 1].satisfaction;
       const n = best.replies ?? 12;
-      const p = (best.satisfaction * n + 2) / (n + 4);
-      const noise = Math.sqrt((p * (1 - p)) / (n + 4));
+      const curveNoise = stepNoise(best.satisfaction, n);
+      const curve = { peak: best.satisfaction, final: last, endsBelowPeak: last < best.satisfaction - curveNoise - 1e-12 };
+      const again = x.remeasured;
+      const peak = again ? again.peak.satisfaction : curve.peak;
+      const final = again ? again.last.satisfaction : curve.final;
+      const noise = again ? stepNoise(peak, n) : curveNoise;
       return {
         persona: x.persona,
         seed: x.seed,
-        peak: best.satisfaction,
+        peak,
         final,
         noise,
-        endsBelowPeak: final < best.satisfaction - noise - 1e-12,
+        endsBelowPeak: final < peak - noise - 1e-12,
+        curve,
+        measuredAgain: again?.peak.replies ?? 0,
       };
     });
-  return { runs, endsBelowPeak: runs.filter((x) => x.endsBelowPeak).length };
+  return {
+    runs,
+    endsBelowPeak: runs.filter((x) => x.endsBelowPeak).length,
+    curveEndsBelowPeak: runs.filter((x) => x.curve.endsBelowPeak).length,
+  };
 }
 
 /** The JSON result: the whole result plus the per-persona summary, the p-value and the wall time. */

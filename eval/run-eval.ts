@@ -16,7 +16,7 @@ import { openingMessages, splitPrompts, type Persona } from './persona.ts';
 import { evalSettings, type EvalSettings } from './eval-settings.ts';
 import type { EvalModel, EvalModels } from './eval-model.ts';
 import { inProcessPath } from './in-process-path.ts';
-import type { LearningPath } from './learning-path.ts';
+import type { LearningPath, RunPath } from './learning-path.ts';
 import { eventMessages } from './turn-pair.ts';
 import type { EvalLearnerReport } from './eval-learner.ts';
 import { isAnswer, react, satisfies, type Reaction } from './reaction.ts';
@@ -42,6 +42,12 @@ export interface EvalOptions {
   heldOutSamples?: number;
   /** Score after every n-th learner step (version 0 and the last always). @default 1 */
   evalEvery?: number;
+  /**
+   * Replies per held-out prompt when a run's peak and last version are measured again at its end
+   * (only when the last scored below the peak, and where past versions are kept); 0: not measured
+   * again. @default 16
+   */
+  peakSamples?: number;
   onProgress?: (line: string) => void;
 }
 
@@ -90,6 +96,11 @@ export interface RunResult {
   trainSatisfaction: number;
   samples: number;
   steps: StepMetrics[];
+  /**
+   * The curve's peak version and its last, measured again at the run's end on fresh draws: the
+   * peak is the highest of several noisy scores, so on the curve it reads high (run-eval.ts `remeasure`).
+   */
+  remeasured?: { peak: HeldOutScore; last: HeldOutScore };
   /** Seconds spent generating replies, judging and building samples, in learner steps, and scoring held-out prompts. */
   time?: { generation: number; judging: number; training: number; scoring: number };
 }
@@ -136,8 +147,18 @@ export interface EvalResult {
 export const runRandom = (persona: Pick<Persona, 'name'>, seed: number): (() => number) =>
   mulberry32(seed * 1_000_003 + persona.name.length * 97 + persona.name.charCodeAt(0));
 
+/** Replies per held-out prompt when a run's peak is measured again: 48 over 3 prompts, an eval step's noise halved. */
+export const EVAL_PEAK_SAMPLES = 16;
+
 /** The request seed of held-out prompt `j` (its samples are `sampleSeed(heldOutSeed(seed, j), i)`). */
 export const heldOutSeed = (seed: number, j: number): number => seed * 7919 + j;
+
+/** The request seed of held-out prompt `j` when a run's peak is measured again: draws the curve never made. */
+export const remeasureSeed = (seed: number, j: number): number => heldOutSeed(seed + 100_000, j);
+
+/** The first of a curve's highest scores. */
+export const peakOf = <S extends Pick<HeldOutScore, 'satisfaction'>>(scores: readonly S[]): S =>
+  scores.reduce((a, b) => (b.satisfaction > a.satisfaction ? b : a));
 
 /**
  * The current version's held-out satisfaction (share of `samples` replies per prompt that satisfy
@@ -203,6 +224,7 @@ async function runOne(path: LearningPath, o: LoopSettings, persona: Persona, see
   };
   let satisfied = 0;
   let blocks = 0;
+  let remeasured: RunResult['remeasured'];
   const talk: Interaction[] = [];
   try {
     await timed('scoring', () => score(0));
@@ -227,6 +249,7 @@ async function runOne(path: LearningPath, o: LoopSettings, persona: Persona, see
         if (blocks % o.evalEvery === 0 || last) await timed('scoring', () => score(i + 1));
       }
     }
+    remeasured = await timed('scoring', () => remeasure(run, o, persona, heldOut, seed, scores));
   } finally {
     await run.close();
   }
@@ -243,6 +266,7 @@ async function runOne(path: LearningPath, o: LoopSettings, persona: Persona, see
     scores,
     replies,
     talk,
+    ...(remeasured ? { remeasured } : {}),
     trainSatisfaction: satisfied / o.interactions,
     samples: run.trained(),
     steps,
@@ -250,8 +274,43 @@ async function runOne(path: LearningPath, o: LoopSettings, persona: Persona, see
   };
 }
 
+/**
+ * A run whose last score is below its peak: both versions measured again on `peakSamples` fresh
+ * draws per held-out prompt (the same draws for both), so that whether it ended below its peak is
+ * not read off the highest of several noisy scores. Undefined when the last is the peak, when
+ * measuring again is off, or where the path keeps no past version.
+ */
+async function remeasure(
+  run: RunPath,
+  o: Pick<LoopSettings, 'peakSamples'>,
+  persona: Persona,
+  heldOut: readonly string[],
+  seed: number,
+  scores: readonly HeldOutScore[],
+): Promise<RunResult['remeasured']> {
+  if (!o.peakSamples || !run.pastVersions || scores.length < 2) return undefined;
+  const peak = peakOf(scores);
+  const last = scores[scores.length - 1];
+  if (last.satisfaction >= peak.satisfaction) return undefined;
+  const measure = async (s: HeldOutScore): Promise<HeldOutScore> => {
+    const scored: HeldOutReply[] = [];
+    for (const [j, prompt] of heldOut.entries()) {
+      const r = await run.heldOut(
+        openingMessages(persona, prompt),
+        remeasureSeed(seed, j),
+        o.peakSamples,
+        `again-v${s.version}-${j}`,
+        s.version,
+      );
+      for (const text of r.texts) scored.push(heldOutReply(persona, prompt, text));
+    }
+    return { version: s.version, interactions: s.interactions, ...shares(scored) };
+  };
+  return { peak: await measure(peak), last: await measure(last) };
+}
+
 /** What the loop needs of an eval's settings. */
-export type LoopSettings = EvalSettings & { evalEvery: number; onProgress?: (line: string) => void };
+export type LoopSettings = EvalSettings & { evalEvery: number; peakSamples: number; onProgress?: (line: string) => void };
 
 /** The eval loop: every (persona, seed) run on `path`, one after another, and their summary. */
 export async function evaluate(path: LearningPath, o: LoopSettings): Promise<EvalResult> {
@@ -267,7 +326,12 @@ export async function evaluate(path: LearningPath, o: LoopSettings): Promise<Eva
 
 /** The eval in-process: `opts.models` trained by the learner's step, the pipeline's judge and sample builder called directly. */
 export function runEval(opts: EvalOptions): Promise<EvalResult> {
-  const o = { ...evalSettings(opts, { seeds: 3 }), evalEvery: opts.evalEvery ?? 1, onProgress: opts.onProgress };
+  const o = {
+    ...evalSettings(opts, { seeds: 3 }),
+    evalEvery: opts.evalEvery ?? 1,
+    peakSamples: opts.peakSamples ?? EVAL_PEAK_SAMPLES,
+    onProgress: opts.onProgress,
+  };
   return evaluate(inProcessPath({ models: opts.models, method: o.method }), o);
 }
 

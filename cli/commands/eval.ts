@@ -31,6 +31,11 @@ export function register(program: Command): void {
     .option('--held-out <share>', "share of each persona's prompts held out, never trained on", '0.375')
     .option('--held-out-samples <n>', 'sampled replies per held-out prompt and version', '4')
     .option('--eval-every <n>', 'score every n-th version, first and last always (3 on a GGUF model)', '1')
+    .option(
+      '--peak-samples <n>',
+      'replies per held-out prompt when a run that ended below its peak has its peak and last version measured again (0: not again; 4 with --quick)',
+      '16',
+    )
     .option('--only <names>', 'comma-separated persona names')
     .option('--out <dir>', 'folder for eval.csv, eval.json, eval.svg and curves/<persona>.svg (and .png)', '.turnstream/eval')
     .option('--backend <name>', 'force a tfjs backend')

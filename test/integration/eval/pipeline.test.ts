@@ -50,7 +50,7 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
     },
     'test personas',
   );
-  const run1 = { personas, interactions: 4, seeds: 1, batchSize: 2, lr: 1e-3, heldOut: 0.25, heldOutSamples: 2 };
+  const run1 = { personas, interactions: 4, seeds: 1, batchSize: 2, lr: 1e-3, heldOut: 0.25, heldOutSamples: 2, peakSamples: 2 };
   const r = await runPipelineEval({
     ...run1,
     brokers: parseBrokers(stack.brokers),
@@ -100,4 +100,6 @@ test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and s
     texts(same.replies?.last),
     'and the last version, trained through Kafka, answers as the one trained in-process',
   );
+  // A run whose last score fell below its peak measures both again (a past version by number: `id@N`), alike in both modes.
+  assert.deepEqual(run.remeasured, same.remeasured);
 });

@@ -180,6 +180,37 @@ describe('eval reports', () => {
     assert.equal(toResultJson(result(), 1).stability.runs.length, 4);
   });
 
+  it('stability: where a run measured its peak and last version again, the verdict reads those, and the curve’s is kept beside it', () => {
+    const again = (peak: number, last: number) => ({
+      peak: { version: 1, interactions: 4, satisfaction: peak, answered: 1, replies: 48 },
+      last: { version: 2, interactions: 8, satisfaction: last, answered: 1, replies: 48 },
+    });
+    const run = (seed: number, sat: number[], remeasured?: ReturnType<typeof again>) => ({
+      persona: 'p',
+      preference: 'x',
+      seed,
+      scores: sat.map((satisfaction, i) => ({ version: i, interactions: i * 4, satisfaction, answered: 1, replies: 12 })),
+      ...(remeasured ? { remeasured } : {}),
+      trainSatisfaction: 0,
+      samples: 0,
+      steps: [],
+    });
+    // Both end 0.75 → 0.5 on the curve; measured again, one held (0.6 → 0.58), one did not (0.8 → 0.4).
+    const st = stability({ runs: [run(1, [0, 0.75, 0.5], again(0.6, 0.58)), run(2, [0, 0.75, 0.5], again(0.8, 0.4))] });
+    assert.deepEqual(
+      st.runs.map((x) => [x.peak, x.final, x.endsBelowPeak, x.curve.endsBelowPeak, x.measuredAgain]),
+      [
+        [0.6, 0.58, false, true, 48],
+        [0.8, 0.4, true, true, 48],
+      ],
+    );
+    // The noise is still one eval step's (12 replies), at the peak measured again.
+    const p = (0.6 * 12 + 2) / 16;
+    assert.ok(Math.abs(st.runs[0].noise - Math.sqrt((p * (1 - p)) / 16)) < 1e-12);
+    assert.equal(st.endsBelowPeak, 1);
+    assert.equal(st.curveEndsBelowPeak, 2);
+  });
+
   it('the curve has one point per checkpoint of interactions, also when runs reached it at different versions (the pipeline)', () => {
     const run = (seed: number, versions: number[], sat: number[]): RunResult => ({
       persona: 'short-sue',

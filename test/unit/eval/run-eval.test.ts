@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BUILTIN_PERSONAS_FILE, loadPersonas } from '../../../eval/persona.ts';
-import { evaluate, runEval } from '../../../eval/run-eval.ts';
+import { evaluate, heldOutSeed, remeasureSeed, runEval } from '../../../eval/run-eval.ts';
+import { stability } from '../../../eval/report.ts';
 import type { LearningPath, RunPath } from '../../../eval/learning-path.ts';
 import { builtinEvalModels } from '../../../eval/eval-model.ts';
 import { initCheckpoint, loadPolicy } from '../../../policy/index.ts';
@@ -88,6 +89,7 @@ test('evaluate: one loop over any learning path: blocks end in a step, scores at
       let trained = 0;
       return {
         runId,
+        pastVersions: false,
         async heldOut(messages, s, n, label) {
           calls.push(`${runId} heldOut ${label} n=${n}`);
           assert.equal(messages.at(-1)!.role, 'user');
@@ -132,6 +134,7 @@ test('evaluate: one loop over any learning path: blocks end in a step, scores at
     heldOut: 0.06,
     heldOutSamples: 2,
     evalEvery: 2,
+    peakSamples: 3,
     onProgress: (line) => progress.push(line),
   });
   assert.deepEqual(opened, ['brief-bea/1', 'plain-pat/1']);
@@ -162,4 +165,89 @@ test('evaluate: one loop over any learning path: blocks end in a step, scores at
   assert.equal(r.mode, 'pipeline');
   assert.equal(r.judgeAgreement, 0.5);
   assert.equal(r.statistic.n, 2);
+});
+
+test('evaluate: a run whose last score is below its peak measures both versions again on fresh draws, pinned; the stability verdict reads those', async () => {
+  const personas = (await loadPersonas(BUILTIN_PERSONAS_FILE)).filter((p) => p.name === 'brief-bea');
+  // Held-out replies are short (brief-bea is pleased) from versions 1 and 2 only; the curve is 0, 1, 1, 0, 0.
+  const short = (v: number): boolean => v === 1 || v === 2;
+  const asked: Array<{ seed: number; n: number; label: string; version: number | undefined }> = [];
+  const pathFor = (pastVersions: boolean): LearningPath => ({
+    mode: 'in-process',
+    async open(persona, seed): Promise<RunPath> {
+      let version = 0;
+      return {
+        runId: `${persona.name}/${seed}`,
+        pastVersions,
+        async heldOut(messages, s, n, label, pinned) {
+          asked.push({ seed: s, n, label, version: pinned });
+          const v = pinned ?? version;
+          const prompt = messages.at(-1)!.content;
+          // An answer: the question's words and one of its own; long past 60 characters.
+          const text = `${prompt} Patience helps.${short(v) ? '' : ' And then there is much more to say about it, at length.'.repeat(3)}`;
+          return { texts: Array.from({ length: n }, () => text), version: v };
+        },
+        async interact(_i, _messages, _replySeed, react) {
+          return { reply: 'A short answer.', version, reaction: react('A short answer.'), judgingSeconds: 0 };
+        },
+        async endBlock() {
+          version++;
+          return null;
+        },
+        trained: () => 0,
+        async close() {},
+      };
+    },
+    judgeAgreement: () => NaN,
+    learner: () => undefined,
+  });
+  const settings = {
+    personas,
+    interactions: 4,
+    seeds: 1,
+    seedList: [1],
+    method: 'combined' as const,
+    batchSize: 1,
+    lr: 1e-3,
+    heldOut: 0.1,
+    heldOutSamples: 2,
+    evalEvery: 1,
+    peakSamples: 3,
+  };
+  const r = await evaluate(pathFor(true), settings);
+  const run = r.runs[0];
+  assert.deepEqual(
+    run.scores.map((s) => s.satisfaction),
+    [0, 1, 1, 0, 0],
+  );
+  const again = asked.filter((a) => a.version !== undefined);
+  const prompts = run.scores[0].replies! / 2;
+  // The first peak (v1) and the last (v4), each on every held-out prompt, peakSamples draws, with seeds the curve never used.
+  assert.deepEqual(
+    again.map((a) => [a.version, a.n, a.seed]),
+    [1, 4].flatMap((v) => Array.from({ length: prompts }, (_, j) => [v, 3, remeasureSeed(1, j)])),
+  );
+  const curveSeeds = new Set(asked.filter((a) => a.version === undefined).map((a) => a.seed));
+  assert.deepEqual([...curveSeeds].sort(), Array.from({ length: prompts }, (_, j) => heldOutSeed(1, j)).sort());
+  assert.ok(again.every((a) => !curveSeeds.has(a.seed)));
+  assert.deepEqual(run.remeasured, {
+    peak: { version: 1, interactions: 1, satisfaction: 1, answered: 1, replies: prompts * 3 },
+    // The long reply says one sentence three times: not an answer either.
+    last: { version: 4, interactions: 4, satisfaction: 0, answered: 0, replies: prompts * 3 },
+  });
+  const st = stability(r);
+  assert.equal(st.endsBelowPeak, 1);
+  assert.equal(st.runs[0].measuredAgain, prompts * 3);
+  assert.deepEqual(st.runs[0].curve, { peak: 1, final: 0, endsBelowPeak: true });
+
+  // Where the path keeps no past version, or measuring again is off, the curve alone decides.
+  asked.length = 0;
+  const kept = await evaluate(pathFor(false), settings);
+  const off = await evaluate(pathFor(true), { ...settings, peakSamples: 0 });
+  assert.ok(asked.every((a) => a.version === undefined));
+  for (const x of [kept, off]) {
+    assert.equal(x.runs[0].remeasured, undefined);
+    assert.equal(stability(x).runs[0].measuredAgain, 0);
+    assert.equal(stability(x).endsBelowPeak, 1);
+  }
 });
