@@ -159,6 +159,14 @@ describe('turnstream eval --personas FILE', { timeout: 600_000 }, () => {
     assert.equal(r.stderr, 'turnstream: --seed must be an integer from 1 to --seeds (got 3) (TS_ERR_INVALID_INPUT)\n');
   });
 
+  it('--peak-samples that is not a whole number >= 0 is an input error', () => {
+    for (const bad of ['-1', '2.5', 'x']) {
+      const r = run(['--peak-samples', bad, '--json']);
+      assert.equal(r.status, 2, r.stderr);
+      assert.equal(r.stderr, `turnstream: --peak-samples must be an integer >= 0 (got ${bad}) (TS_ERR_INVALID_INPUT)\n`);
+    }
+  });
+
   it('--only with an unknown name is an input error that lists the known names', async () => {
     const file = join(dir, 'two.json');
     await writeFile(file, JSON.stringify({ personas: [persona('ann', { max_words: 5 }), persona('bob', { min_words: 2 })] }));
