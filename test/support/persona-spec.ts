@@ -9,3 +9,19 @@ export function personaSpec(name: string, preference: string, check: PersonaChec
 
 /** The persona of a file that holds only `spec`, validated and its check compiled (`source` names it in errors). */
 export const parsedPersona = (spec: PersonaSpec, source = 'test'): Persona => parsePersonas({ personas: [spec] }, source)[0];
+
+/** A persona the tiny GGUF models of the tests talk to: at most 3 words, real questions as prompts. */
+export const terseTom = (): Persona =>
+  parsedPersona(
+    personaSpec(
+      'terse-tom',
+      'at most 3 words',
+      { max_words: 3 },
+      {
+        satisfied: ['Great, thanks!'],
+        corrections: ['No, too long. Try again.'],
+        prompts: ['how do I make tea?', 'what is gravity?', 'how do I cook rice?', 'why is the sky blue?'],
+      },
+    ),
+    'test personas',
+  );

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { parsePersonas } from '../../../eval/persona.ts';
+import { terseTom } from '../../support/persona-spec.ts';
 import { llamaEvalModels } from '../../../eval/eval-model.ts';
 import { runPipelineEval } from '../../../eval/pipeline.ts';
 import { runEval, type HeldOutReply } from '../../../eval/run-eval.ts';
@@ -35,21 +35,7 @@ after(async () => {
 });
 
 test('eval --pipeline on a GGUF model: LoRA versions trained through Kafka and served by the gateway', { timeout: 600_000 }, async () => {
-  const personas = parsePersonas(
-    {
-      personas: [
-        {
-          name: 'terse-tom',
-          preference: 'at most 3 words',
-          check: { max_words: 3 },
-          satisfied: ['Great, thanks!'],
-          corrections: ['No, too long. Try again.'],
-          prompts: ['how do I make tea?', 'what is gravity?', 'how do I cook rice?', 'why is the sky blue?'],
-        },
-      ],
-    },
-    'test personas',
-  );
+  const personas = [terseTom()];
   const run1 = { personas, interactions: 4, seeds: 1, batchSize: 2, lr: 1e-3, heldOut: 0.25, heldOutSamples: 2, peakSamples: 2 };
   const r = await runPipelineEval({
     ...run1,

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { inProcessPath } from '../../../eval/in-process-path.ts';
 import { llamaEvalModels } from '../../../eval/eval-model.ts';
-import { openingMessages, parsePersonas } from '../../../eval/persona.ts';
+import { openingMessages } from '../../../eval/persona.ts';
+import { terseTom } from '../../support/persona-spec.ts';
 import { react } from '../../../eval/reaction.ts';
 import { familyStepOptions, familyStepSettings } from '../../../trainer/step-defaults.ts';
 import { selectBackend, writeTinyModel } from '../../../policy/index.ts';
@@ -23,21 +24,7 @@ test(
     try {
       await selectBackend('wasm');
       const tiny = await writeTinyModel(join(dir, 'tiny.gguf'), { architecture: 'llama', seed: 5 });
-      const [persona] = parsePersonas(
-        {
-          personas: [
-            {
-              name: 'terse-tom',
-              preference: 'at most 3 words',
-              check: { max_words: 3 },
-              satisfied: ['Great, thanks!'],
-              corrections: ['No, too long. Try again.'],
-              prompts: ['how do I make tea?', 'what is gravity?', 'how do I cook rice?', 'why is the sky blue?'],
-            },
-          ],
-        },
-        'test personas',
-      );
+      const persona = terseTom();
       const models = await llamaEvalModels({
         model: { name: 'tiny', path: tiny.path, sha256: tiny.sha256 },
         dir: join(dir, 'runs'),
