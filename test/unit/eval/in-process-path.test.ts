@@ -50,8 +50,8 @@ test(
           assert.ok(now.version >= 1, `a version was trained (at v${now.version})`);
           assert.notDeepEqual(now.texts, before.texts, 'the trained version draws otherwise from the same seeds');
           const current = await run.heldOut(question, 77, 3, 'again', now.version);
-        assert.deepEqual(current, now, 'the current version asked by number draws what it draws unnamed');
-        const pinned = await run.heldOut(question, 77, 3, 'again', 0);
+          assert.deepEqual(current, now, 'the current version asked by number draws what it draws unnamed');
+          const pinned = await run.heldOut(question, 77, 3, 'again', 0);
           assert.equal(pinned.version, 0);
           assert.deepEqual(pinned.texts, before.texts, 'version 0, asked by number after training, draws what it drew when current');
         } finally {
