@@ -26,6 +26,8 @@ export interface BaseRateOptions {
   sessionPrefix?: string;
   /** The rates' band for {@link TaskBaseRate.learnable}. @default {@link LEARNABLE_BAND} */
   band?: readonly [number, number];
+  /** Leave the test split unseen: its tasks are not rolled out, and `test` counts none. @default false */
+  devOnly?: boolean;
   /** Called after each rollout (progress). */
   onRollout?: (result: RolloutResult, done: number, total: number) => void;
   /** Aborting stops the rollouts in flight (their sandboxes disposed) and rejects with TS_ERR_ABORTED. */
@@ -76,6 +78,8 @@ export interface BaseRates {
   maxTokens: number;
   band: readonly [number, number];
   topP: number;
+  /** The test split was left unseen (`--dev-only`). */
+  devOnly: boolean;
   train: SplitRate;
   dev: SplitRate;
   test: SplitRate;
@@ -117,8 +121,10 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
     ...splits.dev.map((t) => [t, 'dev'] as const),
     ...splits.test.map((t) => [t, 'test'] as const),
   ]);
-  const jobs = Array.from({ length: n }, (_, k) => tasks.map((task) => ({ task, k }))).flat();
-  const results = new Map<Task, RolloutResult[]>(tasks.map((t) => [t, []]));
+  // Tuning on train and dev must not look at test, not even at its base rates.
+  const measured = options.devOnly ? tasks.filter((t) => splitOf.get(t) !== 'test') : [...tasks];
+  const jobs = Array.from({ length: n }, (_, k) => measured.map((task) => ({ task, k }))).flat();
+  const results = new Map<Task, RolloutResult[]>(measured.map((t) => [t, []]));
   const ac = new AbortController();
   const onAbort = () => ac.abort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -153,7 +159,7 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
     options.signal?.removeEventListener('abort', onAbort);
   }
   if (options.signal?.aborted) throw new TurnstreamError(ErrorCodes.ABORTED, 'the base-rate measurement was aborted');
-  const rates: TaskBaseRate[] = tasks.map((task) => {
+  const rates: TaskBaseRate[] = measured.map((task) => {
     const rs = results.get(task)!;
     const passes = rs.filter((r) => r.verdict.passed).length;
     const rate = round(passes / rs.length);
@@ -187,6 +193,7 @@ export async function measureBaseRates(tasks: readonly Task[], options: BaseRate
     topP: sampling.topP ?? 1,
     maxTokens: sampling.maxTokens,
     band,
+    devOnly: options.devOnly ?? false,
     train: summary(rates.filter((r) => r.split === 'train')),
     dev: summary(rates.filter((r) => r.split === 'dev')),
     test: summary(rates.filter((r) => r.split === 'test')),

@@ -162,15 +162,18 @@ const TRAINING_FLAGS = [
   ['keepInfra', '--keep-infra'],
 ] as const;
 
+/** `--dev-only` shapes a training run, and with `--base-rates` leaves the test split unmeasured. */
+const BASE_RATE_FLAGS = TRAINING_FLAGS.filter(([k]) => k !== 'devOnly');
+
 /** `--base-rates`: rollouts per task (`--n`, default 4); a flag that shapes training is refused. */
-export function baseRateShape(f: Partial<Omit<GymFlags, 'agent' | 'out'>>): { n: number } {
-  const given = TRAINING_FLAGS.filter(([k]) => f[k] !== undefined).map(([, flag]) => flag);
+export function baseRateShape(f: Partial<Omit<GymFlags, 'agent' | 'out'>>): { n: number; devOnly: boolean } {
+  const given = BASE_RATE_FLAGS.filter(([k]) => f[k] !== undefined).map(([, flag]) => flag);
   if (given.length > 0)
     throw invalidInput(
       `--base-rates measures the base model and trains nothing: ${given.join(', ')} ${given.length === 1 ? 'does' : 'do'} not apply`,
       given[0],
     );
-  return { n: int(f.n, 'n', DEFAULT_BASE_RATE_N) };
+  return { n: int(f.n, 'n', DEFAULT_BASE_RATE_N), devOnly: f.devOnly === true };
 }
 
 const num = (v: string | undefined, name: string, zeroAllowed = false): number | undefined => {
@@ -212,7 +215,7 @@ function printBaseRates(r: BaseRateReport, file: string): void {
       : '';
   const split = (x: BaseRateReport['all']) => `${x.rate.toFixed(2)} (${x.learnable}/${x.tasks} in the learnable band${parts(x)})`;
   say(
-    `gym base rates of ${r.suite} on ${r.model} (${r.agent} agent, ${r.n} rollouts per task, temperature ${r.temperature}, top-p ${r.topP}): train ${split(r.train)}, dev ${split(r.dev)}, test ${split(r.test)}`,
+    `gym base rates of ${r.suite} on ${r.model} (${r.agent} agent, ${r.n} rollouts per task, temperature ${r.temperature}, top-p ${r.topP}): train ${split(r.train)}, dev ${split(r.dev)}, test ${r.devOnly ? 'not measured (--dev-only)' : split(r.test)}`,
   );
   const ids = (pick: (rate: number) => boolean) =>
     r.tasks
@@ -226,7 +229,7 @@ function printBaseRates(r: BaseRateReport, file: string): void {
 
 /** `--base-rates`: the suite's pass rates on the base model, written to `--out` and printed. */
 async function baseRatesAction(f: GymFlags, config: TurnstreamConfig, tasks: Task[], suite: string): Promise<void> {
-  const { n } = baseRateShape(f);
+  const { n, devOnly } = baseRateShape(f);
   const sampling = {
     temperature: num(f.temperature, 'temperature'),
     topP: gymTuning({ topP: f.topP }).topP,
@@ -246,6 +249,7 @@ async function baseRatesAction(f: GymFlags, config: TurnstreamConfig, tasks: Tas
       model: { name: served.name, path: served.path, sha256: served.sha256 },
       agent: f.agent as AgentKind,
       n,
+      devOnly,
       ...sampling,
       threads: config.llama.threads,
       systemPrompt: served.systemPrompt,
@@ -386,7 +390,7 @@ export function register(program: Command): void {
       '--loss-agg <how>',
       'token (the default: one mean over every trained token of a step) or sample (each rollout’s mean, then their mean)',
     )
-    .option('--dev-only', 'a tuning run: evaluate the dev split only, leaving test unseen')
+    .option('--dev-only', 'a tuning run: evaluate the dev split only, leaving test unseen (with --base-rates: measure train and dev only)')
     .option('--parallel <n>', 'rollouts decoded side by side (default min(8, n))')
     .option('--model <spec>', 'the model (TURNSTREAM_MODEL); a GGUF served by llama.cpp')
     .option('--out <dir>', 'where the reports go', join('.turnstream', 'gym'))

@@ -35,6 +35,8 @@ export interface BaseRateRunOptions {
   topP?: number;
   /** Most tokens of one reply. @default the gym's (192) */
   maxTokens?: number;
+  /** Leave the test split unseen (tuning): its tasks are not rolled out. @default false */
+  devOnly?: boolean;
   /** Rollouts decoded side by side (llama.cpp sequences), and run at once. @default min(8, n) */
   parallel?: number;
   /** llama.cpp threads. @default the gateway's (half the cores) */
@@ -83,11 +85,12 @@ export async function runBaseRates(o: BaseRateRunOptions): Promise<BaseRateRepor
             maxTokens: o.maxTokens ?? GYM_SAMPLING.maxTokens,
           },
         },
+        devOnly: o.devOnly,
         signal: o.signal,
         // A line every round's worth of rollouts (rollout k of every task runs before rollout k + 1 of any).
         onRollout: (r, done, total) => {
           if (r.verdict.passed) passed++;
-          if (done % o.tasks.length === 0 || done === total) o.onProgress?.(`gym base rates: ${done}/${total} rollouts, ${passed} passed`);
+          if (done % (total / n) === 0 || done === total) o.onProgress?.(`gym base rates: ${done}/${total} rollouts, ${passed} passed`);
         },
       });
       return { suite: o.suite, ...rates };

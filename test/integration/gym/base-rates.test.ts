@@ -62,6 +62,37 @@ describe('measureBaseRates', { timeout: 120_000 }, () => {
     assert.deepEqual(req.body.metadata, { gym_task: 'never', gym_group: 'base-never', gym_rollout: '2' });
   });
 
+  it('--dev-only leaves the test split unseen: its tasks are not rolled out and test counts none', async () => {
+    const tasks = parseTaskSuite(
+      [
+        { id: 'tr', instruction: 'Say yes.', tools: [], verify: { answer: { regex_present: 'yes' } }, split: 'train' },
+        { id: 'dv', instruction: 'Say yes.', tools: [], verify: { answer: { regex_present: 'yes' } }, split: 'dev' },
+        { id: 'te', instruction: 'Say yes.', tools: [], verify: { answer: { regex_present: 'yes' } }, split: 'test' },
+      ]
+        .map((t) => JSON.stringify(t))
+        .join('\n'),
+    );
+    for (const id of ['tr', 'dv', 'te']) for (let k = 0; k < 2; k++) fake.script(`dev-only-${id}-${k}`, [{ content: 'yes' }]);
+    const r = await measureBaseRates(tasks, {
+      n: 2,
+      devOnly: true,
+      sessionPrefix: 'dev-only',
+      rollout: { baseURL: fake.url, model: 'fake', maxRetries: 0 },
+    });
+    assert.deepEqual(
+      r.tasks.map((t) => [t.id, t.split, t.rate]),
+      [
+        ['tr', 'train', 1],
+        ['dv', 'dev', 1],
+      ],
+    );
+    assert.equal(r.devOnly, true);
+    assert.deepEqual(r.test, { tasks: 0, rate: 0, learnable: 0, parts: {} });
+    // no model call was made for the test task
+    assert.equal(fake.requests('dev-only-te-0').length, 0);
+    assert.equal(fake.requests('dev-only-tr-1').length, 1);
+  });
+
   it('an abort stops the measurement with TS_ERR_ABORTED', async () => {
     const tasks = parseTaskSuite(JSON.stringify({ id: 'slow', instruction: 'x', tools: [], verify: { answer: { min_words: 1 } } }));
     fake.script('abort-slow-0', [{ delayMs: 30_000 }]);

@@ -95,10 +95,13 @@ describe('turnstream gym flags', () => {
   });
 
   it('--base-rates: 4 rollouts per task unless --n says; one is enough to measure', () => {
-    assert.deepEqual(baseRateShape({}), { n: 4 });
-    assert.deepEqual(baseRateShape({ n: '1' }), { n: 1 });
+    assert.deepEqual(baseRateShape({}), { n: 4, devOnly: false });
+    assert.deepEqual(baseRateShape({ n: '1' }), { n: 1, devOnly: false });
+    // --dev-only shapes training, but with --base-rates it keeps the test split unmeasured
+    assert.deepEqual(baseRateShape({ devOnly: true }), { n: 4, devOnly: true });
     assert.deepEqual(baseRateShape({ n: '16', temperature: '0.9', maxTokens: '64', parallel: '2', json: true, tasks: 'mine.jsonl' }), {
       n: 16,
+      devOnly: false,
     });
     for (const bad of ['0', '-2', '2.5', 'four'])
       assert.deepEqual(
