@@ -60,6 +60,7 @@ interface GymFlags {
   maxTokens?: string;
   lr?: string;
   kl?: string;
+  loraLayers?: string;
   tisCap?: string;
   taskSampling?: string;
   reward?: string;
@@ -107,13 +108,17 @@ export function gymRunShape(f: Pick<GymFlags, 'quick' | 'steps' | 'seeds' | 'n' 
 
 /** The sampling and learning flags, checked before anything starts (`--kl 0` and `--tis-cap 0` turn their terms off). */
 export function gymTuning(
-  f: Pick<GymFlags, 'temperature' | 'topP' | 'maxTokens' | 'lr' | 'kl' | 'tisCap' | 'taskSampling' | 'reward' | 'lossAgg' | 'parallel'>,
+  f: Pick<
+    GymFlags,
+    'temperature' | 'topP' | 'maxTokens' | 'lr' | 'kl' | 'loraLayers' | 'tisCap' | 'taskSampling' | 'reward' | 'lossAgg' | 'parallel'
+  >,
 ): {
   temperature?: number;
   topP?: number;
   maxTokens?: number;
   lr?: number;
   klCoef?: number;
+  loraLayers?: number;
   tisCap?: number;
   taskSampling?: TaskSampling;
   reward?: GymReward;
@@ -134,6 +139,7 @@ export function gymTuning(
     maxTokens: num(f.maxTokens, 'max-tokens'),
     lr: num(f.lr, 'lr'),
     klCoef: num(f.kl, 'kl', true),
+    loraLayers: f.loraLayers === undefined ? undefined : int(f.loraLayers, 'lora-layers', 0, 0),
     tisCap: num(f.tisCap, 'tis-cap', true),
     taskSampling: f.taskSampling as TaskSampling | undefined,
     reward: f.reward as GymReward | undefined,
@@ -154,6 +160,7 @@ const TRAINING_FLAGS = [
   ['testSamples', '--test-samples'],
   ['lr', '--lr'],
   ['kl', '--kl'],
+  ['loraLayers', '--lora-layers'],
   ['tisCap', '--tis-cap'],
   ['taskSampling', '--task-sampling'],
   ['reward', '--reward'],
@@ -380,6 +387,7 @@ export function register(program: Command): void {
     .option('--max-tokens <n>', 'most tokens of one reply (default 192)')
     .option('--lr <x>', 'learning rate of the LoRA adapter (default 1e-3)')
     .option('--kl <coef>', 'weight of the KL penalty to the base model in each step (default 0.05; 0: none)')
+    .option('--lora-layers <n>', 'the LoRA adapter on the last n layers of the model (default 8; 0: every layer)')
     .option('--tis-cap <c>', 'cap of the truncated importance weights against the engine’s log-probs (default 2; 0: off)')
     .option(
       '--task-sampling <how>',

@@ -10,12 +10,13 @@ import type { GymSettings } from './gym-options.ts';
  * What a gym run changes of the configured learner: a rollout batch is one step (the batcher
  * takes it whole: it comes in one transaction, from one "user" and never stale), waited for as
  * long as a step may take; the run's learning rate and its KL pull towards the base in a GRPO step
- * (`--lr`, `--kl`; gym-options.ts says how they were chosen), and its importance weights' cap
+ * (`--lr`, `--kl`; gym-options.ts says how they were chosen), the layers its adapter spans
+ * (`--lora-layers`), and its importance weights' cap
  * (`--tis-cap`, by default the learner's 2), and how a step averages its loss (`--loss-agg`, by
  * default the learner's GRPO per-token mean over the batch).
  */
 export function gymLearnerOverrides(
-  s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'lossAggregation' | 'stepTimeoutMs'>,
+  s: Pick<GymSettings, 'lr' | 'klCoef' | 'loraLayers' | 'tisCap' | 'lossAggregation' | 'stepTimeoutMs'>,
 ): Partial<LearnerSettings> {
   return {
     batchSize: 1,
@@ -25,6 +26,7 @@ export function gymLearnerOverrides(
     maxStaleness: 1000,
     lr: s.lr,
     grpoKlCoef: s.klCoef,
+    loraLastLayers: s.loraLayers,
     tisCap: s.tisCap,
     grpoTokenMean: s.lossAggregation === 'sample' ? 'sample' : 'batch',
   };
@@ -34,7 +36,7 @@ export function gymLearnerOverrides(
 export function gymLearnerPlan(
   settings: StackSettings,
   served: ServedModel,
-  s: Pick<GymSettings, 'lr' | 'klCoef' | 'tisCap' | 'lossAggregation' | 'stepTimeoutMs'>,
+  s: Pick<GymSettings, 'lr' | 'klCoef' | 'loraLayers' | 'tisCap' | 'lossAggregation' | 'stepTimeoutMs'>,
   wiring: Omit<LearnerOverrides, 'settings'> = {},
 ): LearnerPlan {
   return learnerPlan(settings, served, { ...wiring, settings: gymLearnerOverrides(s) });

@@ -80,6 +80,7 @@ export interface GymResult {
     | 'maxTokens'
     | 'lr'
     | 'klCoef'
+    | 'loraLayers'
     | 'tisCap'
     | 'lossAggregation'
     | 'devOnly'
@@ -117,6 +118,7 @@ export function runIdentity(s: GymSettings): RunIdentity {
       maxTokens: s.maxTokens,
       lr: s.lr,
       klCoef: s.klCoef,
+      loraLayers: s.loraLayers,
       tisCap: s.tisCap,
       lossAggregation: s.lossAggregation,
       devOnly: s.devOnly,

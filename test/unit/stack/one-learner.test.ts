@@ -67,6 +67,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
       'batchSize',
       'grpoKlCoef',
       'grpoTokenMean',
+      'loraLastLayers',
       'lr',
       'maxStaleness',
       'maxUserShare',
@@ -83,6 +84,7 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
       maxStaleness: 1000,
       lr: 1e-3,
       grpoKlCoef: 0.05,
+      loraLastLayers: 8,
       tisCap: 2,
       grpoTokenMean: 'batch',
     });
@@ -95,7 +97,8 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
     for (const p of [up, ev, gym]) {
       assert.equal(p.settings.maxTrainTokens, 1024);
       assert.equal(p.lineage?.maxTrainTokens, 1024);
-      assert.deepEqual(p.lineage?.lora, { rank: 8, alpha: 16, targets: ['q', 'k', 'v', 'o'], lastLayers: 0 });
+      // the gym adapts the last 8 layers only (gym-options.ts GYM_LORA_LAYERS), a named override
+      assert.deepEqual(p.lineage?.lora, { rank: 8, alpha: 16, targets: ['q', 'k', 'v', 'o'], lastLayers: p === gym ? 8 : 0 });
       assert.equal(p.settings.maxKl, 0.1);
       assert.equal(p.settings.mismatchTis, true);
       assert.equal(p.settings.klCoef, 0.25);
@@ -141,12 +144,14 @@ describe('one learner for up, eval and gym (stack/learner-service.ts)', () => {
     // The step every sample trains with (a GRPO batch's changes of it apart) and the lineage but its model id and store.
     for (const name of ['eval', 'gym'] as const) {
       assert.deepEqual(o[name].step, o.up.step, `${name}: step`);
-      assert.deepEqual(
-        { ...(o[name].lineage as object), modelId: '', weightsDir: '' },
-        { ...(o.up.lineage as object), modelId: '', weightsDir: '' },
-        `${name}: lineage`,
-      );
+      // the adapter's layers apart: a gym run names its own (GYM_LORA_LAYERS), checked above
+      const sameButLayers = (l: unknown) => {
+        const x = l as { lora: object };
+        return { ...x, modelId: '', weightsDir: '', lora: { ...x.lora, lastLayers: 0 } };
+      };
+      assert.deepEqual(sameButLayers(o[name].lineage), sameButLayers(o.up.lineage), `${name}: lineage`);
     }
+    assert.equal((o.eval.lineage as { lora: { lastLayers: number } }).lora.lastLayers, 0);
     assert.deepEqual(o.eval.grpoStep, o.up.grpoStep);
     assert.deepEqual(o.up.grpoStep, { klCoef: 0, tokenMean: 'batch' });
     assert.deepEqual(o.gym.grpoStep, { klCoef: 0.05, tokenMean: 'batch' });

@@ -60,6 +60,7 @@ describe('turnstream gym flags', () => {
       maxTokens: undefined,
       lr: 5e-4,
       klCoef: 0,
+      loraLayers: undefined,
       tisCap: undefined,
       taskSampling: undefined,
       reward: undefined,
@@ -72,6 +73,7 @@ describe('turnstream gym flags', () => {
       maxTokens: undefined,
       lr: undefined,
       klCoef: undefined,
+      loraLayers: undefined,
       tisCap: 0,
       taskSampling: 'signal',
       reward: 'partial',
@@ -92,6 +94,18 @@ describe('turnstream gym flags', () => {
       },
     );
     assert.equal(refusal(() => gymTuning({ lr: '0' })).message, '--lr must be a positive number (got 0)');
+    // --lora-layers: the adapter on the last n layers, 0 = every layer; an integer
+    assert.equal(gymTuning({ loraLayers: '0' }).loraLayers, 0);
+    assert.equal(gymTuning({ loraLayers: '12' }).loraLayers, 12);
+    for (const bad of ['-1', '2.5', 'all'])
+      assert.deepEqual(
+        refusal(() => gymTuning({ loraLayers: bad })),
+        {
+          message: `--lora-layers must be an integer ≥ 0 (got ${bad})`,
+          code: 'TS_ERR_INVALID_INPUT',
+          param: '--lora-layers',
+        },
+      );
   });
 
   it('--base-rates: 4 rollouts per task unless --n says; one is enough to measure', () => {
